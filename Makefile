@@ -1,0 +1,48 @@
+# pgmpi-site front door. `make demo` and `make test` are the two commands of README.md.
+SHELL := /bin/bash
+TOP   := $(CURDIR)
+VENV  := $(TOP)/.venv
+MPIS  ?= openmpi mpich
+
+.PHONY: demo test deps venv lib ctest pytest services-up services-down bench clean help
+
+help:
+	@echo "make demo    - install what is missing, build, run a local tuning campaign, serve the dashboard"
+	@echo "make test    - the whole test suite against real PostgreSQL, Slurm, Open MPI, MPICH, Lmod"
+	@echo "make lib     - build libpgmpitune + pgmpi-bench for each MPI ($(MPIS))"
+	@echo "make ctest   - C tests only;  make pytest ARGS='-k name' - Python tests only (services must be up)"
+	@echo "make services-up / services-down - local PostgreSQL and Slurm"
+	@echo "make bench   - the benchmark scripts of tests/bench (print figures)"
+
+deps:
+	@deploy/install-packages.sh all
+
+venv:
+	@deploy/venv.sh
+
+lib:
+	@deploy/build-lib.sh all
+
+demo:
+	@deploy/demo.sh
+
+test:
+	@tests/run-all.sh
+
+ctest: lib
+	@for m in $(MPIS); do echo "== ctest ($$m)"; (cd build/$$m && ctest --output-on-failure) || exit 1; done
+
+pytest: venv
+	@eval "$$(deploy/slurm.sh env)"; PGMPI_TEST_DATABASE_URL=$$(deploy/postgres.sh url) $(VENV)/bin/pytest $(ARGS)
+
+services-up:
+	@deploy/postgres.sh up && deploy/slurm.sh up
+
+services-down:
+	@deploy/slurm.sh down; deploy/postgres.sh down
+
+bench:
+	@for s in tests/bench/*.sh tests/bench/*.py; do [ -e "$$s" ] || continue; echo "== $$s"; case $$s in *.py) $(VENV)/bin/python $$s ;; *) bash $$s ;; esac; done
+
+clean:
+	rm -rf build demo

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install the Debian packages pgmpi-site needs on this machine (idempotent).
+#   deploy/install-packages.sh [base|cluster|browser|all]
+#   base    : compilers, CMake, Open MPI, MPICH, Python venv support   (make demo)
+#   cluster : + PostgreSQL, Slurm (munge, slurmctld, slurmd), Lmod       (make test)
+#   browser : + Debian's chromium and chromium-driver                    (browser tests)
+# Services are NOT started here: the packages would start munge, Slurm and a
+# PostgreSQL cluster on port 5432 themselves, so a temporary policy-rc.d forbids it.
+set -euo pipefail
+what=${1:-all}
+
+base_pkgs=(build-essential gfortran cmake pkg-config python3-venv python3-dev
+           openmpi-bin libopenmpi-dev mpich libmpich-dev)
+cluster_pkgs=(postgresql postgresql-contrib munge slurmctld slurmd slurm-client lmod)
+browser_pkgs=(chromium chromium-driver)
+
+case "$what" in
+  base)    pkgs=("${base_pkgs[@]}") ;;
+  cluster) pkgs=("${base_pkgs[@]}" "${cluster_pkgs[@]}") ;;
+  browser) pkgs=("${browser_pkgs[@]}") ;;
+  all)     pkgs=("${base_pkgs[@]}" "${cluster_pkgs[@]}" "${browser_pkgs[@]}") ;;
+  *) echo "usage: $0 [base|cluster|browser|all]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-packages: all ${#pkgs[@]} Debian packages for '$what' present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-packages: missing ${missing[*]}; run as root or install them yourself" >&2
+  exit 1
+fi
+echo "install-packages: installing ${missing[*]}"
+created_policy=0
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; created_policy=1
+fi
+trap '[ $created_policy = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the lists only when they are missing or older than a day.
+if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]; then
+  apt-get update -qq
+fi
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-packages: done"
