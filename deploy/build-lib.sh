@@ -8,6 +8,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 which_mpis=${1:-all}
 [ "$which_mpis" = all ] && which_mpis="openmpi mpich"
 jobs=$(nproc 2>/dev/null || echo 2)
+# Serialise concurrent builds of the same tree (tests, helpers, make targets).
+mkdir -p "$top/build"; exec 9>"$top/build/.build-lib.lock"; flock 9
 for mpi in $which_mpis; do
   case $mpi in
     openmpi|mpich) ;;
