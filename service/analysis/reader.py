@@ -1,0 +1,505 @@
+"""Reader for raw results in ReproMPI's text format (ours from pgmpi-bench and genuine ReproMPI output).
+
+Stable API (SERVICE, the scheduler and the CLI use it):
+
+    parse_text(text: str, source: str) -> RunResult      # one file = one mpirun
+    read_file(path) -> RunResult
+    read_files(paths) -> ResultSet                       # many mpiruns, node counts, libraries, machines
+    ResultSet.from_runs(runs: list[RunResult]) -> ResultSet
+    ResultsFormatError(source, line, message)            # str(e) == "source:line: message"
+
+A file is: `#@key=value` header lines (spaces around '=' accepted), a column line, one line per measurement,
+and `#@pgmpi ...` footer lines. Columns are found by name, so all of these layouts work:
+
+    test nrep msize runtime_sec algorithm          (ours; `algorithm` is our extension)
+    test nrep msize runtime_sec                    (genuine ReproMPI)
+    test nrep count msize runtime_sec              (ReproMPI versions that print the count)
+    test errorcode nrep msize runtime_sec          (window-based sync: rows with errorcode != 0 are dropped)
+    p test nrep msize loc_tstart_sec loc_tend_sec  (per-process output: runtime = max over processes)
+    ... gl_tstart_sec gl_tend_sec                  (global clocks preferred over local ones when both exist)
+    test nrep count runtime_sec                    (no msize: msize = count x size of #@datatype)
+
+The algorithm of a row is its `algorithm` column, else the `#@pgmpi alg <MPI_Name> <bytes> <alg>` footer
+for that call and size, else the `#@algorithm=` header, else "default". Summary output (ReproMPI's
+`--summary`, columns like mean_sec/median_sec) carries no raw measurements and is rejected.
+
+RunResult holds one mpirun's columns as numpy arrays (test names and algorithms as codes into small
+tables). ResultSet concatenates many runs into flat columns plus a run table; analyses group rows by
+(machine, library, version, nprocs, collective, msize, algorithm) and use one median per mpirun.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from . import collectives as _colls
+
+__all__ = ["ResultsFormatError", "RunResult", "ResultSet", "parse_text", "read_file", "read_files",
+           "BARRIER", "OTHER"]
+
+BARRIER = -1   # ResultSet.coll value of MPI_Barrier rows
+OTHER = -2     # ResultSet.coll value of calls outside collectives.def
+
+DATATYPE_BYTES = {
+    "MPI_BYTE": 1, "MPI_CHAR": 1, "MPI_SIGNED_CHAR": 1, "MPI_UNSIGNED_CHAR": 1, "MPI_INT8_T": 1, "MPI_UINT8_T": 1,
+    "MPI_SHORT": 2, "MPI_UNSIGNED_SHORT": 2, "MPI_INT16_T": 2,
+    "MPI_INT": 4, "MPI_UNSIGNED": 4, "MPI_FLOAT": 4, "MPI_INT32_T": 4, "MPI_UINT32_T": 4,
+    "MPI_LONG": 8, "MPI_UNSIGNED_LONG": 8, "MPI_LONG_LONG": 8, "MPI_LONG_LONG_INT": 8, "MPI_DOUBLE": 8,
+    "MPI_INT64_T": 8, "MPI_UINT64_T": 8, "MPI_LONG_DOUBLE": 16,
+}
+SUMMARY_COLUMNS = {"mean_sec", "median_sec", "min_sec", "max_sec", "total_nrep", "valid_nrep"}
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ResultsFormatError(ValueError):
+    """Malformed raw-result input; carries the source (file name) and 1-based line number."""
+
+    def __init__(self, source: str, line: int | None, message: str):
+        self.source, self.line, self.message = source, line, message
+        super().__init__(f"{source}:{line}: {message}" if line else f"{source}: {message}")
+
+
+@dataclass
+class RunResult:
+    """One mpirun: header, footer and the measurements as numpy columns."""
+    source: str
+    header: dict[str, str]
+    tests: list[str]                 # table of call names (e.g. MPI_Allreduce); `test` holds codes into it
+    algorithms: list[str]            # table of algorithm names; `algorithm` holds codes into it
+    test: np.ndarray                 # int32 codes, one per measurement
+    nrep: np.ndarray                 # int64 repetition index
+    msize: np.ndarray                # int64 bytes (collectives.def definition)
+    runtime: np.ndarray              # float64 seconds (max over ranks)
+    algorithm: np.ndarray            # int32 codes
+    alg_footer: dict[tuple[str, int], str] = field(default_factory=dict)   # (MPI name, bytes) -> algorithm
+    config: dict[str, str] = field(default_factory=dict)                    # #@pgmpi config key value
+    pgmpi_lines: list[str] = field(default_factory=list)                    # every #@pgmpi line, raw
+
+    def __len__(self) -> int:
+        return int(self.runtime.shape[0])
+
+    # metadata with the names of contract 3 (empty string / 0 when the file does not say)
+    def meta(self, key: str, default: str = "") -> str:
+        return self.header.get(key, default)
+
+    @property
+    def machine(self) -> str:
+        return self.header.get("machine") or self.header.get("hostname") or "unknown"
+
+    @property
+    def library(self) -> str:
+        return self.header.get("mpi_library") or "unknown"
+
+    @property
+    def version(self) -> str:
+        return self.header.get("mpi_version", "")
+
+    @property
+    def nprocs(self) -> int:
+        return _int_or(self.header.get("nprocs") or self.header.get("np") or self.header.get("p"), 0)
+
+    @property
+    def nodes(self) -> int:
+        return _int_or(self.header.get("nodes"), 0)
+
+    @property
+    def ppn(self) -> int:
+        return _int_or(self.header.get("ppn"), 0)
+
+    @property
+    def mpirun_index(self) -> int:
+        return _int_or(self.header.get("mpirun_index"), -1)
+
+    @property
+    def campaign(self) -> str:
+        return self.header.get("campaign", "")
+
+
+def _int_or(v, default: int) -> int:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return default
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+        return True
+    except ValueError:
+        return False
+
+
+def parse_text(text: str, source: str) -> RunResult:
+    """Parse one raw-result file's text. Raises ResultsFormatError(source, line, message)."""
+    lines = text.splitlines()
+    header: dict[str, str] = {}
+    pgmpi_lines: list[tuple[int, str]] = []
+    columns: list[str] | None = None
+    col_lineno = 0
+    data_lines: list[str] = []
+    data_linenos_start = 0
+    # header / column line; everything after the column line that is not a comment is data
+    i = 0
+    n = len(lines)
+    while i < n:
+        raw = lines[i]
+        s = raw.strip()
+        i += 1
+        if not s:
+            continue
+        if s.startswith("#"):
+            _comment(s, i, source, header, pgmpi_lines)
+            continue
+        toks = s.split()
+        if all(not _is_number(t) for t in toks) and any(t in ("runtime_sec", "msize", "count", "nrep",
+                                                                 "loc_tstart_sec", "gl_tstart_sec") for t in toks):
+            columns = toks
+            col_lineno = i
+            break
+        raise ResultsFormatError(source, i, "measurement line before the column line "
+                                 "(expected e.g. 'test nrep msize runtime_sec algorithm')")
+    if columns is None:
+        raise ResultsFormatError(source, None, "no column line found (expected e.g. "
+                                 "'test nrep msize runtime_sec algorithm'); is this a ReproMPI result file?")
+    summary = SUMMARY_COLUMNS.intersection(columns)
+    if summary:
+        raise ResultsFormatError(source, col_lineno, f"summary output (columns {', '.join(sorted(summary))}) "
+                                 "has no raw measurements; rerun ReproMPI without --summary")
+    if len(set(columns)) != len(columns):
+        raise ResultsFormatError(source, col_lineno, f"duplicate column names in {' '.join(columns)}")
+    # data and footer; a repeated column line (several blocks) must be identical
+    data_linenos_start = i + 1
+    end = n
+    while end > i and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+        end -= 1
+    for j in range(end, n):
+        s = lines[j].strip()
+        if s:
+            _comment(s, j + 1, source, header, pgmpi_lines)
+    middle = lines[i:end]
+    blob = "\n".join(middle)
+    col_text = " ".join(columns)
+    linenos = None
+    if "#" in blob or columns[-1] in blob:
+        data_lines = []
+        linenos = []
+        for j, raw in enumerate(middle, data_linenos_start):
+            s = raw.strip()
+            if not s:
+                continue
+            if s[0] == "#":
+                _comment(s, j, source, header, pgmpi_lines)
+                continue
+            if s.split() == columns:
+                continue
+            if " ".join(s.split()) == col_text:
+                continue
+            data_lines.append(s)
+            linenos.append(j)
+    else:
+        data_lines = middle
+    return _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos, data_linenos_start)
+
+
+def _comment(s: str, lineno: int, source: str, header: dict, pgmpi_lines: list) -> None:
+    if not s.startswith("#@"):
+        return  # plain comment
+    body = s[2:]
+    if body.startswith("pgmpi") and (len(body) == 5 or body[5] in " \t"):
+        pgmpi_lines.append((lineno, body))
+        return
+    if "=" in body:
+        k, v = body.split("=", 1)
+        k = k.strip()
+        if not k or not _NAME_RE.match(k.replace("-", "_").replace(".", "_")):
+            raise ResultsFormatError(source, lineno, f"bad header key {k!r} in {s!r}")
+        header.setdefault(k, v.strip())
+    # other '#@' lines (ReproMPI prints a few free-text ones) are ignored
+
+
+def _line_of(linenos, start: int, row: int) -> int:
+    return linenos[row] if linenos is not None else start + row
+
+
+def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos, start) -> RunResult:
+    ncol = len(columns)
+    toks = " ".join(data_lines).split()
+    nrows = len(data_lines)
+    if len(toks) != nrows * ncol and linenos is None:
+        # whitespace-only lines in the data: number the remaining ones
+        linenos = [start + r for r, l in enumerate(data_lines) if l.strip()]
+        data_lines = [l for l in data_lines if l.strip()]
+        nrows = len(data_lines)
+    if len(toks) != nrows * ncol:
+        for r, l in enumerate(data_lines):
+            k = len(l.split())
+            if k != ncol:
+                raise ResultsFormatError(source, _line_of(linenos, start, r),
+                                         f"expected {ncol} fields ({' '.join(columns)}), found {k}")
+    cidx = {c: k for k, c in enumerate(columns)}
+
+    def col(name):
+        return toks[cidx[name]::ncol]
+
+    def numeric(name, dtype):
+        vals = col(name)
+        try:
+            arr = np.array(vals, dtype=np.float64)
+        except ValueError:
+            for r, v in enumerate(vals):
+                try:
+                    float(v)
+                except ValueError:
+                    raise ResultsFormatError(source, _line_of(linenos, start, r),
+                                             f"field {name!r}: {v!r} is not a number") from None
+            raise
+        if dtype is np.int64:
+            bad = np.nonzero(arr != np.floor(arr))[0]
+            if bad.size:
+                r = int(bad[0])
+                raise ResultsFormatError(source, _line_of(linenos, start, r),
+                                         f"field {name!r}: {vals[r]!r} is not an integer")
+            arr = arr.astype(np.int64)
+        bad = np.nonzero(~np.isfinite(arr) | (arr < 0))[0] if arr.dtype == np.float64 else np.nonzero(arr < 0)[0]
+        if bad.size:
+            r = int(bad[0])
+            raise ResultsFormatError(source, _line_of(linenos, start, r),
+                                     f"field {name!r}: {vals[r]!r} must be a finite number >= 0")
+        return arr
+
+    # test (call name)
+    if "test" in cidx:
+        names = col("test")
+    else:
+        call = header.get("test") or header.get("calls") or header.get("call") or ""
+        if not call or "," in call:
+            raise ResultsFormatError(source, col_lineno, "no 'test' column and no single #@test=/#@calls= header "
+                                     f"naming the call (columns: {' '.join(columns)})")
+        names = [call] * nrows
+    tests, test_codes = np.unique(np.array(names, dtype=object).astype(str), return_inverse=True) if nrows else \
+        (np.array([], dtype=str), np.zeros(0, dtype=np.int64))
+    tests = [str(t) for t in tests]
+    for t in tests:
+        if not _NAME_RE.match(t):
+            r = names.index(t)
+            raise ResultsFormatError(source, _line_of(linenos, start, r), f"field 'test': {t!r} is not an MPI call "
+                                     "name (expected e.g. MPI_Allreduce; valid collectives: "
+                                     f"{', '.join(c.mpi_name for c in _colls.COLLECTIVES)}, MPI_Barrier)")
+    test_codes = test_codes.astype(np.int32)
+
+    # message size
+    if "msize" in cidx:
+        msize = numeric("msize", np.int64)
+    elif "count" in cidx:
+        dt = header.get("datatype", "MPI_BYTE")
+        if dt not in DATATYPE_BYTES:
+            raise ResultsFormatError(source, col_lineno, f"no 'msize' column and unknown #@datatype={dt!r} to "
+                                     f"convert 'count' (known: {', '.join(sorted(DATATYPE_BYTES))})")
+        msize = numeric("count", np.int64) * DATATYPE_BYTES[dt]
+    else:
+        raise ResultsFormatError(source, col_lineno, f"no 'msize' or 'count' column (columns: {' '.join(columns)})")
+
+    # runtime
+    if "runtime_sec" in cidx:
+        runtime = numeric("runtime_sec", np.float64)
+    elif "gl_tstart_sec" in cidx and "gl_tend_sec" in cidx:
+        runtime = numeric("gl_tend_sec", np.float64) - numeric("gl_tstart_sec", np.float64)
+    elif "loc_tstart_sec" in cidx and "loc_tend_sec" in cidx:
+        runtime = numeric("loc_tend_sec", np.float64) - numeric("loc_tstart_sec", np.float64)
+    else:
+        raise ResultsFormatError(source, col_lineno, "no runtime column: expected 'runtime_sec' or "
+                                 f"'loc_tstart_sec loc_tend_sec' or 'gl_tstart_sec gl_tend_sec' (columns: {' '.join(columns)})")
+    if nrows and runtime.min() < 0:
+        r = int(np.argmin(runtime))
+        raise ResultsFormatError(source, _line_of(linenos, start, r), "end time before start time")
+
+    # repetition index
+    if "nrep" in cidx:
+        nrep = numeric("nrep", np.int64)
+    else:
+        nrep = np.zeros(nrows, dtype=np.int64)
+        key = test_codes.astype(np.int64) * (1 << 40) + msize
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        first = np.r_[0, np.nonzero(np.diff(ks))[0] + 1] if nrows else np.zeros(0, dtype=np.int64)
+        grp_start = np.repeat(first, np.diff(np.r_[first, nrows]))
+        nrep[order] = np.arange(nrows) - grp_start
+
+    # pgmpi footer
+    alg_footer: dict[tuple[str, int], str] = {}
+    config: dict[str, str] = {}
+    for lineno, body in pgmpi_lines:
+        parts = body.split()
+        if len(parts) >= 2 and parts[1] == "alg":
+            if len(parts) != 5 or not parts[3].isdigit():
+                raise ResultsFormatError(source, lineno, "expected '#@pgmpi alg <MPI_Name> <bytes> <algorithm>', "
+                                         f"got {'#@' + body!r}")
+            alg_footer[(parts[2].lower(), int(parts[3]))] = parts[4]
+        elif len(parts) >= 3 and parts[1] == "config":
+            config[parts[2]] = " ".join(parts[3:])
+
+    # algorithm
+    if "algorithm" in cidx:
+        algs_tab, alg_codes = np.unique(np.array(col("algorithm"), dtype=str), return_inverse=True)
+        algorithms = [str(a) for a in algs_tab]
+        alg_codes = alg_codes.astype(np.int32)
+    else:
+        base = header.get("algorithm") or "default"
+        algorithms = [base]
+        alg_codes = np.zeros(nrows, dtype=np.int32)
+        if alg_footer and nrows:
+            lowered = [t.lower() for t in tests]
+            for (call, size), alg in alg_footer.items():
+                if call not in lowered:
+                    continue
+                sel = (test_codes == lowered.index(call)) & (msize == size)
+                if sel.any():
+                    if alg not in algorithms:
+                        algorithms.append(alg)
+                    alg_codes[sel] = algorithms.index(alg)
+    for a in algorithms:
+        if not _NAME_RE.match(a):
+            r = int(np.nonzero(alg_codes == algorithms.index(a))[0][0])
+            raise ResultsFormatError(source, _line_of(linenos, start, r), f"field 'algorithm': {a!r} is not a "
+                                     "mock-up name (expected 'default' or '<collective>_as_<parts>')")
+
+    keep = None
+    if "errorcode" in cidx:
+        keep = numeric("errorcode", np.int64) == 0
+    per_proc = None
+    for pc in ("p", "proc", "process"):
+        if pc in cidx:
+            pv = col(pc)
+            if any(v != "all" for v in pv):
+                per_proc = pc
+            break
+    if keep is not None and not keep.all():
+        test_codes, nrep, msize, runtime, alg_codes = (a[keep] for a in (test_codes, nrep, msize, runtime, alg_codes))
+    if per_proc is not None and runtime.size:
+        # one row per process: the measurement is the maximum over processes
+        key = np.stack([test_codes.astype(np.int64), alg_codes.astype(np.int64), msize, nrep])
+        uniq, inv = np.unique(key, axis=1, return_inverse=True)
+        inv = inv.ravel()
+        mx = np.full(uniq.shape[1], -np.inf)
+        np.maximum.at(mx, inv, runtime)
+        test_codes, alg_codes, msize, nrep = (uniq[k].astype(t) for k, t in
+                                              zip(range(4), (np.int32, np.int32, np.int64, np.int64)))
+        runtime = mx
+    return RunResult(source=source, header=header, tests=tests, algorithms=algorithms, test=test_codes,
+                     nrep=nrep, msize=msize, runtime=runtime, algorithm=alg_codes, alg_footer=alg_footer,
+                     config=config, pgmpi_lines=["#@" + b for _, b in pgmpi_lines])
+
+
+def read_file(path) -> RunResult:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except UnicodeDecodeError as e:
+        raise ResultsFormatError(str(p), None, f"not a text file ({e})") from None
+    except OSError as e:
+        raise ResultsFormatError(str(p), None, f"cannot read: {e.strerror or e}") from None
+    return parse_text(text, str(p))
+
+
+def _expand(paths: Iterable) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")))
+        else:
+            out.append(p)
+    return out
+
+
+def read_files(paths: Iterable) -> ResultSet:
+    """Read files (directories are searched recursively) into one ResultSet."""
+    return ResultSet.from_runs([read_file(p) for p in _expand(paths)])
+
+
+@dataclass
+class ResultSet:
+    """Flat columns over many mpiruns plus a run table.
+
+    Row columns (one entry per measurement): run (index into `runs`), coll (collectives.def id,
+    BARRIER or OTHER), test (code into `tests`), algorithm (code into `algorithms`), msize, nrep, runtime.
+    Run columns (one entry per mpirun): machine / library / version (codes into `machines` /
+    `libraries` / `versions`), nprocs, nodes, ppn, mpirun_index.
+    """
+    runs: list[RunResult]
+    tests: list[str]
+    algorithms: list[str]
+    machines: list[str]
+    libraries: list[str]
+    versions: list[str]
+    run: np.ndarray
+    coll: np.ndarray
+    test: np.ndarray
+    algorithm: np.ndarray
+    msize: np.ndarray
+    nrep: np.ndarray
+    runtime: np.ndarray
+    run_machine: np.ndarray
+    run_library: np.ndarray
+    run_version: np.ndarray
+    run_nprocs: np.ndarray
+    run_nodes: np.ndarray
+    run_ppn: np.ndarray
+    run_index: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.runtime.shape[0])
+
+    @property
+    def sources(self) -> list[str]:
+        return [r.source for r in self.runs]
+
+    @classmethod
+    def from_runs(cls, runs: list[RunResult]) -> "ResultSet":
+        tests: dict[str, int] = {}
+        algs: dict[str, int] = {}
+        parts = {k: [] for k in ("run", "test", "algorithm", "msize", "nrep", "runtime")}
+        for ri, r in enumerate(runs):
+            tmap = np.array([tests.setdefault(t, len(tests)) for t in r.tests] or [0], dtype=np.int32)
+            amap = np.array([algs.setdefault(a, len(algs)) for a in r.algorithms] or [0], dtype=np.int32)
+            parts["run"].append(np.full(len(r), ri, dtype=np.int32))
+            parts["test"].append(tmap[r.test])
+            parts["algorithm"].append(amap[r.algorithm])
+            parts["msize"].append(r.msize)
+            parts["nrep"].append(r.nrep)
+            parts["runtime"].append(r.runtime)
+        cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in parts.items()}
+        test_names = list(tests)
+        coll_of_test = np.array([_coll_id(t) for t in test_names] or [OTHER], dtype=np.int16)
+        test = cat["test"].astype(np.int32)
+        coll = coll_of_test[test] if test.size else np.zeros(0, dtype=np.int16)
+
+        def table(values):
+            names: dict[str, int] = {}
+            codes = np.array([names.setdefault(v, len(names)) for v in values], dtype=np.int32)
+            return list(names), codes
+
+        machines, run_machine = table([r.machine for r in runs])
+        libraries, run_library = table([r.library for r in runs])
+        versions, run_version = table([r.version for r in runs])
+        return cls(runs=list(runs), tests=test_names, algorithms=list(algs), machines=machines,
+                   libraries=libraries, versions=versions, run=cat["run"].astype(np.int32), coll=coll, test=test,
+                   algorithm=cat["algorithm"].astype(np.int32), msize=cat["msize"].astype(np.int64),
+                   nrep=cat["nrep"].astype(np.int64), runtime=cat["runtime"].astype(np.float64),
+                   run_machine=run_machine, run_library=run_library, run_version=run_version,
+                   run_nprocs=np.array([r.nprocs for r in runs], dtype=np.int64),
+                   run_nodes=np.array([r.nodes for r in runs], dtype=np.int64),
+                   run_ppn=np.array([r.ppn for r in runs], dtype=np.int64),
+                   run_index=np.array([r.mpirun_index for r in runs], dtype=np.int64))
+
+
+def _coll_id(test_name: str) -> int:
+    if test_name.lower() == "mpi_barrier":
+        return BARRIER
+    c = _colls.by_mpi_name(test_name)
+    return c.id if c else OTHER

@@ -1,0 +1,97 @@
+"""Reader: our layout, genuine ReproMPI layouts, file:line errors."""
+import numpy as np
+import pytest
+
+from service.analysis.reader import BARRIER, ResultsFormatError, ResultSet, parse_text, read_files
+
+OURS = """#@pgmpi_format=1
+#@machine=box
+#@mpi_library=openmpi
+#@mpi_version=4.1.4
+#@nprocs=2
+#@nodes=1
+#@ppn=2
+#@mpirun_index=3
+test nrep msize runtime_sec algorithm
+MPI_Allreduce 0 1024 0.0000123456 default
+MPI_Allreduce 1 1024 0.0000133456 default
+MPI_Allreduce 0 1024 0.0000103456 allreduce_as_reduce_bcast
+MPI_Barrier 0 1024 0.000001 default
+#@pgmpi config size_msg_buffer_bytes 1048576
+#@pgmpi nrep MPI_Allreduce 1024 2
+"""
+
+GENUINE = """#@reproMPIcommitSHA1 = 0123abc
+#@nprocs = 4
+#@datatype=MPI_INT
+#@operation=MPI_SUM
+                          test       nrep   count   msize   runtime_sec
+                 MPI_Allreduce          0       1       4     0.0000120000
+                 MPI_Allreduce          1       1       4     0.0000130000
+                     MPI_Bcast          0     256    1024     0.0000500000
+#@pgmpi alg MPI_Allreduce 4 allreduce_as_reduce_bcast
+"""
+
+
+def test_ours():
+    r = parse_text(OURS, "a.txt")
+    assert r.machine == "box" and r.library == "openmpi" and r.nprocs == 2 and r.mpirun_index == 3
+    assert len(r) == 4
+    names = [r.tests[c] for c in r.test]
+    assert names == ["MPI_Allreduce"] * 3 + ["MPI_Barrier"]
+    assert [r.algorithms[a] for a in r.algorithm] == ["default", "default", "allreduce_as_reduce_bcast", "default"]
+    assert r.msize.tolist() == [1024] * 4
+    assert r.runtime[0] == pytest.approx(1.23456e-5)
+    assert r.config["size_msg_buffer_bytes"] == "1048576"
+
+
+def test_genuine_spaces_and_footer_algorithm():
+    r = parse_text(GENUINE, "g.txt")
+    assert r.nprocs == 4 and r.machine == "unknown"
+    algs = [r.algorithms[a] for a in r.algorithm]
+    names = [r.tests[c] for c in r.test]
+    assert list(zip(names, r.msize.tolist(), algs)) == [
+        ("MPI_Allreduce", 4, "allreduce_as_reduce_bcast"), ("MPI_Allreduce", 4, "allreduce_as_reduce_bcast"),
+        ("MPI_Bcast", 1024, "default")]
+
+
+def test_count_only_uses_datatype():
+    text = "#@datatype=MPI_DOUBLE\ntest nrep count runtime_sec\nMPI_Bcast 0 16 0.5\n"
+    assert parse_text(text, "c").msize.tolist() == [128]
+
+
+def test_per_process_rows_take_max_and_errorcodes_drop():
+    text = ("#@nprocs=2\n p test nrep errorcode msize loc_tstart_sec loc_tend_sec\n"
+            "0 MPI_Bcast 0 0 8 1.0 1.5\n1 MPI_Bcast 0 0 8 1.0 2.0\n"
+            "0 MPI_Bcast 1 1 8 1.0 9.0\n1 MPI_Bcast 1 1 8 1.0 9.0\n")
+    r = parse_text(text, "p")
+    assert r.runtime.tolist() == [1.0] and r.nrep.tolist() == [0]
+
+
+@pytest.mark.parametrize("text,line,needle", [
+    ("test nrep msize runtime_sec\nMPI_Bcast 0 x 0.1\n", 2, "'msize'"),
+    ("test nrep msize runtime_sec\nMPI_Bcast 0 8 0.1\nMPI_Bcast 0 8\n", 3, "expected 4 fields"),
+    ("test nrep msize runtime_sec\nMPI_Bcast 0 8 -0.1\n", 2, ">= 0"),
+    ("test nrep msize runtime_sec\nMPI_Bcast 0 8 nan\n", 2, "finite"),
+    ("#@a=1\nMPI_Bcast 0 8 0.1\n", 2, "before the column line"),
+    ("#@a=1\n", None, "no column line"),
+    ("test nrep msize mean_sec\n", 1, "summary"),
+    ("test nrep msize runtime_sec\nMPI_Bcast 0 8.5 0.1\n", 2, "not an integer"),
+    ("test nrep msize runtime_sec\nMPI_Bcast 0 8 0.1\n#@pgmpi alg MPI_Bcast x y\n", 3, "#@pgmpi alg"),
+    ("test nrep msize runtime_sec algorithm\nMPI_Bcast 0 8 0.1 bad-name\n", 2, "mock-up name"),
+])
+def test_errors_carry_file_and_line(text, line, needle):
+    with pytest.raises(ResultsFormatError) as ei:
+        parse_text(text, "bad.txt")
+    assert ei.value.source == "bad.txt" and ei.value.line == line
+    assert needle in str(ei.value)
+    assert str(ei.value).startswith("bad.txt:" + (f"{line}:" if line else ""))
+
+
+def test_resultset_spans_runs(tmp_path):
+    (tmp_path / "a.txt").write_text(OURS)
+    (tmp_path / "b.txt").write_text(OURS.replace("openmpi", "mpich").replace("nprocs=2", "nprocs=4"))
+    rs = read_files([tmp_path])
+    assert len(rs) == 8 and rs.libraries == ["openmpi", "mpich"] and rs.run_nprocs.tolist() == [2, 4]
+    assert (rs.coll == BARRIER).sum() == 2 and set(rs.run.tolist()) == {0, 1}
+    assert np.all(rs.msize == 1024)
