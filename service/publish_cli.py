@@ -1,10 +1,117 @@
-"""`pgmpi profile`: publish and roll back tuned profiles (DASHBOARDS owns this file)."""
+"""`pgmpi profile`: publish and roll back tuned profiles (DASHBOARDS owns this file).
+
+The work is done by service.publish (plain Python); this module only parses options
+and prints results.  The profile root comes from --root or PGMPI_PROFILE_ROOT.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+from pathlib import Path
+
 import click
+
+from service import publish as pub
+
+
+def _root(root: str | None) -> str:
+    root = root or os.environ.get("PGMPI_PROFILE_ROOT")
+    if not root:
+        raise click.UsageError("no profile root: give --root or set PGMPI_PROFILE_ROOT")
+    return str(Path(root).absolute())
+
+
+_common = [
+    click.option("--root", help="site profile root (default $PGMPI_PROFILE_ROOT)"),
+    click.option("--machine", required=True, help="machine name, e.g. vsc5"),
+    click.option("--mpi", "mpi_name", required=True, help="MPI library name, e.g. openmpi"),
+    click.option("--mpi-version", required=True, help="MPI library version, e.g. 4.1.4"),
+]
+
+
+def common(f):
+    for opt in reversed(_common):
+        f = opt(f)
+    return f
 
 
 @click.group("profile")
 def profile() -> None:
     """Publish tuned profiles into the site's profile root, or roll back."""
+
+
+@profile.command("publish")
+@common
+@click.option("--dir", "src", required=True, type=click.Path(exists=True, file_okay=False),
+              help="directory with the candidate's .prf files")
+@click.option("--validation", type=click.Path(exists=True, dir_okay=False),
+              help="JSON report of the validation run; publishes only if its \"ok\" is true")
+@click.option("--force", is_flag=True, help="publish without a passing validation (recorded)")
+@click.option("--reason", default="", help="why (required with --force)")
+@click.option("--actor", default=None, help="who (default: the login name)")
+def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, reason, actor):
+    """Validate the candidate with pgmpitune-check and make it the current set."""
+    validated, vdata = False, {}
+    if validation:
+        try:
+            vdata = json.loads(Path(validation).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise click.ClickException(f"{validation}: not a JSON validation report: {exc}")
+        if not isinstance(vdata, dict) or "ok" not in vdata:
+            raise click.ClickException(f"{validation}: field \"ok\" (true|false) is missing")
+        validated = vdata.get("ok") is True
+    files = {p.name: p.read_bytes() for p in sorted(Path(src).iterdir()) if p.is_file()}
+    try:
+        res = pub.publish(_root(root), machine, mpi_name, mpi_version, files,
+                          actor=actor or getpass.getuser(), validated=validated, force=force,
+                          reason=reason, validation=vdata, mpi=_mpi_flavor(mpi_name))
+    except pub.PublishError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(f"published version {res.version} (was {res.previous}) -> {res.target}/current"
+               + (" [FORCED]" if res.forced else ""))
+
+
+@profile.command("rollback")
+@common
+@click.option("--to", "to", type=int, default=None, help="version to make current (default: previous)")
+@click.option("--reason", default="")
+@click.option("--actor", default=None)
+def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor):
+    """Swap current back to the previous version."""
+    try:
+        res = pub.rollback(_root(root), machine, mpi_name, mpi_version,
+                           actor=actor or getpass.getuser(), to=to, reason=reason)
+    except pub.PublishError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(f"rolled back to version {res.version} (was {res.previous}) -> {res.target}/current")
+
+
+@profile.command("status")
+@common
+@click.option("--json", "as_json", is_flag=True)
+def status_cmd(root, machine, mpi_name, mpi_version, as_json):
+    """Show the current version, all versions and the history."""
+    try:
+        st = pub.status(_root(root), machine, mpi_name, mpi_version)
+    except pub.PublishError as exc:
+        raise click.ClickException(str(exc))
+    if as_json:
+        click.echo(json.dumps(st, indent=1, default=str))
+        return
+    click.echo(f"{st['target']}: current={st['current']} versions={st['versions']}")
+    for e in st["history"]:
+        click.echo(f"  {e.get('at')} {e.get('actor')}: {e.get('action')} -> {e.get('version')}"
+                   f" (was {e.get('previous')}){' FORCED: ' + e.get('reason', '') if e.get('forced') else ''}")
+
+
+def _mpi_flavor(mpi_name: str) -> str | None:
+    n = mpi_name.lower().replace(" ", "").replace("-", "").replace("_", "")
+    if n.startswith("openmpi") or n == "ompi":
+        return "openmpi"
+    if n.startswith("mpich"):
+        return "mpich"
+    return None
 
 
 COMMANDS = [profile]
