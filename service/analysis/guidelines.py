@@ -1,0 +1,234 @@
+"""Guideline verification: pattern, monotony and split-robustness verdicts with barrier warnings.
+
+    a = analyze(result_set, alpha=0.05, test="mannwhitney", fdr=False, split_tolerance=0.05)
+    a.verdicts        -> list[Verdict] (every check made, violated or not)
+    a.violations()    -> the violated ones;  a.counts() -> brave / cautious counts per kind
+
+Pattern (PGMPI IV-C3): for every collective, size and mock-up, H0 "the default is not slower than the mock-up"
+is tested against H1 "the default's per-mpirun medians are stochastically greater" with the chosen one-sided
+test; a rejection at level alpha is a violation. Monotony (IV-C1): for adjacent measured sizes m_i < m_j of the
+default, H1 "T(m_i) is stochastically greater than T(m_j)". Split-robustness (IV-C2): for every size m_j and
+every smaller m_i, k = ceil(m_j / m_i) (the smallest multiple with k*m_i >= m_j); violated when
+k * median(m_i) * (1 + tolerance) < median(m_j) (medians, no test, as the paper does); only the largest violating
+m_i is reported for each m_j. With fdr=True the p-values of all pattern and monotony tests of the analysis (one
+campaign) are Benjamini-Hochberg adjusted and compared against alpha (then the FDR target).
+
+Barrier warnings (pgchecker thesis ch. 3/4): when MPI_Barrier rows exist, a measured cell is flagged when the
+barrier's median at that size >= the cell's median; a verdict is flagged when any cell it compares is.
+Brave counting counts every violation; cautious counting drops violations with a barrier warning.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import collectives as _colls
+from .reader import BARRIER, ResultSet
+from .stats import TESTS, Cells, bh_adjust, build_cells, pvalues_greater
+
+KINDS = ("pattern", "monotony", "split")
+
+
+@dataclass
+class Verdict:
+    kind: str                 # pattern | monotony | split
+    cfg: int                  # index into Analysis.cells.configs
+    collective: str           # collectives.def key
+    mpi_name: str
+    msize: int                # pattern: the size; monotony/split: the larger size m_j
+    algorithm: str            # pattern: the mock-up; otherwise "default"
+    ref_msize: int | None     # monotony/split: the smaller size m_i
+    k: int | None             # split: the multiple
+    default_median: float     # pattern: default; monotony/split: median at msize (m_j)
+    other_median: float       # pattern: mock-up; monotony/split: median at ref_msize (split: k times it)
+    default_mean: float
+    other_mean: float
+    nruns_default: int
+    nruns_other: int
+    nmeas_default: int
+    nmeas_other: int
+    statistic: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    violated: bool
+    slowdown: float           # pattern: default/mock-up; monotony: T(m_i)/T(m_j); split: T(m_j)/(k T(m_i))
+    barrier_warning: bool | None   # None: no barrier measurements
+    barrier_median: float | None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k, v in d.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                d[k] = None
+        return d
+
+
+@dataclass
+class Analysis:
+    cells: Cells
+    verdicts: list[Verdict]
+    alpha: float
+    test: str
+    fdr: bool
+    split_tolerance: float
+    barrier: dict[tuple[int, int], float] = field(default_factory=dict)   # (cfg, msize) -> barrier median
+    memory_config: dict[int, dict[str, int]] = field(default_factory=dict)  # cfg -> #@pgmpi config ints
+
+    @property
+    def configs(self):
+        return self.cells.configs
+
+    def violations(self, kind: str | None = None, cautious: bool = False) -> list[Verdict]:
+        return [v for v in self.verdicts if v.violated and (kind is None or v.kind == kind)
+                and not (cautious and v.barrier_warning)]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """{kind: {checks, brave, cautious, barrier_warnings}} plus "all"."""
+        out = {}
+        for kind in KINDS + ("all",):
+            vs = [v for v in self.verdicts if kind == "all" or v.kind == kind]
+            out[kind] = {"checks": len(vs), "brave": sum(v.violated for v in vs),
+                         "cautious": sum(v.violated and not v.barrier_warning for v in vs),
+                         "barrier_warnings": sum(bool(v.barrier_warning) for v in vs)}
+        return out
+
+    def to_dict(self) -> dict:
+        return {"alpha": self.alpha, "test": self.test, "fdr": self.fdr, "split_tolerance": self.split_tolerance,
+                "configs": [asdict(c) | {"label": c.label} for c in self.configs],
+                "counts": self.counts(), "verdicts": [v.to_dict() for v in self.verdicts]}
+
+
+def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = "mannwhitney", fdr: bool = False,
+            split_tolerance: float = 0.05, kinds=KINDS) -> Analysis:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; valid: {', '.join(TESTS)}")
+    cells = rs if isinstance(rs, Cells) else build_cells(rs)
+    mem_cfg: dict[int, dict[str, int]] = {}
+    if isinstance(rs, ResultSet):
+        for ci, runs in enumerate(cells.config_runs):
+            for ri in runs:
+                for key, val in rs.runs[ri].config.items():
+                    if val.strip().isdigit():
+                        mem_cfg.setdefault(ci, {})[key] = min(int(val), mem_cfg.get(ci, {}).get(key, int(val)))
+    alg_default = cells.algorithms.index("default") if "default" in cells.algorithms else -1
+
+    # barrier medians per (cfg, msize)
+    barrier: dict[tuple[int, int], float] = {}
+    bsel = np.nonzero(cells.coll == BARRIER)[0]
+    for i in bsel.tolist():
+        key = (int(cells.cfg[i]), int(cells.msize[i]))
+        barrier[key] = min(barrier.get(key, np.inf), float(cells.median[i]))
+    has_barrier = {c for c, _ in barrier}
+
+    def bwarn(i: int) -> tuple[bool | None, float | None]:
+        c = int(cells.cfg[i])
+        if c not in has_barrier:
+            return None, None
+        b = barrier.get((c, int(cells.msize[i])))
+        if b is None:
+            return None, None
+        return bool(b >= cells.median[i]), b
+
+    # group cells of known collectives: (cfg, coll) -> {alg: {msize: cell}}
+    groups: dict[tuple[int, int], dict[int, dict[int, int]]] = {}
+    for i in np.nonzero(cells.coll >= 0)[0].tolist():
+        groups.setdefault((int(cells.cfg[i]), int(cells.coll[i])), {}).setdefault(
+            int(cells.alg[i]), {})[int(cells.msize[i])] = i
+
+    pairs: list[tuple[str, int, int, int]] = []      # (kind, cell x (slower under H1), cell y, aux)
+    split_verdicts: list[Verdict] = []
+    for (c, coll), by_alg in groups.items():
+        dflt = by_alg.get(alg_default, {})
+        if "pattern" in kinds:
+            for a, sizes in by_alg.items():
+                if a == alg_default:
+                    continue
+                for ms, j in sizes.items():
+                    if ms in dflt:
+                        pairs.append(("pattern", dflt[ms], j, 0))
+        sizes_sorted = sorted(dflt)
+        if "monotony" in kinds:
+            for mi, mj in zip(sizes_sorted, sizes_sorted[1:]):
+                pairs.append(("monotony", dflt[mi], dflt[mj], 0))
+        if "split" in kinds:
+            for jj, mj in enumerate(sizes_sorted):
+                cj = dflt[mj]
+                chosen = None
+                for mi in reversed(sizes_sorted[:jj]):      # largest smaller size first
+                    if mi <= 0:
+                        continue
+                    k = -(-mj // mi)
+                    ci = dflt[mi]
+                    if k * cells.median[ci] * (1 + split_tolerance) < cells.median[cj]:
+                        chosen = (mi, k, ci)
+                        break
+                if chosen is None and jj > 0:
+                    # record the check at the adjacent smaller size as passed
+                    mi = sizes_sorted[jj - 1]
+                    if mi > 0:
+                        chosen = (mi, -(-mj // mi), dflt[mi])
+                        violated = False
+                    else:
+                        continue
+                elif chosen is None:
+                    continue
+                else:
+                    violated = True
+                mi, k, ci = chosen
+                w1, b1 = bwarn(cj)
+                w2, _ = bwarn(ci)
+                split_verdicts.append(_verdict(cells, "split", c, coll, cj, ci, "default", mi, k, None, None,
+                                               violated, cells.median[cj] / (k * cells.median[ci]),
+                                               _or(w1, w2), b1, other_scale=k))
+    xs = [cells.sample(x) for _, x, _, _ in pairs]
+    ys = [cells.sample(y) for _, _, y, _ in pairs]
+    p, stat = pvalues_greater(xs, ys, test)
+    padj = bh_adjust(p) if fdr else np.full(len(p), np.nan)
+    decide = padj if fdr else p
+    verdicts: list[Verdict] = []
+    for t, (kind, x, y, _) in enumerate(pairs):
+        c, coll = int(cells.cfg[x]), int(cells.coll[x])
+        violated = bool(np.isfinite(decide[t]) and decide[t] <= alpha)
+        wx, bx = bwarn(x)
+        wy, _ = bwarn(y)
+        if kind == "pattern":
+            verdicts.append(_verdict(cells, "pattern", c, coll, x, y, cells.algorithms[int(cells.alg[y])], None,
+                                     None, stat[t], p[t], violated, cells.median[x] / cells.median[y],
+                                     _or(wx, wy), bx, padj=padj[t]))
+        else:   # monotony: x = smaller size (slower under H1), y = larger size
+            wy2, by = bwarn(y)
+            verdicts.append(_verdict(cells, "monotony", c, coll, y, x, "default", int(cells.msize[x]), None,
+                                     stat[t], p[t], violated, cells.median[x] / cells.median[y],
+                                     _or(wx, wy2), by, padj=padj[t]))
+    verdicts.extend(split_verdicts)
+    order = {k: n for n, k in enumerate(KINDS)}
+    verdicts.sort(key=lambda v: (v.cfg, v.collective, order[v.kind], v.msize, v.algorithm))
+    return Analysis(cells=cells, verdicts=verdicts, alpha=alpha, test=test, fdr=fdr,
+                    split_tolerance=split_tolerance, barrier=barrier, memory_config=mem_cfg)
+
+
+def _or(a, b):
+    if a is None and b is None:
+        return None
+    return bool(a) or bool(b)
+
+
+def _f(x):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def _verdict(cells: Cells, kind, c, coll, main, other, alg, ref, k, stat, p, violated, slowdown, warn, bmed,
+             padj=None, other_scale=1) -> Verdict:
+    col = _colls.COLLECTIVES[coll]
+    return Verdict(kind=kind, cfg=c, collective=col.key, mpi_name=col.mpi_name, msize=int(cells.msize[main]),
+                   algorithm=alg, ref_msize=ref, k=k, default_median=float(cells.median[main]),
+                   other_median=float(cells.median[other]) * other_scale, default_mean=float(cells.mean[main]),
+                   other_mean=float(cells.mean[other]) * other_scale, nruns_default=int(cells.nruns[main]),
+                   nruns_other=int(cells.nruns[other]), nmeas_default=int(cells.nmeas[main]),
+                   nmeas_other=int(cells.nmeas[other]), statistic=_f(stat), p_value=_f(p), p_adjusted=_f(padj),
+                   violated=bool(violated), slowdown=float(slowdown), barrier_warning=warn,
+                   barrier_median=_f(bmed))

@@ -1,0 +1,181 @@
+"""Per-mpirun medians, cells and one-sided two-sample tests (numpy + scipy.stats).
+
+    cells = build_cells(result_set)          # one cell per (config, call, msize, algorithm)
+    cells.sample(i) -> np.ndarray            # the R per-mpirun medians of cell i (one per mpirun)
+    pvalues_greater(xs, ys, test="mannwhitney") -> np.ndarray   # H1: x stochastically greater (slower) than y
+    bh_adjust(pvalues) -> np.ndarray         # Benjamini-Hochberg adjusted p-values (scipy.stats.false_discovery_control)
+
+A *config* is one (machine, mpi_library, mpi_version, nprocs, nodes, ppn). Following PGMPI (paper IV-C), the
+measurements of one (mpirun, call, msize, algorithm) are first reduced to their median; the R medians of the
+R mpiruns form the sample a test compares. Tests: "mannwhitney" (Wilcoxon rank-sum / Mann-Whitney U, default),
+"welch" (Welch's t-test), "ks" (two-sample Kolmogorov-Smirnov); all one-sided.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+from .reader import ResultSet
+
+TESTS = ("mannwhitney", "welch", "ks")
+
+
+@dataclass
+class Config:
+    machine: str
+    library: str
+    version: str
+    nprocs: int
+    nodes: int
+    ppn: int
+
+    @property
+    def label(self) -> str:
+        v = f"-{self.version}" if self.version else ""
+        lay = f" ({self.nodes}x{self.ppn})" if self.nodes and self.ppn else ""
+        return f"{self.machine} {self.library}{v} p={self.nprocs}{lay}"
+
+
+@dataclass
+class Cells:
+    """Columnar table of cells; the samples (per-mpirun medians) are stored CSR-style."""
+    configs: list[Config]
+    tests: list[str]          # call names (from the ResultSet)
+    algorithms: list[str]
+    cfg: np.ndarray           # config index per cell
+    coll: np.ndarray          # collectives.def id, BARRIER or OTHER
+    test: np.ndarray          # call-name code
+    msize: np.ndarray
+    alg: np.ndarray           # algorithm code
+    median: np.ndarray        # median of the per-mpirun medians
+    mean: np.ndarray          # mean over all raw measurements of the cell
+    nmeas: np.ndarray         # number of raw measurements
+    nruns: np.ndarray         # number of mpiruns (= sample size)
+    offsets: np.ndarray       # sample of cell i = values[offsets[i]:offsets[i+1]]
+    values: np.ndarray        # per-mpirun medians, grouped by cell
+    config_runs: list[list[int]]   # run indices (into ResultSet.runs) per config
+
+    def __len__(self) -> int:
+        return int(self.cfg.shape[0])
+
+    def sample(self, i: int) -> np.ndarray:
+        return self.values[self.offsets[i]:self.offsets[i + 1]]
+
+    def index(self) -> dict[tuple[int, int, int, int], int]:
+        """(cfg, test code, msize, alg code) -> cell index."""
+        return {k: i for i, k in enumerate(zip(self.cfg.tolist(), self.test.tolist(), self.msize.tolist(),
+                                               self.alg.tolist()))}
+
+
+def _group_starts(sorted_keys: list[np.ndarray]) -> np.ndarray:
+    n = sorted_keys[0].shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for k in sorted_keys:
+        change[1:] |= k[1:] != k[:-1]
+    return np.nonzero(change)[0]
+
+
+def _segment_medians(vals_sorted: np.ndarray, starts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    ends = np.r_[starts[1:], n]
+    lens = ends - starts
+    lo = starts + (lens - 1) // 2
+    hi = starts + lens // 2
+    return (vals_sorted[lo] + vals_sorted[hi]) * 0.5, lens
+
+
+def build_cells(rs: ResultSet) -> Cells:
+    # configs of the runs
+    cfg_keys: dict[tuple, int] = {}
+    run_cfg = np.zeros(len(rs.runs), dtype=np.int64)
+    configs: list[Config] = []
+    config_runs: list[list[int]] = []
+    for ri in range(len(rs.runs)):
+        key = (rs.machines[rs.run_machine[ri]], rs.libraries[rs.run_library[ri]], rs.versions[rs.run_version[ri]],
+               int(rs.run_nprocs[ri]), int(rs.run_nodes[ri]), int(rs.run_ppn[ri]))
+        if key not in cfg_keys:
+            cfg_keys[key] = len(configs)
+            configs.append(Config(*key))
+            config_runs.append([])
+        run_cfg[ri] = cfg_keys[key]
+        config_runs[cfg_keys[key]].append(ri)
+
+    n = len(rs)
+    # 1) per-(run, test, msize, alg) medians: sort by keys then runtime
+    order = np.lexsort((rs.runtime, rs.msize, rs.algorithm, rs.test, rs.run))
+    run_s, test_s, alg_s, msize_s, rt_s = (rs.run[order], rs.test[order], rs.algorithm[order], rs.msize[order],
+                                           rs.runtime[order])
+    starts = _group_starts([run_s, test_s, alg_s, msize_s])
+    med, cnt = _segment_medians(rt_s, starts, n)
+    sums = np.add.reduceat(rt_s, starts) if n else np.zeros(0)
+    g_run, g_test, g_alg, g_msize = run_s[starts], test_s[starts], alg_s[starts], msize_s[starts]
+    g_cfg = run_cfg[g_run] if n else np.zeros(0, dtype=np.int64)
+
+    # 2) cells = (cfg, test, msize, alg); sample = medians over runs
+    order2 = np.lexsort((med, g_msize, g_alg, g_test, g_cfg))
+    c_cfg, c_test, c_alg, c_msize, c_med = g_cfg[order2], g_test[order2], g_alg[order2], g_msize[order2], med[order2]
+    c_cnt, c_sum = cnt[order2], sums[order2]
+    m = c_cfg.shape[0]
+    cstarts = _group_starts([c_cfg, c_test, c_alg, c_msize]) if m else np.zeros(0, dtype=np.int64)
+    cell_median, nruns = _segment_medians(c_med, cstarts, m) if m else (np.zeros(0), np.zeros(0, dtype=np.int64))
+    nmeas = np.add.reduceat(c_cnt, cstarts) if m else np.zeros(0, dtype=np.int64)
+    tot = np.add.reduceat(c_sum, cstarts) if m else np.zeros(0)
+    from .reader import _coll_id
+    coll_of_test = np.array([_coll_id(t) for t in rs.tests] or [0], dtype=np.int16)
+    test_codes = c_test[cstarts]
+    return Cells(configs=configs, tests=list(rs.tests), algorithms=list(rs.algorithms),
+                 cfg=c_cfg[cstarts], coll=coll_of_test[test_codes] if m else np.zeros(0, dtype=np.int16),
+                 test=test_codes, msize=c_msize[cstarts], alg=c_alg[cstarts], median=cell_median, mean=tot / nmeas
+                 if m else np.zeros(0), nmeas=nmeas, nruns=nruns, offsets=np.r_[cstarts, m].astype(np.int64),
+                 values=c_med, config_runs=config_runs)
+
+
+def pvalues_greater(xs: list[np.ndarray], ys: list[np.ndarray], test: str = "mannwhitney") -> tuple[np.ndarray, np.ndarray]:
+    """One-sided p-values and statistics for H1 "x is stochastically greater (slower) than y", pairwise.
+
+    Pairs with the same sample sizes are tested in one vectorised scipy call. A pair with fewer than two
+    values on a side gets p = nan (no verdict)."""
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; valid: {', '.join(TESTS)}")
+    k = len(xs)
+    p = np.full(k, np.nan)
+    stat = np.full(k, np.nan)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i in range(k):
+        nx, ny = len(xs[i]), len(ys[i])
+        if nx >= 2 and ny >= 2:
+            groups.setdefault((nx, ny), []).append(i)
+    for (nx, ny), idx in groups.items():
+        X = np.stack([xs[i] for i in idx])
+        Y = np.stack([ys[i] for i in idx])
+        with np.errstate(all="ignore"):
+            if test == "mannwhitney":
+                r = _st.mannwhitneyu(X, Y, alternative="greater", axis=1)
+            elif test == "welch":
+                r = _st.ttest_ind(X, Y, equal_var=False, alternative="greater", axis=1)
+            else:
+                # x slower <=> the CDF of x lies below the CDF of y somewhere
+                r = _st.ks_2samp(X, Y, alternative="less", axis=1)
+        pv = np.asarray(r.pvalue, dtype=float).reshape(-1)
+        sv = np.asarray(r.statistic, dtype=float).reshape(-1)
+        if test == "welch":
+            # identical constant samples give nan; no evidence of a difference
+            same = np.all(X == X[:, :1], axis=1) & np.all(Y == Y[:, :1], axis=1)
+            pv = np.where(same & np.isnan(pv), np.where(X[:, 0] > Y[:, 0], 0.0, 1.0), pv)
+        p[idx] = pv
+        stat[idx] = sv
+    return p, stat
+
+
+def bh_adjust(p: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values; nan entries stay nan and do not count as tests."""
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = _st.false_discovery_control(p[ok], method="bh")
+    return out

@@ -1,0 +1,106 @@
+"""Synthetic raw results with a known truth (tests, the 1M benchmark, demos).
+
+    runs = simulate(design, rng)          # list[RunResult], one per mpirun
+    text = to_text(run)                   # the same run as a ReproMPI-format file (our layout)
+
+Noise model (stated in README.md): the true time of (collective, size, algorithm) is
+latency + bytes / bandwidth, times the injected factor of that algorithm; every mpirun multiplies it by
+exp(N(0, sigma_run)) (mpirun-to-mpirun variation, default 5 %), every measurement by exp(N(0, sigma_rep))
+(default 5 %) and, with probability p_outlier (default 2 %), by 1 + Exp(mean 1) (heavy right tail:
+interrupts, OS noise). MPI_Barrier rows are added per size when barrier_time is set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import collectives as _colls
+from .reader import RunResult
+
+MOCKUPS = {
+    "allgather": ["allgather_as_gather_bcast", "allgather_as_alltoall", "allgather_as_allgatherv"],
+    "allreduce": ["allreduce_as_reduce_bcast", "allreduce_as_reducescatterblock_allgather",
+                  "allreduce_as_reducescatter_allgatherv"],
+    "alltoall": ["alltoall_as_alltoallv"],
+    "bcast": ["bcast_as_allgatherv", "bcast_as_scatter_allgather"],
+    "gather": ["gather_as_allgather", "gather_as_gatherv", "gather_as_reduce"],
+    "reduce": ["reduce_as_allreduce", "reduce_as_reducescatterblock_gather", "reduce_as_reducescatter_gatherv"],
+    "reducescatterblock": ["reducescatterblock_as_reduce_scatter", "reducescatterblock_as_reducescatter",
+                           "reducescatterblock_as_allreduce"],
+    "reducescatter": ["reducescatter_as_allreduce", "reducescatter_as_reduce_scatterv"],
+    "scan": ["scan_as_exscan_reducelocal"],
+    "scatter": ["scatter_as_bcast", "scatter_as_scatterv"],
+}
+
+
+@dataclass
+class Design:
+    collectives: list[str]
+    sizes: list[int]
+    mockups: dict[str, list[str]]                   # collective -> mock-up names measured
+    # (collective, algorithm, size) -> time factor relative to the default's true time (absent: 1.0, i.e.
+    # the mock-up is exactly as fast as the default). A factor 1/1.2 makes the default 1.2x slower.
+    factors: dict[tuple[str, str, int], float] = field(default_factory=dict)
+    nruns: int = 10
+    nrep: int = 125
+    nprocs: int = 2
+    machine: str = "synthetic"
+    library: str = "openmpi"
+    version: str = "4.1.4"
+    latency: float = 5e-6
+    bandwidth: float = 2e9
+    sigma_run: float = 0.05
+    sigma_rep: float = 0.05
+    p_outlier: float = 0.02
+    barrier_time: float | None = None
+    campaign: str = "synthetic"
+
+
+def simulate(d: Design, rng: np.random.Generator) -> list[RunResult]:
+    runs = []
+    tests = [_colls.by_key(c).mpi_name for c in d.collectives]
+    algos: list[str] = ["default"]
+    for c in d.collectives:
+        for m in d.mockups.get(c, []):
+            if m not in algos:
+                algos.append(m)
+    # one block per (collective, algorithm, size)
+    blocks = []
+    for ti, c in enumerate(d.collectives):
+        for alg in ["default"] + d.mockups.get(c, []):
+            for s in d.sizes:
+                f = d.factors.get((c, alg, s), 1.0)
+                blocks.append((ti, algos.index(alg), s, (d.latency + s / d.bandwidth) * f))
+    if d.barrier_time is not None:
+        tests.append("MPI_Barrier")
+        for s in d.sizes:
+            blocks.append((len(tests) - 1, 0, s, d.barrier_time))
+    nb = len(blocks)
+    t_code = np.repeat(np.array([b[0] for b in blocks], dtype=np.int32), d.nrep)
+    a_code = np.repeat(np.array([b[1] for b in blocks], dtype=np.int32), d.nrep)
+    msize = np.repeat(np.array([b[2] for b in blocks], dtype=np.int64), d.nrep)
+    base = np.repeat(np.array([b[3] for b in blocks]), d.nrep)
+    nrep = np.tile(np.arange(d.nrep, dtype=np.int64), nb)
+    n = nb * d.nrep
+    for r in range(d.nruns):
+        run_f = np.exp(rng.normal(0.0, d.sigma_run, nb)).repeat(d.nrep)
+        rep_f = np.exp(rng.normal(0.0, d.sigma_rep, n))
+        out = rng.random(n) < d.p_outlier
+        rep_f[out] *= 1.0 + rng.exponential(1.0, out.sum())
+        header = {"pgmpi_format": "1", "machine": d.machine, "mpi_library": d.library, "mpi_version": d.version,
+                  "nodes": "1", "ppn": str(d.nprocs), "nprocs": str(d.nprocs), "mpirun_index": str(r),
+                  "campaign": d.campaign}
+        runs.append(RunResult(source=f"{d.machine}-{d.library}-p{d.nprocs}-run{r}.txt", header=header,
+                              tests=list(tests), algorithms=list(algos), test=t_code, nrep=nrep, msize=msize,
+                              runtime=base * run_f * rep_f, algorithm=a_code))
+    return runs
+
+
+def to_text(run: RunResult) -> str:
+    head = "".join(f"#@{k}={v}\n" for k, v in run.header.items())
+    tn = np.array(run.tests, dtype=object)[run.test]
+    an = np.array(run.algorithms, dtype=object)[run.algorithm]
+    body = "\n".join(f"{t} {k} {m} {x:.10f} {a}" for t, k, m, x, a in
+                     zip(tn, run.nrep.tolist(), run.msize.tolist(), run.runtime.tolist(), an))
+    return head + "test nrep msize runtime_sec algorithm\n" + body + "\n"
