@@ -1,5 +1,34 @@
-"""`pgmpi db|user|token|serve`: the service's command-line side (SERVICE owns this file)."""
+"""`pgmpi db|user|token|serve`: the service's command-line side (SERVICE owns this file).
+
+The database is DATABASE_URL (PostgreSQL, e.g. postgresql+psycopg://pgmpi:pgmpi@127.0.0.1:55432/pgmpi),
+or --database-url, else the embedded SQLite file of service.app.
+"""
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
 import click
+from sqlalchemy import select
+
+DB_OPT = click.option("--database-url", envvar="DATABASE_URL", default=None,
+                      help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
+MIGRATIONS = str(Path(__file__).resolve().parents[1] / "migrations")
+
+
+@contextmanager
+def app_context(database_url: str | None):
+    from service.app import create_app
+    cfg = {"SQLALCHEMY_DATABASE_URI": database_url} if database_url else {}
+    app = create_app(cfg)
+    with app.app_context():
+        yield app
+
+
+def _fail(msg: str) -> None:
+    raise click.ClickException(msg)
 
 
 @click.group("db")
@@ -7,9 +36,58 @@ def db() -> None:
     """Create or upgrade the database schema."""
 
 
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+@DB_OPT
+def db_upgrade(revision: str, database_url: str | None) -> None:
+    """Create the schema or upgrade it to REVISION (Alembic)."""
+    import flask_migrate
+    with app_context(database_url) as app:
+        flask_migrate.upgrade(directory=MIGRATIONS, revision=revision)
+        click.echo(f"database at {revision}: {app.config['SQLALCHEMY_DATABASE_URI'].split('@')[-1]}")
+
+
+@db.command("downgrade")
+@click.option("--revision", default="-1", show_default=True)
+@DB_OPT
+def db_downgrade(revision: str, database_url: str | None) -> None:
+    """Step the schema down (default: one revision)."""
+    import flask_migrate
+    with app_context(database_url):
+        flask_migrate.downgrade(directory=MIGRATIONS, revision=revision)
+
+
+@db.command("current")
+@DB_OPT
+def db_current(database_url: str | None) -> None:
+    """Print the schema revision of the database."""
+    import flask_migrate
+    with app_context(database_url):
+        flask_migrate.current(directory=MIGRATIONS)
+
+
 @click.group("user")
 def user() -> None:
     """Manage people who log in to the dashboards."""
+
+
+@user.command("add")
+@click.argument("username")
+@click.option("--role", type=click.Choice(["viewer", "agent", "admin"]), default="viewer", show_default=True)
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
+              envvar="PGMPI_PASSWORD", help="prompted when not given (or $PGMPI_PASSWORD)")
+@DB_OPT
+def user_add(username: str, role: str, password: str, database_url: str | None) -> None:
+    """Add a user who logs in with USERNAME and a password (stored hashed)."""
+    from service.auth import add_user
+    from service.db import db as sa
+    with app_context(database_url):
+        try:
+            add_user(username, password, role)
+        except ValueError as e:
+            _fail(str(e))
+        sa.session.commit()
+        click.echo(f"user {username} ({role}) added")
 
 
 @click.group("token")
@@ -17,4 +95,104 @@ def token() -> None:
     """Manage API tokens of agents and scripts."""
 
 
-COMMANDS = [db, user, token]
+@token.command("create")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["viewer", "agent", "admin"]), default="agent", show_default=True)
+@click.option("--machine", default=None, help="the machine an agent token acts for (required for agents)")
+@click.option("--user", "username", default=None, help="the user the token belongs to (optional)")
+@click.option("--json", "as_json", is_flag=True, help="print {id, token, ...} as JSON")
+@DB_OPT
+def token_create(name: str, role: str, machine: str | None, username: str | None, as_json: bool,
+                 database_url: str | None) -> None:
+    """Create a bearer token. The secret is printed ONCE; only its hash is stored."""
+    from service.auth import create_token
+    from service.db import db as sa
+    with app_context(database_url):
+        try:
+            row, secret = create_token(name, role, machine, username)
+        except ValueError as e:
+            _fail(str(e))
+        sa.session.commit()
+        if as_json:
+            click.echo(json.dumps({"id": row.id, "name": name, "role": role, "machine": machine, "token": secret}))
+        else:
+            click.echo(secret)
+            click.echo(f"token {row.id} ({name}, {role}{', machine ' + machine if machine else ''}); "
+                       "store it now: it cannot be shown again", err=True)
+
+
+@token.command("revoke")
+@click.argument("token_id", type=int)
+@DB_OPT
+def token_revoke(token_id: int, database_url: str | None) -> None:
+    """Revoke token TOKEN_ID (see `pgmpi token list`)."""
+    from service.auth import revoke_token
+    from service.db import db as sa
+    with app_context(database_url):
+        try:
+            revoke_token(token_id)
+        except ValueError as e:
+            _fail(str(e))
+        sa.session.commit()
+        click.echo(f"token {token_id} revoked")
+
+
+@token.command("list")
+@DB_OPT
+def token_list(database_url: str | None) -> None:
+    """List tokens (id, name, role, machine, prefix, created, revoked); never the secrets."""
+    from service.db import db as sa
+    from service.models import ApiToken
+    with app_context(database_url):
+        for t in sa.session.scalars(select(ApiToken).order_by(ApiToken.id)):
+            click.echo("\t".join([str(t.id), t.name, t.role, t.machine.name if t.machine else "-", t.prefix + "...",
+                                  t.created_at.isoformat() if t.created_at else "-",
+                                  ("revoked " + t.revoked_at.isoformat()) if t.revoked_at else "active"]))
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--workers", default=2, show_default=True, type=int, help="gunicorn worker processes")
+@click.option("--dev", is_flag=True, help="Flask's development server instead of gunicorn")
+@click.option("--upgrade/--no-upgrade", default=True, show_default=True, help="upgrade the schema first")
+@DB_OPT
+def serve(host: str, port: int, workers: int, dev: bool, upgrade: bool, database_url: str | None) -> None:
+    """Serve the API and dashboards (gunicorn; structured JSON logs on stderr)."""
+    from service import logs
+    from service.app import create_app
+    if database_url:
+        os.environ["DATABASE_URL"] = database_url
+    if upgrade:
+        import flask_migrate
+        with app_context(database_url):
+            flask_migrate.upgrade(directory=MIGRATIONS)
+    logs.configure()
+    app = create_app()
+    if dev:
+        app.run(host=host, port=port)
+        return
+    from gunicorn.app.base import BaseApplication
+
+    class _Gunicorn(BaseApplication):
+        def load_config(self):
+            self.cfg.set("bind", f"{host}:{port}")
+            self.cfg.set("workers", workers)
+            self.cfg.set("accesslog", None)
+            self.cfg.set("logconfig_dict", _gunicorn_logconfig())
+
+        def load(self):
+            return app
+
+    _Gunicorn().run()
+
+
+def _gunicorn_logconfig() -> dict:
+    return {"version": 1, "disable_existing_loggers": False,
+            "formatters": {"json": {"()": "service.logs.JsonFormatter"}},
+            "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
+            "loggers": {"gunicorn.error": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
+                        "service": {"handlers": ["stderr"], "level": "INFO", "propagate": False}}}
+
+
+COMMANDS = [db, user, token, serve]

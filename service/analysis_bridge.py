@@ -1,0 +1,105 @@
+"""POST /api/v1/analyses: rebuild the stored runs as ANALYSIS's ResultSet, run ANALYSIS's verdicts and
+profile generation (service.analysis), store the analysis, its violations and candidate profiles."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from sqlalchemy import select
+
+from service.analysis.reader import ResultSet, RunResult
+from service.db import db
+from service.models import (Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run, Series,
+                            Violation)
+
+
+class AnalysisInputError(ValueError):
+    def __init__(self, message: str, field: Optional[str] = None, status: int = 422):
+        super().__init__(message)
+        self.field, self.status = field, status
+
+
+def load_resultset(runs: list[Run]) -> ResultSet:
+    """Stored runs -> ResultSet (the reader's in-memory form), one RunResult per run."""
+    out = []
+    for r in runs:
+        series = db.session.scalars(select(Series).where(Series.run_id == r.id).order_by(Series.id)).all()
+        tests = sorted({s.call for s in series})
+        algs = sorted({s.algorithm for s in series})
+        parts = [(tests.index(s.call), algs.index(s.algorithm), s.msize, s.values()) for s in series]
+        n = sum(len(p[3]) for p in parts)
+        rr = RunResult(
+            source=r.file_name, header=dict(r.headers), tests=tests, algorithms=algs,
+            test=np.concatenate([np.full(len(v), t, np.int32) for t, _, _, v in parts]) if n else np.zeros(0, np.int32),
+            nrep=np.concatenate([np.arange(len(v), dtype=np.int64) for *_, v in parts]) if n else np.zeros(0, np.int64),
+            msize=np.concatenate([np.full(len(v), m, np.int64) for _, _, m, v in parts]) if n else np.zeros(0, np.int64),
+            runtime=np.concatenate([v for *_, v in parts]) if n else np.zeros(0),
+            algorithm=np.concatenate([np.full(len(v), a, np.int32) for _, a, _, v in parts]) if n else np.zeros(0, np.int32),
+            pgmpi_lines=list(r.footer))
+        out.append(rr)
+    return ResultSet.from_runs(out)
+
+
+def select_runs(machine: Machine, data) -> tuple[MpiLibrary, Optional[Campaign], list[Run]]:
+    q = select(MpiLibrary).where(MpiLibrary.machine_id == machine.id, MpiLibrary.name == data.library)
+    if data.version:
+        q = q.where(MpiLibrary.version == data.version)
+    libs = db.session.scalars(q.order_by(MpiLibrary.id.desc())).all()
+    if not libs:
+        raise AnalysisInputError(f"machine {machine.name!r} has no MPI library {data.library!r}"
+                                 + (f" version {data.version!r}" if data.version else ""), field="library", status=404)
+    lib = libs[0]
+    campaign = None
+    rq = select(Run).where(Run.library_id == lib.id)
+    if data.campaign:
+        campaign = db.session.scalar(select(Campaign).where(Campaign.name == data.campaign))
+        if campaign is None or campaign.machine_id != machine.id:
+            raise AnalysisInputError(f"unknown campaign {data.campaign!r} on {machine.name!r}", field="campaign",
+                                     status=404)
+        rq = rq.where(Run.campaign_id == campaign.id)
+    runs = db.session.scalars(rq.order_by(Run.id)).all()
+    if not runs:
+        raise AnalysisInputError("no stored runs for this machine, library and campaign", field="library")
+    return lib, campaign, runs
+
+
+def run_analysis(machine: Machine, data, actor: str) -> Analysis:
+    lib, campaign, runs = select_runs(machine, data)
+    try:
+        from service.analysis import api as analysis_api  # ANALYSIS's entry point
+    except ModuleNotFoundError:
+        raise AnalysisInputError("the analysis modules (service.analysis.api) are not installed yet",
+                                 status=503) from None
+    rs = load_resultset(runs)
+    result = analysis_api.analyse(rs, alpha=data.alpha, test=data.test, fdr=data.fdr)
+    return store_result(machine, lib, campaign, data, actor, result)
+
+
+def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
+    """`result`: {"checked": int, "violations": [{collective, mockup, msize, nprocs, default_time,
+    mockup_time, slowdown, p_value}], "profiles": {file name: text}, "summary": {...}}"""
+    viols = list(result.get("violations", []))
+    a = Analysis(machine_id=machine.id, library_id=lib.id, campaign_id=campaign.id if campaign else None,
+                 alpha=data.alpha, test=data.test, fdr=data.fdr, actor=actor, n_checked=int(result.get("checked", 0)),
+                 n_violations=len(viols), max_slowdown=max((float(v["slowdown"]) for v in viols), default=None),
+                 summary=result.get("summary"))
+    db.session.add(a)
+    db.session.flush()
+    for v in viols:
+        db.session.add(Violation(analysis_id=a.id, collective=v["collective"], mockup=v["mockup"],
+                                 msize=int(v["msize"]), nprocs=int(v["nprocs"]),
+                                 default_time=float(v["default_time"]), mockup_time=float(v["mockup_time"]),
+                                 slowdown=float(v["slowdown"]), p_value=v.get("p_value")))
+    profiles = result.get("profiles") or {}
+    if profiles:
+        ps = db.session.scalar(select(ProfileSet).where(ProfileSet.machine_id == machine.id,
+                                                        ProfileSet.library_id == lib.id))
+        if ps is None:
+            ps = ProfileSet(machine_id=machine.id, library_id=lib.id)
+            db.session.add(ps)
+            db.session.flush()
+        number = 1 + max((v.number for v in ps.versions), default=0)
+        db.session.add(ProfileVersion(profile_set_id=ps.id, number=number, state="candidate", analysis_id=a.id,
+                                      files=dict(profiles), actor=actor))
+    db.session.flush()
+    return a

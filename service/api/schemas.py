@@ -1,0 +1,82 @@
+"""Request bodies of the JSON API as pydantic models; the OpenAPI document is generated from them."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,119}$"
+JobState = Literal["PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED"]
+CampaignState = Literal["planned", "running", "completed", "failed", "cancelled"]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+
+class MachineIn(_In):
+    name: str = Field(pattern=NAME, description="unique machine name, e.g. vsc5")
+    nodes: int = Field(ge=1, le=10_000_000)
+    cores_per_node: int = Field(ge=1, le=1_000_000)
+    interconnect: str = Field(default="", max_length=120)
+    notes: str = Field(default="", max_length=10_000)
+
+
+class LibraryIn(_In):
+    name: str = Field(pattern=NAME, description="openmpi, mpich, ...")
+    version: str = Field(pattern=NAME)
+    module: str = Field(default="", max_length=200)
+
+
+class CampaignIn(_In):
+    name: str = Field(pattern=NAME)
+    machine: str = Field(pattern=NAME)
+    definition: dict[str, Any]
+    schedule: str = Field(default="", max_length=200)
+    state: Optional[CampaignState] = None
+
+
+class JobIn(_In):
+    slurm_job_id: Optional[str] = Field(default=None, max_length=40)
+    library: str = Field(default="", max_length=80)
+    module: str = Field(default="", max_length=200)
+    nodes: Optional[int] = Field(default=None, ge=1, le=10_000_000)
+    ppn: Optional[int] = Field(default=None, ge=1, le=1_000_000)
+    state: JobState
+    reason: str = Field(default="", max_length=10_000)
+    submitted_at: Optional[datetime] = None
+    started_at: Optional[datetime] = None
+    ended_at: Optional[datetime] = None
+    log_tail: str = Field(default="", max_length=65_536)
+
+    @field_validator("slurm_job_id", mode="before")
+    @classmethod
+    def _job_id_text(cls, v):
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+class FileIn(_In):
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
+    name: str = Field(min_length=1, max_length=300)
+    content: str
+
+
+class UploadIn(_In):
+    upload_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,199}$",
+                           description="client-chosen id; a repeated upload_id is stored once")
+    campaign: Optional[str] = Field(default=None, pattern=NAME)
+    files: list[FileIn] = Field(min_length=1, max_length=100_000)
+
+
+class AnalysisIn(_In):
+    machine: str = Field(pattern=NAME)
+    library: str = Field(pattern=NAME, description="MPI library name (openmpi, mpich, ...)")
+    version: Optional[str] = Field(default=None, pattern=NAME, description="version; default: the newest stored")
+    campaign: Optional[str] = Field(default=None, pattern=NAME)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    test: str = Field(default="wilcoxon", pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    fdr: bool = True
+
+
+REQUEST_MODELS = [MachineIn, LibraryIn, CampaignIn, JobIn, FileIn, UploadIn, AnalysisIn]

@@ -1,0 +1,69 @@
+"""Web login/logout (CSRF-protected Flask-WTF form)."""
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask_login import login_required, login_user, logout_user
+from flask_wtf import FlaskForm
+from wtforms import PasswordField, StringField, SubmitField
+from wtforms.validators import DataRequired, Length
+
+from service.auth import audit, check_login
+from service.db import db
+
+bp = Blueprint("auth", __name__, url_prefix="/auth")
+
+
+class LoginForm(FlaskForm):
+    username = StringField("User name", validators=[DataRequired(), Length(max=80)])
+    password = PasswordField("Password", validators=[DataRequired()])
+    submit = SubmitField("Log in")
+
+
+class LogoutForm(FlaskForm):
+    submit = SubmitField("Log out")
+
+
+def _safe_next(target: str | None) -> str:
+    if target and not urlsplit(target).netloc and target.startswith("/") and not target.startswith("//"):
+        return target
+    return "/"
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    form = LoginForm()
+    status = 200
+    if form.validate_on_submit():
+        user = check_login(form.username.data, form.password.data)
+        if user:
+            login_user(user)
+            audit(f"user:{user.username}", "login", "user", user.username)
+            db.session.commit()
+            return redirect(_safe_next(request.args.get("next")))
+        flash("Unknown user name or wrong password.", "error")
+        status = 401
+    elif request.method == "POST":
+        status = 400
+    return render_template("auth/login.html", form=form, layout=_layout()), status
+
+
+def _layout() -> str:
+    """DASHBOARDS' templates/base.html when it exists, else our minimal page."""
+    from flask import current_app
+    try:
+        current_app.jinja_env.get_template("base.html")
+        return "base.html"
+    except Exception:
+        return "auth/_page.html"
+
+
+@bp.post("/logout")
+@login_required
+def logout():
+    form = LogoutForm()
+    if not form.validate_on_submit():
+        return "CSRF token missing or invalid", 400
+    logout_user()
+    return redirect(url_for("auth.login"))

@@ -1,0 +1,164 @@
+"""Store an upload of raw-result files (contract 3) in one transaction.
+
+Parsing is ANALYSIS's reader (service.analysis.reader.parse_text); this module groups each run's
+measurements into series (run x call x algorithm x size) and writes them.  Nothing is committed
+here: the caller commits or rolls back, so an upload is all-or-nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from sqlalchemy import insert, select
+
+from service.analysis.reader import ResultsFormatError, RunResult, parse_text
+from service.db import db
+from service.models import BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series, Upload
+
+
+class UploadError(ValueError):
+    """A bad upload: `field` names the JSON field or file:line, status is the HTTP status."""
+
+    def __init__(self, message: str, field: Optional[str] = None, status: int = 422, code: str = "invalid_upload"):
+        super().__init__(message)
+        self.message, self.field, self.status, self.code = message, field, status, code
+
+
+@dataclass
+class Parsed:
+    name: str
+    result: RunResult
+
+
+def _int_header(p: Parsed, key: str, default: Optional[int] = None, minimum: int = 0) -> Optional[int]:
+    raw = p.result.header.get(key, "")
+    if raw == "":
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        raise UploadError(f"{p.name}: header #@{key}={raw!r} is not an integer", field=f"{p.name}:#@{key}") from None
+    if v < minimum:
+        raise UploadError(f"{p.name}: header #@{key}={raw!r} must be >= {minimum}", field=f"{p.name}:#@{key}")
+    return v
+
+
+def parse_files(files) -> list[Parsed]:
+    out = []
+    seen = set()
+    for i, f in enumerate(files):
+        if f.name in seen:
+            raise UploadError(f"file name {f.name!r} appears twice in this upload", field=f"files[{i}].name")
+        seen.add(f.name)
+        try:
+            res = parse_text(f.content, f.name)
+        except ResultsFormatError as e:
+            raise UploadError(str(e), field=f"{e.source}:{e.line}" if e.line else e.source) from None
+        if len(res) == 0:
+            raise UploadError(f"{f.name}: no measurements", field=f.name)
+        for key in ("machine", "mpi_library"):
+            if not res.header.get(key):
+                raise UploadError(f"{f.name}: header #@{key}= is missing (machine and library come from the "
+                                  "#@machine, #@mpi_library, #@mpi_version and #@module headers)",
+                                  field=f"{f.name}:#@{key}")
+        out.append(Parsed(f.name, res))
+    return out
+
+
+def store_upload(upload_id: str, campaign_name: Optional[str], files, principal) -> tuple[Upload, bool]:
+    """Returns (upload, created). Raises UploadError (nothing written) or PermissionError."""
+    existing = db.session.scalar(select(Upload).where(Upload.upload_id == upload_id))
+    if existing is not None:
+        _check_machine(principal, existing.machine_id, db.session.get(Machine, existing.machine_id).name)
+        return existing, False
+    parsed = parse_files(files)
+    mname = parsed[0].result.header["machine"]
+    for p in parsed[1:]:
+        if p.result.header["machine"] != mname:
+            raise UploadError(f"{p.name}: #@machine={p.result.header['machine']} but {parsed[0].name} says "
+                              f"{mname}; one upload holds the files of one machine", field=f"{p.name}:#@machine")
+    machine = db.session.scalar(select(Machine).where(Machine.name == mname))
+    if machine is None:
+        raise UploadError(f"unknown machine {mname!r} (header #@machine of {parsed[0].name}); register it first "
+                          "with POST /api/v1/machines", field=f"{parsed[0].name}:#@machine", status=422)
+    _check_machine(principal, machine.id, machine.name)
+    campaign = None
+    if campaign_name is None:
+        names = {p.result.header.get("campaign", "") for p in parsed} - {""}
+        campaign_name = names.pop() if len(names) == 1 else None
+        if campaign_name and db.session.scalar(select(Campaign).where(Campaign.name == campaign_name)) is None:
+            campaign_name = None  # a campaign the service does not know: keep the header only
+    if campaign_name:
+        campaign = db.session.scalar(select(Campaign).where(Campaign.name == campaign_name))
+        if campaign is None:
+            raise UploadError(f"unknown campaign {campaign_name!r}", field="campaign", status=422)
+        if campaign.machine_id != machine.id:
+            raise UploadError(f"campaign {campaign_name!r} belongs to another machine", field="campaign")
+
+    total = sum(len(p.result) for p in parsed)
+    upload = Upload(upload_id=upload_id, machine_id=machine.id, campaign_id=campaign.id if campaign else None,
+                    actor=principal.name, n_files=len(parsed), n_timings=total)
+    db.session.add(upload)
+    db.session.flush()
+    libs: dict[tuple, MpiLibrary] = {}
+    series_rows: list[dict] = []
+    barrier_rows: list[dict] = []
+    for p in parsed:
+        h = p.result.header
+        key = (h["mpi_library"], h.get("mpi_version", "") or "unknown", h.get("module", ""))
+        lib = libs.get(key)
+        if lib is None:
+            lib = db.session.scalar(select(MpiLibrary).where(
+                MpiLibrary.machine_id == machine.id, MpiLibrary.name == key[0], MpiLibrary.version == key[1],
+                MpiLibrary.module == key[2]))
+            if lib is None:
+                lib = MpiLibrary(machine_id=machine.id, name=key[0], version=key[1], module=key[2])
+                db.session.add(lib)
+                db.session.flush()
+            libs[key] = lib
+        nodes = _int_header(p, "nodes", 1, 1)
+        ppn = _int_header(p, "ppn", None, 1)
+        nprocs = _int_header(p, "nprocs", None, 1) or (nodes * ppn if ppn else None)
+        if nprocs is None:
+            raise UploadError(f"{p.name}: header #@nprocs= is missing (or #@nodes and #@ppn)", field=f"{p.name}:#@nprocs")
+        job = None
+        if campaign is not None and h.get("job_key"):
+            job = db.session.scalar(select(Job).where(Job.campaign_id == campaign.id, Job.job_key == h["job_key"]))
+        run = Run(upload_pk=upload.id, machine_id=machine.id, library_id=lib.id,
+                  campaign_id=campaign.id if campaign else None, job_id=job.id if job else None,
+                  file_name=p.name, slurm_job_id=h.get("slurm_job_id", "")[:40],
+                  mpirun_index=_int_header(p, "mpirun_index", 0, 0), nodes=nodes, ppn=ppn or max(1, nprocs // nodes),
+                  nprocs=nprocs, state="COMPLETED", headers=dict(h), footer=list(p.result.pgmpi_lines))
+        db.session.add(run)
+        db.session.flush()
+        _series_of(run.id, p.result, series_rows, barrier_rows)
+    for rows, model in ((series_rows, Series), (barrier_rows, BarrierSeries)):
+        for i in range(0, len(rows), 2000):
+            db.session.execute(insert(model), rows[i:i + 2000])
+    return upload, True
+
+
+def _series_of(run_id: int, r: RunResult, series_rows: list, barrier_rows: list) -> None:
+    order = np.lexsort((r.nrep, r.msize, r.algorithm, r.test))
+    t, a, m = r.test[order], r.algorithm[order], r.msize[order]
+    rt = np.ascontiguousarray(r.runtime[order], dtype="<f8")
+    change = np.nonzero((np.diff(t) != 0) | (np.diff(a) != 0) | (np.diff(m) != 0))[0] + 1
+    starts = np.r_[0, change]
+    ends = np.r_[change, len(rt)]
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        vals = rt[s:e]
+        call = r.tests[int(t[s])]
+        if call.lower() == "mpi_barrier":
+            barrier_rows.append({"run_id": run_id, "msize": int(m[s]), "n": e - s,
+                                 "median": float(np.median(vals)), "timings": vals.tobytes()})
+        else:
+            series_rows.append({"run_id": run_id, "call": call, "algorithm": r.algorithms[int(a[s])],
+                                "msize": int(m[s]), "n": e - s, "median": float(np.median(vals)),
+                                "mean": float(vals.mean()), "minimum": float(vals.min()),
+                                "timings": vals.tobytes()})
+
+
+def _check_machine(principal, machine_id: int, name: str) -> None:
+    if principal.role == "agent" and principal.machine_id != machine_id:
+        raise PermissionError(f"this agent token is bound to another machine, not {name!r}")

@@ -1,0 +1,36 @@
+"""Structured JSON logs (one JSON object per line) for the app and gunicorn."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+
+class JsonFormatter(logging.Formatter):
+    """Render a record as one JSON line; `extra={...}` fields are kept."""
+    SKIP = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in self.SKIP and not key.startswith("_"):
+                out[key] = value
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def configure(level: str = "INFO") -> None:
+    """Send the `service` and `gunicorn` loggers to stderr as JSON lines."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    for name in ("service", "gunicorn.error"):
+        log = logging.getLogger(name)
+        log.handlers[:] = [handler]
+        log.setLevel(level)
+        log.propagate = False

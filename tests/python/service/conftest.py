@@ -1,0 +1,127 @@
+"""Fixtures of the service tests: the Flask tutorial's `app`, `client`, `runner`, run against SQLite
+and against the real PostgreSQL (a scratch database per session, dropped afterwards).
+
+Select a backend with `-k sqlite` / `-k postgres` or PGMPI_TEST_BACKENDS=sqlite,postgres.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+import flask_migrate
+from service.app import create_app
+from service.db import db
+
+ROOT = Path(__file__).resolve().parents[3]
+MIGRATIONS = str(ROOT / "migrations")
+_ALL = [pytest.param("sqlite", id="sqlite"), pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)]
+_WANT = set(os.environ.get("PGMPI_TEST_BACKENDS", "sqlite,postgres").split(","))
+BACKENDS = [p for p in _ALL if p.values[0] in _WANT]
+_migrated: set[str] = set()
+
+
+def _admin_conninfo(url: str) -> str:
+    u = make_url(url)
+    return f"host={u.host} port={u.port or 5432} user={u.username} password={u.password} dbname={u.database}"
+
+
+def create_pg_database(postgres_url: str, tag: str) -> str:
+    """A new empty database on the test server; returns its SQLAlchemy URL."""
+    name = f"pgmpi_test_{tag}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(_admin_conninfo(postgres_url), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_pg_database(postgres_url: str, url: str) -> None:
+    name = make_url(url).database
+    with psycopg.connect(_admin_conninfo(postgres_url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_scratch(postgres_url):
+    url = create_pg_database(postgres_url, "svc")
+    yield url
+    drop_pg_database(postgres_url, url)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def database_url(backend, request, tmp_path_factory) -> str:
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'pgmpi.sqlite'}"
+    return request.getfixturevalue("pg_scratch")
+
+
+def make_app(database_url: str, instance: Path, **extra):
+    cfg = {"SQLALCHEMY_DATABASE_URI": database_url, "TESTING": True, "SECRET_KEY": "test-secret",
+           "INSTANCE_PATH": str(instance), "WTF_CSRF_ENABLED": True}
+    cfg.update(extra)
+    return create_app(cfg)
+
+
+@pytest.fixture
+def app_config() -> dict:
+    """Override in a test module (or parametrize indirectly) to change the app's config."""
+    return {}
+
+
+@pytest.fixture
+def app(database_url, tmp_path, app_config):
+    app = make_app(database_url, tmp_path / "instance", **app_config)
+    with app.app_context():
+        if database_url not in _migrated:
+            flask_migrate.upgrade(directory=MIGRATIONS)
+            _migrated.add(database_url)
+    yield app
+    with app.app_context():   # empty every table for the next test
+        db.session.remove()
+        names = [t.name for t in reversed(db.metadata.sorted_tables)]
+        with db.engine.begin() as conn:
+            if db.engine.dialect.name == "postgresql":
+                conn.execute(text("TRUNCATE " + ", ".join(f'"{n}"' for n in names) + " RESTART IDENTITY CASCADE"))
+            else:
+                for n in names:
+                    conn.execute(text(f'DELETE FROM "{n}"'))
+        db.engine.dispose()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def seeded(app):
+    """Machines m1, m2 and tokens: admin, viewer, agent1 (machine m1), agent2 (machine m2).
+    Returns {name: Authorization header dict}."""
+    from service.auth import create_token
+    from service.models import Machine
+    with app.app_context():
+        db.session.add_all([Machine(name="m1", nodes=2, cores_per_node=8, interconnect="tcp", notes=""),
+                            Machine(name="m2", nodes=4, cores_per_node=16, interconnect="ib", notes="")])
+        db.session.flush()
+        out = {}
+        for name, role, machine in (("admin", "admin", None), ("viewer", "viewer", None),
+                                    ("agent1", "agent", "m1"), ("agent2", "agent", "m2")):
+            row, secret = create_token(name, role, machine, actor="test")
+            out[name] = {"Authorization": f"Bearer {secret}"}
+            out[name + "_id"] = row.id
+        db.session.commit()
+    return out

@@ -1,0 +1,248 @@
+"""API round trips and access control, on SQLite and on the real PostgreSQL."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+
+from service.db import db
+from service.models import (AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series,
+                            Upload)
+
+from svc_data import results_file
+
+
+def counts(app) -> dict:
+    with app.app_context():
+        return {m.__name__: db.session.scalar(select(func.count()).select_from(m))
+                for m in (Upload, Run, Series, BarrierSeries, MpiLibrary, Job, Campaign, Machine)}
+
+
+def test_health_and_openapi(client):
+    assert client.get("/healthz").json["status"] == "ok"
+    doc = client.get("/api/v1/openapi.json").json
+    assert doc["openapi"].startswith("3.")
+    assert "/uploads" in doc["paths"] and "UploadIn" in doc["components"]["schemas"]
+
+
+def test_machine_library_campaign_job_round_trip(client, seeded, app):
+    admin, agent1 = seeded["admin"], seeded["agent1"]
+    r = client.post("/api/v1/machines", headers=admin, json={"name": "vsc5", "nodes": 700, "cores_per_node": 128,
+                                                             "interconnect": "InfiniBand HDR", "notes": "AMD"})
+    assert r.status_code == 201, r.json
+    assert client.post("/api/v1/machines", headers=admin,
+                       json={"name": "vsc5", "nodes": 1, "cores_per_node": 1}).status_code == 409
+    got = client.get("/api/v1/machines/vsc5", headers=seeded["viewer"]).json
+    assert got["nodes"] == 700 and got["interconnect"] == "InfiniBand HDR" and got["libraries"] == []
+    names = [m["name"] for m in client.get("/api/v1/machines", headers=seeded["viewer"]).json["items"]]
+    assert names == ["m1", "m2", "vsc5"]
+
+    lib = {"name": "openmpi", "version": "4.1.4", "module": "openmpi/4.1.4"}
+    assert client.post("/api/v1/machines/vsc5/libraries", headers=admin, json=lib).status_code == 201
+    assert client.post("/api/v1/machines/vsc5/libraries", headers=admin, json=lib).status_code == 200
+    libs = client.get("/api/v1/machines/vsc5/libraries", headers=seeded["viewer"]).json["items"]
+    assert [(x["name"], x["version"], x["module"]) for x in libs] == [("openmpi", "4.1.4", "openmpi/4.1.4")]
+
+    camp = {"name": "nightly-2026-11-22", "machine": "m1", "definition": {"collectives": ["allreduce"]},
+            "schedule": "02:00"}
+    r = client.post("/api/v1/campaigns", headers=agent1, json=camp)
+    assert r.status_code == 201, r.json
+    assert client.post("/api/v1/campaigns", headers=agent1, json=camp).status_code == 200  # idempotent
+    assert client.get("/api/v1/campaigns/nightly-2026-11-22", headers=seeded["viewer"]).json["definition"] == \
+        {"collectives": ["allreduce"]}
+
+    job = {"slurm_job_id": "4711", "library": "openmpi", "module": "openmpi/4.1.4", "nodes": 1, "ppn": 2,
+           "state": "PENDING", "submitted_at": "2026-11-22T02:00:00Z"}
+    url = "/api/v1/campaigns/nightly-2026-11-22/jobs/openmpi-n1-p2"
+    assert client.put(url, headers=agent1, json=job).status_code == 201
+    job.update(state="FAILED", reason="NonZeroExitCode", ended_at="2026-11-22T02:05:00+00:00", log_tail="boom")
+    r = client.put(url, headers=agent1, json=job)
+    assert r.status_code == 200 and r.json["state"] == "FAILED" and r.json["reason"] == "NonZeroExitCode"
+    jobs = client.get("/api/v1/campaigns/nightly-2026-11-22/jobs", headers=seeded["viewer"]).json["items"]
+    assert len(jobs) == 1 and jobs[0]["log_tail"] == "boom" and jobs[0]["slurm_job_id"] == "4711"
+    assert client.get("/api/v1/campaigns/nightly-2026-11-22", headers=seeded["viewer"]).json["jobs_by_state"] == \
+        {"FAILED": 1}
+    bad = client.put(url, headers=agent1, json={**job, "state": "DONE"})
+    assert bad.status_code == 422 and bad.json["error"]["field"] == "state"
+    with app.app_context():  # every write is audited
+        actions = db.session.execute(select(AuditLog.action, AuditLog.entity)).all()
+    assert ("create", "machine") in actions and ("upsert", "job") in actions and ("create", "campaign") in actions
+
+
+def test_upload_round_trip_and_duplicate(client, seeded, app):
+    text = results_file(nrep=7)
+    body = {"upload_id": "u-1", "files": [{"name": "run0.txt", "content": text}]}
+    r = client.post("/api/v1/uploads", headers=seeded["agent1"], json=body)
+    assert r.status_code == 201, r.json
+    assert r.json["duplicate"] is False and r.json["timings"] == 2 * 2 * 7 + 2 * 7
+    before = counts(app)
+    r2 = client.post("/api/v1/uploads", headers=seeded["agent1"], json=body)
+    assert r2.status_code == 200 and r2.json["duplicate"] is True and r2.json["runs"] == r.json["runs"]
+    assert counts(app) == before and before["Upload"] == 1 and before["Run"] == 1
+
+    run_id = r.json["runs"][0]
+    run = client.get(f"/api/v1/runs/{run_id}", headers=seeded["viewer"]).json
+    assert run["machine"] == "m1" and run["library"] == "openmpi" and run["nprocs"] == 2
+    assert run["headers"]["clock"] == "MPI_Wtime"
+    assert {(s["call"], s["algorithm"], s["msize"]) for s in run["series"]} == {
+        ("MPI_Allreduce", a, m) for a in ("default", "allreduce_as_reduce_bcast") for m in (8, 1024)}
+    assert [b["msize"] for b in run["barrier"]] == [8, 1024]
+    sid = next(s["id"] for s in run["series"] if s["algorithm"] == "default" and s["msize"] == 1024)
+    timings = client.get(f"/api/v1/series/{sid}", headers=seeded["viewer"]).json["timings"]
+    expected = [float(f"{1e-5 + k * 1e-7 + 1024 * 1e-9:.10f}") for k in range(7)]
+    assert np.allclose(timings, expected, rtol=0, atol=1e-15)
+    runs = client.get("/api/v1/runs?machine=m1&library=openmpi", headers=seeded["viewer"]).json["items"]
+    assert [x["id"] for x in runs] == [run_id]
+    assert client.get("/api/v1/runs?machine=m2", headers=seeded["viewer"]).json["items"] == []
+
+
+def test_malformed_uploads_write_nothing(client, seeded, app):
+    good = results_file()
+    before = counts(app)
+    cases = [
+        (good.replace("MPI_Allreduce 3 8", "MPI_Allreduce 3 eight", 1), "run.txt:", "not a number"),
+        (good.replace("#@machine=m1\n", ""), "run.txt:#@machine", "machine"),
+        (good.replace("#@machine=m1", "#@machine=m2"), "run.txt:#@machine", "one machine"),
+        ("hello\n", "run.txt:1", "column line"),
+    ]
+    for content, field, words in cases:
+        body = {"upload_id": "bad", "files": [{"name": "ok.txt", "content": good},
+                                              {"name": "run.txt", "content": content}]}
+        r = client.post("/api/v1/uploads", headers=seeded["agent1"], json=body)
+        assert r.status_code == 422, (field, r.json)
+        assert r.json["error"]["field"].startswith(field) and words in r.json["error"]["message"], r.json
+        assert counts(app) == before   # the good first file was not stored either
+    r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={"upload_id": "bad", "files": [
+        {"name": "x.txt", "content": good.replace("#@machine=m1", "#@machine=nowhere")}]})
+    assert r.status_code == 422 and r.json["error"]["field"] == "x.txt:#@machine" and "unknown machine" in \
+        r.json["error"]["message"]
+    line = next(i for i, l in enumerate(cases[0][0].splitlines(), 1) if "eight" in l)
+    r = client.post("/api/v1/uploads", headers=seeded["agent1"],
+                    json={"upload_id": "bad", "files": [{"name": "run.txt", "content": cases[0][0]}]})
+    assert r.json["error"]["field"] == f"run.txt:{line}"
+    for body, field in (({"files": []}, "upload_id"), ({"upload_id": "x", "files": []}, "files"),
+                        ({"upload_id": "x", "files": [{"name": "a"}]}, "files.0.content")):
+        r = client.post("/api/v1/uploads", headers=seeded["agent1"], json=body)
+        assert r.status_code == 422 and r.json["error"]["field"] == field, r.json
+    r = client.post("/api/v1/uploads", headers=seeded["agent1"], data="{not json", content_type="application/json")
+    assert r.status_code == 400 and r.json["error"]["code"] == "invalid_json"
+    assert counts(app) == before
+
+
+@pytest.mark.parametrize("app_config", [{"MAX_CONTENT_LENGTH": 4096}])
+def test_oversize_upload_413_writes_nothing(client, seeded, app, app_config):
+    before = counts(app)
+    body = {"upload_id": "big", "files": [{"name": "big.txt", "content": results_file(nrep=200)}]}
+    r = client.post("/api/v1/uploads", headers=seeded["agent1"], json=body)
+    assert r.status_code == 413 and r.json["error"]["code"] == "too_large"
+    assert counts(app) == before
+    small = {"upload_id": "small", "files": [{"name": "s.txt", "content": results_file(nrep=2, sizes=(8,))}]}
+    assert client.post("/api/v1/uploads", headers=seeded["agent1"], json=small).status_code == 201
+
+
+def _write_operations(client):
+    doc = client.get("/api/v1/openapi.json").json
+    for path, ops in doc["paths"].items():
+        for method in ops:
+            if method in ("post", "put", "patch", "delete"):
+                yield method, path
+
+
+def _concrete(path: str) -> str:
+    return "/api/v1" + path.replace("{machine}", "m1").replace("{campaign}", "c1").replace("{job_key}", "j1")
+
+
+def test_every_write_endpoint_refused_for_viewer_and_anonymous(client, seeded, app):
+    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
+                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code == 201
+    bodies = {"/machines": {"name": "x", "nodes": 1, "cores_per_node": 1},
+              "/machines/{machine}/libraries": {"name": "mpich", "version": "4.0.2"},
+              "/campaigns": {"name": "c2", "machine": "m1", "definition": {}},
+              "/campaigns/{campaign}/jobs/{job_key}": {"state": "PENDING"},
+              "/uploads": {"upload_id": "v", "files": [{"name": "f", "content": results_file()}]},
+              "/analyses": {"machine": "m1", "library": "openmpi"}}
+    ops = list(_write_operations(client))
+    assert len(ops) == len(bodies) == 6
+    before = counts(app)
+    for method, path in ops:
+        for who, status in (("viewer", 403), (None, 401)):
+            headers = seeded[who] if who else {}
+            r = client.open(_concrete(path), method=method.upper(), headers=headers, json=bodies[path])
+            assert r.status_code == status, (who, method, path, r.json)
+    bogus = {"Authorization": "Bearer pgmpi_not-a-token"}
+    assert client.post("/api/v1/machines", headers=bogus, json=bodies["/machines"]).status_code == 401
+    assert counts(app) == before
+
+
+def test_agent_refused_for_another_machine(client, seeded, app):
+    a1, a2 = seeded["agent1"], seeded["agent2"]
+    assert client.post("/api/v1/campaigns", headers=a1,
+                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code == 201
+    before = counts(app)
+    r = client.post("/api/v1/campaigns", headers=a2, json={"name": "c9", "machine": "m1", "definition": {}})
+    assert r.status_code == 403 and "another machine" in r.json["error"]["message"]
+    assert client.put("/api/v1/campaigns/c1/jobs/j1", headers=a2, json={"state": "RUNNING"}).status_code == 403
+    r = client.post("/api/v1/uploads", headers=a2,
+                    json={"upload_id": "x1", "files": [{"name": "f.txt", "content": results_file(machine="m1")}]})
+    assert r.status_code == 403
+    # agents do not register machines or libraries at all
+    assert client.post("/api/v1/machines", headers=a1,
+                       json={"name": "m3", "nodes": 1, "cores_per_node": 1}).status_code == 403
+    assert counts(app) == before
+    # the right agent may; an admin may for any machine
+    assert client.put("/api/v1/campaigns/c1/jobs/j1", headers=a1, json={"state": "RUNNING"}).status_code == 201
+    assert client.post("/api/v1/uploads", headers=seeded["admin"],
+                       json={"upload_id": "x2", "files": [{"name": "f.txt", "content": results_file(machine="m2")}]}
+                       ).status_code == 201
+
+
+def test_revoked_token_is_refused(client, seeded, app):
+    from service.auth import revoke_token
+    assert client.get("/api/v1/me", headers=seeded["viewer"]).json["role"] == "viewer"
+    with app.app_context():
+        revoke_token(seeded["viewer_id"])
+        db.session.commit()
+    assert client.get("/api/v1/me", headers=seeded["viewer"]).status_code == 401
+    assert client.get("/api/v1/me", headers=seeded["agent1"]).json == {
+        "name": f"token:{seeded['agent1_id']}:agent1", "role": "agent", "machine": "m1"}
+
+
+def test_upload_links_campaign_and_job(client, seeded, app):
+    a1 = seeded["agent1"]
+    client.post("/api/v1/campaigns", headers=a1, json={"name": "c1", "machine": "m1", "definition": {}})
+    text = results_file(campaign="c1").replace("#@clock=", "#@job_key=j1\n#@clock=")
+    client.put("/api/v1/campaigns/c1/jobs/j1", headers=a1, json={"state": "COMPLETED"})
+    r = client.post("/api/v1/uploads", headers=a1, json={"upload_id": "u", "files": [{"name": "a", "content": text}]})
+    assert r.status_code == 201
+    assert r.json["campaign_id"] is not None
+    assert [x["id"] for x in client.get("/api/v1/runs?campaign=c1", headers=a1).json["items"]] == r.json["runs"]
+    with app.app_context():
+        run = db.session.get(Run, r.json["runs"][0])
+        assert run.job_id is not None
+
+
+def test_violations_overview_reads_latest_analysis(client, seeded, app):
+    from types import SimpleNamespace
+
+    from service.analysis_bridge import store_result
+    client.post("/api/v1/uploads", headers=seeded["agent1"],
+                json={"upload_id": "u", "files": [{"name": "a", "content": results_file()}]})
+    with app.app_context():
+        m = db.session.scalar(select(Machine).where(Machine.name == "m1"))
+        lib = db.session.scalar(select(MpiLibrary))
+        data = SimpleNamespace(alpha=0.05, test="wilcoxon", fdr=True)
+        v = {"collective": "allreduce", "mockup": "allreduce_as_reduce_bcast", "msize": 8, "nprocs": 2,
+             "default_time": 2e-5, "mockup_time": 1e-5, "slowdown": 2.0, "p_value": 0.001}
+        store_result(m, lib, None, data, "test", {"checked": 4, "violations": [v]})
+        store_result(m, lib, None, data, "test", {"checked": 4, "violations": [v, {**v, "msize": 1024,
+                                                                                    "slowdown": 3.0}],
+                                                  "profiles": {"allreduce.prf": "x"}})
+        db.session.commit()
+    ov = client.get("/api/v1/violations/overview", headers=seeded["viewer"]).json["items"]
+    assert len(ov) == 1 and ov[0]["n_violations"] == 2 and ov[0]["max_slowdown"] == 3.0
+    assert ov[0]["by_collective"] == {"allreduce": {"violations": 2, "max_slowdown": 3.0}}
+    assert [h[1] for h in ov[0]["history"]] == [1, 2]
+    vs = client.get("/api/v1/violations", headers=seeded["viewer"]).json["items"]
+    assert [x["msize"] for x in vs] == [1024, 8]
+    profs = client.get("/api/v1/profiles", headers=seeded["viewer"]).json["items"]
+    assert profs[0]["versions"][0]["state"] == "candidate" and profs[0]["versions"][0]["file_names"] == ["allreduce.prf"]
