@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHECKER_NAME = "pgmpitune-check"
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
-_FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+_FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,123}\.prf$")
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
 # Test hook: called with a step name between the steps of publish/rollback so that
@@ -138,7 +138,7 @@ def check_file_name(name: str) -> str:
     if not _FILE_OK.match(name or "") or name in (".", ".."):
         raise PublishError(
             f"profile file name {name!r}: use letters, digits and ._+- only, no directories, "
-            f"not starting with a dot (e.g. MPI_Allreduce.prf)")
+            f"not starting with a dot, ending in .prf (e.g. allreduce_p16.prf)")
     return name
 
 

@@ -1,0 +1,290 @@
+"""Dashboards: server-rendered pages (Jinja2, templates/) and the publish/rollback actions.
+
+Charts use plotly.js from the installed `plotly` Python package (a dependency already), served by
+this blueprint at /dashboards-static/plotly.min.js with a long cache lifetime: no CDN, no npm
+step, and the file's version moves with the Python package that the venv pins.
+"""
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from flask import (Blueprint, Flask, Response, abort, current_app, flash, jsonify, redirect,
+                   render_template, request, send_file, url_for)
+from flask_login import current_user, login_required
+from sqlalchemy import select
+
+from service import publish as pub
+from service.dashboards import data
+from service.db import db
+from service.models import MpiLibrary, ProfileSet, ProfileVersion
+
+bp = Blueprint("dash", __name__)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)
+    app.jinja_env.filters["dur"] = fmt_duration
+    app.jinja_env.filters["bytes"] = fmt_bytes
+
+
+def fmt_duration(sec) -> str:
+    if sec is None:
+        return "–"
+    sec = float(sec)
+    for unit, f in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(sec) >= f:
+            return f"{sec / f:.3g} {unit}"
+    return f"{sec / 1e-9:.3g} ns"
+
+
+def fmt_bytes(n) -> str:
+    n = int(n)
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
+
+
+def profile_root() -> Path:
+    root = current_app.config.get("PGMPI_PROFILE_ROOT") or os.environ.get("PGMPI_PROFILE_ROOT") \
+        or os.path.join(current_app.instance_path, "profiles")
+    return Path(root).absolute()
+
+
+def is_admin() -> bool:
+    return bool(current_user and current_user.is_authenticated and current_user.role == "admin")
+
+
+@bp.app_context_processor
+def _ctx():
+    return {"is_admin": is_admin()}
+
+
+@bp.get("/dashboards-static/plotly.min.js")
+def plotly_js():
+    import plotly
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    resp = send_file(path, mimetype="application/javascript", max_age=7 * 86400, conditional=True)
+    return resp
+
+
+def _lib_or_404(machine: str, lib: str):
+    try:
+        return data.library(db.session, machine, lib)
+    except LookupError as exc:
+        abort(404, description=str(exc))
+
+
+def _campaign(lib: MpiLibrary, name: str | None):
+    if name:
+        for c in data.campaigns_of(db.session, lib):
+            if c.name == name:
+                return c
+        abort(404, description=f"campaign {name!r} has no runs of {lib.name}-{lib.version}")
+    return data.latest_campaign(db.session, lib)
+
+
+# ----------------------------------------------------------------- pages
+
+@bp.get("/")
+@login_required
+def overview():
+    return render_template("overview.html", ov=data.overview(db.session))
+
+
+@bp.get("/m/<machine>/<lib>/heatmap")
+@login_required
+def heatmap(machine: str, lib: str):
+    m, l = _lib_or_404(machine, lib)
+    camp = _campaign(l, request.args.get("campaign"))
+    ps = data.nprocs_of(db.session, l, camp)
+    p = request.args.get("p", type=int) or (ps[-1] if ps else None)
+    panels = []
+    if p is not None:
+        panels.append({"title": f"{l.name}-{l.version} · {camp.name if camp else 'all runs'}",
+                       "lib": l, "campaign": camp, "hm": data.heatmap(db.session, l, camp, p)})
+        # side by side: another campaign of this library, or another library of this machine
+        other_c = request.args.get("vs_campaign")
+        other_l = request.args.get("vs_lib")
+        if other_c or other_l:
+            l2 = _lib_or_404(machine, other_l)[1] if other_l else l
+            c2 = _campaign(l2, other_c) if (other_c or other_l) else None
+            panels.append({"title": f"{l2.name}-{l2.version} · {c2.name if c2 else 'all runs'}",
+                           "lib": l2, "campaign": c2, "hm": data.heatmap(db.session, l2, c2, p)})
+    return render_template("heatmap.html", machine=m, lib=l, campaign=camp, p=p, ps=ps, panels=panels,
+                           campaigns=data.campaigns_of(db.session, l)[:60],
+                           libs=[x for x in m.libraries if x.id != l.id])
+
+
+@bp.get("/m/<machine>/<lib>/detail/<key>")
+@login_required
+def detail(machine: str, lib: str, key: str):
+    m, l = _lib_or_404(machine, lib)
+    camp = _campaign(l, request.args.get("campaign"))
+    ps = data.nprocs_of(db.session, l, camp)
+    p = request.args.get("p", type=int) or (ps[-1] if ps else 0)
+    d = data.detail(db.session, l, camp, key, p)
+    fmt = request.args.get("format")
+    if fmt == "json":
+        return jsonify(machine=m.name, library=l.name, version=l.version,
+                       campaign=camp.name if camp else None, collective=key, nprocs=p,
+                       measurements=d["rows"], violations=d["violations"])
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=["collective", "algorithm", "msize", "nprocs", "mpiruns",
+                                            "median_s", "min_s", "max_s"])
+        w.writeheader()
+        w.writerows(d["rows"])
+        name = f"{m.name}_{l.name}-{l.version}_{key}_p{p}.csv"
+        return Response(buf.getvalue(), mimetype="text/csv",
+                        headers={"Content-Disposition": f"attachment; filename={name}"})
+    return render_template("detail.html", machine=m, lib=l, campaign=camp, p=p, ps=ps, d=d,
+                           keys=sorted(data.MPI_OF))
+
+
+@bp.get("/m/<machine>/<lib>/trends")
+@login_required
+def trends(machine: str, lib: str):
+    m, l = _lib_or_404(machine, lib)
+    ps = data.nprocs_of(db.session, l, None)
+    key = request.args.get("key", "allreduce")
+    p = request.args.get("p", type=int) or (ps[-1] if ps else 0)
+    msize = request.args.get("msize", type=int) or 1024
+    alg = request.args.get("algorithm", "default")
+    t = data.trend(db.session, l, key, msize, alg, p)
+    if request.args.get("format") == "json":
+        return jsonify({k: v for k, v in t.items()})
+    return render_template("trends.html", machine=m, lib=l, t=t, ps=ps, keys=sorted(data.MPI_OF))
+
+
+@bp.get("/alerts.json")
+def alerts_feed():
+    from service.auth import current_principal
+    pr = current_principal()
+    if pr is None:
+        return jsonify(error="authentication required (bearer token or login)"), 401
+    return jsonify(generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                   alerts=data.alerts(db.session))
+
+
+@bp.get("/campaigns")
+@login_required
+def campaigns():
+    return render_template("campaigns.html", rows=data.campaigns(db.session))
+
+
+@bp.get("/profiles")
+@login_required
+def profiles():
+    root = profile_root()
+    rows = []
+    for d in data.profile_sets(db.session):
+        st = pub.status(root, d["machine"].name, d["library"].name, d["library"].version)
+        rows.append({**d, "status": st})
+    return render_template("profiles.html", rows=rows, root=root)
+
+
+def _set_or_404(set_id: int) -> ProfileSet:
+    ps = db.session.get(ProfileSet, set_id)
+    if ps is None:
+        abort(404, description=f"no profile set {set_id}")
+    return ps
+
+
+@bp.get("/profiles/<int:set_id>")
+@login_required
+def profile_set(set_id: int):
+    ps = _set_or_404(set_id)
+    st = pub.status(profile_root(), ps.machine.name, ps.library.name, ps.library.version)
+    versions = list(ps.versions)
+    cand_id = request.args.get("candidate", type=int)
+    cand = next((v for v in versions if v.id == cand_id), None) if cand_id else None
+    if cand is None:
+        cand = next((v for v in reversed(versions) if v.state in ("candidate", "validated")), None)
+    diff = []
+    if cand is not None:
+        names = sorted(set(st["files"]) | set(cand.files or {}))
+        for n in names:
+            a = (st["files"].get(n) or "").splitlines()
+            b = ((cand.files or {}).get(n) or "").splitlines()
+            if a != b:
+                diff.extend(difflib.unified_diff(a, b, f"current/{n}", f"candidate/{n}", lineterm=""))
+    hist = data.history(db.session, [str(v.id) for v in versions] + [f"set:{ps.id}"])
+    return render_template("profile_set.html", ps=ps, st=st, versions=versions, cand=cand, diff=diff,
+                           hist=hist)
+
+
+def _require_admin():
+    if not is_admin():
+        abort(403, description="only admins publish or roll back profiles")
+
+
+@bp.post("/profiles/<int:set_id>/publish")
+@login_required
+def publish_version(set_id: int):
+    _require_admin()
+    ps = _set_or_404(set_id)
+    v = db.session.get(ProfileVersion, request.form.get("version_id", type=int) or -1)
+    if v is None or v.profile_set_id != ps.id:
+        abort(400, description="version_id: not a version of this profile set")
+    force = request.form.get("force") == "1"
+    reason = request.form.get("reason", "").strip()
+    validated = v.validated_at is not None or v.state == "validated"
+    actor = f"user:{current_user.username}"
+    from service.auth import audit
+    try:
+        res = pub.publish(profile_root(), ps.machine.name, ps.library.name, ps.library.version, v.files or {},
+                          actor=actor, validated=validated, force=force, reason=reason,
+                          candidate=f"profile_version:{v.id}",
+                          validation={"figures": len(v.figures),
+                                      "worst_speedup": min((f.speedup for f in v.figures), default=None)},
+                          mpi=_flavor(ps.library.name))
+    except pub.PublishError as exc:
+        flash(f"Not published: {exc}", "error")
+        return redirect(url_for("dash.profile_set", set_id=ps.id, candidate=v.id)), 303
+    v.state = "published"
+    v.published_at = datetime.now(timezone.utc)
+    v.published_path = str(res.target / "versions" / str(res.version))
+    v.actor = actor
+    audit(actor, "publish-forced" if res.forced else "publish", "profile", str(v.id),
+          {"set": ps.id, "fs_version": res.version, "previous": res.previous, "forced": res.forced,
+           "reason": reason, "validated": validated, "path": v.published_path})
+    db.session.commit()
+    flash(f"Published as version {res.version}" + (" (forced)" if res.forced else ""), "ok")
+    return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
+
+
+@bp.post("/profiles/<int:set_id>/rollback")
+@login_required
+def rollback_set(set_id: int):
+    _require_admin()
+    ps = _set_or_404(set_id)
+    actor = f"user:{current_user.username}"
+    from service.auth import audit
+    try:
+        res = pub.rollback(profile_root(), ps.machine.name, ps.library.name, ps.library.version, actor=actor,
+                           reason=request.form.get("reason", ""))
+    except pub.PublishError as exc:
+        flash(f"Not rolled back: {exc}", "error")
+        return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
+    old_path = str(res.target / "versions" / str(res.previous))
+    for v in ps.versions:
+        if v.published_path == old_path:
+            v.state = "rolled-back"
+            v.rolled_back_at = datetime.now(timezone.utc)
+    audit(actor, "rollback", "profile", f"set:{ps.id}",
+          {"set": ps.id, "fs_version": res.version, "previous": res.previous})
+    db.session.commit()
+    flash(f"Rolled back to version {res.version}", "ok")
+    return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
+
+
+def _flavor(name: str) -> str | None:
+    n = name.lower()
+    return "openmpi" if "open" in n else "mpich" if "mpich" in n else None

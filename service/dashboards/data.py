@@ -1,0 +1,389 @@
+"""Numbers behind the dashboard pages, computed from the database through SERVICE's models.
+
+Every function takes the SQLAlchemy session and returns plain dicts/lists, so pages, the JSON
+downloads and the timing script share one code path.  Queries aggregate the per-series summary
+columns (median of each run x call x algorithm x size), never the raw timing bytes, except the
+detail page's spread, which needs one row per run anyway.
+
+Definitions (stated on the pages):
+- brave: every violation of the analysis; cautious: those without a barrier warning (the barrier
+  measured next to that size took at least as long as the faster of the two times compared),
+  as in the pgchecker thesis, ch. 4.  When the analysis summary carries `brave`/`cautious`
+  counts (ANALYSIS), those are shown.
+- quality score: 100 x (1 - brave / guidelines checked), or the summary's `quality` when present.
+- speed-up of a mock-up = median(default) / median(mock-up), medians over the per-mpirun medians.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select
+
+from service.models import (Analysis, AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary,
+                            ProfileSet, ProfileVersion, Run, Series, Violation)
+
+try:  # the one table of collectives (contract 1)
+    from service.analysis.collectives import COLLECTIVES as _COLLS
+    COLL_ORDER = {c.mpi_name: c.id for c in _COLLS}
+    KEY_OF = {c.mpi_name: c.key for c in _COLLS}
+    MPI_OF = {c.key: c.mpi_name for c in _COLLS}
+except Exception:  # pragma: no cover - analysis package always present in this repo
+    COLL_ORDER, KEY_OF, MPI_OF = {}, {}, {}
+
+
+def coll_key(name: str) -> str:
+    return KEY_OF.get(name, name.lower().replace("mpi_", "").replace("_", ""))
+
+
+def coll_mpi(key: str) -> str:
+    return MPI_OF.get(key, key)
+
+
+# ----------------------------------------------------------------- overview
+
+def latest_analyses(s) -> dict[int, list[Analysis]]:
+    """library id -> its analyses, newest first (two per library are enough here)."""
+    rn = func.row_number().over(partition_by=Analysis.library_id,
+                                order_by=(Analysis.created_at.desc(), Analysis.id.desc())).label("rn")
+    sub = select(Analysis.id, rn).subquery()
+    ids = [r[0] for r in s.execute(select(sub.c.id).where(sub.c.rn <= 40))]
+    out: dict[int, list[Analysis]] = defaultdict(list)
+    if ids:
+        rows = s.scalars(select(Analysis).where(Analysis.id.in_(ids))
+                         .order_by(Analysis.created_at.desc(), Analysis.id.desc())).all()
+        for a in rows:
+            out[a.library_id].append(a)
+    return out
+
+
+def barrier_flags(s, analysis: Analysis) -> int:
+    """Number of violations of the analysis with a barrier warning."""
+    if analysis.campaign_id is None:
+        return 0
+    bq = (select(Run.nprocs, BarrierSeries.msize, func.min(BarrierSeries.median))
+          .join(Run, Run.id == BarrierSeries.run_id)
+          .where(Run.campaign_id == analysis.campaign_id, Run.library_id == analysis.library_id)
+          .group_by(Run.nprocs, BarrierSeries.msize))
+    barrier = {(p, m): t for p, m, t in s.execute(bq)}
+    if not barrier:
+        return 0
+    n = 0
+    for v in s.execute(select(Violation.nprocs, Violation.msize, Violation.default_time, Violation.mockup_time)
+                       .where(Violation.analysis_id == analysis.id)):
+        b = barrier.get((v[0], v[1]))
+        if b is not None and b >= min(v[2], v[3]):
+            n += 1
+    return n
+
+
+def analysis_counts(s, a: Analysis) -> dict[str, Any]:
+    summ = a.summary or {}
+    brave = summ.get("brave", a.n_violations)
+    cautious = summ.get("cautious")
+    if cautious is None:
+        cautious = brave - barrier_flags(s, a)
+    quality = summ.get("quality")
+    if quality is None:
+        quality = 100.0 * (1 - brave / a.n_checked) if a.n_checked else None
+    return {"analysis_id": a.id, "campaign_id": a.campaign_id, "at": a.created_at, "brave": brave,
+            "cautious": cautious, "checked": a.n_checked, "quality": quality, "max_slowdown": a.max_slowdown}
+
+
+def overview(s) -> dict[str, Any]:
+    machines = s.scalars(select(Machine).order_by(Machine.name)).all()
+    libs = s.scalars(select(MpiLibrary).order_by(MpiLibrary.name, MpiLibrary.version)).all()
+    by_lib = latest_analyses(s)
+    campaigns = {c.id: c.name for c in s.scalars(select(Campaign).where(
+        Campaign.id.in_([a.campaign_id for al in by_lib.values() for a in al[:1] if a.campaign_id])))}
+    lib_names = sorted({(l.name, l.version) for l in libs})
+    rows = []
+    for m in machines:
+        cells = {}
+        for l in [l for l in libs if l.machine_id == m.id]:
+            al = by_lib.get(l.id, [])
+            cell: dict[str, Any] = {"library": l, "latest": None, "week_delta": None}
+            if al:
+                latest = analysis_counts(s, al[0])
+                latest["campaign"] = campaigns.get(al[0].campaign_id)
+                cell["latest"] = latest
+                week_ago = al[0].created_at - timedelta(days=7)
+                prev = next((a for a in al[1:] if a.created_at <= week_ago), None)
+                if prev is not None:
+                    pc = analysis_counts(s, prev)
+                    cell["week_delta"] = {"brave": latest["brave"] - pc["brave"],
+                                          "cautious": latest["cautious"] - pc["cautious"],
+                                          "quality": (latest["quality"] - pc["quality"])
+                                          if latest["quality"] is not None and pc["quality"] is not None else None}
+            cells[(l.name, l.version)] = cell
+        rows.append({"machine": m, "cells": cells})
+    return {"rows": rows, "libraries": lib_names}
+
+
+# ----------------------------------------------------------------- campaign medians
+
+def library(s, machine: str, lib: str) -> tuple[Machine, MpiLibrary]:
+    """lib = '<name>-<version>' or a library id."""
+    m = s.scalar(select(Machine).where(Machine.name == machine))
+    if m is None:
+        raise LookupError(f"unknown machine {machine!r}")
+    libs = s.scalars(select(MpiLibrary).where(MpiLibrary.machine_id == m.id)).all()
+    for l in libs:
+        if f"{l.name}-{l.version}" == lib or str(l.id) == lib:
+            return m, l
+    raise LookupError(f"unknown library {lib!r} on {machine}; known: "
+                      + ", ".join(f"{l.name}-{l.version}" for l in libs))
+
+
+def campaigns_of(s, lib: MpiLibrary) -> list[Campaign]:
+    ids = select(Run.campaign_id).where(Run.library_id == lib.id, Run.campaign_id.is_not(None)).distinct()
+    return s.scalars(select(Campaign).where(Campaign.id.in_(ids)).order_by(Campaign.created_at.desc(),
+                                                                         Campaign.id.desc())).all()
+
+
+def latest_campaign(s, lib: MpiLibrary) -> Campaign | None:
+    cid = s.scalar(select(Run.campaign_id).where(Run.library_id == lib.id, Run.campaign_id.is_not(None))
+                   .order_by(Run.campaign_id.desc()).limit(1))
+    return s.get(Campaign, cid) if cid else None
+
+
+def nprocs_of(s, lib: MpiLibrary, campaign: Campaign | None) -> list[int]:
+    q = select(Run.nprocs).where(Run.library_id == lib.id).distinct()
+    if campaign is not None:
+        q = q.where(Run.campaign_id == campaign.id)
+    return sorted(s.scalars(q).all())
+
+
+def medians(s, lib: MpiLibrary, campaign: Campaign | None, p: int, call: str | None = None):
+    """(call, algorithm, msize) -> per-run medians, for one campaign (or all) and p."""
+    q = (select(Series.call, Series.algorithm, Series.msize, Series.median)
+         .join(Run, Run.id == Series.run_id)
+         .where(Run.library_id == lib.id, Run.nprocs == p))
+    if campaign is not None:
+        q = q.where(Run.campaign_id == campaign.id)
+    if call is not None:
+        q = q.where(Series.call == call)
+    out: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    for c, a, m, med in s.execute(q):
+        out[(c, a, m)].append(med)
+    return out
+
+
+def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[tuple[str, int], Violation]:
+    """(collective key, msize) -> strongest violation of the latest analysis of that campaign."""
+    q = select(Analysis).where(Analysis.library_id == lib.id)
+    if campaign is not None:
+        q = q.where(Analysis.campaign_id == campaign.id)
+    a = s.scalar(q.order_by(Analysis.created_at.desc(), Analysis.id.desc()).limit(1))
+    if a is None:
+        return {}
+    out: dict[tuple[str, int], Violation] = {}
+    for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p)):
+        k = (coll_key(v.collective), v.msize)
+        if k not in out or v.slowdown > out[k].slowdown:
+            out[k] = v
+    return out
+
+
+def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[str, Any]:
+    med = medians(s, lib, campaign, p)
+    by = defaultdict(dict)  # (call, msize) -> alg -> median of medians
+    for (c, a, m), vals in med.items():
+        by[(c, m)][a] = statistics.median(vals)
+    calls = sorted({c for c, _ in by}, key=lambda c: (COLL_ORDER.get(c, 99), c))
+    sizes = sorted({m for _, m in by})
+    sig = significant(s, lib, campaign, p)
+    z, text, best, marks = [], [], [], []
+    for c in calls:
+        zr, tr, br, mr = [], [], [], []
+        for m in sizes:
+            algs = by.get((c, m), {})
+            d = algs.get("default")
+            mocks = {a: t for a, t in algs.items() if a != "default" and t > 0}
+            if d and mocks:
+                ba = min(mocks, key=mocks.get)
+                sp = d / mocks[ba]
+                zr.append(round(float(np.log2(sp)), 4))
+                br.append(ba)
+                v = sig.get((coll_key(c), m))
+                mr.append(v is not None)
+                tr.append(f"{sp:.2f}x{' *' if v is not None else ''}")
+            else:
+                zr.append(None), br.append(None), mr.append(False), tr.append("")
+        z.append(zr), text.append(tr), best.append(br), marks.append(mr)
+    return {"calls": calls, "colls": [coll_key(c) for c in calls], "sizes": sizes, "z": z, "text": text,
+            "best": best, "significant": marks, "n_significant": sum(map(sum, marks))}
+
+
+def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> dict[str, Any]:
+    call = coll_mpi(key)
+    med = medians(s, lib, campaign, p, call=call)
+    algs = sorted({a for _, a, _ in med}, key=lambda a: (a != "default", a))
+    series = []
+    rows = []
+    for a in algs:
+        pts = sorted((m, v) for (_, aa, m), v in med.items() if aa == a)
+        xs, ys, lo, hi, nr = [], [], [], [], []
+        for m, vals in pts:
+            arr = np.asarray(vals)
+            md = float(np.median(arr))
+            xs.append(m), ys.append(md), nr.append(len(vals))
+            lo.append(md - float(arr.min())), hi.append(float(arr.max()) - md)
+            rows.append({"collective": key, "algorithm": a, "msize": m, "nprocs": p, "mpiruns": len(vals),
+                         "median_s": md, "min_s": float(arr.min()), "max_s": float(arr.max())})
+        series.append({"algorithm": a, "x": xs, "y": ys, "err_minus": lo, "err_plus": hi, "mpiruns": nr})
+    q = select(Analysis).where(Analysis.library_id == lib.id)
+    if campaign is not None:
+        q = q.where(Analysis.campaign_id == campaign.id)
+    a = s.scalar(q.order_by(Analysis.created_at.desc(), Analysis.id.desc()).limit(1))
+    viols = []
+    if a is not None:
+        viols = [{"mockup": v.mockup, "msize": v.msize, "default_s": v.default_time, "mockup_s": v.mockup_time,
+                  "slowdown": v.slowdown, "p_value": v.p_value}
+                 for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p,
+                                                            Violation.collective.in_([key, call]))
+                                    .order_by(Violation.msize, Violation.mockup))]
+    return {"call": call, "key": key, "p": p, "series": series, "rows": rows, "violations": viols,
+            "analysis": a}
+
+
+# ----------------------------------------------------------------- trends
+
+def trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> dict[str, Any]:
+    """Median per campaign of (collective, size, algorithm) and change points found by jumpavg."""
+    call = coll_mpi(key)
+    q = (select(Campaign.id, Campaign.name, Campaign.created_at, Series.median)
+         .join(Run, Run.campaign_id == Campaign.id).join(Series, Series.run_id == Run.id)
+         .where(Run.library_id == lib.id, Run.nprocs == p, Series.call == call,
+                Series.msize == msize, Series.algorithm == algorithm))
+    per: dict[int, dict] = {}
+    for cid, name, at, med in s.execute(q):
+        per.setdefault(cid, {"campaign": name, "at": at, "vals": []})["vals"].append(med)
+    pts = sorted(per.values(), key=lambda d: (d["at"], d["campaign"]))
+    xs = [d["at"].isoformat() if d["at"] else d["campaign"] for d in pts]
+    ys = [float(np.median(d["vals"])) for d in pts]
+    shifts = change_points(ys, [d["vals"] for d in pts])
+    for sh in shifts:
+        sh["campaign"] = pts[sh["index"]]["campaign"]
+        sh["at"] = xs[sh["index"]]
+    return {"call": call, "key": key, "msize": msize, "algorithm": algorithm, "p": p, "x": xs, "y": ys,
+            "campaigns": [d["campaign"] for d in pts], "shifts": shifts}
+
+
+def change_points(medians_: list[float], runs: list[list[float]] | None = None) -> list[dict]:
+    """Indices where jumpavg's bit-counting classification starts a new group (a significant shift)."""
+    if len(medians_) < 3:
+        return []
+    import jumpavg
+    scale = max(medians_) or 1.0
+    values = [[v / scale for v in r] for r in runs] if runs else [m / scale for m in medians_]
+    groups = jumpavg.classify(values)
+    out, i = [], 0
+    for g in groups:
+        if i > 0 and g.comment in ("regression", "progression"):
+            before = float(g.prev_avg) * scale if g.prev_avg is not None else None
+            after = float(g.stats.avg) * scale
+            # jumpavg's words are about a higher-is-better metric; for time, higher is a regression
+            kind = "regression" if after > (before or 0) else "improvement"
+            out.append({"index": i, "kind": kind, "before_s": before, "after_s": after,
+                        "ratio": after / before if before else None})
+        i += len(g.run_list)
+    return out
+
+
+def alerts(s, since_days: int = 7) -> list[dict[str, Any]]:
+    """New violations (in the latest analysis, absent from the previous one) and regressions of defaults."""
+    out = []
+    by_lib = latest_analyses(s)
+    libs = {l.id: l for l in s.scalars(select(MpiLibrary)).all()}
+    for lib_id, al in by_lib.items():
+        lib = libs[lib_id]
+        if not al:
+            continue
+        cur = al[0]
+
+        def keys(a):
+            return {(v.collective, v.mockup, v.msize, v.nprocs): v for v in
+                    s.scalars(select(Violation).where(Violation.analysis_id == a.id))}
+        now = keys(cur)
+        before = keys(al[1]) if len(al) > 1 else {}
+        for k, v in sorted(now.items()):
+            if k not in before:
+                out.append({"type": "new_violation", "machine": lib.machine.name, "library": lib.name,
+                            "version": lib.version, "collective": v.collective, "mockup": v.mockup,
+                            "msize": v.msize, "nprocs": v.nprocs, "slowdown": v.slowdown, "p_value": v.p_value,
+                            "analysis_id": cur.id, "at": cur.created_at.isoformat()})
+    out.extend(regressions(s))
+    return out
+
+
+def regressions(s, window: int = 30) -> list[dict[str, Any]]:
+    """Defaults whose median shifted up in the latest campaign (jumpavg over the last `window` campaigns)."""
+    out = []
+    for lib in s.scalars(select(MpiLibrary)).all():
+        cids = s.scalars(select(Run.campaign_id).where(Run.library_id == lib.id, Run.campaign_id.is_not(None))
+                         .distinct().order_by(Run.campaign_id.desc()).limit(window)).all()
+        if len(cids) < 3:
+            continue
+        q = (select(Run.campaign_id, Run.nprocs, Series.call, Series.msize, func.avg(Series.median))
+             .join(Run, Run.id == Series.run_id)
+             .where(Run.library_id == lib.id, Run.campaign_id.in_(cids), Series.algorithm == "default")
+             .group_by(Run.campaign_id, Run.nprocs, Series.call, Series.msize))
+        ser: dict[tuple, dict[int, float]] = defaultdict(dict)
+        for cid, p, c, m, v in s.execute(q):
+            ser[(c, m, p)][cid] = float(v)
+        last = max(cids)
+        for (c, m, p), d in ser.items():
+            order = sorted(d)
+            if len(order) < 3 or order[-1] != last:
+                continue
+            ys = [d[k] for k in order]
+            for sh in change_points(ys):
+                if sh["index"] == len(ys) - 1 and sh["kind"] == "regression":
+                    camp = s.get(Campaign, last)
+                    out.append({"type": "regression", "machine": lib.machine.name, "library": lib.name,
+                                "version": lib.version, "collective": c, "algorithm": "default", "msize": m,
+                                "nprocs": p, "before_s": sh["before_s"], "after_s": sh["after_s"],
+                                "ratio": sh["ratio"], "campaign": camp.name if camp else None})
+    return out
+
+
+# ----------------------------------------------------------------- campaigns, profiles
+
+def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
+    cs = s.scalars(select(Campaign).order_by(Campaign.created_at.desc(), Campaign.id.desc()).limit(limit)).all()
+    ids = [c.id for c in cs]
+    jobs = defaultdict(list)
+    if ids:
+        for j in s.scalars(select(Job).where(Job.campaign_id.in_(ids)).order_by(Job.job_key)):
+            jobs[j.campaign_id].append(j)
+    nruns = dict(s.execute(select(Run.campaign_id, func.count(Run.id)).where(Run.campaign_id.in_(ids))
+                           .group_by(Run.campaign_id)).all()) if ids else {}
+    out = []
+    for c in cs:
+        js = jobs.get(c.id, [])
+        done = sum(j.state in ("COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED") for j in js)
+        expected = (c.definition or {}).get("jobs") if isinstance(c.definition, dict) else None
+        total = max(len(js), expected if isinstance(expected, int) else 0)
+        out.append({"campaign": c, "jobs": js, "done": done, "total": total, "runs": nruns.get(c.id, 0),
+                    "failed": sum(j.state in ("FAILED", "TIMEOUT", "NODE_FAIL") for j in js)})
+    return out
+
+
+def profile_sets(s) -> list[dict[str, Any]]:
+    sets = s.scalars(select(ProfileSet)).all()
+    out = []
+    for ps in sets:
+        out.append({"set": ps, "machine": ps.machine, "library": ps.library, "versions": list(ps.versions)})
+    out.sort(key=lambda d: (d["machine"].name, d["library"].name, d["library"].version))
+    return out
+
+
+def history(s, entity_ids: list[str], limit: int = 50) -> list[AuditLog]:
+    if not entity_ids:
+        return []
+    return s.scalars(select(AuditLog).where(AuditLog.entity == "profile", AuditLog.entity_id.in_(entity_ids))
+                     .order_by(AuditLog.at.desc(), AuditLog.id.desc()).limit(limit)).all()

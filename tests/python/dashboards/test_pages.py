@@ -1,0 +1,101 @@
+"""Dashboard pages through Flask's test client: data from uploads through the API, roles, downloads."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from conftest import analyse, csrf_of, login, raw_file, upload
+
+
+def seed(client, tokens, campaigns=("nightly-1",), libs=(("openmpi", "4.1.4"),), ps=(2, 4), mpiruns=3):
+    A = tokens["admin"]
+    assert client.post("/api/v1/machines", headers=A, json={"name": "m1", "nodes": 1, "cores_per_node": 8,
+                                                             "interconnect": "shm", "notes": ""}).status_code == 201
+    for name, ver in libs:
+        client.post("/api/v1/machines/m1/libraries", headers=A, json={"name": name, "version": ver,
+                                                                      "module": f"{name}/{ver}"})
+    for ci, camp in enumerate(campaigns):
+        assert client.post("/api/v1/campaigns", headers=A, json={"name": camp, "machine": "m1", "definition": {},
+                                                                  "schedule": ""}).status_code == 201
+        for name, ver in libs:
+            files = {f"{name}_{camp}_p{p}_{i}.txt": raw_file("m1", name, ver, p, i, camp, seed=ci)
+                     for p in ps for i in range(mpiruns)}
+            upload(client, A, files, camp)
+
+
+@pytest.fixture
+def seeded(app, tokens):
+    c = app.test_client()
+    seed(c, tokens)
+    analyse(app, c, tokens["admin"], "m1", "openmpi", "nightly-1")
+    return c
+
+
+def test_pages_need_login(app, seeded):
+    c = app.test_client()
+    for url in ["/", "/m/m1/openmpi-4.1.4/heatmap", "/campaigns", "/profiles"]:
+        r = c.get(url)
+        assert r.status_code == 302 and "/auth/login" in r.headers["Location"]
+    assert c.get("/alerts.json").status_code == 401
+
+
+def test_overview_heatmap_detail(app, seeded):
+    c = login(seeded, "viewer1", "viewer-password")
+    html = c.get("/").get_data(as_text=True)
+    assert "m1" in html and "openmpi-4.1.4" in html
+    import re
+    brave = int(re.search(r"(\d+) brave", html).group(1))
+    assert brave >= 4  # Allreduce <= Reduce + Bcast violated at 64 KiB and 1 MiB, p = 2 and 4
+    hm = c.get("/m/m1/openmpi-4.1.4/heatmap?p=2").get_data(as_text=True)
+    assert "allreduce" in hm and "bcast" in hm
+    assert "1.60x *" in hm or "1.59x *" in hm or "1.61x *" in hm
+    det = c.get("/m/m1/openmpi-4.1.4/detail/allreduce?p=4").get_data(as_text=True)
+    assert "allreduce_as_reduce_bcast" in det and "64 KiB" in det and "1 MiB" in det
+    rows = list(csv.DictReader(io.StringIO(c.get("/m/m1/openmpi-4.1.4/detail/allreduce?p=4&format=csv")
+                                           .get_data(as_text=True))))
+    assert {r["algorithm"] for r in rows} == {"default", "allreduce_as_reduce_bcast"}
+    assert all(r["mpiruns"] == "3" for r in rows)
+    js = c.get("/m/m1/openmpi-4.1.4/detail/allreduce?p=4&format=json").get_json()
+    assert {v["msize"] for v in js["violations"]} == {65536, 1048576}
+    assert c.get("/m/m1/nope-1/heatmap").status_code == 404
+
+
+def test_heatmap_side_by_side(app, tokens):
+    c = app.test_client()
+    seed(c, tokens, campaigns=("n1", "n2"), libs=(("openmpi", "4.1.4"), ("mpich", "4.0.2")), ps=(2,), mpiruns=2)
+    login(c, "viewer1", "viewer-password")
+    html = c.get("/m/m1/openmpi-4.1.4/heatmap?p=2&vs_lib=mpich-4.0.2").get_data(as_text=True)
+    assert "mpich-4.0.2 · n2" in html and "openmpi-4.1.4 · n2" in html
+    html = c.get("/m/m1/openmpi-4.1.4/heatmap?p=2&campaign=n2&vs_campaign=n1").get_data(as_text=True)
+    assert "openmpi-4.1.4 · n1" in html and "openmpi-4.1.4 · n2" in html
+
+
+def test_publish_roles(app, seeded):
+    from service.models import ProfileSet
+    with app.app_context():
+        from service.db import db
+        ps = db.session.query(ProfileSet).one()
+        set_id, vid = ps.id, ps.versions[-1].id
+    viewer = login(app.test_client(), "viewer1", "viewer-password")
+    page = viewer.get(f"/profiles/{set_id}").get_data(as_text=True)
+    assert 'id="publish"' not in page and 'id="rollback"' not in page
+    r = viewer.post(f"/profiles/{set_id}/publish", data={"version_id": vid, "csrf_token": csrf_of(page),
+                                                        "force": "1", "reason": "x"})
+    assert r.status_code == 403
+    admin = login(app.test_client(), "admin1", "admin-password")
+    page = admin.get(f"/profiles/{set_id}").get_data(as_text=True)
+    assert 'id="publish"' in page and "force" in page
+    # not validated, not forced: refused, nothing published
+    r = admin.post(f"/profiles/{set_id}/publish", data={"version_id": vid, "csrf_token": csrf_of(page)})
+    assert r.status_code == 303
+    page = admin.get(f"/profiles/{set_id}").get_data(as_text=True)
+    assert "Not published" in page and '<b id="current-version">nothing</b>' in page
+
+
+def test_alerts_feed(app, seeded, tokens):
+    r = seeded.get("/alerts.json", headers=tokens["viewer"])
+    assert r.status_code == 200
+    new = [a for a in r.get_json()["alerts"] if a["type"] == "new_violation"]
+    assert {(a["msize"], a["nprocs"]) for a in new} == {(65536, 2), (1048576, 2), (65536, 4), (1048576, 4)}
