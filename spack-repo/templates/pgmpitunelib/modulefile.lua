@@ -1,0 +1,40 @@
+{% extends "modules/modulefile.lua" %}
+{# Lmod module of pgmpitunelib (Spack). Same as Spack's default, except that the values that must
+   follow the site at LOAD time are not frozen at generation time: PGMPITUNE_PROFILE_DIR is computed
+   in Lua by pgmpitune-site.lua, and the preload variables use pushenv (restored on unload). #}
+{% set pgmpi_dynamic = ["PGMPITUNE_PROFILE_DIR", "SRUN_EXPORT_ENV", "OMPI_MCA_mca_base_env_list"] %}
+{% block environment %}
+{% for command_name, cmd in environment_modifications %}
+{% if cmd.name not in pgmpi_dynamic %}
+{% if command_name == 'PrependPath' %}
+prepend_path("{{ cmd.name }}", "{{ cmd.value }}", "{{ cmd.separator }}")
+{% elif command_name in ('AppendPath', 'AppendFlagsEnv') %}
+append_path("{{ cmd.name }}", "{{ cmd.value }}", "{{ cmd.separator }}")
+{% elif command_name in ('RemovePath', 'RemoveFlagsEnv') %}
+remove_path("{{ cmd.name }}", "{{ cmd.value }}", "{{ cmd.separator }}")
+{% elif command_name == 'SetEnv' %}
+setenv("{{ cmd.name }}", "{{ cmd.value }}")
+{% elif command_name == 'UnsetEnv' %}
+unsetenv("{{ cmd.name }}")
+{% endif %}
+{% endif %}
+{% endfor %}
+{% endblock %}
+
+{% block footer %}
+-- One build of pgmpitunelib at a time (the MPI hierarchy swaps it when the MPI is swapped).
+family("pgmpitunelib")
+
+-- Computed when the module is loaded: $PGMPI_SITE_PROFILE_ROOT, $PGMPI_SITE_MACHINE and the site
+-- file /etc/pgmpi-site/site.conf (or $PGMPI_SITE_CONFIG); see pgmpitune-site.lua.
+local pgmpi_site = loadfile("{{ spec.prefix }}/share/pgmpitunelib/pgmpitune-site.lua")()
+setenv("PGMPITUNE_PROFILE_DIR", pgmpi_site.profile_dir("{{ spec['mpi'].name }}-{{ spec['mpi'].version }}"))
+{% if spec.variants['preload'].value %}
+
+-- preload variant: launched ranks only, never the login shell
+pushenv("SRUN_EXPORT_ENV", "ALL,LD_PRELOAD={{ spec.prefix }}/lib/libpgmpitune.so")
+{% if spec['mpi'].name == 'openmpi' %}
+pushenv("OMPI_MCA_mca_base_env_list", "LD_PRELOAD={{ spec.prefix }}/lib/libpgmpitune.so")
+{% endif %}
+{% endif %}
+{% endblock %}
