@@ -1,0 +1,38 @@
+"""One call for the service and the agent: raw files in, JSON-ready verdicts, views, quality and profiles out.
+
+    result = run(result_set_or_runs, alpha=0.05, test="mannwhitney", fdr=False, gain=0.10,
+                 msg_budget=None, int_budget=None, cautious=False, campaign=None)
+    result["counts"], result["verdicts"], result["quality"], result["profiles"] (each with "text" = .prf)
+    result["heatmaps"] (one per config), result["configs"]
+
+    parse_files([(name, text), ...]) -> ResultSet   # raises reader.ResultsFormatError (name:line: message)
+"""
+from __future__ import annotations
+
+from .comparers import heatmap
+from .guidelines import analyze
+from .profiles import generate_profiles
+from .quality import quality
+from .reader import ResultSet, RunResult, parse_text
+
+
+def parse_files(files) -> ResultSet:
+    return ResultSet.from_runs([parse_text(text, name) for name, text in files])
+
+
+def run(data, alpha: float = 0.05, test: str = "mannwhitney", fdr: bool = False, gain: float = 0.10,
+        msg_budget: int | None = None, int_budget: int | None = None, cautious: bool = False,
+        campaign: str | None = None, split_tolerance: float = 0.05) -> dict:
+    rs = data if isinstance(data, ResultSet) else ResultSet.from_runs(list(data))
+    a = analyze(rs, alpha=alpha, test=test, fdr=fdr, split_tolerance=split_tolerance)
+    profs = generate_profiles(a, gain=gain, msg_budget=msg_budget, int_budget=int_budget, cautious=cautious,
+                              campaign=campaign)
+    out = a.to_dict()
+    out["quality"] = quality(a)
+    out["profiles"] = [p.to_dict() for p in profs]
+    out["heatmaps"] = [heatmap(a, c) for c in range(len(a.configs))]
+    out["gain"] = gain
+    return out
+
+
+__all__ = ["parse_files", "run", "RunResult", "ResultSet"]

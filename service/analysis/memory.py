@@ -1,0 +1,67 @@
+"""Extra memory a mock-up needs per process (PGMPITuneLib paper, table 1), in our message-size terms.
+
+    extra_bytes(mockup, msize, p) -> (message-pool bytes, int-pool bytes)
+
+`msize` is the n of collectives.def (bytes). Table 1 counts n as the elements in the *send buffer of a
+process*; for Scatter that is the root's whole buffer (p blocks), so our per-rank block b becomes n = p*b
+there. Padding "c" (to a multiple of p) is ceil(n/p)*p - n. I = sizeof(int) = 4. The message pool is
+PGMPITuneLib's size_msg_buffer_bytes, the int pool size_int_buffer_bytes (LIB-CORE's pools).
+"""
+from __future__ import annotations
+
+INT = 4
+
+
+def _padded(n: int, p: int) -> int:
+    return -(-n // p) * p if p > 0 else n
+
+
+def extra_bytes(mockup: str, msize: int, p: int) -> tuple[int, int]:
+    n, b = msize, msize
+    pad = _padded(n, p)
+    table = {
+        "allgather_as_gather_bcast": (0, 0),
+        "allgather_as_alltoall": (p * n, 0),
+        "allgather_as_allreduce": (p * n, 0),
+        "allgather_as_allgatherv": (0, 2 * p * INT),
+        "allreduce_as_reduce_bcast": (0, 0),
+        "allreduce_as_reducescatterblock_allgather": (pad // max(p, 1) + pad, 0),
+        "allreduce_as_reducescatter_allgatherv": (0, 2 * p * INT),
+        "alltoall_as_alltoallv": (0, 2 * p * INT),
+        "bcast_as_allgatherv": (0, 2 * p * INT),
+        "bcast_as_scatter_allgather": (pad // max(p, 1) + pad, 0),
+        "gather_as_allgather": (p * n, 0),
+        "gather_as_gatherv": (0, 2 * p * INT),
+        "gather_as_reduce": (p * n, 0),
+        "reduce_as_allreduce": (n, 0),
+        "reduce_as_reducescatterblock_gather": (pad // max(p, 1) + pad, 0),
+        "reduce_as_reducescatter_gatherv": (pad, 2 * p * INT),
+        "reducescatterblock_as_reduce_scatter": (n, 0),
+        "reducescatterblock_as_reducescatter": (0, p * INT),
+        "reducescatterblock_as_allreduce": (n, 0),
+        "reducescatter_as_allreduce": (n, 0),
+        "reducescatter_as_reduce_scatterv": (n, 2 * p * INT),
+        "scan_as_exscan_reducelocal": (0, 0),
+        "scatter_as_bcast": (p * b, 0),
+        "scatter_as_scatterv": (0, 2 * p * INT),
+    }
+    if mockup == "default":
+        return (0, 0)
+    if mockup not in table:
+        raise KeyError(f"no memory rule for mock-up {mockup!r}; known: {', '.join(sorted(table))}")
+    return table[mockup]
+
+
+KNOWN = ("allgather_as_gather_bcast", "allgather_as_alltoall", "allgather_as_allreduce", "allgather_as_allgatherv",
+         "allreduce_as_reduce_bcast", "allreduce_as_reducescatterblock_allgather",
+         "allreduce_as_reducescatter_allgatherv", "alltoall_as_alltoallv", "bcast_as_allgatherv",
+         "bcast_as_scatter_allgather", "gather_as_allgather", "gather_as_gatherv", "gather_as_reduce",
+         "reduce_as_allreduce", "reduce_as_reducescatterblock_gather", "reduce_as_reducescatter_gatherv",
+         "reducescatterblock_as_reduce_scatter", "reducescatterblock_as_reducescatter",
+         "reducescatterblock_as_allreduce", "reducescatter_as_allreduce", "reducescatter_as_reduce_scatterv",
+         "scan_as_exscan_reducelocal", "scatter_as_bcast", "scatter_as_scatterv")
+
+
+def fits(mockup: str, msize: int, p: int, msg_budget: int | None, int_budget: int | None) -> bool:
+    m, i = extra_bytes(mockup, msize, p)
+    return (msg_budget is None or m <= msg_budget) and (int_budget is None or i <= int_budget)

@@ -1,0 +1,214 @@
+"""Tuned profiles (.prf, lib/docs/profile-format.md) from pattern verdicts.
+
+    profs = generate_profiles(analysis, gain=0.10, msg_budget=None, int_budget=None, cautious=False)
+    paths = write_profiles(profs, out_dir)        # <key>_p<p>.prf (subdirs <machine>/<lib>-<ver> if mixed)
+    ok, output = check_profiles(out_dir)          # runs pgmpitune-check when it can be found
+
+Decision per (config, collective, measured size): the winner is the mock-up with the lowest median among those
+that (1) violate the pattern guideline (significantly faster than the default at the analysis' alpha, after BH
+when fdr was on; with cautious=True violations carrying a barrier warning are not used), (2) are at least
+`gain` faster: median(mock-up) <= (1 - gain) * median(default), and (3) fit the memory budget per process
+(memory.extra_bytes against the message / int pool). Otherwise the default wins.
+
+Ranges: consecutive measured sizes with the same winning mock-up merge into one inclusive range
+[first measured size, last measured size], which also covers every unmeasured size between them (both
+neighbours agree). Sizes between two measured sizes with different winners, below the smallest and above
+the largest measured size are NOT covered: the library uses its default there (a conservative choice:
+nothing was measured that supports a switch). Budgets default to the pools the runs report
+(`#@pgmpi config size_msg_buffer_bytes / size_int_buffer_bytes`), else the library defaults 100000000 / 200000.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import collectives as _colls
+from .guidelines import Analysis
+from .memory import extra_bytes
+
+DEFAULT_MSG_POOL = 100_000_000
+DEFAULT_INT_POOL = 200_000
+GENERATOR = "pgmpi-site analysis 0.1"
+
+
+@dataclass
+class Decision:
+    msize: int
+    winner: str                # "default" or the mock-up name
+    default_median: float
+    winner_median: float
+    reason: str                # why (not) switched
+
+
+@dataclass
+class Profile:
+    cfg: int
+    machine: str
+    library: str
+    version: str
+    nprocs: int
+    collective: str
+    mpi_name: str
+    ranges: list[tuple[int, int, str]]            # inclusive byte ranges -> mock-up
+    decisions: list[Decision] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def filename(self) -> str:
+        return f"{self.collective}_p{self.nprocs}.prf"
+
+    def to_dict(self) -> dict:
+        return {"machine": self.machine, "library": self.library, "version": self.version, "nprocs": self.nprocs,
+                "collective": self.collective, "mpi_name": self.mpi_name, "filename": self.filename,
+                "ranges": [{"first": a, "last": b, "mockup": m} for a, b, m in self.ranges],
+                "decisions": [d.__dict__ for d in self.decisions], "text": self.text}
+
+
+def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = None, int_budget: int | None = None,
+                      cautious: bool = False, campaign: str | None = None, created: str | None = None) -> list[Profile]:
+    if not 0 <= gain < 1:
+        raise ValueError(f"gain must be in [0, 1), got {gain}")
+    created = created or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # measured default sizes per (cfg, collective)
+    sizes: dict[tuple[int, str], set[int]] = {}
+    cand: dict[tuple[int, str, int], list] = {}
+    dmed: dict[tuple[int, str, int], float] = {}
+    for v in a.verdicts:
+        if v.kind != "pattern":
+            continue
+        sizes.setdefault((v.cfg, v.collective), set()).add(v.msize)
+        dmed[(v.cfg, v.collective, v.msize)] = v.default_median
+        cand.setdefault((v.cfg, v.collective, v.msize), []).append(v)
+    profiles: list[Profile] = []
+    seen: set[tuple] = set()
+    for (c, key), ss in sorted(sizes.items()):
+        cfg = a.configs[c]
+        p = cfg.nprocs
+        if p <= 0:
+            continue
+        ident = (cfg.machine, cfg.library, cfg.version, p, key)
+        if ident in seen:       # same p measured with another node layout: the first config wins
+            continue
+        seen.add(ident)
+        mem = a.memory_config.get(c, {})
+        mb = msg_budget if msg_budget is not None else mem.get("size_msg_buffer_bytes", DEFAULT_MSG_POOL)
+        ib = int_budget if int_budget is not None else mem.get("size_int_buffer_bytes", DEFAULT_INT_POOL)
+        decisions = []
+        for s in sorted(ss):
+            d0 = dmed[(c, key, s)]
+            best, reason = None, "no significantly faster mock-up"
+            for v in sorted(cand[(c, key, s)], key=lambda v: v.other_median):
+                if not v.violated:
+                    continue
+                if cautious and v.barrier_warning:
+                    reason = f"{v.algorithm}: barrier warning (cautious)"
+                    continue
+                if v.other_median > (1 - gain) * v.default_median:
+                    reason = f"{v.algorithm}: gain {1 - v.other_median / v.default_median:.1%} < {gain:.0%}"
+                    continue
+                m, i = extra_bytes(v.algorithm, s, p)
+                if m > mb or i > ib:
+                    reason = f"{v.algorithm}: needs {m} B + {i} B ints > budget {mb} B / {ib} B"
+                    continue
+                best = v
+                break
+            if best is None:
+                decisions.append(Decision(s, "default", d0, d0, reason))
+            else:
+                decisions.append(Decision(s, best.algorithm, d0, best.other_median,
+                                          f"{d0 / best.other_median:.2f}x faster, p={best.p_value:.3g}"))
+        ranges: list[tuple[int, int, str]] = []
+        for d in decisions:
+            if d.winner == "default":
+                continue
+            if ranges and ranges[-1][2] == d.winner and _adjacent(decisions, ranges[-1][1], d.msize):
+                ranges[-1] = (ranges[-1][0], d.msize, d.winner)
+            else:
+                ranges.append((d.msize, d.msize, d.winner))
+        if not ranges:
+            continue
+        coll = _colls.by_key(key)
+        prof = Profile(cfg=c, machine=cfg.machine, library=cfg.library, version=cfg.version, nprocs=p,
+                       collective=key, mpi_name=coll.mpi_name, ranges=ranges, decisions=decisions)
+        prof.text = render(prof, a, gain, mb, ib, campaign, created)
+        profiles.append(prof)
+    return profiles
+
+
+def _adjacent(decisions: list[Decision], prev: int, cur: int) -> bool:
+    ms = [d.msize for d in decisions]
+    return ms.index(cur) == ms.index(prev) + 1
+
+
+def render(prof: Profile, a: Analysis, gain: float, mb: int, ib: int, campaign: str | None, created: str) -> str:
+    names = []
+    for _, _, m in prof.ranges:
+        if m not in names:
+            names.append(m)
+    ids = {m: k + 1 for k, m in enumerate(names)}
+    test = a.test + (" + BH" if a.fdr else "")
+    lines = ["# pgtune profile", "#@pgmpi profile_version 1", f"#@pgmpi machine {_tok(prof.machine)}",
+             f"#@pgmpi mpi_library {_tok(prof.library)}"]
+    if prof.version:
+        lines.append(f"#@pgmpi mpi_version {_tok(prof.version)}")
+    if campaign:
+        lines.append(f"#@pgmpi campaign {_tok(campaign)}")
+    lines += [f"#@pgmpi created {created}", f"#@pgmpi generator {GENERATOR}",
+              f"# one-sided {test}, alpha={a.alpha}, gain>={gain:.0%}, memory budget {mb} B msg / {ib} B int",
+              "# ranges cover measured sizes and the sizes between two measured sizes with the same winner",
+              prof.mpi_name, f"{prof.nprocs} # nb. of processes", f"{len(names)} # nb. of mock-up impl."]
+    lines += [f"{ids[m]} {m}" for m in names]
+    lines.append(f"{len(prof.ranges)} # nb. of ranges")
+    med = {d.msize: d for d in prof.decisions}
+    for lo, hi, m in prof.ranges:
+        sl = [med[s].default_median / med[s].winner_median for s in med if lo <= s <= hi and med[s].winner == m]
+        lines.append(f"{lo} {hi} {ids[m]} # {m}, measured {min(sl):.2f}x-{max(sl):.2f}x faster than default")
+    return "\n".join(lines) + "\n"
+
+
+def _tok(s: str) -> str:
+    return "_".join(str(s).split()) or "unknown"
+
+
+def write_profiles(profiles: list[Profile], out_dir) -> list[Path]:
+    """Write atomically (temporary dot-file + rename). One (machine, library, version): files directly in
+    out_dir; several: out_dir/<machine>/<library>-<version>/."""
+    out = Path(out_dir)
+    groups = {(p.machine, p.library, p.version) for p in profiles}
+    paths = []
+    for p in profiles:
+        d = out if len(groups) <= 1 else out / _tok(p.machine) / f"{_tok(p.library)}-{_tok(p.version or 'unknown')}"
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".{p.filename}.tmp"
+        tmp.write_text(p.text)
+        os.replace(tmp, d / p.filename)
+        paths.append(d / p.filename)
+    return paths
+
+
+def find_checker(root: Path | None = None) -> Path | None:
+    """pgmpitune-check: $PGMPITUNE_CHECK, then build/install/{openmpi,mpich}/bin, then PATH."""
+    env = os.environ.get("PGMPITUNE_CHECK")
+    if env and Path(env).is_file():
+        return Path(env)
+    root = root or Path(__file__).resolve().parents[2]
+    for mpi in ("openmpi", "mpich"):
+        c = root / "build" / "install" / mpi / "bin" / "pgmpitune-check"
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    w = shutil.which("pgmpitune-check")
+    return Path(w) if w else None
+
+
+def check_profiles(paths, checker: Path | None = None) -> tuple[bool | None, str]:
+    """(True/False, output) from pgmpitune-check; (None, why) when no checker is available."""
+    checker = checker or find_checker()
+    if checker is None:
+        return None, "pgmpitune-check not found (build lib/ with deploy/build-lib.sh)"
+    args = [str(checker)] + [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    return r.returncode == 0, (r.stdout + r.stderr).strip()
