@@ -1,5 +1,99 @@
-"""`pgmpi agent|campaign`: the nightly campaign agent (SCHEDULER owns this file)."""
+"""`pgmpi agent|campaign`: the nightly campaign agent (SCHEDULER owns this file).
+
+    pgmpi campaign submit nightly.yaml [--dry-run] [--watch]   plan, print node-hours, submit
+    pgmpi campaign status <name|file> [--watch] [--json]       jobs, states, reasons, spool
+    pgmpi campaign cancel <name|file>                          scancel everything still queued/running
+    pgmpi agent run-once [--campaign f.yaml ...]               one cycle over the campaigns in the state dir
+    pgmpi agent nightly --campaign f.yaml [...]                tonight's campaign(s) <name>-<YYYYMMDD>, to the end
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
 import click
+
+from .campaign import Campaign, CampaignError, load_campaign
+
+STATE_OPT = click.option("--state-dir", type=click.Path(file_okay=False), default=None, envvar="PGMPI_AGENT_STATE",
+                         help="agent state (SQLite + job folders); default $PGMPI_AGENT_STATE or /var/lib/pgmpi-agent")
+
+
+def _state_dir(v):
+    from .runner import default_state_dir
+    return Path(v) if v else default_state_dir()
+
+
+def _load(path: str) -> Campaign:
+    try:
+        return load_campaign(path)
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _campaign_from_state(state_dir: Path, ref: str) -> tuple[Campaign, str | None]:
+    if Path(ref).is_file():
+        return _load(ref), ref
+    from .state import State
+    st = State(state_dir)
+    row = st.campaign(ref)
+    st.close()
+    if row is None:
+        raise click.ClickException(f"no campaign {ref!r} in {state_dir} (and no such file)")
+    return Campaign.model_validate(json.loads(row["definition"])), row["source"]
+
+
+def _table(agent):
+    from rich.table import Table
+    rows = agent.state.jobs(agent.c.name)
+    s = agent.summary()
+    t = Table(title=f"campaign {agent.c.name} on {agent.c.machine}: "
+                    + ", ".join(f"{k} {v}" for k, v in sorted(s["states"].items()))
+                    + f" | uploaded {s['uploaded']}, spooled {s['spooled']}")
+    for col in ("job", "kind", "try", "state", "id", "elapsed", "reason"):
+        t.add_column(col, overflow="fold")
+    now = time.time()
+    colours = {"COMPLETED": "green", "RUNNING": "cyan", "PENDING": "yellow", "FAILED": "red",
+               "TIMEOUT": "red", "NODE_FAIL": "red", "CANCELLED": "magenta"}
+    for r in rows:
+        el = ""
+        if r["started_at"]:
+            el = f"{(r['ended_at'] or now) - r['started_at']:.0f} s"
+        st = r["state"]
+        t.add_row(r["key"], r["kind"], str(r["attempt"]), f"[{colours.get(st, 'white')}]{st}[/]",
+                  r["backend_id"] or "", el, (r["reason"] or "")[:160])
+    return t
+
+
+def _drive(agent, watch: bool, interval: float, timeout: float | None):
+    """Run agent cycles with a live table until the campaign is done (or once without --watch)."""
+    from rich.console import Console
+    from rich.live import Live
+    console = Console(stderr=False)
+    if not watch:
+        s = agent.run_once()
+        console.print(_table(agent))
+        return s
+    end = time.time() + timeout if timeout else None
+    with Live(_table(agent), console=console, refresh_per_second=4, transient=False) as live:
+        while True:
+            s = agent.run_once()
+            live.update(_table(agent))
+            if s["done"] or (end and time.time() > end):
+                return s
+            time.sleep(interval)
+
+
+def _agent(campaign, state_dir, backend=None, service_url=None, token_file=None, source=None, quiet=False):
+    from .runner import make_agent
+    log = (lambda *_: None) if quiet else (lambda m: click.echo(f"[agent] {m}", err=True))
+    try:
+        return make_agent(campaign, _state_dir(state_dir), backend=backend, service_url=service_url,
+                          token_file=token_file, log=log, source=source)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.group("agent")
@@ -10,6 +104,135 @@ def agent() -> None:
 @click.group("campaign")
 def campaign() -> None:
     """Submit, follow and cancel benchmark campaigns."""
+
+
+@campaign.command("submit")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@STATE_OPT
+@click.option("--backend", type=click.Choice(["slurm", "local"]), default=None, help="override the file's backend")
+@click.option("--service-url", default=None, help="override service.url")
+@click.option("--token-file", default=None, help="override service.token_file")
+@click.option("--dry-run", is_flag=True, help="plan and estimate only; submit nothing")
+@click.option("--force", is_flag=True, help="submit even above budget.node_hours")
+@click.option("--watch/--no-watch", default=False, help="stay and show live progress until the campaign is done")
+@click.option("--interval", default=2.0, show_default=True, help="seconds between cycles with --watch")
+def campaign_submit(file, state_dir, backend, service_url, token_file, dry_run, force, watch, interval):
+    """Plan FILE, print the node-hour estimate, then submit its jobs."""
+    from .planner import check_budget, describe, estimate, plan
+    c = _load(file)
+    jobs = plan(c)
+    est = estimate(c, jobs)
+    click.echo(describe(jobs))
+    click.echo(f"estimate: {est.text()}")
+    over = check_budget(c, est)
+    if over and not force:
+        raise click.ClickException(over + " (or --force)")
+    if dry_run:
+        return
+    a = _agent(c, state_dir, backend, service_url, token_file, source=str(Path(file).resolve()))
+    s = _drive(a, watch, interval, None)
+    if watch and not s["done"]:
+        sys.exit(1)
+
+
+@campaign.command("status")
+@click.argument("ref")
+@STATE_OPT
+@click.option("--watch", is_flag=True, help="keep driving the agent and refresh until done")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.option("--interval", default=2.0, show_default=True)
+def campaign_status(ref, state_dir, watch, as_json, interval):
+    """Jobs of a campaign (by name in the state dir, or by its file)."""
+    c, source = _campaign_from_state(_state_dir(state_dir), ref)
+    from .agent import Agent
+    from .runner import make_backend
+    if watch:
+        a = _agent(c, state_dir, source=source, quiet=True)
+        _drive(a, True, interval, None)
+        return
+    a = Agent(c, _state_dir(state_dir), make_backend(c), None, source=source, log=None)
+    if as_json:
+        out = a.summary()
+        out["jobs_detail"] = [{k: r[k] for k in r.keys() if k != "spec"} for r in a.state.jobs(c.name)]
+        out["spool"] = [{"id": r["id"], "kind": r["kind"], "tries": r["tries"], "last_error": r["last_error"]}
+                        for r in a.state.outbox(c.name)]
+        click.echo(json.dumps(out, indent=1, default=str))
+        return
+    from rich.console import Console
+    Console().print(_table(a))
+
+
+@campaign.command("cancel")
+@click.argument("ref")
+@STATE_OPT
+def campaign_cancel(ref, state_dir):
+    """Cancel every queued or running job of a campaign (its results so far stay)."""
+    c, source = _campaign_from_state(_state_dir(state_dir), ref)
+    a = _agent(c, state_dir, source=source)
+    n = a.cancel()
+    a.upload()
+    click.echo(f"cancelled {n} job(s) of {c.name}")
+
+
+@agent.command("run-once")
+@STATE_OPT
+@click.option("--campaign", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="campaign file(s) to add; the campaigns already in the state dir are driven too")
+def agent_run_once(state_dir, files):
+    """One cycle: submit, track, collect, upload (for cron or a systemd timer)."""
+    from .state import State
+    sd = _state_dir(state_dir)
+    seen = set()
+    rc = 0
+    for f in files:
+        a = _agent(_load(f), state_dir, source=str(Path(f).resolve()))
+        s = a.run_once()
+        seen.add(a.c.name)
+        click.echo(json.dumps(s))
+    st = State(sd)
+    active = [r for r in st.campaigns() if r["state"] in ("ACTIVE", "ANALYSED") and r["name"] not in seen]
+    st.close()
+    for row in active:
+        c = Campaign.model_validate(json.loads(row["definition"]))
+        a = _agent(c, state_dir, source=row["source"])
+        s = a.run_once()
+        if s["done"]:
+            with a.state.tx():
+                a.state.set_campaign_state(c.name, "DONE")
+        click.echo(json.dumps(s))
+    sys.exit(rc)
+
+
+@agent.command("nightly")
+@STATE_OPT
+@click.option("--campaign", "files", multiple=True, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--interval", default=10.0, show_default=True, help="seconds between cycles")
+@click.option("--max-hours", default=20.0, show_default=True, help="give up tracking after this long")
+@click.option("--date", "day", default=None, help="campaign date YYYYMMDD (default: today, UTC)")
+def agent_nightly(state_dir, files, interval, max_hours, day):
+    """Tonight's campaign(s): <name>-<YYYYMMDD>, submitted once, tracked, collected, analysed, validated.
+
+    Safe to start twice or after a crash: the state dir makes it resume, never resubmit."""
+    from datetime import datetime, timezone
+    from .runner import nightly_name
+    when = datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc) if day else None
+    agents = [_agent(nightly_name(_load(f), when), state_dir, source=str(Path(f).resolve())) for f in files]
+    end = time.time() + max_hours * 3600
+    pending = list(agents)
+    while pending and time.time() < end:
+        for a in list(pending):
+            s = a.run_once()
+            if s["done"]:
+                with a.state.tx():
+                    a.state.set_campaign_state(a.c.name, "DONE")
+                click.echo(json.dumps(s))
+                pending.remove(a)
+        if pending:
+            time.sleep(interval)
+    if pending:
+        click.echo(f"nightly: {len(pending)} campaign(s) not finished after {max_hours} h; "
+                   "`pgmpi agent run-once` continues them", err=True)
+        sys.exit(1)
 
 
 COMMANDS = [agent, campaign]

@@ -1,0 +1,154 @@
+"""Backends run a planned job somewhere: one small interface, one file per backend.
+
+    backend.submit(job, attempt_dir, name) -> backend job id
+    backend.poll({id: attempt_dir}) -> {id: Status}
+    backend.cancel(id)
+    backend.find(name, attempt_dir) -> id or None   (adopt a job submitted before a crash)
+    collect(attempt_dir, job) -> [Path of raw result files]   (same for every backend)
+
+Both backends run the same generated job script (templates/job.sh.tmpl): load the module, set the
+environment, run R launches of pgmpi-bench, check the MPI size, write a `status` marker.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+from ..planner import JobSpec
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "job.sh.tmpl"
+LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
+TERMINAL = {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED"}
+
+
+class BackendUnavailable(RuntimeError):
+    """The resource manager cannot be reached now (e.g. slurmctld restarting); try again later."""
+
+
+@dataclass
+class Status:
+    state: str                      # PENDING RUNNING COMPLETED FAILED TIMEOUT NODE_FAIL CANCELLED
+    reason: str = ""
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: str = ""
+
+
+class Backend:
+    name = "base"
+    in_slurm = False
+
+    def submit(self, job: JobSpec, attempt_dir: Path, name: str) -> str:
+        raise NotImplementedError
+
+    def poll(self, jobs: dict[str, Path]) -> dict[str, Status]:
+        raise NotImplementedError
+
+    def cancel(self, backend_id: str) -> None:
+        raise NotImplementedError
+
+    def find(self, name: str, attempt_dir: Path) -> str | None:
+        return None
+
+
+def launcher(job: JobSpec, in_slurm: bool) -> str:
+    m = job.module
+    cmd = m.mpirun or ("mpirun" if m.name else f"mpirun.{m.mpi}")
+    np = job.nodes * job.ppn
+    if m.mpi == "openmpi":
+        extra = f"--map-by ppr:{job.ppn}:node" if job.nodes > 1 else ""
+        if not in_slurm:
+            extra += " --oversubscribe"
+    elif m.mpi == "mpich":
+        extra = f"-ppn {job.ppn}" if job.nodes > 1 else ""
+    else:
+        extra = ""
+    return f"{cmd} -np {np} {extra}".strip()
+
+
+def job_env(job: JobSpec, in_slurm: bool) -> dict[str, str]:
+    env: dict[str, str] = {}
+    if job.module.mpi == "openmpi":
+        if os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        # Slurm advertises more CPUs than cores here: without this Open MPI busy-polls.
+        env["OMPI_MCA_mpi_yield_when_idle"] = "1"
+        if not in_slurm:
+            env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    env.update(job.module.env)
+    env.update(job.env)
+    return env
+
+
+def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: bool,
+                  sbatch_lines: list[str] | None = None) -> str:
+    m = job.module
+    mod = []
+    if m.name:
+        mod.append(f". {LMOD_INIT} || fail 'cannot initialise Lmod ({LMOD_INIT})'")
+        for p in m.modulepath:
+            mod.append(f"module use {shlex.quote(p)}")
+        q = shlex.quote(m.name)
+        mod.append(f"module load {q} || fail {shlex.quote('module load ' + m.name + ' failed')}")
+        mod.append(f"module is-loaded {q} || fail {shlex.quote('module ' + m.name + ' is not loaded (unknown module?)')}")
+    env = [f"export {k}={shlex.quote(v)}" for k, v in job_env(job, in_slurm).items()]
+    launches = []
+    for ln in job.launches:
+        line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(bench))} {shlex.join(ln.argv)}"
+        if ln.env:
+            exports = "; ".join(f"export {k}={shlex.quote(v)}" for k, v in ln.env.items())
+            line = f"({exports}; {line}) || exit 1"
+        launches.append(line)
+    return Template(TEMPLATE.read_text()).substitute(
+        sbatch_lines="\n".join(sbatch_lines or []),
+        job_name=name,
+        outdir=shlex.quote(str(outdir)),
+        module_lines="\n".join(mod),
+        env_lines="\n".join(env),
+        prologue_lines="\n".join(m.prologue),
+        launcher=launcher(job, in_slurm),
+        nprocs=job.nodes * job.ppn,
+        launch_lines="\n".join(launches),
+    )
+
+
+def read_marker(attempt_dir: Path) -> Status | None:
+    """The job's own verdict (status file), if it wrote one."""
+    f = attempt_dir / "status"
+    if not f.exists():
+        return None
+    text = f.read_text().strip()
+    state, _, reason = text.partition(" ")
+    ended = f.stat().st_mtime
+    started = None
+    s = attempt_dir / "started"
+    if s.exists():
+        try:
+            started = float(s.read_text().strip())
+        except ValueError:
+            pass
+    return Status(state if state in TERMINAL else "FAILED", reason, started, ended)
+
+
+def collect(attempt_dir: Path, job: JobSpec) -> list[Path]:
+    """Raw result files of a completed job, in launch order; raises if one is missing."""
+    files = []
+    for ln in job.launches:
+        p = attempt_dir / ln.output
+        if not p.is_file() or p.stat().st_size == 0:
+            raise FileNotFoundError(f"{p}: result of launch {ln.index} is missing")
+        files.append(p)
+    return files
+
+
+def get_backend(name: str, **kw) -> Backend:
+    if name == "slurm":
+        from .slurm import SlurmBackend
+        return SlurmBackend(**kw)
+    if name == "local":
+        from .local import LocalBackend
+        return LocalBackend(**kw)
+    raise ValueError(f"unknown backend {name!r}; valid: slurm, local")

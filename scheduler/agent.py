@@ -1,0 +1,367 @@
+"""The campaign agent: plan -> submit -> track -> collect -> upload, resumable at every step.
+
+    agent = Agent(campaign, state_dir, backend=get_backend("slurm"), client=ServiceClient(url, token))
+    agent.run()                 # cycles until every job is final and the spool is empty
+    agent.run_once()            # one cycle (what `pgmpi agent run-once` does)
+
+Each step commits to the SQLite state before and after it touches the outside world:
+a job is marked SUBMITTING (with a unique Slurm job name) before sbatch, so a restarted agent adopts
+the job instead of submitting it twice; a finished job's results go into the outbox in the same
+transaction that marks it collected, so nothing is lost and nothing is collected twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .backends import Backend, BackendUnavailable, Status, collect
+from .campaign import Campaign, Layout, Module
+from .planner import JobSpec, Launch, plan
+from .state import ACTIVE, FINAL, State
+from .uploader import Rejected, ServiceClient, Unreachable, drain, upload_id
+from .validation import figures, validation_job
+
+
+def iso(ts: float | None) -> str | None:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat() if ts else None
+
+
+def spec_to_json(job: JobSpec) -> dict:
+    return {"key": job.key, "module": job.module.model_dump(mode="json"),
+            "layout": job.layout.model_dump(mode="json"),
+            "launches": [asdict(ln) for ln in job.launches], "walltime_seconds": job.walltime_seconds,
+            "kind": job.kind, "env": job.env, "estimate_seconds": job.estimate_seconds}
+
+
+def spec_from_json(d: dict) -> JobSpec:
+    return JobSpec(d["key"], Module.model_validate(d["module"]), Layout.model_validate(d["layout"]),
+                   [Launch(**ln) for ln in d["launches"]], d["walltime_seconds"], d.get("kind", "measure"),
+                   d.get("env", {}), d.get("estimate_seconds", 0.0))
+
+
+def log_tail(attempt_dir: Path, n: int = 30) -> str:
+    parts = []
+    for pat in ("slurm-*.out", "local.out"):
+        for f in sorted(attempt_dir.glob(pat)):
+            try:
+                parts += f.read_text(errors="replace").splitlines()[-n:]
+            except OSError:
+                pass
+    return "\n".join(parts[-n:])
+
+
+def mark_validation(content: str, role: str, key: str) -> str:
+    """Tag a validation launch's raw file so it is never mistaken for campaign data."""
+    first, _, rest = content.partition("\n")
+    tag = f"#@pgmpi_validation={role}\n#@validation_job={key}\n"
+    return (first + "\n" + tag + rest) if first.startswith("#@") else tag + content
+
+
+class Agent:
+    def __init__(self, campaign: Campaign, state_dir: str | Path, backend: Backend,
+                 client: ServiceClient | None = None, source: str | None = None, log=print,
+                 unknown_limit: int = 20):
+        self.c = campaign
+        self.state = State(state_dir)
+        self.backend = backend
+        self.client = client
+        self.log = log or (lambda *_: None)
+        self.unknown_limit = unknown_limit
+        self.tag = hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:6]
+        self.root = Path(state_dir) / "campaigns" / campaign.name
+        self.costs: dict[str, float] = {}
+        with self.state.tx():
+            if self.state.ensure_campaign(campaign.name, campaign.definition(), source):
+                self.state.enqueue(f"campaign:{campaign.name}", "campaign", campaign.name, {
+                    "name": campaign.name, "machine": campaign.machine, "definition": campaign.definition(),
+                    "schedule": campaign.schedule or "manual"})
+            for job in plan(campaign):
+                self.state.add_job(campaign.name, job.key, spec_to_json(job))
+
+    # --------------------------------------------------------------- helpers
+    def _cost(self, key: str, dt: float):
+        self.costs[key] = self.costs.get(key, 0.0) + dt
+        self.state.db.execute("UPDATE jobs SET cost=cost+? WHERE campaign=? AND key=?", (dt, self.c.name, key))
+
+    def job_name(self, key: str, attempt: int) -> str:
+        return f"pgmpi-{self.tag}-{self.c.name}-{key}-a{attempt}"[:200]
+
+    def _report(self, row, state: str | None = None, reason: str | None = None, tail: str | None = None):
+        spec = json.loads(row["spec"])
+        payload = {
+            "campaign": self.c.name, "key": row["key"],
+            "slurm_job_id": row["backend_id"] if self.backend.name == "slurm" else None,
+            "library": spec["module"]["mpi"], "module": spec["module"]["name"],
+            "nodes": spec["layout"]["nodes"], "ppn": spec["layout"]["ppn"],
+            "state": state or row["state"], "reason": reason if reason is not None else (row["reason"] or ""),
+            "submitted_at": iso(row["submitted_at"]), "started_at": iso(row["started_at"]),
+            "ended_at": iso(row["ended_at"]), "log_tail": tail or "",
+        }
+        if payload["state"] not in ("PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL",
+                                    "CANCELLED"):
+            payload["state"] = "PENDING"
+        self.state.enqueue(f"job:{self.c.name}:{row['key']}", "job", self.c.name, payload, replace=True)
+
+    # ----------------------------------------------------------------- steps
+    def submit_new(self) -> int:
+        n = 0
+        for row in self.state.jobs(self.c.name, ("NEW", "SUBMITTING")):
+            t0 = time.perf_counter()
+            job = spec_from_json(json.loads(row["spec"]))
+            key = row["key"]
+            if row["state"] == "SUBMITTING":           # crashed around sbatch last time: adopt if it exists
+                attempt, name, adir = row["attempt"], row["name"], Path(row["attempt_dir"])
+                found = self.backend.find(name, adir)
+                if found:
+                    with self.state.tx():
+                        self.state.update_job(self.c.name, key, state="PENDING", backend_id=found)
+                        self._report(self.state.job(self.c.name, key))
+                    self.log(f"{key}: adopted {self.backend.name} job {found} submitted before a restart")
+                    continue
+            else:
+                attempt = row["attempt"] + 1
+                name = self.job_name(key, attempt)
+                adir = self.root / key / f"attempt-{attempt}"
+                with self.state.tx():
+                    self.state.update_job(self.c.name, key, state="SUBMITTING", attempt=attempt, name=name,
+                                          attempt_dir=str(adir), unknown_polls=0, started_at=None,
+                                          ended_at=None)
+            bench = self.c.bench_for(job.module)
+            try:
+                bid = self.backend.submit(job, adir, name, bench)
+            except BackendUnavailable as exc:
+                self.log(f"{key}: {self.backend.name} unavailable, will submit later: {exc}")
+                return n
+            except RuntimeError as exc:                 # rejected by the resource manager
+                with self.state.tx():
+                    self.state.update_job(self.c.name, key, state="FAILED", reason=f"submission rejected: {exc}",
+                                          ended_at=time.time())
+                    self.state.record_attempt(self.c.name, key, attempt, None, "FAILED", str(exc), time.time())
+                    self._report(self.state.job(self.c.name, key))
+                self.log(f"{key}: submission rejected: {exc}")
+                continue
+            with self.state.tx():
+                self.state.update_job(self.c.name, key, state="PENDING", backend_id=bid, submitted_at=time.time())
+                self._report(self.state.job(self.c.name, key))
+                self._cost(key, time.perf_counter() - t0)
+            self.log(f"{key}: submitted attempt {attempt} as {self.backend.name} job {bid}")
+            n += 1
+        return n
+
+    def track(self) -> int:
+        rows = self.state.jobs(self.c.name, ("PENDING", "RUNNING"))
+        if not rows:
+            return 0
+        t0 = time.perf_counter()
+        try:
+            statuses = self.backend.poll({r["backend_id"]: Path(r["attempt_dir"]) for r in rows})
+        except BackendUnavailable as exc:
+            self.log(f"{self.backend.name} unavailable, tracking later: {exc}")
+            return 0
+        per_job = (time.perf_counter() - t0) / len(rows)
+        changed = 0
+        for row in rows:
+            st = statuses.get(row["backend_id"]) or Status("UNKNOWN")
+            key = row["key"]
+            t1 = time.perf_counter()
+            if st.state == "UNKNOWN":
+                with self.state.tx():
+                    self.state.update_job(self.c.name, key, unknown_polls=row["unknown_polls"] + 1)
+                    if row["unknown_polls"] + 1 >= self.unknown_limit:
+                        st = Status("FAILED", f"job {row['backend_id']} vanished from {self.backend.name}")
+                if st.state == "UNKNOWN":
+                    continue
+            if st.state == row["state"] and st.state in ("PENDING", "RUNNING"):
+                continue
+            changed += 1
+            if st.state in ("PENDING", "RUNNING"):
+                with self.state.tx():
+                    self.state.update_job(self.c.name, key, state=st.state,
+                                          started_at=st.started_at or row["started_at"] or
+                                          (time.time() if st.state == "RUNNING" else None), reason=st.reason)
+                    self._report(self.state.job(self.c.name, key))
+                continue
+            self.finish(row, st)
+            self._cost(key, per_job + time.perf_counter() - t1)
+        return changed
+
+    def finish(self, row, st: Status):
+        """A job attempt ended: collect it (COMPLETED) or record the failure and maybe retry."""
+        key, adir = row["key"], Path(row["attempt_dir"])
+        job = spec_from_json(json.loads(row["spec"]))
+        ended = st.ended_at or time.time()
+        started = st.started_at or row["started_at"]
+        tail = log_tail(adir)
+        state, reason = st.state, st.reason
+        uploads = []
+        extra = []
+        if state == "COMPLETED":
+            try:
+                pairs = []
+                for ln, path in zip(job.launches, collect(adir, job)):
+                    content = path.read_text(errors="replace")
+                    if job.kind == "validate":
+                        pairs.append((ln.role, content))
+                        content = mark_validation(content, ln.role, key)
+                    uid = upload_id(self.c.name, key, ln.index, content)
+                    uploads.append((uid, {"upload_id": uid,
+                                          "campaign": self.c.name if job.kind == "measure" else None,
+                                          "files": [{"name": f"{key}-a{row['attempt']}-{path.name}",
+                                                     "content": content}]}))
+                if job.kind == "validate":
+                    figs = figures(pairs, job.nodes * job.ppn)
+                    vid = json.loads(row["spec"]).get("profile_version")
+                    extra.append((f"validation:{self.c.name}:{key}", "validation", {
+                        "_path": f"/api/v1/profiles/{vid}/validation", "campaign": self.c.name, "job": key,
+                        "library": job.module.mpi, "module": job.module.name, "figures": figs,
+                        "upload_ids": [u for u, _ in uploads]}))
+            except (OSError, FileNotFoundError) as exc:
+                state, reason = "FAILED", f"collection failed: {exc}"
+        history = [a for a in self.state.attempts(self.c.name, key) if a["attempt"] < row["attempt"]]
+        retry = (state in self.c.retry.on and row["attempt"] < self.c.retry.max_attempts
+                 and row["kind"] == "measure")
+        full_reason = reason
+        if history:
+            full_reason = "; ".join([reason] + [f"attempt {a['attempt']} {a['state']}: {a['reason']}"
+                                                for a in history])
+        if row["attempt"] > 1 or retry:
+            full_reason = f"attempt {row['attempt']}/{self.c.retry.max_attempts}: {full_reason}"
+        with self.state.tx():
+            self.state.record_attempt(self.c.name, key, row["attempt"], row["backend_id"], state, reason, ended)
+            for uid, payload in uploads:
+                self.state.enqueue(uid, "upload", self.c.name, payload)
+            for iid, kind, payload in extra:
+                self.state.enqueue(iid, kind, self.c.name, payload)
+            self.state.update_job(self.c.name, key, state="NEW" if retry else state, reason=full_reason,
+                                  started_at=started, ended_at=ended, collected=int(bool(uploads)))
+            fresh = dict(self.state.job(self.c.name, key))
+            fresh["state"] = state
+            self._report(fresh, state, full_reason + (" (will retry)" if retry else ""), tail)
+        verb = "collected %d result file(s)" % len(uploads) if uploads else f"{state}: {reason}"
+        self.log(f"{key}: attempt {row['attempt']} {verb}{' -- retrying' if retry else ''}")
+
+    def upload(self) -> dict:
+        t0 = time.perf_counter()
+        res = drain(self.state, self.client, self.log)
+        dt = time.perf_counter() - t0
+        if res["sent"]:
+            self.costs["_upload"] = self.costs.get("_upload", 0.0) + dt
+        return res
+
+    # ------------------------------------------------------- analysis + validation
+    def analysis_due(self) -> bool:
+        row = self.state.campaign(self.c.name)
+        if row["state"] != "ACTIVE" or self.client is None or not self.c.validation.enabled:
+            return False
+        measure = [r for r in self.state.jobs(self.c.name) if r["kind"] == "measure"]
+        if not all(r["state"] in FINAL for r in measure):
+            return False
+        pending = [r for r in self.state.outbox(self.c.name) if r["kind"] == "upload"
+                   and not (r["last_error"] or "").startswith("REJECTED")]
+        return not pending and any(r["state"] == "COMPLETED" for r in measure)
+
+    def analyse(self) -> dict:
+        """Ask the service for verdicts + candidate profiles per library; plan validation jobs."""
+        results = {}
+        for lib in sorted({m.mpi for m in self.c.modules}):
+            body = {"machine": self.c.machine, "library": lib, "campaign": self.c.name}
+            try:
+                _, data = self.client.request("POST", "/api/v1/analyses", body)
+            except Unreachable as exc:
+                self.log(f"analysis of {lib}: service unreachable, later: {exc}")
+                return {}
+            except Rejected as exc:
+                results[lib] = {"error": str(exc)}
+                self.log(f"analysis of {lib} rejected: {exc}")
+                continue
+            results[lib] = {"analysis_id": data.get("id"), "violations": data.get("n_violations"),
+                            "profiles": [p.get("id") for p in data.get("profiles", [])]}
+            for version in data.get("profiles", []):
+                if version.get("state", "candidate") != "candidate":
+                    continue
+                version.setdefault("library", lib)
+                pdir = self.root / "profiles" / f"v{version.get('id')}"
+                pdir.mkdir(parents=True, exist_ok=True)
+                for name, text in (version.get("files") or {}).items():
+                    (pdir / Path(name).name).write_text(text)
+                job = validation_job(self.c, version, pdir.resolve(), self.c.slurm.walltime_seconds)
+                if job is None:
+                    continue
+                spec = spec_to_json(job)
+                spec["profile_version"] = version.get("id")
+                with self.state.tx():
+                    if self.state.add_job(self.c.name, job.key, spec, kind="validate"):
+                        self.log(f"{job.key}: validation of candidate profile {version.get('id')} planned")
+        with self.state.tx():
+            self.state.set_campaign_state(self.c.name, "ANALYSED", results)
+        return results
+
+    # ------------------------------------------------------------ the cycle
+    def run_once(self) -> dict:
+        self.submit_new()
+        self.track()
+        up = self.upload()
+        if self.analysis_due():
+            self.analyse()
+            self.submit_new()
+        s = self.summary()
+        s["upload"] = up
+        return s
+
+    def jobs_final(self) -> bool:
+        return all(r["state"] in FINAL for r in self.state.jobs(self.c.name))
+
+    def done(self) -> bool:
+        """Every job final and everything delivered (without a service: nothing more to run)."""
+        if not self.jobs_final():
+            return False
+        if self.client is None:
+            return True
+        if self.analysis_due():
+            return False
+        return all((r["last_error"] or "").startswith("REJECTED") for r in self.state.outbox(self.c.name))
+
+    def run(self, interval: float = 2.0, timeout: float | None = None, on_cycle=None) -> dict:
+        end = time.time() + timeout if timeout else None
+        while True:
+            s = self.run_once()
+            if on_cycle:
+                on_cycle(s)
+            if s["done"]:
+                return s
+            if end and time.time() > end:
+                s["timed_out"] = True
+                return s
+            time.sleep(interval)
+
+    def cancel(self) -> int:
+        n = 0
+        for row in self.state.jobs(self.c.name, ACTIVE + ("NEW",)):
+            if row["backend_id"] and row["state"] != "NEW":
+                try:
+                    self.backend.cancel(row["backend_id"])
+                except BackendUnavailable as exc:
+                    self.log(f"{row['key']}: cannot cancel now: {exc}")
+                    continue
+            with self.state.tx():
+                self.state.update_job(self.c.name, row["key"], state="CANCELLED", reason="cancelled by admin",
+                                      ended_at=time.time())
+                self._report(self.state.job(self.c.name, row["key"]))
+            n += 1
+        with self.state.tx():
+            self.state.set_campaign_state(self.c.name, "CANCELLED")
+        return n
+
+    def summary(self) -> dict:
+        rows = self.state.jobs(self.c.name)
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r["state"]] = counts.get(r["state"], 0) + 1
+        return {"campaign": self.c.name, "jobs": len(rows), "states": counts,
+                "spooled": len(self.state.outbox(self.c.name)),
+                "uploaded": len(self.state.sent("upload", self.c.name)),
+                "done": self.done()}

@@ -1,0 +1,121 @@
+"""Local backend: the job script runs directly (bash + mpirun of the module), no resource manager.
+
+Used by `make demo` and tests. Each job runs detached in its own process group under
+`timeout` (the walltime); its state comes from the status marker, the pid file and the exit code.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from . import Backend, Status, read_marker, render_script
+from ..planner import JobSpec
+
+
+def _alive(pid: int, script: Path) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    if str(script).encode() not in cmd:
+        return False          # pid reused by something else
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class LocalBackend(Backend):
+    name = "local"
+    in_slurm = False
+
+    def __init__(self, env=None, **_):
+        self.env = dict(env or os.environ)
+        self._procs: dict[str, subprocess.Popen] = {}
+
+    def write_script(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path) -> Path:
+        attempt_dir.mkdir(parents=True, exist_ok=True)
+        script = attempt_dir / "job.sh"
+        tmp = script.with_suffix(".tmp")
+        tmp.write_text(render_script(job, attempt_dir, name, bench, False))
+        tmp.chmod(0o755)
+        os.replace(tmp, script)
+        return script
+
+    def submit(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path | None = None) -> str:
+        script = attempt_dir / "job.sh"
+        if bench is not None or not script.exists():
+            script = self.write_script(job, attempt_dir, name, bench)
+        for f in ("status", "exitcode", "pid"):
+            (attempt_dir / f).unlink(missing_ok=True)
+        log = open(attempt_dir / "local.out", "ab")
+        # `timeout` enforces the walltime; a wrapper records the exit code for a restarted agent.
+        wrapper = (f'echo $$ > "$1/pid"; timeout --signal=TERM --kill-after=5 {job.walltime_seconds} bash "$0"; rc=$?; '
+                   f'echo $rc > "$1/exitcode.tmp"; mv "$1/exitcode.tmp" "$1/exitcode"; exit $rc')
+        proc = subprocess.Popen(["bash", "-c", wrapper, str(script), str(attempt_dir)], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+                                start_new_session=True, cwd=attempt_dir)
+        log.close()
+        bid = f"local-{proc.pid}"
+        self._procs[bid] = proc
+        return bid
+
+    def poll(self, jobs: dict[str, Path]) -> dict[str, Status]:
+        out = {}
+        for bid, attempt_dir in jobs.items():
+            proc = self._procs.get(bid)
+            if proc is not None:
+                proc.poll()
+            pid = int(bid.split("-", 1)[1])
+            exitf = attempt_dir / "exitcode"
+            if exitf.exists():
+                rc = int(exitf.read_text().strip() or "1")
+                mark = read_marker(attempt_dir)
+                if rc == 124 or rc == 137 and mark is None:
+                    out[bid] = Status("TIMEOUT", "TimeLimit", None, exitf.stat().st_mtime, str(rc))
+                elif rc == 0 and mark and mark.state == "COMPLETED":
+                    out[bid] = mark
+                elif rc in (143, 130, -15) and mark is None:
+                    out[bid] = Status("CANCELLED", "cancelled", None, exitf.stat().st_mtime, str(rc))
+                else:
+                    reason = mark.reason if mark else "job ended without status marker"
+                    out[bid] = Status("FAILED", f"NonZeroExitCode; ExitCode={rc}; {reason}", None,
+                                      exitf.stat().st_mtime, str(rc))
+                self._procs.pop(bid, None)
+            elif _alive(pid, attempt_dir / "job.sh") or (proc is not None and proc.returncode is None):
+                out[bid] = Status("RUNNING")
+            else:
+                mark = read_marker(attempt_dir)
+                out[bid] = mark or Status("FAILED", "local job process vanished (agent host rebooted?)")
+        return out
+
+    def find(self, name: str, attempt_dir: Path) -> str | None:
+        pidf = attempt_dir / "pid"
+        if pidf.exists():
+            return f"local-{pidf.read_text().strip()}"
+        return None
+
+    def cancel(self, backend_id: str) -> None:
+        pid = int(backend_id.split("-", 1)[1])
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            return
+        for _ in range(50):
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc = self._procs.get(backend_id)
+        if proc is not None:
+            proc.poll()

@@ -1,0 +1,369 @@
+"""The campaign file: what a site admin writes, validated with errors that name the field.
+
+    from scheduler.campaign import load_campaign, CampaignError
+    c = load_campaign("nightly.yaml")        # or .toml
+    c.modules[0].name, c.layouts, c.sizes_for("allreduce")
+
+A bad file raises CampaignError whose message lists every problem as
+`<file>:<line>: <field path>: <what is wrong>` (line numbers for YAML; TOML gives the field only).
+"""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+ROOT = Path(__file__).resolve().parents[1]
+DEF_PATH = ROOT / "lib" / "src" / "core" / "collectives.def"
+_DEF_LINE = re.compile(r'^\s*PGMPI_COLLECTIVE\(\s*(\w+)\s*,\s*"([^"]+)"\s*,\s*"([^"]+)"\s*,\s*(\w+)\s*\)')
+
+# Size sets of the pgchecker thesis (listing 4.2): collectives whose total volume grows with p
+# (Allgather, Alltoall, Gather, Scatter) get the small set, the others the large one.
+SMALL_SIZES = [1, 2, 4, 8, 32, 64, 512, 1024, 2048, 4096, 8192, 16384]
+LARGE_SIZES = [1, 2, 8, 64, 512, 1024, 8192, 16384, 65536, 131072, 1048576, 8388608]
+SCALING = {"allgather", "alltoall", "gather", "scatter"}
+JOB_STATES = ("PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED")
+
+
+@lru_cache(maxsize=1)
+def collectives() -> dict[str, str]:
+    """key -> MPI name, from the one table lib/src/core/collectives.def."""
+    out = {}
+    for line in DEF_PATH.read_text().splitlines():
+        m = _DEF_LINE.match(line)
+        if m:
+            out[m.group(2)] = m.group(3)
+    if not out:
+        raise RuntimeError(f"{DEF_PATH}: no PGMPI_COLLECTIVE lines")
+    return out
+
+
+class CampaignError(ValueError):
+    """A campaign file that cannot be used; str() lists every problem with file:line and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Module(_Strict):
+    """One MPI library as the site offers it: an Lmod module (or none, for local runs)."""
+    name: str | None = Field(None, description="Lmod module name, e.g. openmpi/4.1.4; none = no module load")
+    mpi: str = Field(..., pattern=r"^[a-z][a-z0-9_-]*$", description="MPI flavour: openmpi, mpich, ...")
+    label: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                              description="short name used in job keys (default: from name)")
+    modulepath: list[str] = Field(default_factory=list, description="extra MODULEPATH entries")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment for the launches")
+    mpirun: str | None = Field(None, description="launcher command (default: mpirun of the module, "
+                                                 "or mpirun.<mpi> without a module)")
+    bench: str | None = Field(None, description="pgmpi-bench path (default: <bench_root>/<mpi>/bin/pgmpi-bench)")
+    prologue: list[str] = Field(default_factory=list, description="shell lines run before the launches")
+
+    @property
+    def key(self) -> str:
+        if self.label:
+            return self.label
+        base = self.name or self.mpi
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-")
+
+
+class Layout(_Strict):
+    nodes: int = Field(..., ge=1)
+    ppn: int = Field(..., ge=1)
+
+    @property
+    def nprocs(self) -> int:
+        return self.nodes * self.ppn
+
+
+class CollectiveSpec(_Strict):
+    sizes: list[int] | str | None = Field(None, description="byte sizes, or the name of a size set")
+    algorithms: Literal["all"] | list[str] | None = None
+
+
+class Repetitions(_Strict):
+    policy: Literal["fixed", "adaptive"] = "fixed"
+    nrep: int = Field(100, ge=1, description="fixed: repetitions per (call, size, algorithm)")
+    min_nrep: int = Field(10, ge=1)
+    max_nrep: int = Field(1000, ge=1)
+    time_ms: float = Field(200.0, gt=0, description="adaptive: time budget per (call, size, algorithm)")
+
+    @model_validator(mode="after")
+    def _order(self):
+        if self.min_nrep > self.max_nrep:
+            raise ValueError(f"min_nrep ({self.min_nrep}) must not exceed max_nrep ({self.max_nrep})")
+        return self
+
+
+class Slurm(_Strict):
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    walltime: str = Field("00:30:00", pattern=r"^(\d+-)?\d{1,2}:\d{2}(:\d{2})?$|^\d+$",
+                          description="[D-]HH:MM[:SS] or minutes")
+    constraints: str | None = None
+    extra: list[str] = Field(default_factory=list, description="more #SBATCH options, e.g. --exclusive")
+
+    @property
+    def walltime_seconds(self) -> int:
+        w = self.walltime
+        if w.isdigit():
+            return int(w) * 60
+        days = 0
+        if "-" in w:
+            d, w = w.split("-", 1)
+            days = int(d)
+        parts = [int(x) for x in w.split(":")]
+        if len(parts) == 2:
+            parts.append(0)
+        h, m, s = parts
+        return days * 86400 + h * 3600 + m * 60 + s
+
+
+class Service(_Strict):
+    url: str | None = Field(None, pattern=r"^https?://", description="base URL of the pgmpi service")
+    token_file: str | None = None
+
+
+class Retry(_Strict):
+    max_attempts: int = Field(3, ge=1, le=20)
+    on: list[Literal["FAILED", "TIMEOUT", "NODE_FAIL"]] = Field(
+        default_factory=lambda: ["FAILED", "TIMEOUT", "NODE_FAIL"])
+
+
+class Validation(_Strict):
+    enabled: bool = True
+    nrep: int = Field(50, ge=1)
+    mpiruns: int = Field(1, ge=1)
+
+
+class Budget(_Strict):
+    node_hours: float | None = Field(None, gt=0, description="refuse to submit a plan estimated above this")
+
+
+class Campaign(_Strict):
+    name: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    machine: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    backend: Literal["slurm", "local"] = "slurm"
+    modules: list[Module] = Field(..., min_length=1)
+    layouts: list[Layout] = Field(..., min_length=1, description="node counts x processes per node")
+    size_sets: dict[str, list[int]] = Field(default_factory=dict)
+    collectives: dict[str, CollectiveSpec] = Field(..., min_length=1)
+    algorithms: Literal["all"] | list[str] = "all"
+    repetitions: Repetitions = Field(default_factory=Repetitions)
+    mpiruns: int = Field(3, ge=1, le=1000, description="R: separate launches per configuration")
+    budget: Budget = Field(default_factory=Budget)
+    slurm: Slurm = Field(default_factory=Slurm)
+    service: Service = Field(default_factory=Service)
+    retry: Retry = Field(default_factory=Retry)
+    validation: Validation = Field(default_factory=Validation)
+    bench_root: str | None = Field(None, description="folder with <mpi>/bin/pgmpi-bench (default: build/install)")
+    bench_args: list[str] = Field(default_factory=list, description="extra pgmpi-bench options")
+    schedule: str | None = Field(None, description="when to run nightly, e.g. 02:00")
+
+    @field_validator("size_sets")
+    @classmethod
+    def _sets(cls, v):
+        for name, sizes in v.items():
+            _check_sizes(sizes, f"size set {name!r}")
+        return v
+
+    @field_validator("collectives")
+    @classmethod
+    def _colls(cls, v):
+        known = collectives()
+        bad = [k for k in v if k not in known]
+        if bad:
+            raise ValueError(f"unknown collective(s) {', '.join(bad)}; valid: {', '.join(known)}")
+        return v
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, v):
+        if v is not None and not re.fullmatch(r"([01]\d|2[0-3]):[0-5]\d", v):
+            raise ValueError("schedule must be HH:MM (24 h), e.g. 02:00")
+        return v
+
+    @model_validator(mode="after")
+    def _cross(self):
+        sets = self.all_size_sets()
+        for key, spec in self.collectives.items():
+            if isinstance(spec.sizes, str) and spec.sizes not in sets:
+                raise ValueError(f"collectives.{key}.sizes: unknown size set {spec.sizes!r}; "
+                                 f"valid: {', '.join(sets)}")
+            if isinstance(spec.sizes, list):
+                _check_sizes(spec.sizes, f"collectives.{key}.sizes")
+            for alg in self._alg_list(key):
+                if alg != "default" and not alg.startswith(f"{key}_as_"):
+                    raise ValueError(f"collectives.{key}: algorithm {alg!r} is not 'default' and not a "
+                                     f"mock-up of {key} (names are {key}_as_<parts>)")
+        if isinstance(self.algorithms, list):
+            for alg in self.algorithms:
+                if alg != "default" and not any(alg.startswith(f"{k}_as_") for k in self.collectives):
+                    raise ValueError(f"algorithms: {alg!r} is not 'default' nor a mock-up of a collective "
+                                     f"of this campaign ({', '.join(self.collectives)})")
+        keys = [m.key for m in self.modules]
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise ValueError(f"modules: two modules share the key {dup[0]!r}; give one a distinct label")
+        return self
+
+    # ------------------------------------------------------------------ helpers
+    def all_size_sets(self) -> dict[str, list[int]]:
+        return {"small": SMALL_SIZES, "large": LARGE_SIZES, **self.size_sets}
+
+    def sizes_for(self, key: str) -> list[int]:
+        spec = self.collectives[key]
+        if spec.sizes is None:
+            return list(SMALL_SIZES if key in SCALING else LARGE_SIZES)
+        if isinstance(spec.sizes, str):
+            return list(self.all_size_sets()[spec.sizes])
+        return list(spec.sizes)
+
+    def _alg_list(self, key: str) -> list[str]:
+        spec = self.collectives[key]
+        if isinstance(spec.algorithms, list):
+            return spec.algorithms
+        if spec.algorithms == "all":
+            return []
+        if isinstance(self.algorithms, list):
+            return [a for a in self.algorithms if a == "default" or a.startswith(f"{key}_as_")]
+        return []
+
+    def algorithms_for(self, key: str) -> list[str] | Literal["all"]:
+        """Explicit algorithm list for one collective, or "all" (default + every mock-up)."""
+        spec = self.collectives[key]
+        if spec.algorithms == "all" or (spec.algorithms is None and self.algorithms == "all"):
+            return "all"
+        algs = self._alg_list(key)
+        return algs if "default" in algs else ["default", *algs]
+
+    def bench_for(self, module: Module) -> Path:
+        if module.bench:
+            return Path(module.bench)
+        root = Path(self.bench_root) if self.bench_root else ROOT / "build" / "install"
+        return root / module.mpi / "bin" / "pgmpi-bench"
+
+    def definition(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def _check_sizes(sizes, where):
+    if not sizes:
+        raise ValueError(f"{where}: needs at least one size")
+    if any(s < 1 for s in sizes):
+        raise ValueError(f"{where}: sizes are bytes >= 1")
+    if len(set(sizes)) != len(sizes):
+        raise ValueError(f"{where}: duplicate sizes")
+
+
+# ---------------------------------------------------------------------- loading
+
+def _yaml_line(text: str, loc: tuple) -> int | None:
+    """Line (1-based) of the node at the pydantic location in a YAML document."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = node.start_mark.line + 1 if node else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, val in node.value:
+                if k.value == str(part):
+                    node, line = val, k.start_mark.line + 1
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _field_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("function-after", "literal", "str", "list[str]", "int", "list[int]", "dict[str,str]"):
+            continue
+        elif str(part).startswith(("function-", "literal[", "union[", "nullable[")):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def parse_campaign(data: Any, source: str = "<campaign>", text: str | None = None) -> Campaign:
+    if not isinstance(data, dict):
+        raise CampaignError(f"{source}: a campaign file is a mapping of fields (name, machine, modules, ...)")
+    try:
+        return Campaign.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            clean = tuple(p for p in loc if isinstance(p, int) or not str(p).startswith(
+                ("function-", "literal[", "union[", "nullable[", "list[", "str", "int", "dict[")))
+            where = source
+            if text is not None:
+                ln = _yaml_line(text, clean)
+                if ln:
+                    where = f"{source}:{ln}"
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                parent = clean[:-1]
+                model = _model_at(parent)
+                valid = ", ".join(model.model_fields) if model else ""
+                msg = f"unknown field{'; valid fields here: ' + valid if valid else ''}"
+            elif err["type"] == "missing":
+                msg = "required field is missing"
+            lines.append(f"{where}: {_field_path(clean)}: {msg}")
+        raise CampaignError("invalid campaign file:\n  " + "\n  ".join(dict.fromkeys(lines))) from None
+
+
+def _model_at(loc: tuple):
+    model = Campaign
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if model is None or part not in model.model_fields:
+            return None
+        ann = model.model_fields[part].annotation
+        model = None
+        for cand in (Module, Layout, CollectiveSpec, Repetitions, Slurm, Service, Retry, Validation, Budget):
+            if ann is cand or cand.__name__ in str(ann):
+                model = cand
+                break
+        if part == "collectives":
+            return CollectiveSpec if len(loc) > 1 else None
+    return model
+
+
+def load_campaign(path: str | os.PathLike) -> Campaign:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise CampaignError(f"{p}: cannot read campaign file: {exc.strerror}") from None
+    if p.suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise CampaignError(f"{p}: not valid TOML: {exc}") from None
+        return parse_campaign(data, str(p))
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}" if mark else str(p)
+        raise CampaignError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return parse_campaign(data, str(p), text)

@@ -1,0 +1,171 @@
+"""Planner: a campaign becomes jobs -- one per (module, nodes x ppn) -- with R launches each.
+
+Every launch measures the default and all selected mock-ups of every collective, interleaved
+(pgmpi-bench does the interleaving); the R launches of a job are separate mpiruns so that
+run-to-run variation is part of the data. `estimate()` gives node-hours before any submission.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .campaign import Campaign, Layout, Module, collectives
+
+
+@dataclass(frozen=True)
+class Launch:
+    index: int                 # mpirun index, 0..R-1
+    argv: list[str]            # pgmpi-bench arguments (after the launcher)
+    output: str                # file name of its raw result, relative to the job's output dir
+    env: dict = field(default_factory=dict)   # extra environment of this launch only
+    role: str = "measure"      # measure | default | tuned (validation)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    key: str                   # stable job key, unique in the campaign
+    module: Module
+    layout: Layout
+    launches: list[Launch]
+    walltime_seconds: int
+    kind: str = "measure"      # measure | validate
+    env: dict = field(default_factory=dict)   # extra env for the launches (validation: profile dir)
+    estimate_seconds: float = 0.0
+
+    @property
+    def nodes(self) -> int:
+        return self.layout.nodes
+
+    @property
+    def ppn(self) -> int:
+        return self.layout.ppn
+
+
+def job_key(module: Module, layout: Layout) -> str:
+    return f"{module.key}-n{layout.nodes}x{layout.ppn}"
+
+
+def bench_argv(c: Campaign, module: Module, layout: Layout, index: int, output: str,
+               calls: dict[str, list[int]] | None = None, algorithms: dict[str, object] | None = None,
+               nrep: int | None = None, tuned: bool = False) -> list[str]:
+    """pgmpi-bench options of one launch (see `pgmpi-bench --help`)."""
+    names = collectives()
+    calls = calls if calls is not None else {k: c.sizes_for(k) for k in c.collectives}
+    argv = []
+    for key, sizes in calls.items():
+        argv.append(f"--call={names[key]}:{','.join(str(s) for s in sizes)}")
+    if not tuned:
+        for key in calls:
+            algs = (algorithms or {}).get(key, c.algorithms_for(key))
+            argv.append(f"--algorithms={key}:{'all' if algs == 'all' else ','.join(algs)}")
+    # tuned: no forced algorithm, the library follows PGMPITUNE_PROFILE_DIR
+    rep = c.repetitions
+    if nrep is not None:
+        argv.append(f"--nrep={nrep}")
+    elif rep.policy == "fixed":
+        argv.append(f"--nrep={rep.nrep}")
+    else:
+        argv += [f"--nrep-policy=adaptive", f"--min-nrep={rep.min_nrep}", f"--max-nrep={rep.max_nrep}",
+                 f"--time-ms={rep.time_ms:g}"]
+    argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}",
+             f"--nodes={layout.nodes}", f"--ppn={layout.ppn}"]
+    if module.name:
+        argv.append(f"--module={module.name}")
+    argv += list(c.bench_args)
+    argv.append(f"--output={output}")
+    return argv
+
+
+def mockup_counts(c: Campaign, module: Module) -> dict[str, int]:
+    """Number of mock-ups per collective from `pgmpitune-check --list --json` of that build (1 if unknown)."""
+    check = c.bench_for(module).parent / "pgmpitune-check"
+    counts = {k: 1 for k in collectives()}
+    if check.exists():
+        try:
+            out = subprocess.run([str(check), "--list", "--json"], capture_output=True, text=True, timeout=10)
+            data = json.loads(out.stdout)
+            items = data.get("collectives", data) if isinstance(data, dict) else data
+            if isinstance(items, dict):
+                for k, v in items.items():
+                    if k in counts:
+                        counts[k] = len([a for a in (v.get("algorithms", v) if isinstance(v, dict) else v)
+                                         if a != "default"])
+            elif isinstance(items, list):
+                for it in items:
+                    k = it.get("key")
+                    if k in counts:
+                        counts[k] = len([a for a in it.get("algorithms", it.get("mockups", [])) if
+                                         (a if isinstance(a, str) else a.get("name")) != "default"])
+        except (OSError, ValueError, subprocess.SubprocessError, AttributeError):
+            pass
+    return counts
+
+
+def _seconds_per_launch(c: Campaign, module: Module, layout: Layout) -> float:
+    """Rough cost model: per measurement 20 us + size / 1 GB/s x log2(p), plus 2 s launch overhead."""
+    counts = mockup_counts(c, module)
+    p = layout.nprocs
+    total = 2.0
+    for key in c.collectives:
+        algs = c.algorithms_for(key)
+        nalg = 1 + counts.get(key, 1) if algs == "all" else len(algs)
+        for size in c.sizes_for(key):
+            t = 20e-6 + size / 1e9 * max(1.0, math.log2(max(p, 2)))
+            if c.repetitions.policy == "fixed":
+                total += nalg * c.repetitions.nrep * t * 2          # x2: the barrier/sync next to it
+            else:
+                total += nalg * min(c.repetitions.max_nrep * t * 2, c.repetitions.time_ms / 1000)
+    return total
+
+
+def plan(c: Campaign) -> list[JobSpec]:
+    jobs = []
+    for module in c.modules:
+        for layout in c.layouts:
+            launches = [Launch(i, bench_argv(c, module, layout, i, f"run-{i}.txt"), f"run-{i}.txt")
+                        for i in range(c.mpiruns)]
+            est = _seconds_per_launch(c, module, layout) * c.mpiruns
+            jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
+                                c.slurm.walltime_seconds, estimate_seconds=est))
+    return jobs
+
+
+@dataclass
+class Estimate:
+    jobs: int
+    launches: int
+    node_hours: float          # from the cost model
+    node_hours_walltime: float  # upper bound: nodes x walltime
+
+    def text(self) -> str:
+        return (f"{self.jobs} job(s), {self.launches} mpirun launch(es); estimated {self.node_hours:.3f} "
+                f"node-hours (at most {self.node_hours_walltime:.3f} node-hours by walltime)")
+
+
+def estimate(c: Campaign, jobs: list[JobSpec] | None = None) -> Estimate:
+    jobs = plan(c) if jobs is None else jobs
+    nh = sum(j.nodes * min(j.estimate_seconds, j.walltime_seconds) for j in jobs) / 3600
+    nhw = sum(j.nodes * j.walltime_seconds for j in jobs) / 3600
+    return Estimate(len(jobs), sum(len(j.launches) for j in jobs), nh, nhw)
+
+
+def check_budget(c: Campaign, est: Estimate) -> str | None:
+    """A message when the plan exceeds the campaign's node-hour budget, else None."""
+    if c.budget.node_hours is not None and est.node_hours > c.budget.node_hours:
+        return (f"plan needs about {est.node_hours:.3f} node-hours, above budget.node_hours = "
+                f"{c.budget.node_hours}; lower mpiruns, sizes, repetitions or layouts")
+    return None
+
+
+def describe(jobs: list[JobSpec]) -> str:
+    lines = []
+    for j in jobs:
+        lines.append(f"{j.key}: module {j.module.name or '-'} ({j.module.mpi}), {j.nodes} node(s) x {j.ppn} ppn, "
+                     f"{len(j.launches)} launch(es), ~{j.estimate_seconds:.0f} s")
+        if j.launches:
+            lines.append("   pgmpi-bench " + shlex.join(j.launches[0].argv))
+    return "\n".join(lines)

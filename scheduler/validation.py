@@ -1,0 +1,133 @@
+"""Validation of a candidate profile: pgmpi-bench in tuned mode against the default.
+
+For every redirected range of the candidate (.prf ranges whose algorithm is not "default") the
+job measures the campaign's sizes inside the range and their neighbours, in launches with the
+default forced and in launches in tuned mode (PGMPITUNE_PROFILE_DIR set, nothing forced).
+The figures per (collective, size): median default time, median tuned time, speedup.
+"""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from .campaign import Campaign, collectives
+from .planner import JobSpec, Launch, bench_argv
+
+MPI_TO_KEY = {v.lower(): k for k, v in collectives().items()}
+
+
+def parse_prf(text: str) -> dict:
+    """The fields of one PGMPITuneLib profile: mpi name, nprocs, algorithms {id: name}, ranges."""
+    toks = []
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        toks.append(s.split("#", 1)[0].split())
+    it = iter(toks)
+    name = next(it)[0]
+    nprocs = int(next(it)[0])
+    nalg = int(next(it)[0])
+    algs = {}
+    for _ in range(nalg):
+        t = next(it)
+        algs[int(t[0])] = t[1]
+    nranges = int(next(it)[0])
+    ranges = []
+    for _ in range(nranges):
+        t = next(it)
+        ranges.append((int(t[0]), int(t[1]), algs.get(int(t[2]), t[2])))
+    return {"mpi_name": name, "nprocs": nprocs, "algorithms": algs, "ranges": ranges}
+
+
+def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:
+    """(collective key, sizes to validate): campaign sizes in redirected ranges plus their neighbours."""
+    key = MPI_TO_KEY.get(prf["mpi_name"].lower())
+    if key is None:
+        return None
+    redirected = [(lo, hi) for lo, hi, alg in prf["ranges"] if alg != "default"]
+    if not redirected:
+        return None
+    grid = sorted(set(c.sizes_for(key))) if key in c.collectives else []
+    chosen: set[int] = set()
+    for lo, hi in redirected:
+        inside = [i for i, s in enumerate(grid) if lo <= s <= hi]
+        if inside:
+            for i in range(max(0, inside[0] - 1), min(len(grid), inside[-1] + 2)):
+                chosen.add(grid[i])
+        else:
+            chosen.update({max(1, lo), hi})
+    return key, sorted(chosen)
+
+
+def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_seconds: int) -> JobSpec | None:
+    """A validation job for one candidate profile version (as the analyses endpoint returns it)."""
+    calls: dict[str, list[int]] = {}
+    nprocs = None
+    for text in version.get("files", {}).values():
+        try:
+            prf = parse_prf(text)
+        except (StopIteration, ValueError, IndexError):
+            continue
+        got = redirected_sizes(c, prf)
+        if got:
+            key, sizes = got
+            calls[key] = sorted(set(calls.get(key, [])) | set(sizes))
+            nprocs = nprocs or prf["nprocs"]
+    if not calls:
+        return None
+    library = version.get("library") or version.get("mpi")
+    modules = [m for m in c.modules if library is None or m.mpi == library] or list(c.modules)
+    module = modules[0]
+    layouts = [lay for lay in c.layouts if lay.nprocs == nprocs] or list(c.layouts)
+    layout = layouts[0]
+    launches = []
+    nrep = c.validation.nrep
+    idx = 0
+    for r in range(c.validation.mpiruns):
+        for role in ("default", "tuned"):
+            out = f"validate-{role}-{r}.txt"
+            if role == "default":
+                argv = bench_argv(c, module, layout, idx, out, calls=calls,
+                                  algorithms={k: ["default"] for k in calls}, nrep=nrep)
+                env = {}
+            else:
+                argv = bench_argv(c, module, layout, idx, out, calls=calls, nrep=nrep, tuned=True)
+                env = {"PGMPITUNE_PROFILE_DIR": str(profile_dir)}
+            launches.append(Launch(idx, argv, out, env, role))
+            idx += 1
+    vid = version.get("id", "x")
+    return JobSpec(f"validate-{module.key}-n{layout.nodes}x{layout.ppn}-v{vid}", module, layout, launches,
+                   walltime_seconds, kind="validate")
+
+
+def read_rows(text: str) -> list[tuple[str, int, float]]:
+    rows = []
+    for line in text.splitlines():
+        if not line or line.startswith("#") or line.startswith("test "):
+            continue
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] != "MPI_Barrier":
+            try:
+                rows.append((parts[0], int(parts[2]), float(parts[3])))
+            except ValueError:
+                continue
+    return rows
+
+
+def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
+    """Per (collective, size): median default vs median tuned time, from (role, file text) pairs."""
+    times: dict[tuple[str, int, str], list[float]] = {}
+    for role, text in files:
+        for name, size, t in read_rows(text):
+            times.setdefault((name, size, role), []).append(t)
+    out = []
+    for (name, size, role) in sorted(times):
+        if role != "default" or (name, size, "tuned") not in times:
+            continue
+        d = statistics.median(times[(name, size, "default")])
+        t = statistics.median(times[(name, size, "tuned")])
+        out.append({"collective": MPI_TO_KEY.get(name.lower(), name), "msize": size, "nprocs": nprocs,
+                    "default_time": d, "tuned_time": t, "speedup": (d / t) if t > 0 else None,
+                    "n_default": len(times[(name, size, "default")]), "n_tuned": len(times[(name, size, "tuned")])})
+    return out
