@@ -4,6 +4,7 @@
 #define PGMPITUNE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -12,16 +13,38 @@ extern "C" {
 int         pgmpitune_ncollectives(void);
 const char *pgmpitune_collective_key(int c);        /* "allreduce" */
 const char *pgmpitune_collective_mpi_name(int c);   /* "MPI_Allreduce" */
-int         pgmpitune_collective_lookup(const char *key_or_mpi_name); /* -1 if unknown */
+const char *pgmpitune_collective_size_rule(int c);  /* "BLOCK" or "VECTOR" (collectives.def) */
+/* Our key, the MPI name or PGMPITuneLib's CLI prefix, case-insensitive; -1 if unknown. */
+int         pgmpitune_collective_lookup(const char *key_or_mpi_name);
 int         pgmpitune_nalgorithms(int c);           /* including "default" at index 0 */
 const char *pgmpitune_algorithm_name(int c, int a);
 int         pgmpitune_algorithm_lookup(int c, const char *name);      /* -1 if unknown */
-/* Memory (bytes) algorithm a needs at most on any rank for n message bytes, p ranks. */
+/* Memory (bytes) algorithm a needs at most on any rank for n message bytes, p ranks:
+ * message pool + int pool, and each pool separately. */
 size_t      pgmpitune_algorithm_memory(int c, int a, size_t n_bytes, size_t elem_bytes, int p);
+size_t      pgmpitune_algorithm_msg_memory(int c, int a, size_t n_bytes, size_t elem_bytes, int p);
+size_t      pgmpitune_algorithm_int_memory(int c, int a, size_t n_bytes, size_t elem_bytes, int p);
 
 /* Benchmark mode: force algorithm a (0 = default) for collective c in this process,
- * overriding profiles. Returns 0, or -1 for an invalid c/a. Call after MPI_Init. */
+ * overriding profiles. Returns 0, or -1 for an invalid c/a. Call after MPI_Init, on every rank
+ * alike, while no collective of this process is running. No effect with PGMPITUNE_DISABLE. */
 int         pgmpitune_force(int c, int a);
+/* Undo pgmpitune_force / --module for c: back to the profiles (or the default). */
+int         pgmpitune_unforce(int c);
+/* Algorithm the library would select for c, n bytes, p ranks now (before pool/fallback checks). */
+int         pgmpitune_selected(int c, size_t n_bytes, int p);
+/* Usable pool capacity in bytes (0 = message pool, 1 = int pool), agreed over all ranks. */
+size_t      pgmpitune_pool_bytes(int which);
+
+/* Writes the #@pgmpi report (config lines, then alg/count/fallback lines) to out on rank 0 of
+ * MPI_COMM_WORLD; no-op elsewhere. With PGMPITUNE_VERBOSE=1 the library prints it to stdout at
+ * MPI_Finalize itself; alg/count lines exist only with PGMPITUNE_VERBOSE=1. */
+void        pgmpitune_report(FILE *out);
+
+/* Validates profile files and directories exactly as the library reads them at MPI_Init
+ * (same parser). Messages "path:line: ..." go to out (notes too when verbose). Returns the
+ * number of errors (0 = all valid). Needs no MPI_Init. */
+int         pgmpitune_check_paths(int npaths, const char *const *paths, FILE *out, int verbose);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,99 @@
+/* libpgmpitune core internals shared by the core's files and pgmpitune-check.
+ * Nothing here is used on the hot path except the read-only tables of runtime.c. */
+#ifndef PGMPI_INTERNAL_H
+#define PGMPI_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pgmpitune_core.h"
+
+/* ---- registry (registry.c) ------------------------------------------------ */
+extern const pgmpi_coll_desc_t *const pgmpi_descs[PGMPI_NCOLL];
+extern const char *const pgmpi_coll_keys[PGMPI_NCOLL];
+extern const char *const pgmpi_coll_mpi_names[PGMPI_NCOLL];
+/* "allreduce", "MPI_Allreduce", PGMPITuneLib's prefix ("reduce_scatter_block"); case-insensitive */
+int  pgmpi_coll_lookup(const char *s, size_t len);
+int  pgmpi_alg_lookup(int c, const char *s, size_t len);
+/* "a, b, c" list of valid algorithm names of c (for messages) */
+void pgmpi_alg_list(int c, char *buf, size_t cap);
+void pgmpi_coll_list(char *buf, size_t cap);
+
+/* ---- diagnostics ---------------------------------------------------------- */
+/* One message: "<file>:<line>: <text>" (line 0 = whole file). */
+typedef void (*pgmpi_diag_fn)(void *ctx, int is_error, const char *file, int line, const char *text);
+
+/* ---- profiles (profile.c) ------------------------------------------------- */
+typedef struct {
+    uint64_t lo, hi;   /* inclusive byte range */
+    int      alg;      /* index into the collective's algs (0 = default) */
+} pgmpi_range_t;
+
+typedef struct {
+    int            coll;        /* pgmpi_coll_t */
+    int            nprocs;      /* line 2 */
+    int            plo, phi;    /* process-count range (nprocs, nprocs without extension) */
+    int            version;     /* #@pgmpi profile_version, 0 = genuine PGMPITuneLib file */
+    int            nranges;
+    pgmpi_range_t *ranges;      /* sorted by lo, non-overlapping */
+    char          *file;        /* for messages */
+    int            line;        /* line of the MPI name */
+} pgmpi_profile_t;
+
+/* Parse one profile held in text[0..len). Returns 0 and fills *out (ranges malloc'd), or -1 after
+ * reporting exactly one error through diag. Notes (unknown extension keys) go through diag too. */
+int  pgmpi_profile_parse(const char *file, const char *text, size_t len, pgmpi_profile_t *out,
+                         pgmpi_diag_fn diag, void *ctx);
+void pgmpi_profile_free(pgmpi_profile_t *p);
+
+/* A set of profiles, per collective sorted by plo, process ranges non-overlapping. */
+typedef struct {
+    pgmpi_profile_t *profs[PGMPI_NCOLL];
+    int              nprofs[PGMPI_NCOLL];
+} pgmpi_profset_t;
+/* Adds (takes ownership) or rejects with one error through diag (then frees p). 0 / -1. */
+int  pgmpi_profset_add(pgmpi_profset_t *s, pgmpi_profile_t *p, pgmpi_diag_fn diag, void *ctx);
+void pgmpi_profset_free(pgmpi_profset_t *s);
+const pgmpi_profile_t *pgmpi_profset_find(const pgmpi_profset_t *s, int c, int p);
+int  pgmpi_profile_find_alg(const pgmpi_profile_t *p, uint64_t n);
+
+/* Directory blob: the *.prf files of a directory (name order), as records
+ *   <u32 name length><name><u64 text length><text>
+ * so rank 0 can read and broadcast it. Returns 0, or -1 with a message in err. */
+int  pgmpi_read_profile_dir(const char *dir, char **blob, size_t *len, char *err, size_t errcap);
+int  pgmpi_read_file(const char *path, char **text, size_t *len, size_t max);
+/* Parses every record of a blob into s; returns the number of bad files. */
+int  pgmpi_profset_load_blob(pgmpi_profset_t *s, const char *blob, size_t len,
+                             pgmpi_diag_fn diag, void *ctx);
+
+/* ---- options (options.c) -------------------------------------------------- */
+typedef struct {
+    int   forced[PGMPI_NCOLL];   /* -1 = not forced */
+    char *ppath;                 /* --ppath= (argv or PGMPI_PARAMS), malloc'd or NULL */
+    char *config;                /* --config= */
+    int   nerrors;
+    char  errors[8][512];        /* first errors, for rank 0's message */
+} pgmpi_options_t;
+
+void pgmpi_options_init(pgmpi_options_t *o);
+void pgmpi_options_free(pgmpi_options_t *o);
+/* One `--module=` value (without the prefix), either form. Returns 0 or -1 (error recorded in o). */
+int  pgmpi_options_module(pgmpi_options_t *o, const char *spec, const char *origin);
+/* One argv-like token; returns 1 if it is ours (--module=, --ppath=, --config=), else 0. */
+int  pgmpi_options_token(pgmpi_options_t *o, const char *tok, const char *origin);
+void pgmpi_options_from_params(pgmpi_options_t *o, const char *params);   /* PGMPI_PARAMS */
+void pgmpi_options_from_modules(pgmpi_options_t *o, const char *mods);    /* PGMPITUNE_MODULES */
+/* Parses and REMOVES our tokens from argv (argv[0] kept; argv[*argc] = NULL afterwards). */
+void pgmpi_options_from_argv(pgmpi_options_t *o, int *argc, char ***argv);
+
+/* Config file text -> pool sizes (unchanged where absent/bad; bad values reported through diag). */
+void pgmpi_config_parse(const char *file, const char *text, size_t len, size_t *msg_bytes,
+                        size_t *int_bytes, pgmpi_diag_fn diag, void *ctx);
+/* Parses a size value; 0 on success. */
+int  pgmpi_parse_size(const char *s, size_t len, uint64_t *out);
+
+#define PGMPI_DEFAULT_MSG_POOL ((size_t)100000000)
+#define PGMPI_DEFAULT_INT_POOL ((size_t)200000)
+
+#endif

@@ -1,0 +1,511 @@
+/* libpgmpitune run time: MPI_Init/MPI_Init_thread/MPI_Finalize wrappers, the per-call dispatch
+ * (pgmpi_begin/pgmpi_end), the two memory pools, the #@pgmpi report.
+ *
+ * Everything that reads files, parses or allocates happens in setup() at MPI_Init. After that the
+ * tables below are read-only; the call path touches them, a few atomics when reporting is on, and
+ * never allocates, locks, prints or compares strings. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "pgmpi_internal.h"
+#include "pgmpitune.h"
+
+#define PTAB 1024                  /* communicator sizes with an O(1) profile index */
+#define REPORT_SLOTS 4096          /* distinct (bytes, algorithm) pairs per collective in the report */
+
+enum { MODE_DEFAULT = 0, MODE_FORCED = 1, MODE_PROFILE = 2 };
+
+typedef struct {
+    int mode;                      /* MODE_* ; MODE_DEFAULT = nothing to decide, fast path */
+    int forced;                    /* algorithm when MODE_FORCED */
+    const pgmpi_profile_t *profs;  /* MODE_PROFILE: sorted by process range */
+    int nprofs;
+    int16_t *pidx;                 /* [PTAB + 1]: index into profs for p <= PTAB, -1 = none */
+} cstate_t;
+
+typedef struct {
+    _Atomic uint64_t key;          /* ((bytes << 8) | alg) + 1, 0 = empty */
+    _Atomic uint64_t used;         /* calls served by alg */
+    _Atomic uint64_t fellback;     /* calls that selected alg but ran the default */
+} slot_t;
+
+static cstate_t cs[PGMPI_NCOLL];
+static int g_verbose;              /* report tables exist */
+static slot_t *g_report[PGMPI_NCOLL];
+static _Atomic uint64_t g_report_overflow[PGMPI_NCOLL];
+
+static int g_setup_done, g_finalized, g_disabled, g_rank = 0, g_thread_multiple;
+static char *g_msg_pool;
+static int *g_int_pool;
+static size_t g_msg_cap, g_int_cap;        /* agreed (minimum over ranks) capacities */
+static size_t g_msg_req, g_int_req;        /* requested sizes, for the report */
+static atomic_int g_pool_busy;
+static _Thread_local int t_pool_held __attribute__((tls_model("initial-exec")));
+static pgmpi_profset_t g_profiles;
+static int g_nprofiles, g_nbad_profiles;
+static char g_profile_dir[1024];
+static char g_config_file[1024];
+
+/* ---- messages (rank 0 only, at MPI_Init / MPI_Finalize) ------------------------ */
+
+static void warn(const char *fmt, ...)
+{
+    if (g_rank != 0) return;
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "pgmpitune: warning: %s\n", buf);
+    fflush(stderr);
+}
+
+static void profile_diag(void *ctx, int is_error, const char *file, int line, const char *text)
+{
+    (void)ctx;
+    if (!is_error) return;          /* the library ignores what it does not know */
+    if (line > 0)
+        warn("%s:%d: %s; this profile is ignored (the MPI library's default is used instead)", file, line, text);
+    else
+        warn("%s: %s; this profile is ignored (the MPI library's default is used instead)", file, text);
+}
+
+static void config_diag(void *ctx, int is_error, const char *file, int line, const char *text)
+{
+    (void)ctx;
+    (void)is_error;
+    warn("%s:%d: %s", file, line, text);
+}
+
+/* ---- helpers for mock-ups and entry points ---------------------------------- */
+
+size_t pgmpi_type_bytes(MPI_Datatype t)
+{
+    int s = 0;
+    if (PMPI_Type_size(t, &s) != MPI_SUCCESS || s < 0) return 0;
+    return (size_t)s;
+}
+
+int pgmpi_type_is_contiguous(MPI_Datatype t)
+{
+    int s = 0;
+    MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
+    if (PMPI_Type_size(t, &s) != MPI_SUCCESS) return 0;
+    if (PMPI_Type_get_extent(t, &lb, &ext) != MPI_SUCCESS) return 0;
+    if (PMPI_Type_get_true_extent(t, &tlb, &text) != MPI_SUCCESS) return 0;
+    return lb == 0 && tlb == 0 && (MPI_Aint)s == ext && (MPI_Aint)s == text;
+}
+
+int pgmpi_comm_is_inter(MPI_Comm comm)
+{
+    int f = 0;
+    if (PMPI_Comm_test_inter(comm, &f) != MPI_SUCCESS) return 1;   /* unknown: be safe */
+    return f;
+}
+
+void *pgmpi_pool_msg(void) { return g_msg_pool; }
+int *pgmpi_pool_int(void) { return g_int_pool; }
+
+/* ---- report tables ---------------------------------------------------------------- */
+
+static void record(int c, size_t n, int alg, int fellback)
+{
+    slot_t *tab = g_report[c];
+    if (!tab || (uint64_t)n >= (UINT64_C(1) << 55)) { atomic_fetch_add_explicit(&g_report_overflow[c], 1, memory_order_relaxed); return; }
+    uint64_t key = (((uint64_t)n << 8) | (uint64_t)(alg & 0xff)) + 1;
+    uint64_t h = key * UINT64_C(0x9E3779B97F4A7C15);
+    for (unsigned i = 0; i < REPORT_SLOTS; i++) {
+        slot_t *s = &tab[(h + i) & (REPORT_SLOTS - 1)];
+        uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0) {
+            uint64_t expect = 0;
+            if (atomic_compare_exchange_strong(&s->key, &expect, key)) k = key;
+            else k = expect;
+        }
+        if (k == key) {
+            atomic_fetch_add_explicit(fellback ? &s->fellback : &s->used, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    atomic_fetch_add_explicit(&g_report_overflow[c], 1, memory_order_relaxed);
+}
+
+/* ---- the call path ------------------------------------------------------------------ */
+
+static inline const pgmpi_profile_t *find_profile(const cstate_t *s, int p)
+{
+    if (p <= PTAB) {
+        int i = s->pidx[p];
+        return i < 0 ? NULL : &s->profs[i];
+    }
+    int lo = 0, hi = s->nprofs - 1, best = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) >> 1;
+        if (s->profs[mid].plo <= p) { best = mid; lo = mid + 1; }
+        else hi = mid - 1;
+    }
+    return (best >= 0 && p <= s->profs[best].phi) ? &s->profs[best] : NULL;
+}
+
+int pgmpi_begin(pgmpi_coll_t c, MPI_Comm comm, size_t n, size_t elem)
+{
+    const cstate_t *s = &cs[c];
+    if (__builtin_expect(s->mode == MODE_DEFAULT, 1)) return 0;
+    int p = 0;
+    if (PMPI_Comm_size(comm, &p) != MPI_SUCCESS) return 0;   /* let the library report it */
+    int a;
+    if (s->mode == MODE_FORCED) {
+        a = s->forced;
+    } else {
+        const pgmpi_profile_t *pr = find_profile(s, p);
+        if (!pr) return 0;
+        a = pgmpi_profile_find_alg(pr, (uint64_t)n);
+    }
+    if (a <= 0) return 0;
+    const pgmpi_alg_t *alg = &pgmpi_descs[c]->algs[a];
+    if (!alg->fn || pgmpi_comm_is_inter(comm)) goto fallback;
+    size_t mneed = alg->msg_need ? alg->msg_need(n, elem, p) : 0;
+    size_t ineed = alg->int_need ? alg->int_need(n, elem, p) : 0;
+    if (mneed > g_msg_cap || ineed > g_int_cap) goto fallback;
+    if (mneed || ineed) {
+        /* One pool per process: usable by one call at a time. Under MPI_THREAD_MULTIPLE every rank
+         * falls back (same decision everywhere); below it calls cannot overlap, so the flag is a guard. */
+        if (g_thread_multiple) goto fallback;
+        if (atomic_exchange_explicit(&g_pool_busy, 1, memory_order_acquire)) goto fallback;
+        t_pool_held = 1;
+    }
+    return a;
+fallback:
+    if (g_verbose) record(c, n, a, 1);
+    return 0;
+}
+
+void pgmpi_end(pgmpi_coll_t c, size_t n, int alg, int fell_back)
+{
+    if (alg > 0 && t_pool_held) {
+        t_pool_held = 0;
+        atomic_store_explicit(&g_pool_busy, 0, memory_order_release);
+    }
+    if (__builtin_expect(!g_verbose, 1)) return;
+    if (fell_back) {
+        record(c, n, alg, 1);
+        record(c, n, 0, 0);
+    } else {
+        record(c, n, alg, 0);
+    }
+}
+
+/* ---- setup at MPI_Init ---------------------------------------------------------------- */
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return (v && *v) ? v : NULL;
+}
+
+static int env_true(const char *name)
+{
+    const char *v = env(name);
+    return v && strcmp(v, "0") != 0 && strcasecmp(v, "no") != 0 && strcasecmp(v, "false") != 0 &&
+           strcasecmp(v, "off") != 0;
+}
+
+static uint64_t phys_mem(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
+    return (pages > 0 && ps > 0) ? (uint64_t)pages * (uint64_t)ps : UINT64_MAX;
+}
+
+static void pool_size_from_env(const char *var, size_t *dst)
+{
+    const char *v = env(var);
+    uint64_t x;
+    if (!v) return;
+    if (pgmpi_parse_size(v, strlen(v), &x) != 0 || x > SIZE_MAX)
+        warn("%s='%s' is not a non-negative integer; using %zu bytes", var, v, *dst);
+    else
+        *dst = (size_t)x;
+}
+
+/* Broadcast a rank-0 byte string (len then bytes). */
+static void bcast_bytes(char **buf, size_t *len)
+{
+    uint64_t l = *len;
+    PMPI_Bcast(&l, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (g_rank != 0) {
+        *buf = l ? malloc((size_t)l) : NULL;
+        *len = (size_t)l;
+    }
+    size_t off = 0;
+    while (off < l) {
+        size_t chunk = l - off > (1u << 30) ? (1u << 30) : l - off;
+        PMPI_Bcast(*buf + off, (int)chunk, MPI_BYTE, 0, MPI_COMM_WORLD);
+        off += chunk;
+    }
+}
+
+static void setup_pools(pgmpi_options_t *o)
+{
+    size_t msg = PGMPI_DEFAULT_MSG_POOL, ints = PGMPI_DEFAULT_INT_POOL;
+    const char *cfg = o->config ? o->config : env("PGMPITUNE_CONFIG") ? env("PGMPITUNE_CONFIG")
+                                                                       : env("PGMPI_CONFIG_FILE");
+    uint64_t sizes[2];
+    if (g_rank == 0) {
+        if (cfg) {
+            char *text = NULL;
+            size_t len = 0;
+            snprintf(g_config_file, sizeof g_config_file, "%s", cfg);
+            if (pgmpi_read_file(cfg, &text, &len, (size_t)1 << 20) != 0)
+                warn("cannot read config file %s: %s; using the default pool sizes", cfg, strerror(errno));
+            else
+                pgmpi_config_parse(cfg, text, len, &msg, &ints, config_diag, NULL);
+            free(text);
+        }
+        pool_size_from_env("PGMPITUNE_MSG_POOL_BYTES", &msg);
+        pool_size_from_env("PGMPITUNE_INT_POOL_BYTES", &ints);
+        uint64_t mem = phys_mem();
+        if ((uint64_t)msg > mem) {
+            warn("message pool of %zu bytes exceeds the physical memory (%llu bytes); pool disabled, mock-ups that "
+                 "need it use the default", msg, (unsigned long long)mem);
+            msg = 0;
+        }
+        if ((uint64_t)ints > mem) {
+            warn("int pool of %zu bytes exceeds the physical memory (%llu bytes); pool disabled, mock-ups that "
+                 "need it use the default", ints, (unsigned long long)mem);
+            ints = 0;
+        }
+        sizes[0] = msg;
+        sizes[1] = ints;
+    }
+    PMPI_Bcast(sizes, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    g_msg_req = (size_t)sizes[0];
+    g_int_req = (size_t)sizes[1];
+    uint64_t have[2] = {0, 0};
+    if (g_msg_req) {
+        g_msg_pool = malloc(g_msg_req);
+        if (g_msg_pool) have[0] = g_msg_req;
+    }
+    if (g_int_req >= sizeof(int)) {
+        g_int_pool = malloc(g_int_req);
+        if (g_int_pool) have[1] = g_int_req;
+    }
+    uint64_t agreed[2];
+    PMPI_Allreduce(have, agreed, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    if (agreed[0] < sizes[0]) warn("message pool of %zu bytes could not be allocated on every rank; pool disabled",
+                                   g_msg_req);
+    if (agreed[1] < sizes[1] && sizes[1] >= sizeof(int))
+        warn("int pool of %zu bytes could not be allocated on every rank; pool disabled", g_int_req);
+    g_msg_cap = agreed[0] == sizes[0] ? (size_t)agreed[0] : 0;
+    g_int_cap = agreed[1] == sizes[1] ? (size_t)agreed[1] : 0;
+    if (!g_msg_cap) { free(g_msg_pool); g_msg_pool = NULL; }
+    if (!g_int_cap) { free(g_int_pool); g_int_pool = NULL; }
+}
+
+static void setup_profiles(pgmpi_options_t *o)
+{
+    const char *dir = o->ppath ? o->ppath : env("PGMPITUNE_PROFILE_DIR") ? env("PGMPITUNE_PROFILE_DIR")
+                                                                         : env("PGMPI_PROFILE_PATH");
+    if (!dir) return;
+    snprintf(g_profile_dir, sizeof g_profile_dir, "%s", dir);
+    char *blob = NULL;
+    size_t len = 0;
+    int ok = 1;
+    if (g_rank == 0) {
+        char err[1200];
+        if (pgmpi_read_profile_dir(dir, &blob, &len, err, sizeof err) != 0) {
+            warn("%s; all collectives use the MPI library's default", err);
+            ok = 0;
+        }
+    }
+    PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!ok) return;
+    bcast_bytes(&blob, &len);
+    g_nbad_profiles = pgmpi_profset_load_blob(&g_profiles, blob, len, profile_diag, NULL);
+    free(blob);
+    for (int c = 0; c < PGMPI_NCOLL; c++) {
+        g_nprofiles += g_profiles.nprofs[c];
+        if (!g_profiles.nprofs[c]) continue;
+        cs[c].profs = g_profiles.profs[c];
+        cs[c].nprofs = g_profiles.nprofs[c];
+        cs[c].pidx = malloc((PTAB + 1) * sizeof(int16_t));
+        if (!cs[c].pidx) continue;
+        for (int p = 0; p <= PTAB; p++) {
+            const pgmpi_profile_t *pr = p ? pgmpi_profset_find(&g_profiles, c, p) : NULL;
+            cs[c].pidx[p] = pr ? (int16_t)(pr - cs[c].profs) : -1;
+        }
+    }
+}
+
+static void setup(int *argc, char ***argv)
+{
+    if (g_setup_done) return;
+    g_setup_done = 1;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    int provided = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&provided);
+    g_thread_multiple = provided == MPI_THREAD_MULTIPLE;
+
+    pgmpi_options_t o;
+    pgmpi_options_init(&o);
+    pgmpi_options_from_params(&o, env("PGMPI_PARAMS"));
+    pgmpi_options_from_modules(&o, env("PGMPITUNE_MODULES"));
+    pgmpi_options_from_argv(&o, argc, argv);        /* always removes our arguments */
+
+    int verbose = env_true("PGMPITUNE_VERBOSE");
+    if (env_true("PGMPITUNE_DISABLE")) {
+        g_disabled = 1;
+        g_verbose = 0;
+        if (verbose && g_rank == 0) printf("#@pgmpi config disabled 1\n");
+        pgmpi_options_free(&o);
+        return;
+    }
+
+    /* Benchmark mode errors are hard errors, the same decision on every rank. */
+    int err = o.nerrors > 0, any = 0;
+    PMPI_Allreduce(&err, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) {
+        if (g_rank == 0) {
+            for (int i = 0; i < o.nerrors && i < (int)(sizeof o.errors / sizeof o.errors[0]); i++)
+                fprintf(stderr, "pgmpitune: error: %s\n", o.errors[i]);
+            if (!err) fprintf(stderr, "pgmpitune: error: invalid forced selection on another rank\n");
+            fprintf(stderr, "pgmpitune: error: refusing to run a benchmark with an invalid --module selection\n");
+            fflush(stderr);
+        }
+        PMPI_Barrier(MPI_COMM_WORLD);
+        PMPI_Finalize();
+        exit(2);
+    }
+
+    setup_pools(&o);
+    setup_profiles(&o);
+    if (verbose) {
+        for (int c = 0; c < PGMPI_NCOLL; c++) g_report[c] = calloc(REPORT_SLOTS, sizeof(slot_t));
+    }
+    for (int c = 0; c < PGMPI_NCOLL; c++) {
+        if (o.forced[c] >= 0) {
+            cs[c].forced = o.forced[c];
+            cs[c].mode = o.forced[c] > 0 ? MODE_FORCED : MODE_DEFAULT;
+        } else if (cs[c].nprofs && cs[c].pidx) {
+            cs[c].mode = MODE_PROFILE;
+        }
+        if (o.forced[c] >= 0) cs[c].forced = o.forced[c];
+    }
+    /* forced "default" still wins over profiles: MODE_DEFAULT above */
+    g_verbose = verbose;
+    pgmpi_options_free(&o);
+}
+
+/* ---- report ----------------------------------------------------------------------------- */
+
+void pgmpitune_report(FILE *out)
+{
+    if (!out || g_rank != 0) return;
+    fprintf(out, "#@pgmpi config size_msg_buffer_bytes %zu\n", g_msg_req);
+    fprintf(out, "#@pgmpi config size_int_buffer_bytes %zu\n", g_int_req);
+    if (g_msg_cap != g_msg_req) fprintf(out, "#@pgmpi config usable_msg_buffer_bytes %zu\n", g_msg_cap);
+    if (g_int_cap != g_int_req) fprintf(out, "#@pgmpi config usable_int_buffer_bytes %zu\n", g_int_cap);
+    fprintf(out, "#@pgmpi config thread_multiple %d\n", g_thread_multiple);
+    if (g_profile_dir[0]) fprintf(out, "#@pgmpi config profile_dir %s\n", g_profile_dir);
+    if (g_config_file[0]) fprintf(out, "#@pgmpi config config_file %s\n", g_config_file);
+    fprintf(out, "#@pgmpi config profiles %d\n", g_nprofiles);
+    if (g_nbad_profiles) fprintf(out, "#@pgmpi config bad_profiles %d\n", g_nbad_profiles);
+    for (int c = 0; c < PGMPI_NCOLL; c++)
+        if (cs[c].mode == MODE_FORCED)
+            fprintf(out, "#@pgmpi config forced %s %s\n", pgmpi_coll_keys[c], pgmpi_descs[c]->algs[cs[c].forced].name);
+    for (int c = 0; c < PGMPI_NCOLL; c++) {
+        slot_t *tab = g_report[c];
+        if (!tab) continue;
+        for (unsigned i = 0; i < REPORT_SLOTS; i++) {
+            uint64_t k = atomic_load(&tab[i].key);
+            if (!k) continue;
+            k -= 1;
+            unsigned long long n = (unsigned long long)(k >> 8);
+            int a = (int)(k & 0xff);
+            const char *name = a < pgmpi_descs[c]->nalgs ? pgmpi_descs[c]->algs[a].name : "?";
+            uint64_t used = atomic_load(&tab[i].used), fb = atomic_load(&tab[i].fellback);
+            if (used) {
+                fprintf(out, "#@pgmpi alg %s %llu %s\n", pgmpi_coll_mpi_names[c], n, name);
+                fprintf(out, "#@pgmpi count %s %llu %s %llu\n", pgmpi_coll_mpi_names[c], n, name,
+                        (unsigned long long)used);
+            }
+            if (fb)
+                fprintf(out, "#@pgmpi fallback %s %llu %s %llu\n", pgmpi_coll_mpi_names[c], n, name,
+                        (unsigned long long)fb);
+        }
+        uint64_t ov = atomic_load(&g_report_overflow[c]);
+        if (ov) fprintf(out, "#@pgmpi overflow %s %llu\n", pgmpi_coll_mpi_names[c], (unsigned long long)ov);
+    }
+    fflush(out);
+}
+
+static void teardown(void)
+{
+    if (!g_setup_done || g_finalized) return;
+    g_finalized = 1;
+    if (g_verbose && !g_disabled) pgmpitune_report(stdout);
+    for (int c = 0; c < PGMPI_NCOLL; c++) cs[c].mode = MODE_DEFAULT;
+    g_verbose = 0;
+}
+
+/* ---- public control API ------------------------------------------------------------------ */
+
+int pgmpitune_force(int c, int a)
+{
+    if (c < 0 || c >= PGMPI_NCOLL || a < 0 || a >= pgmpi_descs[c]->nalgs) return -1;
+    if (g_disabled) return 0;
+    cs[c].forced = a;
+    cs[c].mode = a > 0 ? MODE_FORCED : MODE_DEFAULT;
+    return 0;
+}
+
+int pgmpitune_unforce(int c)
+{
+    if (c < 0 || c >= PGMPI_NCOLL) return -1;
+    if (g_disabled) return 0;
+    cs[c].mode = (cs[c].nprofs && cs[c].pidx) ? MODE_PROFILE : MODE_DEFAULT;
+    return 0;
+}
+
+int pgmpitune_selected(int c, size_t n_bytes, int p)
+{
+    if (c < 0 || c >= PGMPI_NCOLL) return -1;
+    const cstate_t *s = &cs[c];
+    if (s->mode == MODE_FORCED) return s->forced;
+    if (s->mode != MODE_PROFILE) return 0;
+    const pgmpi_profile_t *pr = find_profile(s, p);
+    return pr ? pgmpi_profile_find_alg(pr, (uint64_t)n_bytes) : 0;
+}
+
+size_t pgmpitune_pool_bytes(int which)
+{
+    return which == 0 ? g_msg_cap : g_int_cap;
+}
+
+/* ---- MPI entry points ---------------------------------------------------------------------- */
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) setup(argc, argv);
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) setup(argc, argv);
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    teardown();
+    return PMPI_Finalize();
+}
