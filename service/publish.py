@@ -171,8 +171,12 @@ def run_checker(directory: Path, checker: str | Sequence[str] | None = None,
     if not files:
         return CheckResult(True, cmd, 0, "empty profile set (library defaults everywhere)")
     cmd = cmd + files
+    env = dict(os.environ)
+    libdir = Path(cmd[0]).resolve().parent.parent / "lib"
+    if (libdir / "libpgmpitune.so").exists():  # an install tree without RPATH: find its library
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libdir), env.get("LD_LIBRARY_PATH")]))
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PublishError(f"could not run {cmd[0]}: {exc}") from exc
     return CheckResult(res.returncode == 0, cmd, res.returncode, (res.stdout + res.stderr).strip())

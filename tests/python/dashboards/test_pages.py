@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from conftest import analyse, csrf_of, login, raw_file, upload
+from dash_helpers import analyse, csrf_of, login, raw_file, upload
 
 
 def seed(client, tokens, campaigns=("nightly-1",), libs=(("openmpi", "4.1.4"),), ps=(2, 4), mpiruns=3):
