@@ -88,11 +88,15 @@ class CollectiveSpec(_Strict):
 
 
 class Repetitions(_Strict):
-    policy: Literal["fixed", "adaptive"] = "fixed"
+    """pgmpi-bench's repetition policies: fixed nrep, NREP prediction, or the time-based rule."""
+    policy: Literal["fixed", "predict", "time-rule"] = "fixed"
     nrep: int = Field(100, ge=1, description="fixed: repetitions per (call, size, algorithm)")
-    min_nrep: int = Field(10, ge=1)
+    rules: list[Literal["rse", "covmean", "covmedian"]] = Field(
+        default_factory=lambda: ["rse", "covmedian"], description="predict: stopping rules")
+    min_nrep: int = Field(20, ge=1)
     max_nrep: int = Field(1000, ge=1)
-    time_ms: float = Field(200.0, gt=0, description="adaptive: time budget per (call, size, algorithm)")
+    step: int = Field(10, ge=1)
+    time_budget: float | None = Field(None, gt=0, description="seconds per (call, size), with any policy")
 
     @model_validator(mode="after")
     def _order(self):

@@ -30,7 +30,7 @@ class JobSpec:
     key: str                   # stable job key, unique in the campaign
     module: Module
     layout: Layout
-    launches: list[Launch]
+    launches: list[Launch]     # several per mpirun index when size sets differ
     walltime_seconds: int
     kind: str = "measure"      # measure | validate
     env: dict = field(default_factory=dict)   # extra env for the launches (validation: profile dir)
@@ -49,35 +49,65 @@ def job_key(module: Module, layout: Layout) -> str:
     return f"{module.key}-n{layout.nodes}x{layout.ppn}"
 
 
-def bench_argv(c: Campaign, module: Module, layout: Layout, index: int, output: str,
-               calls: dict[str, list[int]] | None = None, algorithms: dict[str, object] | None = None,
-               nrep: int | None = None, tuned: bool = False) -> list[str]:
-    """pgmpi-bench options of one launch (see `pgmpi-bench --help`)."""
-    names = collectives()
+def groups(c: Campaign, calls: dict[str, list[int]] | None = None,
+           algorithms: dict[str, object] | None = None) -> list[tuple[str, list[str], list[int], object]]:
+    """Collectives that one pgmpi-bench invocation can measure together (same sizes, same algorithm
+    selection): [(label, keys, sizes, "all" | [names])]. pgmpi-bench takes one --sizes list."""
     calls = calls if calls is not None else {k: c.sizes_for(k) for k in c.collectives}
-    argv = []
+    out: dict[tuple, list[str]] = {}
     for key, sizes in calls.items():
-        argv.append(f"--call={names[key]}:{','.join(str(s) for s in sizes)}")
-    if not tuned:
-        for key in calls:
-            algs = (algorithms or {}).get(key, c.algorithms_for(key))
-            argv.append(f"--algorithms={key}:{'all' if algs == 'all' else ','.join(algs)}")
-    # tuned: no forced algorithm, the library follows PGMPITUNE_PROFILE_DIR
+        algs = (algorithms or {}).get(key, c.algorithms_for(key))
+        out.setdefault((tuple(sizes), algs == "all"), []).append(key)
+    res = []
+    names = {tuple(v): k for k, v in c.all_size_sets().items()}
+    for i, ((sizes, is_all), keys) in enumerate(out.items()):
+        if is_all:
+            algs = "all"
+        else:
+            algs = ["default"]
+            for k in keys:
+                for a in (algorithms or {}).get(k, c.algorithms_for(k)):
+                    if a not in algs:
+                        algs.append(a)
+        label = names.get(sizes, f"g{i}") if len(out) > 1 else ""
+        res.append((label, keys, list(sizes), algs))
+    return res
+
+
+def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[str], sizes: list[int],
+               algorithms: object = "all", nrep: int | None = None) -> list[str]:
+    """pgmpi-bench options of one invocation (see `pgmpi-bench --help`)."""
+    argv = [f"--calls={','.join(keys)}", f"--sizes={','.join(str(s) for s in sizes)}",
+            f"--algorithms={algorithms if isinstance(algorithms, str) else ','.join(algorithms)}"]
     rep = c.repetitions
     if nrep is not None:
         argv.append(f"--nrep={nrep}")
     elif rep.policy == "fixed":
         argv.append(f"--nrep={rep.nrep}")
+    elif rep.policy == "predict":
+        argv += [f"--predict={','.join(rep.rules)}",
+                 f"--pred-params=min={rep.min_nrep},max={rep.max_nrep},step={rep.step}"]
     else:
-        argv += [f"--nrep-policy=adaptive", f"--min-nrep={rep.min_nrep}", f"--max-nrep={rep.max_nrep}",
-                 f"--time-ms={rep.time_ms:g}"]
-    argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}",
-             f"--nodes={layout.nodes}", f"--ppn={layout.ppn}"]
+        argv.append(f"--time-rule=max={rep.max_nrep},K={min(10, rep.max_nrep)}")
+    if rep.time_budget and nrep is None:
+        argv.append(f"--time-budget={rep.time_budget:g}")
+    argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}"]
     if module.name:
-        argv.append(f"--module={module.name}")
+        argv.append(f"--module-name={module.name}")
     argv += list(c.bench_args)
     argv.append(f"--output={output}")
     return argv
+
+
+def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
+                 prefix: str = "run", env: dict | None = None, role: str = "measure") -> list[Launch]:
+    out = []
+    for i in range(mpiruns):
+        for label, keys, sizes, algs in groups(c, calls, algorithms):
+            name = f"{prefix}-{i}{'-' + label if label else ''}.txt"
+            out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep), name,
+                              dict(env or {}), role))
+    return out
 
 
 def mockup_counts(c: Campaign, module: Module) -> dict[str, int]:
@@ -115,10 +145,12 @@ def _seconds_per_launch(c: Campaign, module: Module, layout: Layout) -> float:
         nalg = 1 + counts.get(key, 1) if algs == "all" else len(algs)
         for size in c.sizes_for(key):
             t = 20e-6 + size / 1e9 * max(1.0, math.log2(max(p, 2)))
-            if c.repetitions.policy == "fixed":
-                total += nalg * c.repetitions.nrep * t * 2          # x2: the barrier/sync next to it
-            else:
-                total += nalg * min(c.repetitions.max_nrep * t * 2, c.repetitions.time_ms / 1000)
+            rep = c.repetitions
+            n = rep.nrep if rep.policy == "fixed" else rep.max_nrep
+            one = nalg * n * t * 3                                   # x3: sync + barrier rows
+            if rep.time_budget:
+                one = min(one, rep.time_budget)
+            total += one
     return total
 
 
@@ -126,8 +158,7 @@ def plan(c: Campaign) -> list[JobSpec]:
     jobs = []
     for module in c.modules:
         for layout in c.layouts:
-            launches = [Launch(i, bench_argv(c, module, layout, i, f"run-{i}.txt"), f"run-{i}.txt")
-                        for i in range(c.mpiruns)]
+            launches = launches_for(c, module, c.mpiruns)
             est = _seconds_per_launch(c, module, layout) * c.mpiruns
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
                                 c.slurm.walltime_seconds, estimate_seconds=est))

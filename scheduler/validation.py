@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from .campaign import Campaign, collectives
-from .planner import JobSpec, Launch, bench_argv
+from .planner import JobSpec, launches_for
 
 MPI_TO_KEY = {v.lower(): k for k, v in collectives().items()}
 
@@ -81,21 +81,12 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
     module = modules[0]
     layouts = [lay for lay in c.layouts if lay.nprocs == nprocs] or list(c.layouts)
     layout = layouts[0]
-    launches = []
     nrep = c.validation.nrep
-    idx = 0
-    for r in range(c.validation.mpiruns):
-        for role in ("default", "tuned"):
-            out = f"validate-{role}-{r}.txt"
-            if role == "default":
-                argv = bench_argv(c, module, layout, idx, out, calls=calls,
-                                  algorithms={k: ["default"] for k in calls}, nrep=nrep)
-                env = {}
-            else:
-                argv = bench_argv(c, module, layout, idx, out, calls=calls, nrep=nrep, tuned=True)
-                env = {"PGMPITUNE_PROFILE_DIR": str(profile_dir)}
-            launches.append(Launch(idx, argv, out, env, role))
-            idx += 1
+    launches = (launches_for(c, module, c.validation.mpiruns, calls, {k: ["default"] for k in calls}, nrep,
+                             prefix="validate-default", role="default")
+                + launches_for(c, module, c.validation.mpiruns, calls, {k: ["tuned"] for k in calls}, nrep,
+                               prefix="validate-tuned", env={"PGMPITUNE_PROFILE_DIR": str(profile_dir)},
+                               role="tuned"))
     vid = version.get("id", "x")
     return JobSpec(f"validate-{module.key}-n{layout.nodes}x{layout.ppn}-v{vid}", module, layout, launches,
                    walltime_seconds, kind="validate")
