@@ -8,7 +8,7 @@ from typing import Any, Optional
 from flask import Response, current_app, g, jsonify, request
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from werkzeug.exceptions import HTTPException
 
 from service.api import api_bp
@@ -60,6 +60,40 @@ def _http_error(e: HTTPException):
     return resp
 
 
+@api_bp.errorhandler(DataError)
+def _data_error(e: DataError):
+    # a value the database cannot hold (out of range, bad encoding) that validation let through
+    db.session.rollback()
+    log.warning("database refused a value", extra={"error": str(e.orig)[:200]})
+    return jsonify(error_body("bad_value", "a value is out of range or not storable")), 400
+
+
+@api_bp.before_request
+def _refuse_nul():
+    for where, values in (("query", request.args.items(multi=True)), ("path", (request.view_args or {}).items())):
+        for k, v in values:
+            if "\x00" in k or (isinstance(v, str) and "\x00" in v):
+                raise ApiError(400, "bad_parameter", f"{where} parameter {k!r} contains a NUL character", field=k)
+
+
+def _find_nul(value, path: str = "") -> Optional[str]:
+    if isinstance(value, str):
+        return path or "(body)" if "\x00" in value else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if "\x00" in k:
+                return f"{path}.{k}".lstrip(".")
+            hit = _find_nul(v, f"{path}.{k}".lstrip("."))
+            if hit:
+                return hit
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            hit = _find_nul(v, f"{path}.{i}".lstrip("."))
+            if hit:
+                return hit
+    return None
+
+
 @api_bp.errorhandler(Exception)
 def _unexpected(e: Exception):
     db.session.rollback()
@@ -100,6 +134,9 @@ def body(model: type[BaseModel]) -> Any:
         raise ApiError(400, "invalid_json", "the request body is not valid JSON")
     if not isinstance(data, dict):
         raise ApiError(422, "validation_error", "the request body must be a JSON object", field="(body)")
+    nul = _find_nul(data)
+    if nul:
+        raise ApiError(422, "validation_error", f"{nul}: NUL characters are not accepted", field=nul)
     try:
         return model.model_validate(data)
     except ValidationError as e:
@@ -125,6 +162,17 @@ def arg_int(name: str, default: Optional[int] = None, lo: int = 0, hi: int = 2**
 
 def page() -> tuple[int, int]:
     return arg_int("limit", 100, 1, 1000), arg_int("offset", 0, 0)
+
+
+MAX_ID = 2**31 - 1
+
+
+def by_id(model, ident: int, what: str, field: str):
+    """Row by integer id; ids outside the column's range are simply unknown (404), never a DB error."""
+    row = db.session.get(model, ident) if 0 <= ident <= MAX_ID else None
+    if row is None:
+        raise ApiError(404, "not_found", f"unknown {what} {ident}", field=field)
+    return row
 
 
 def get_machine(name: str) -> Machine:
@@ -448,9 +496,7 @@ def list_runs():
 @api_bp.get("/runs/<int:run_id>")
 @require("viewer")
 def get_run(run_id: int):
-    r = db.session.get(Run, run_id)
-    if r is None:
-        raise ApiError(404, "not_found", f"unknown run {run_id}", field="run_id")
+    r = by_id(Run, run_id, "run", "run_id")
     out = run_json(r)
     out["headers"], out["footer"] = r.headers, r.footer
     out["series"] = [series_json(s) for s in db.session.scalars(select(Series).where(Series.run_id == r.id)
@@ -483,9 +529,7 @@ def list_series():
 @api_bp.get("/series/<int:series_id>")
 @require("viewer")
 def get_series(series_id: int):
-    s = db.session.get(Series, series_id)
-    if s is None:
-        raise ApiError(404, "not_found", f"unknown series {series_id}", field="series_id")
+    s = by_id(Series, series_id, "series", "series_id")
     return jsonify(series_json(s, values=True))
 
 
@@ -520,9 +564,7 @@ def list_analyses():
 @api_bp.get("/analyses/<int:analysis_id>")
 @require("viewer")
 def get_analysis(analysis_id: int):
-    a = db.session.get(Analysis, analysis_id)
-    if a is None:
-        raise ApiError(404, "not_found", f"unknown analysis {analysis_id}", field="analysis_id")
+    a = by_id(Analysis, analysis_id, "analysis", "analysis_id")
     return jsonify(analysis_json(a, violations=True))
 
 
@@ -566,9 +608,7 @@ def list_profiles():
 @api_bp.get("/profiles/<int:version_id>")
 @require("viewer")
 def get_profile_version(version_id: int):
-    v = db.session.get(ProfileVersion, version_id)
-    if v is None:
-        raise ApiError(404, "not_found", f"unknown profile version {version_id}", field="version_id")
+    v = by_id(ProfileVersion, version_id, "profile version", "version_id")
     out = version_json(v, files=True)
     out["machine"], out["library"] = v.profile_set.machine.name, v.profile_set.library.name
     return jsonify(out)
