@@ -110,7 +110,11 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
                 if v.other_median > (1 - gain) * v.default_median:
                     reason = f"{v.algorithm}: gain {1 - v.other_median / v.default_median:.1%} < {gain:.0%}"
                     continue
-                m, i = extra_bytes(v.algorithm, s, p)
+                try:
+                    m, i = extra_bytes(v.algorithm, s, p)
+                except KeyError:
+                    reason = f"{v.algorithm}: no memory rule (unknown mock-up)"
+                    continue
                 if m > mb or i > ib:
                     reason = f"{v.algorithm}: needs {m} B + {i} B ints > budget {mb} B / {ib} B"
                     continue

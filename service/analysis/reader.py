@@ -136,32 +136,31 @@ def _is_number(tok: str) -> bool:
 
 def parse_text(text: str, source: str) -> RunResult:
     """Parse one raw-result file's text. Raises ResultsFormatError(source, line, message)."""
-    lines = text.splitlines()
     header: dict[str, str] = {}
     pgmpi_lines: list[tuple[int, str]] = []
     columns: list[str] | None = None
     col_lineno = 0
-    data_lines: list[str] = []
-    data_linenos_start = 0
-    # header / column line; everything after the column line that is not a comment is data
-    i = 0
-    n = len(lines)
-    while i < n:
-        raw = lines[i]
-        s = raw.strip()
-        i += 1
+    # header and column line: read line by line (few lines)
+    pos, lineno, n = 0, 0, len(text)
+    while pos < n:
+        nl = text.find("\n", pos)
+        if nl < 0:
+            nl = n
+        s = text[pos:nl].strip()
+        pos = nl + 1
+        lineno += 1
         if not s:
             continue
-        if s.startswith("#"):
-            _comment(s, i, source, header, pgmpi_lines)
+        if s[0] == "#":
+            _comment(s, lineno, source, header, pgmpi_lines)
             continue
         toks = s.split()
         if all(not _is_number(t) for t in toks) and any(t in ("runtime_sec", "msize", "count", "nrep",
                                                                  "loc_tstart_sec", "gl_tstart_sec") for t in toks):
             columns = toks
-            col_lineno = i
+            col_lineno = lineno
             break
-        raise ResultsFormatError(source, i, "measurement line before the column line "
+        raise ResultsFormatError(source, lineno, "measurement line before the column line "
                                  "(expected e.g. 'test nrep msize runtime_sec algorithm')")
     if columns is None:
         raise ResultsFormatError(source, None, "no column line found (expected e.g. "
@@ -172,38 +171,47 @@ def parse_text(text: str, source: str) -> RunResult:
                                  "has no raw measurements; rerun ReproMPI without --summary")
     if len(set(columns)) != len(columns):
         raise ResultsFormatError(source, col_lineno, f"duplicate column names in {' '.join(columns)}")
-    # data and footer; a repeated column line (several blocks) must be identical
-    data_linenos_start = i + 1
+    start = min(pos, n)
+    # footer: trailing comment / blank lines, found from the end
     end = n
-    while end > i and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
-        end -= 1
-    for j in range(end, n):
-        s = lines[j].strip()
+    while end > start:
+        ls = text.rfind("\n", start, end - 1) + 1 if end - 1 > start else start
+        ls = max(ls, start)
+        line = text[ls:end].strip()
+        if line and line[0] != "#":
+            break
+        end = ls
+    e2 = end
+    while e2 > start and text[e2 - 1] in "\r\n":
+        e2 -= 1
+    block = text[start:e2]
+    footer = text[end:]
+    data_first = col_lineno + 1
+    foot_first = data_first + text.count("\n", start, end)
+    for k, raw in enumerate(footer.split("\n")):
+        s = raw.strip()
         if s:
-            _comment(s, j + 1, source, header, pgmpi_lines)
-    middle = lines[i:end]
-    blob = "\n".join(middle)
+            _comment(s, foot_first + k, source, header, pgmpi_lines)
+    if "#" not in block:
+        try:
+            return _build(source, header, pgmpi_lines, columns, col_lineno, block, None, data_first)
+        except ResultsFormatError:
+            pass    # maybe a repeated column line: the line-by-line path below skips it or reports the error
+    # comments between the data, or a repeated column line (several blocks)
     col_text = " ".join(columns)
-    linenos = None
-    if "#" in blob or columns[-1] in blob:
-        data_lines = []
-        linenos = []
-        for j, raw in enumerate(middle, data_linenos_start):
-            s = raw.strip()
-            if not s:
-                continue
-            if s[0] == "#":
-                _comment(s, j, source, header, pgmpi_lines)
-                continue
-            if s.split() == columns:
-                continue
-            if " ".join(s.split()) == col_text:
-                continue
-            data_lines.append(s)
-            linenos.append(j)
-    else:
-        data_lines = middle
-    return _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos, data_linenos_start)
+    data, linenos = [], []
+    for j, raw in enumerate(block.split("\n"), data_first):
+        s = raw.strip()
+        if not s:
+            continue
+        if s[0] == "#":
+            _comment(s, j, source, header, pgmpi_lines)
+            continue
+        if " ".join(s.split()) == col_text:
+            continue
+        data.append(s)
+        linenos.append(j)
+    return _build(source, header, pgmpi_lines, columns, col_lineno, data, linenos, data_first)
 
 
 def _comment(s: str, lineno: int, source: str, header: dict, pgmpi_lines: list) -> None:
@@ -228,12 +236,16 @@ def _line_of(linenos, start: int, row: int) -> int:
 
 def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos, start) -> RunResult:
     ncol = len(columns)
-    toks = " ".join(data_lines).split()
-    nrows = len(data_lines)
-    if len(toks) != nrows * ncol and linenos is None:
-        # whitespace-only lines in the data: number the remaining ones
-        linenos = [start + r for r, l in enumerate(data_lines) if l.strip()]
-        data_lines = [l for l in data_lines if l.strip()]
+    if isinstance(data_lines, str):
+        toks = data_lines.split()
+        nrows = len(toks) // ncol
+        if len(toks) != nrows * ncol or (toks and data_lines.count("\n") + 1 != nrows):
+            lines = data_lines.split("\n")
+            linenos = [start + r for r, l in enumerate(lines) if l.strip()]
+            data_lines = [l for l in lines if l.strip()]
+            nrows = len(data_lines)
+    else:
+        toks = " ".join(data_lines).split()
         nrows = len(data_lines)
     if len(toks) != nrows * ncol:
         for r, l in enumerate(data_lines):
@@ -248,18 +260,25 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
 
     def numeric(name, dtype):
         vals = col(name)
-        try:
-            arr = np.array(vals, dtype=np.float64)
-        except ValueError:
-            for r, v in enumerate(vals):
-                try:
-                    float(v)
-                except ValueError:
-                    raise ResultsFormatError(source, _line_of(linenos, start, r),
-                                             f"field {name!r}: {v!r} is not a number") from None
-            raise
+        arr = None
+        if vals:
+            try:
+                arr = np.fromiter(map(float, vals), dtype=np.float64, count=len(vals))
+            except ValueError:
+                arr = None
+        if arr is None:
+            try:
+                arr = np.array(vals, dtype=np.float64)
+            except ValueError:
+                for r, v in enumerate(vals):
+                    try:
+                        float(v)
+                    except ValueError:
+                        raise ResultsFormatError(source, _line_of(linenos, start, r),
+                                                 f"field {name!r}: {v!r} is not a number") from None
+                raise
         if dtype is np.int64:
-            bad = np.nonzero(arr != np.floor(arr))[0]
+            bad = np.nonzero(~np.isfinite(arr) | (arr != np.floor(arr)))[0]
             if bad.size:
                 r = int(bad[0])
                 raise ResultsFormatError(source, _line_of(linenos, start, r),
@@ -281,8 +300,7 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
             raise ResultsFormatError(source, col_lineno, "no 'test' column and no single #@test=/#@calls= header "
                                      f"naming the call (columns: {' '.join(columns)})")
         names = [call] * nrows
-    tests, test_codes = np.unique(np.array(names, dtype=object).astype(str), return_inverse=True) if nrows else \
-        (np.array([], dtype=str), np.zeros(0, dtype=np.int64))
+    tests, test_codes = _codes(names)
     tests = [str(t) for t in tests]
     for t in tests:
         if not _NAME_RE.match(t):
@@ -345,9 +363,7 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
 
     # algorithm
     if "algorithm" in cidx:
-        algs_tab, alg_codes = np.unique(np.array(col("algorithm"), dtype=str), return_inverse=True)
-        algorithms = [str(a) for a in algs_tab]
-        alg_codes = alg_codes.astype(np.int32)
+        algorithms, alg_codes = _codes(col("algorithm"))
     else:
         base = header.get("algorithm") or "default"
         algorithms = [base]
@@ -393,6 +409,14 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
     return RunResult(source=source, header=header, tests=tests, algorithms=algorithms, test=test_codes,
                      nrep=nrep, msize=msize, runtime=runtime, algorithm=alg_codes, alg_footer=alg_footer,
                      config=config, pgmpi_lines=["#@" + b for _, b in pgmpi_lines])
+
+
+def _codes(values: list[str]) -> tuple[list[str], np.ndarray]:
+    """Table of distinct values (first-seen order) and int32 codes into it."""
+    table = dict.fromkeys(values)
+    for k, name in enumerate(table):
+        table[name] = k
+    return list(table), np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
 
 
 def read_file(path) -> RunResult:

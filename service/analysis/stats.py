@@ -105,14 +105,23 @@ def build_cells(rs: ResultSet) -> Cells:
         config_runs[cfg_keys[key]].append(ri)
 
     n = len(rs)
-    # 1) per-(run, test, msize, alg) medians: sort by keys then runtime
-    order = np.lexsort((rs.runtime, rs.msize, rs.algorithm, rs.test, rs.run))
-    run_s, test_s, alg_s, msize_s, rt_s = (rs.run[order], rs.test[order], rs.algorithm[order], rs.msize[order],
-                                           rs.runtime[order])
-    starts = _group_starts([run_s, test_s, alg_s, msize_s])
+    # 1) per-(run, test, alg, msize) medians: one composite int64 key, then sort by (key, runtime)
+    sizes, size_code = np.unique(rs.msize, return_inverse=True)
+    nt, na, ns = max(len(rs.tests), 1), max(len(rs.algorithms), 1), max(len(sizes), 1)
+    key = ((rs.run.astype(np.int64) * nt + rs.test) * na + rs.algorithm) * ns + size_code.reshape(-1)
+    order = np.lexsort((rs.runtime, key))
+    key_s, rt_s = key[order], rs.runtime[order]
+    starts = _group_starts([key_s])
     med, cnt = _segment_medians(rt_s, starts, n)
     sums = np.add.reduceat(rt_s, starts) if n else np.zeros(0)
-    g_run, g_test, g_alg, g_msize = run_s[starts], test_s[starts], alg_s[starts], msize_s[starts]
+    gk = key_s[starts]
+    g_size_code = gk % ns
+    gk //= ns
+    g_alg = gk % na
+    gk //= na
+    g_test = gk % nt
+    g_run = gk // nt
+    g_msize = sizes[g_size_code] if n else np.zeros(0, dtype=np.int64)
     g_cfg = run_cfg[g_run] if n else np.zeros(0, dtype=np.int64)
 
     # 2) cells = (cfg, test, msize, alg); sample = medians over runs

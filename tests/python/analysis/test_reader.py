@@ -95,3 +95,34 @@ def test_resultset_spans_runs(tmp_path):
     assert len(rs) == 8 and rs.libraries == ["openmpi", "mpich"] and rs.run_nprocs.tolist() == [2, 4]
     assert (rs.coll == BARRIER).sum() == 2 and set(rs.run.tolist()) == {0, 1}
     assert np.all(rs.msize == 1024)
+
+
+def test_repeated_column_line_and_comments_between_blocks():
+    text = ("#@nprocs=2\ntest nrep msize runtime_sec\nMPI_Bcast 0 8 0.1\n\n# block 2\n"
+            "  test   nrep msize runtime_sec\nMPI_Bcast 0 16 0.2\n#@pgmpi alg MPI_Bcast 16 bcast_as_allgatherv\n")
+    r = parse_text(text, "blocks")
+    assert r.msize.tolist() == [8, 16]
+    assert [r.algorithms[a] for a in r.algorithm] == ["default", "bcast_as_allgatherv"]
+
+
+def test_error_line_numbers_after_blank_and_comment_lines():
+    text = "#@a=1\n\ntest nrep msize runtime_sec\nMPI_Bcast 0 8 0.1\n# c\n\nMPI_Bcast 1 8 zz\n"
+    with pytest.raises(ResultsFormatError) as ei:
+        parse_text(text, "f")
+    assert ei.value.line == 7
+    text = "test nrep msize runtime_sec\nMPI_Bcast 0 8 0.1\n   \nMPI_Bcast 1 8 zz\n#@pgmpi config a 1\n"
+    with pytest.raises(ResultsFormatError) as ei:
+        parse_text(text, "f")
+    assert ei.value.line == 4
+
+
+def test_footer_line_numbers():
+    text = "test nrep msize runtime_sec\nMPI_Bcast 0 8 0.1\nMPI_Bcast 1 8 0.1\n\n#@pgmpi alg MPI_Bcast\n"
+    with pytest.raises(ResultsFormatError) as ei:
+        parse_text(text, "f")
+    assert ei.value.line == 5
+
+
+def test_no_data_rows_is_empty_run():
+    r = parse_text("#@nprocs=2\ntest nrep msize runtime_sec\n#@pgmpi config x 1\n", "e")
+    assert len(r) == 0

@@ -1,0 +1,101 @@
+"""Known truth: power for 1.2x and 2x slowdowns at R=10, A/A violation rate, campaign-wide FDR with BH.
+
+Noise (service/analysis/synthetic.py): 5 % mpirun-to-mpirun (log-normal), 5 % per measurement, 2 % outliers
+with 1 + Exp(1) extra; 125 repetitions per mpirun; R = 10 mpiruns. Each simulated campaign is one config
+(a distinct machine name), so one analysis evaluates many independent campaigns at once.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from service.analysis.guidelines import analyze
+from service.analysis.reader import ResultSet
+from service.analysis.synthetic import Design, simulate
+
+SIZES = [8, 1024, 65536, 1048576]
+M_SLOW12 = "allreduce_as_reduce_bcast"                 # the default is 1.2x slower than this one
+M_SLOW2 = "allreduce_as_reducescatterblock_allgather"  # the default is 2x slower than this one
+M_NULL = "allreduce_as_reducescatter_allgatherv"       # exactly as fast as the default (A/A)
+CAMPAIGNS = 150
+
+
+def _campaigns(n, seed, factors, nrep=125):
+    rng = np.random.default_rng(seed)
+    runs = []
+    for c in range(n):
+        d = Design(collectives=["allreduce"], sizes=SIZES,
+                   mockups={"allreduce": [M_SLOW12, M_SLOW2, M_NULL]}, factors=factors, nruns=10, nrep=nrep,
+                   machine=f"m{c:04d}")
+        runs += simulate(d, rng)
+    return ResultSet.from_runs(runs)
+
+
+FACTORS = {("allreduce", M_SLOW12, s): 1 / 1.2 for s in SIZES} | {("allreduce", M_SLOW2, s): 0.5 for s in SIZES}
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return _campaigns(CAMPAIGNS, 20261122, FACTORS)
+
+
+def _rate(verdicts, alg):
+    vs = [v for v in verdicts if v.kind == "pattern" and v.algorithm == alg]
+    return sum(v.violated for v in vs) / len(vs), len(vs)
+
+
+@pytest.mark.parametrize("test", ["mannwhitney", "welch", "ks"])
+def test_power_and_aa(sim, test):
+    a = analyze(sim, alpha=0.05, test=test, kinds=("pattern",))
+    p12, n12 = _rate(a.verdicts, M_SLOW12)
+    p2, n2 = _rate(a.verdicts, M_SLOW2)
+    aa, naa = _rate(a.verdicts, M_NULL)
+    print(f"\n[{test}] power 1.2x = {p12:.3f} (n={n12}), power 2x = {p2:.3f} (n={n2}), "
+          f"A/A violation rate = {aa:.4f} (n={naa}, alpha=0.05)")
+    assert n12 == n2 == naa == CAMPAIGNS * len(SIZES)
+    assert p12 >= 0.95 and p2 >= 0.95
+    se = math.sqrt(0.05 * 0.95 / naa)
+    if test == "mannwhitney":
+        assert aa <= 0.05
+    else:
+        assert aa <= 0.05 + 2 * se   # not significantly above alpha
+
+
+def test_aa_rate_at_other_alpha(sim):
+    a = analyze(sim, alpha=0.01, kinds=("pattern",))
+    aa, n = _rate(a.verdicts, M_NULL)
+    print(f"\nA/A violation rate at alpha=0.01: {aa:.4f} (n={n})")
+    assert aa <= 0.01 + 2 * math.sqrt(0.01 * 0.99 / n)
+
+
+def test_no_false_pattern_in_wrong_direction(sim):
+    # a mock-up that is SLOWER than the default never counts as a violation of the one-sided test
+    rng = np.random.default_rng(5)
+    d = Design(collectives=["bcast"], sizes=SIZES, mockups={"bcast": ["bcast_as_allgatherv"]},
+               factors={("bcast", "bcast_as_allgatherv", s): 2.0 for s in SIZES})
+    a = analyze(ResultSet.from_runs(simulate(d, rng)), kinds=("pattern",))
+    assert a.verdicts and not a.violations()
+
+
+def test_fdr_campaign_wide():
+    """Each campaign: 4 sizes x (1 mock-up with a 1.2x truth + 2 A/A mock-ups) + monotony tests; BH at q=0.1
+    per campaign (one analysis per campaign). FDR = mean over campaigns of false / max(1, discoveries)."""
+    q = 0.10
+    rng = np.random.default_rng(77)
+    fdps, unadjusted = [], []
+    fac = {("allreduce", M_SLOW12, s): 1 / 1.2 for s in SIZES}
+    for c in range(120):
+        d = Design(collectives=["allreduce"], sizes=SIZES, mockups={"allreduce": [M_SLOW12, M_SLOW2, M_NULL]},
+                   factors=fac, nruns=10, nrep=40, machine=f"c{c}")
+        rs = ResultSet.from_runs(simulate(d, rng))
+        for fdr, store in ((True, fdps), (False, unadjusted)):
+            a = analyze(rs, alpha=q, fdr=fdr, kinds=("pattern", "monotony"))
+            found = a.violations()
+            false = [v for v in found if v.kind == "monotony" or v.algorithm != M_SLOW12]
+            store.append(len(false) / max(1, len(found)))
+            if fdr:
+                assert all(v.p_adjusted is not None for v in a.verdicts)
+    fdr_bh, fdr_raw = float(np.mean(fdps)), float(np.mean(unadjusted))
+    print(f"\ncampaign-wide FDR with BH (q={q}): {fdr_bh:.4f}; without adjustment: {fdr_raw:.4f}")
+    assert fdr_bh <= q
+    assert fdr_raw > fdr_bh   # the adjustment does something
