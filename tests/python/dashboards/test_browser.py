@@ -1,0 +1,224 @@
+"""Browser tests in Debian's headless Chromium against the app served on 127.0.0.1 by the test.
+
+- overview, heatmap and detail render a real campaign: pgmpi-bench output (Open MPI, 2 ranks,
+  3 mpiruns) uploaded through the API and analysed;
+- an admin publishes a candidate and rolls it back with the page's buttons (files on disk checked);
+- a viewer sees no publish button, and a POST to the endpoint from the viewer's browser is refused.
+Screenshots go to $PGMPI_SCREENSHOT_DIR (default: the test's tmp dir).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+from dash_helpers import (add_users_and_tokens, analyse, make_app, mpi_install, mpirun_cmd, raw_file,
+                          upload)
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    for exe in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(exe, os.X_OK):
+            pytest.fail(f"{exe} missing: apt-get install chromium chromium-driver (deploy/install-packages.sh)")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                 f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,1000"):
+        opts.add_argument(flag)
+    drv = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+    drv.set_page_load_timeout(60)
+    yield drv
+    drv.quit()
+
+
+def serve(app):
+    srv = make_server("127.0.0.1", 0, app, threaded=True)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    return srv, f"http://127.0.0.1:{srv.server_port}"
+
+
+@pytest.fixture
+def live(tmp_path, request):
+    """(app, base url, tokens) on SQLite, or on a scratch PostgreSQL database with PGMPI_DASH_DB=postgres."""
+    if os.environ.get("PGMPI_DASH_DB") == "postgres":
+        url = request.getfixturevalue("pg_database")
+    else:
+        url = f"sqlite:///{tmp_path / 'pgmpi.sqlite'}"
+    app = make_app(url, tmp_path / "instance")
+    tokens = add_users_and_tokens(app)
+    srv, base = serve(app)
+    yield app, base, tokens
+    srv.shutdown()
+    from service.db import db
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
+def shots_dir(tmp_path) -> Path:
+    d = Path(os.environ.get("PGMPI_SCREENSHOT_DIR") or tmp_path / "shots")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def browser_login(drv, base, user, password):
+    from selenium.webdriver.common.by import By
+    drv.get(base + "/auth/login")
+    drv.find_element(By.NAME, "username").send_keys(user)
+    drv.find_element(By.NAME, "password").send_keys(password)
+    drv.find_element(By.CSS_SELECTOR, "form.login [type=submit]").click()
+    assert drv.find_element(By.TAG_NAME, "header").text.find(user) >= 0
+
+
+def wait_plot(drv, css, timeout=20):
+    from selenium.webdriver.support.ui import WebDriverWait
+    WebDriverWait(drv, timeout).until(
+        lambda d: d.execute_script(f"return document.querySelectorAll('{css} .main-svg').length") > 0)
+
+
+def bench_campaign(tmp_path, campaign, machine="testbox", mpiruns=3) -> dict[str, str]:
+    """Real pgmpi-bench output (Open MPI, 2 ranks): one file per mpirun."""
+    prefix = mpi_install("openmpi")
+    files = {}
+    for i in range(mpiruns):
+        out = tmp_path / f"{campaign}_{i}.txt"
+        cmd = mpirun_cmd("openmpi", 2) + [str(prefix / "bin" / "pgmpi-bench"), "--calls=allreduce,bcast,scatter",
+                                          "--sizes=8,1K,16K,256K", "--nrep=15", f"--machine={machine}",
+                                          f"--campaign={campaign}", f"--mpirun-index={i}", "--module-name=openmpi/4.1.4",
+                                          f"--output={out}"]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        files[out.name] = out.read_text()
+    return files
+
+
+@pytest.mark.mpi
+def test_pages_render_a_real_campaign(live, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    app, base, tokens = live
+    A = tokens["admin"]
+    c = app.test_client()
+    assert c.post("/api/v1/machines", headers=A, json={"name": "testbox", "nodes": 1, "cores_per_node": 2,
+                                                        "interconnect": "shm", "notes": ""}).status_code == 201
+    files = bench_campaign(tmp_path, "nightly-real")
+    version = next(l.split("=", 1)[1] for l in files[next(iter(files))].splitlines() if l.startswith("#@mpi_version="))
+    c.post("/api/v1/machines/testbox/libraries", headers=A, json={"name": "openmpi", "version": version,
+                                                                  "module": "openmpi/4.1.4"})
+    assert c.post("/api/v1/campaigns", headers=A, json={"name": "nightly-real", "machine": "testbox",
+                                                         "definition": {}, "schedule": ""}).status_code == 201
+    up = upload(c, A, files, "nightly-real")
+    assert up["timings"] > 0
+    analyse(app, c, A, "testbox", "openmpi", "nightly-real")
+    lib = f"openmpi-{version}"
+    shots = shots_dir(tmp_path)
+    browser_login(browser, base, "viewer1", "viewer-password")
+
+    browser.get(base + "/")
+    table = browser.find_element(By.ID, "overview")
+    assert "testbox" in table.text and lib in table.text and "brave" in table.text
+    browser.save_screenshot(str(shots / "overview.png"))
+
+    browser.find_element(By.LINK_TEXT, "heatmap").click()
+    wait_plot(browser, ".heatmap")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.hm-table tr")
+    assert [r.find_element(By.TAG_NAME, "th").text for r in rows[1:]] == ["allreduce", "bcast", "scatter"]
+    cells = browser.find_elements(By.CSS_SELECTOR, "table.hm-table td")
+    assert len(cells) == 12 and all(cell.text.endswith(("x", "x *")) for cell in cells)
+    browser.save_screenshot(str(shots / "heatmap.png"))
+
+    browser.find_element(By.LINK_TEXT, "allreduce").click()
+    wait_plot(browser, "#latency")
+    ntraces = browser.execute_script("return document.getElementById('latency').data.length")
+    assert ntraces == 4  # default + the three Allreduce mock-ups that pgmpi-bench measured
+    medians = browser.find_element(By.ID, "medians").text
+    assert "allreduce_as_reduce_bcast" in medians and "256 KiB" in medians
+    browser.save_screenshot(str(shots / "detail.png"))
+
+    browser.get(base + f"/m/testbox/{lib}/trends?key=allreduce&msize=1024&p=2")
+    wait_plot(browser, "#trend")
+    browser.save_screenshot(str(shots / "trends.png"))
+    browser.get(base + "/campaigns")
+    assert "nightly-real" in browser.find_element(By.ID, "campaigns").text
+    browser.save_screenshot(str(shots / "campaigns.png"))
+
+
+def seed_candidate(app, c, tokens):
+    A = tokens["admin"]
+    c.post("/api/v1/machines", headers=A, json={"name": "m1", "nodes": 1, "cores_per_node": 8,
+                                                "interconnect": "shm", "notes": ""})
+    c.post("/api/v1/machines/m1/libraries", headers=A, json={"name": "openmpi", "version": "4.1.4",
+                                                             "module": "openmpi/4.1.4"})
+    c.post("/api/v1/campaigns", headers=A, json={"name": "n1", "machine": "m1", "definition": {}, "schedule": ""})
+    upload(c, A, {f"p{p}_{i}.txt": raw_file("m1", "openmpi", "4.1.4", p, i, "n1") for p in (2, 4) for i in range(3)},
+           "n1")
+    analyse(app, c, A, "m1", "openmpi", "n1")
+    from datetime import datetime, timezone
+    from service.db import db
+    from service.models import ProfileSet, ValidationFigure
+    with app.app_context():   # what the agent's validation run reports: tuned not slower where it redirects
+        ps = db.session.query(ProfileSet).one()
+        v = ps.versions[-1]
+        assert v.files, "the analysis made no candidate profile"
+        v.state, v.validated_at = "validated", datetime.now(timezone.utc)
+        for size in (65536, 1048576):
+            db.session.add(ValidationFigure(version_id=v.id, collective="allreduce", msize=size, nprocs=2,
+                                            default_time=2e-4, tuned_time=1.4e-4, speedup=2e-4 / 1.4e-4))
+        db.session.commit()
+        return ps.id, v.id, dict(v.files)
+
+
+def test_admin_publishes_and_rolls_back(live, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    app, base, tokens = live
+    set_id, vid, files = seed_candidate(app, app.test_client(), tokens)
+    root = Path(app.config["PGMPI_PROFILE_ROOT"])
+    current = root / "m1" / "openmpi-4.1.4" / "current"
+    browser_login(browser, base, "admin1", "admin-password")
+    browser.get(base + f"/profiles/{set_id}")
+    assert browser.find_element(By.ID, "current-version").text == "nothing"
+    assert "2 points, worst speed-up 1.43" in browser.find_element(By.ID, "versions").text
+    assert "+MPI_Allreduce" in browser.find_element(By.ID, "diff").text
+    browser.save_screenshot(str(shots_dir(tmp_path) / "profile_before.png"))
+    browser.find_element(By.ID, "publish").click()
+    assert "Published as version 1" in browser.find_element(By.CSS_SELECTOR, ".flash").text
+    assert browser.find_element(By.ID, "current-version").text == "version 1"
+    assert {p.name: p.read_text() for p in current.iterdir()} == files
+    hist = browser.find_element(By.ID, "history").text
+    assert "user:admin1" in hist and "publish" in hist
+    browser.save_screenshot(str(shots_dir(tmp_path) / "profile_published.png"))
+    browser.find_element(By.ID, "rollback").click()
+    assert "Rolled back to version 0" in browser.find_element(By.CSS_SELECTOR, ".flash").text
+    assert os.readlink(current) == "versions/0" and list(current.iterdir()) == []
+    assert "rollback" in browser.find_element(By.ID, "history").text
+    browser.save_screenshot(str(shots_dir(tmp_path) / "profile_rolled_back.png"))
+
+
+def test_viewer_cannot_publish(live, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    app, base, tokens = live
+    set_id, vid, _ = seed_candidate(app, app.test_client(), tokens)
+    browser_login(browser, base, "viewer1", "viewer-password")
+    browser.get(base + f"/profiles/{set_id}")
+    assert browser.find_elements(By.ID, "publish") == [] and browser.find_elements(By.ID, "rollback") == []
+    csrf = browser.find_element(By.CSS_SELECTOR, "header input[name=csrf_token]").get_attribute("value")
+    status = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const body = new URLSearchParams({version_id: arguments[1], csrf_token: arguments[2]});
+        fetch(arguments[0], {method: 'POST', body: body, credentials: 'same-origin'}).then(r => done(r.status));
+    """, f"{base}/profiles/{set_id}/publish", str(vid), csrf)
+    assert status == 403
+    root = Path(app.config["PGMPI_PROFILE_ROOT"])
+    assert not (root / "m1").exists()
