@@ -199,7 +199,7 @@ static void usage(FILE *f)
 "                        time those measurements took (sum of run-times; slowest algorithm).  Per\n"
 "                        size: b1 pilot measurements, b2 more if their RSE >= rse2, l = their minimum,\n"
 "                        nrep = max(ceil(t_nrep1 / l), K) (at most max).  Pilots are not written.\n"
-"                        PARAMS: rse1=0.01,rse2=0.05,b1=5,b2=5,K=10,max=100000,min1=10,max1=10000,\n"
+"                        PARAMS: rse1=0.01,rse2=0.05,b1=5,b2=5,K=10,max=10000,min1=10,max1=1000,\n"
 "                        tnrep1=SECONDS (skip the 1-byte step; e.g. the maximum over earlier runs)\n"
 "  --time-budget=SEC     stop a (call, size) once its measurements (with synchronisation) took SEC\n"
 "                        seconds, whatever the policy says\n"
@@ -494,7 +494,7 @@ static void parse_args(int argc, char **argv)
     O.barrier_rows = 1; O.policy = P_FIXED; O.nrep = 100;
     O.thr_rse = 0.025; O.thr_covmean = 0.01; O.thr_covmedian = 0.01; O.w_covmean = 20; O.w_covmedian = 20;
     O.pmin = 20; O.pmax = 1000; O.pstep = 10;
-    O.t_rse1 = 0.01; O.t_rse2 = 0.05; O.b1 = 5; O.b2 = 5; O.K = 10; O.tmax = 100000; O.tmin1 = 10; O.tmax1 = 10000;
+    O.t_rse1 = 0.01; O.t_rse2 = 0.05; O.b1 = 5; O.b2 = 5; O.K = 10; O.tmax = 10000; O.tmin1 = 10; O.tmax1 = 1000;
     O.dt = 0; O.op = 0; O.root = 0;
     const char *calls = "all", *algs = "all", *sizes = "8,1K,64K,1M", *predict = NULL, *time_rule = NULL;
     const char *pred_params = NULL, *rse = NULL, *cm = NULL, *cmw = NULL, *cd = NULL, *cdw = NULL;
@@ -1060,6 +1060,29 @@ static void footer_add(const char *fmt, ...)
 }
 
 /* ------------------------------------------------------------------ main */
+/* libpgmpitune reserves its scratch pools at MPI_Init (PGMPITUNE_MSG_POOL_BYTES, default 100 MB); a
+ * mock-up whose need exceeds the pool falls back to the default, and its rows would carry the mock-up's
+ * name while measuring the default.  Unless the user sized the pool, ask for what the plan needs (p from
+ * the launcher's environment; the #@pgmpi fallback lines of the report show any fallback that remains). */
+static void reserve_pools(void)
+{
+    if (getenv("PGMPITUNE_MSG_POOL_BYTES") || getenv("PGMPITUNE_CONFIG") || getenv("PGMPI_CONFIG_FILE")) return;
+    const char *v[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"};
+    int p = 0;
+    for (int i = 0; i < 4 && p <= 0; i++) { const char *s = getenv(v[i]); if (s) p = atoi(s); }
+    if (p <= 0) return;
+    size_t need = 0;
+    for (int i = 0; i < O.ncalls; i++)
+        for (int j = 0; j < O.nsizes; j++) {
+            cplan_t cp; plan_call(&O.calls[i], O.req_sizes[j], p, &cp);
+            if (cp.scratch > need) need = cp.scratch;
+        }
+    if (need > (size_t)100000000) {
+        char b[32]; snprintf(b, sizeof b, "%zu", need);
+        setenv("PGMPITUNE_MSG_POOL_BYTES", b, 1);
+    }
+}
+
 static cplan_t g_plan[MAXCALLS][MAXSIZES];
 
 static void check_plan(double *limit_out, size_t *maxs, size_t *maxr, size_t *maxscr, int *worst_size)
@@ -1158,6 +1181,7 @@ int main(int argc, char **argv)
     parse_args(argc, argv);
     /* the library's #@pgmpi report at MPI_Finalize belongs in the output */
     setenv("PGMPITUNE_VERBOSE", "1", 1);
+    reserve_pools();
     time_t start_wall = time(NULL);
     MPI_Init(&argc, &argv);
     g_mpi_up = 1;
