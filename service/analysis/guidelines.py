@@ -75,6 +75,7 @@ class Analysis:
     split_tolerance: float
     barrier: dict[tuple[int, int], float] = field(default_factory=dict)   # (cfg, msize) -> barrier median
     memory_config: dict[int, dict[str, int]] = field(default_factory=dict)  # cfg -> #@pgmpi config ints
+    datatype_bytes: dict[int, int] = field(default_factory=dict)            # cfg -> bytes of #@datatype
 
     @property
     def configs(self):
@@ -108,9 +109,14 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = "mannwhitney
         raise ValueError(f"unknown test {test!r}; valid: {', '.join(TESTS)}")
     cells = rs if isinstance(rs, Cells) else build_cells(rs)
     mem_cfg: dict[int, dict[str, int]] = {}
+    dt_bytes: dict[int, int] = {}
     if isinstance(rs, ResultSet):
+        from .reader import DATATYPE_BYTES
         for ci, runs in enumerate(cells.config_runs):
             for ri in runs:
+                dt = rs.runs[ri].header.get("datatype")
+                if dt in DATATYPE_BYTES:
+                    dt_bytes[ci] = DATATYPE_BYTES[dt]
                 for key, val in rs.runs[ri].config.items():
                     if val.strip().isdigit():
                         mem_cfg.setdefault(ci, {})[key] = min(int(val), mem_cfg.get(ci, {}).get(key, int(val)))
@@ -208,7 +214,8 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = "mannwhitney
     order = {k: n for n, k in enumerate(KINDS)}
     verdicts.sort(key=lambda v: (v.cfg, v.collective, order[v.kind], v.msize, v.algorithm))
     return Analysis(cells=cells, verdicts=verdicts, alpha=alpha, test=test, fdr=fdr,
-                    split_tolerance=split_tolerance, barrier=barrier, memory_config=mem_cfg)
+                    split_tolerance=split_tolerance, barrier=barrier, memory_config=mem_cfg,
+                    datatype_bytes=dt_bytes)
 
 
 def _or(a, b):

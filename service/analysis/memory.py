@@ -65,3 +65,44 @@ KNOWN = ("allgather_as_gather_bcast", "allgather_as_alltoall", "allgather_as_all
 def fits(mockup: str, msize: int, p: int, msg_budget: int | None, int_budget: int | None) -> bool:
     m, i = extra_bytes(mockup, msize, p)
     return (msg_budget is None or m <= msg_budget) and (int_budget is None or i <= int_budget)
+
+
+class MemoryModel:
+    """Pool bytes a mock-up needs: from the library itself (`pgmpitune-check --list --json --p --bytes --elem`,
+    what decides the run-time fallback) when a checker is available, else from table 1 above.
+
+        mm = MemoryModel.auto();  mm.needs("allgather_as_alltoall", 1024, 16, elem=1) -> (msg bytes, int bytes)
+        mm.source -> "library" | "table1"
+    """
+
+    def __init__(self, checker=None):
+        self.checker = checker
+        self.source = "library" if checker else "table1"
+        self._cache: dict[tuple[int, int, int], dict[str, tuple[int, int]]] = {}
+
+    @classmethod
+    def auto(cls) -> "MemoryModel":
+        from .profiles import find_checker
+        return cls(find_checker())
+
+    def _library(self, p: int, msize: int, elem: int) -> dict[str, tuple[int, int]]:
+        key = (p, msize, elem)
+        if key not in self._cache:
+            import json
+            import subprocess
+            r = subprocess.run([str(self.checker), "--list", "--json", f"--p={p}", f"--bytes={msize}",
+                                f"--elem={elem}"], capture_output=True, text=True, timeout=30)
+            if r.returncode != 0:
+                raise RuntimeError(f"{self.checker} --list --json failed: {r.stderr.strip()}")
+            d = json.loads(r.stdout)
+            self._cache[key] = {a["name"]: (int(a["msg_pool_bytes"]), int(a["int_pool_bytes"]))
+                                for c in d["collectives"] for a in c["algorithms"]}
+        return self._cache[key]
+
+    def needs(self, mockup: str, msize: int, p: int, elem: int = 1) -> tuple[int, int]:
+        if self.checker:
+            lib = self._library(p, msize, elem)
+            if mockup in lib:
+                return lib[mockup]
+            raise KeyError(f"the library has no mock-up {mockup!r}")
+        return extra_bytes(mockup, msize, p)

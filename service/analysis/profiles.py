@@ -28,7 +28,7 @@ from pathlib import Path
 
 from . import collectives as _colls
 from .guidelines import Analysis
-from .memory import extra_bytes
+from .memory import MemoryModel
 
 DEFAULT_MSG_POOL = 100_000_000
 DEFAULT_INT_POOL = 200_000
@@ -69,9 +69,13 @@ class Profile:
 
 
 def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = None, int_budget: int | None = None,
-                      cautious: bool = False, campaign: str | None = None, created: str | None = None) -> list[Profile]:
+                      cautious: bool = False, campaign: str | None = None, created: str | None = None,
+                      memory: MemoryModel | None = None, elem: dict[int, int] | None = None) -> list[Profile]:
+    """elem: bytes per element per config (default: from the runs' #@datatype, else 1)."""
     if not 0 <= gain < 1:
         raise ValueError(f"gain must be in [0, 1), got {gain}")
+    memory = memory or MemoryModel.auto()
+    elem = elem or {}
     created = created or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     # measured default sizes per (cfg, collective)
     sizes: dict[tuple[int, str], set[int]] = {}
@@ -111,12 +115,13 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
                     reason = f"{v.algorithm}: gain {1 - v.other_median / v.default_median:.1%} < {gain:.0%}"
                     continue
                 try:
-                    m, i = extra_bytes(v.algorithm, s, p)
-                except KeyError:
-                    reason = f"{v.algorithm}: no memory rule (unknown mock-up)"
+                    m, i = memory.needs(v.algorithm, s, p, elem.get(c, a.datatype_bytes.get(c, 1)))
+                except KeyError as e:
+                    reason = f"{v.algorithm}: no memory figure ({e})"
                     continue
                 if m > mb or i > ib:
-                    reason = f"{v.algorithm}: needs {m} B + {i} B ints > budget {mb} B / {ib} B"
+                    reason = (f"{v.algorithm}: needs {m} B msg + {i} B int pool ({memory.source}) > budget "
+                              f"{mb} B / {ib} B")
                     continue
                 best = v
                 break
@@ -138,7 +143,7 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
         coll = _colls.by_key(key)
         prof = Profile(cfg=c, machine=cfg.machine, library=cfg.library, version=cfg.version, nprocs=p,
                        collective=key, mpi_name=coll.mpi_name, ranges=ranges, decisions=decisions)
-        prof.text = render(prof, a, gain, mb, ib, campaign, created)
+        prof.text = render(prof, a, gain, mb, ib, campaign, created, memory.source)
         profiles.append(prof)
     return profiles
 
@@ -148,7 +153,8 @@ def _adjacent(decisions: list[Decision], prev: int, cur: int) -> bool:
     return ms.index(cur) == ms.index(prev) + 1
 
 
-def render(prof: Profile, a: Analysis, gain: float, mb: int, ib: int, campaign: str | None, created: str) -> str:
+def render(prof: Profile, a: Analysis, gain: float, mb: int, ib: int, campaign: str | None, created: str,
+           mem_source: str = "table1") -> str:
     names = []
     for _, _, m in prof.ranges:
         if m not in names:
@@ -162,7 +168,8 @@ def render(prof: Profile, a: Analysis, gain: float, mb: int, ib: int, campaign: 
     if campaign:
         lines.append(f"#@pgmpi campaign {_tok(campaign)}")
     lines += [f"#@pgmpi created {created}", f"#@pgmpi generator {GENERATOR}",
-              f"# one-sided {test}, alpha={a.alpha}, gain>={gain:.0%}, memory budget {mb} B msg / {ib} B int",
+              f"# one-sided {test}, alpha={a.alpha}, gain>={gain:.0%}, memory budget {mb} B msg / {ib} B int"
+              f" ({mem_source} figures)",
               "# ranges cover measured sizes and the sizes between two measured sizes with the same winner",
               prof.mpi_name, f"{prof.nprocs} # nb. of processes", f"{len(names)} # nb. of mock-up impl."]
     lines += [f"{ids[m]} {m}" for m in names]
