@@ -1,10 +1,96 @@
-/* MPI_Reduce: the library default and its mock-ups (see ../core/pgmpitune_core.h). */
-#include "pgmpitune_core.h"
+/* MPI_Reduce: the library default and its mock-ups (GL14-GL16; rules in ../core/pgmpitune_core.h).
+ * n = count x size(datatype) bytes. Count, datatype, op and root are the same on all ranks. */
+#include "mockups.h"
 
-typedef int (*reduce_fn)(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm);
+typedef int (*reduce_fn)(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root,
+                         MPI_Comm comm);
+
+/* GL14: Allreduce; the non-roots receive into the message pool and drop the result. An MPI_IN_PLACE
+ * root sends a pool copy of its buffer (Allreduce cannot mix in-place ranks). Contiguous datatypes. */
+static int reduce_as_allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root,
+                               MPI_Comm comm)
+{
+    if (pm_inter(comm) || !pm_contig(dt)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    if (root < 0 || root >= p) return PGMPI_FALLBACK;
+    char *pool = pgmpi_pool_msg();
+    if (r != root) return PMPI_Allreduce(sb, pool, count, dt, op, comm);
+    if (sb != MPI_IN_PLACE) return PMPI_Allreduce(sb, rb, count, dt, op, comm);
+    size_t n = (size_t)count * pgmpi_type_bytes(dt);
+    if (n) memcpy(pool, rb, n);
+    return PMPI_Allreduce(pool, rb, count, dt, op, comm);
+}
+
+/* GL15: Reduce_scatter_block of ceil(count/p)-element blocks into the pool, then Gather at the root.
+ * When p does not divide count the input is zero-padded in the pool (paper appendix A). */
+static int reduce_as_reducescatterblock_gather(const void *sb, void *rb, int count, MPI_Datatype dt,
+                                               MPI_Op op, int root, MPI_Comm comm)
+{
+    if (pm_inter(comm) || !pm_contig(dt)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    if (root < 0 || root >= p) return PGMPI_FALLBACK;
+    size_t E = pgmpi_type_bytes(dt), blk = pm_ceil_div((size_t)count, (size_t)p), P = blk * (size_t)p;
+    if (!pm_fits_int(P)) return PGMPI_FALLBACK;
+    const void *in = (r == root && sb == MPI_IN_PLACE) ? rb : sb;
+    char *blkbuf = pgmpi_pool_msg(), *padded = blkbuf + blk * E;
+    void *dest = rb;
+    if (P != (size_t)count) {
+        memcpy(padded, in, (size_t)count * E);
+        memset(padded + (size_t)count * E, 0, (P - (size_t)count) * E);
+        in = padded;
+        dest = padded;
+    }
+    PM_TRY(PMPI_Reduce_scatter_block(in, blkbuf, (int)blk, dt, op, comm));
+    PM_TRY(PMPI_Gather(blkbuf, (int)blk, dt, r == root ? dest : NULL, (int)blk, dt, root, comm));
+    if (r == root && dest != rb) memcpy(rb, dest, (size_t)count * E);
+    return MPI_SUCCESS;
+}
+
+/* GL16: Reduce_scatter over whole chunks dealt out in rank order, then Gatherv at the root (counts and
+ * displacements from the int pool; the non-roots' blocks in the message pool). */
+static int reduce_as_reducescatter_gatherv(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op,
+                                           int root, MPI_Comm comm)
+{
+    if (pm_inter(comm) || !pm_contig(dt)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    if (root < 0 || root >= p) return PGMPI_FALLBACK;
+    size_t E = pgmpi_type_bytes(dt);
+    int *counts = pgmpi_pool_int(), *displs = counts + p;
+    pm_chunked_split((size_t)count, E, p, counts, displs);
+    char *blkbuf = pgmpi_pool_msg();
+    if (r != root) {
+        PM_TRY(PMPI_Reduce_scatter(sb, blkbuf, counts, dt, op, comm));
+        return PMPI_Gatherv(blkbuf, counts[r], dt, NULL, NULL, NULL, dt, root, comm);
+    }
+    if (sb == MPI_IN_PLACE) {                       /* the input stays in rb until the Gatherv */
+        PM_TRY(PMPI_Reduce_scatter(rb, blkbuf, counts, dt, op, comm));
+        return PMPI_Gatherv(blkbuf, counts[r], dt, rb, counts, displs, dt, root, comm);
+    }
+    PM_TRY(PMPI_Reduce_scatter(sb, (char *)rb + (size_t)displs[r] * E, counts, dt, op, comm));
+    return PMPI_Gatherv(MPI_IN_PLACE, 0, dt, rb, counts, displs, dt, root, comm);
+}
+
+static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
+static size_t need_rsb_gather(size_t n, size_t e, int p)
+{
+    if (e == 0) return 0;
+    size_t count = n / e, blk = pm_ceil_div(count, (size_t)p), P = blk * (size_t)p;
+    return blk * e + (P == count ? 0 : P * e);
+}
+static size_t need_rs_block(size_t n, size_t e, int p)
+{
+    if (e == 0) return 0;
+    return pm_chunked_split(n / e, e, p, NULL, NULL) * e;
+}
+static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t reduce_algs[] = {
     {"default", NULL, NULL, NULL},
+    {"reduce_as_allreduce", (void (*)(void))reduce_as_allreduce, need_n, NULL},
+    {"reduce_as_reducescatterblock_gather", (void (*)(void))reduce_as_reducescatterblock_gather,
+     need_rsb_gather, NULL},
+    {"reduce_as_reducescatter_gatherv", (void (*)(void))reduce_as_reducescatter_gatherv, need_rs_block,
+     need_2p_ints},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_REDUCE = {
