@@ -65,31 +65,60 @@ def select_runs(machine: Machine, data) -> tuple[MpiLibrary, Optional[Campaign],
 
 def run_analysis(machine: Machine, data, actor: str) -> Analysis:
     lib, campaign, runs = select_runs(machine, data)
-    try:
-        from service.analysis import api as analysis_api  # ANALYSIS's entry point
-    except ModuleNotFoundError:
-        raise AnalysisInputError("the analysis modules (service.analysis.api) are not installed yet",
-                                 status=503) from None
+    from service.analysis import api as analysis_api  # ANALYSIS's entry point
+    from service.analysis.stats import TESTS
+    if data.test not in TESTS:
+        raise AnalysisInputError(f"unknown test {data.test!r}; valid: {', '.join(TESTS)}", field="test")
     rs = load_resultset(runs)
-    result = analysis_api.analyse(rs, alpha=data.alpha, test=data.test, fdr=data.fdr)
-    return store_result(machine, lib, campaign, data, actor, result)
+    try:
+        out = analysis_api.run(rs, alpha=data.alpha, test=data.test, fdr=data.fdr,
+                               campaign=campaign.name if campaign else None)
+    except ValueError as e:
+        raise AnalysisInputError(str(e)) from None
+    return store_result(machine, lib, campaign, data, actor, convert(out))
+
+
+def convert(out: dict) -> dict:
+    """service.analysis.api.run's result -> the rows store_result writes."""
+    configs = out.get("configs", [])
+    viols = []
+    for v in out.get("verdicts", []):
+        if not v.get("violated"):
+            continue
+        nprocs = configs[v["cfg"]]["nprocs"] if v.get("cfg") is not None and v["cfg"] < len(configs) else 0
+        viols.append({"kind": v["kind"], "collective": v["collective"], "mockup": v["algorithm"],
+                      "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": nprocs,
+                      "default_time": v["default_median"], "mockup_time": v["other_median"],
+                      "slowdown": v["slowdown"], "p_value": v.get("p_adjusted") if v.get("p_adjusted") is not None
+                      else v.get("p_value"), "barrier_warning": v.get("barrier_warning")})
+    summary = {"counts": out.get("counts"), "quality": out.get("quality"), "configs": configs,
+               "gain": out.get("gain")}
+    return {"checked": len(out.get("verdicts", [])), "violations": viols, "summary": summary,
+            "profiles": {p["filename"]: p["text"] for p in out.get("profiles", []) if p.get("text")}}
+
+
+def _finite(x) -> float:
+    x = float(x) if x is not None else 0.0
+    return x if np.isfinite(x) else 0.0
 
 
 def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
     """`result`: {"checked": int, "violations": [{collective, mockup, msize, nprocs, default_time,
-    mockup_time, slowdown, p_value}], "profiles": {file name: text}, "summary": {...}}"""
+    mockup_time, slowdown, p_value, kind?, ref_msize?, barrier_warning?}], "profiles": {file name: text}, "summary": {...}}"""
     viols = list(result.get("violations", []))
     a = Analysis(machine_id=machine.id, library_id=lib.id, campaign_id=campaign.id if campaign else None,
                  alpha=data.alpha, test=data.test, fdr=data.fdr, actor=actor, n_checked=int(result.get("checked", 0)),
-                 n_violations=len(viols), max_slowdown=max((float(v["slowdown"]) for v in viols), default=None),
+                 n_violations=len(viols), max_slowdown=max((_finite(v["slowdown"]) for v in viols), default=None),
                  summary=result.get("summary"))
     db.session.add(a)
     db.session.flush()
     for v in viols:
         db.session.add(Violation(analysis_id=a.id, collective=v["collective"], mockup=v["mockup"],
                                  msize=int(v["msize"]), nprocs=int(v["nprocs"]),
-                                 default_time=float(v["default_time"]), mockup_time=float(v["mockup_time"]),
-                                 slowdown=float(v["slowdown"]), p_value=v.get("p_value")))
+                                 default_time=_finite(v["default_time"]), mockup_time=_finite(v["mockup_time"]),
+                                 slowdown=_finite(v["slowdown"]), p_value=v.get("p_value"),
+                                 kind=v.get("kind", "pattern"), ref_msize=v.get("ref_msize"),
+                                 barrier_warning=v.get("barrier_warning")))
     profiles = result.get("profiles") or {}
     if profiles:
         ps = db.session.scalar(select(ProfileSet).where(ProfileSet.machine_id == machine.id,

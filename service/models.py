@@ -231,7 +231,8 @@ class Analysis(db.Model):
 
 
 class Violation(db.Model):
-    """A verified guideline violation: `collective` at msize/nprocs is slower than `mockup`."""
+    """A verified guideline violation. kind "pattern": `collective` at msize/nprocs is slower than `mockup`;
+    "monotony"/"split": the default at msize against ref_msize (mockup = "default")."""
     __tablename__ = "violations"
     id: Mapped[int] = mapped_column(primary_key=True)
     analysis_id: Mapped[int] = mapped_column(ForeignKey("analyses.id", ondelete="CASCADE"), index=True)
@@ -243,6 +244,9 @@ class Violation(db.Model):
     mockup_time: Mapped[float] = mapped_column(Float)
     slowdown: Mapped[float] = mapped_column(Float)
     p_value: Mapped[Optional[float]] = mapped_column(Float)
+    kind: Mapped[str] = mapped_column(String(16), default="pattern", server_default="pattern")  # pattern|monotony|split
+    ref_msize: Mapped[Optional[int]] = mapped_column(Integer)       # monotony/split: the smaller size
+    barrier_warning: Mapped[Optional[bool]] = mapped_column(Boolean)  # None: no barrier measurements
     analysis: Mapped[Analysis] = relationship(back_populates="violations")
 
 

@@ -75,8 +75,9 @@ class AnalysisIn(_In):
     version: Optional[str] = Field(default=None, pattern=NAME, description="version; default: the newest stored")
     campaign: Optional[str] = Field(default=None, pattern=NAME)
     alpha: float = Field(default=0.05, gt=0, lt=1)
-    test: str = Field(default="wilcoxon", pattern=r"^[a-z][a-z0-9_-]{0,39}$")
-    fdr: bool = True
+    test: str = Field(default="mannwhitney", pattern=r"^[a-z][a-z0-9_-]{0,39}$",
+                      description="mannwhitney (Wilcoxon rank-sum), welch or ks")
+    fdr: bool = False
 
 
 REQUEST_MODELS = [MachineIn, LibraryIn, CampaignIn, JobIn, FileIn, UploadIn, AnalysisIn]

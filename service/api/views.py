@@ -259,7 +259,8 @@ def analysis_json(a: Analysis, violations: bool = False) -> dict:
 def violation_json(v: Violation) -> dict:
     return {"id": v.id, "analysis_id": v.analysis_id, "collective": v.collective, "mockup": v.mockup,
             "msize": v.msize, "nprocs": v.nprocs, "default_time": v.default_time, "mockup_time": v.mockup_time,
-            "slowdown": v.slowdown, "p_value": v.p_value}
+            "slowdown": v.slowdown, "p_value": v.p_value, "kind": v.kind, "ref_msize": v.ref_msize,
+            "barrier_warning": v.barrier_warning}
 
 
 def version_json(v: ProfileVersion, files: bool = False) -> dict:

@@ -246,3 +246,31 @@ def test_violations_overview_reads_latest_analysis(client, seeded, app):
     assert [x["msize"] for x in vs] == [1024, 8]
     profs = client.get("/api/v1/profiles", headers=seeded["viewer"]).json["items"]
     assert profs[0]["versions"][0]["state"] == "candidate" and profs[0]["versions"][0]["file_names"] == ["allreduce.prf"]
+
+
+def test_analysis_finds_injected_violation_and_stores_candidate_profile(client, seeded, app):
+    """Synthetic raw results (ANALYSIS's generator) with a mock-up 1.5x faster than the default at
+    1024 bytes: POST /analyses verifies it and stores the violation and a candidate profile."""
+    from service.analysis.synthetic import Design, simulate, to_text
+    d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
+               factors={("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.5}, nruns=6, nrep=20,
+               machine="m1", campaign="c1", sigma_run=0.02, sigma_rep=0.02, p_outlier=0.0)
+    files = [{"name": f"run{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(7)))]
+    r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={"upload_id": "syn", "files": files})
+    assert r.status_code == 201, r.json
+    assert client.post("/api/v1/analyses", headers=seeded["agent1"],
+                       json={"machine": "m1", "library": "openmpi"}).status_code == 403
+    bad = client.post("/api/v1/analyses", headers=seeded["admin"],
+                      json={"machine": "m1", "library": "openmpi", "test": "nope"})
+    assert bad.status_code == 422 and bad.json["error"]["field"] == "test"
+    r = client.post("/api/v1/analyses", headers=seeded["admin"],
+                    json={"machine": "m1", "library": "openmpi", "alpha": 0.01, "test": "mannwhitney"})
+    assert r.status_code == 201, r.json
+    pattern = [v for v in r.json["violations"] if v["kind"] == "pattern"]
+    assert [(v["collective"], v["mockup"], v["msize"], v["nprocs"]) for v in pattern] == \
+        [("allreduce", "allreduce_as_reduce_bcast", 1024, 2)]
+    assert 1.3 < pattern[0]["slowdown"] < 1.7
+    assert r.json["profiles"] and r.json["profiles"][0]["state"] == "candidate"
+    assert any("allreduce_as_reduce_bcast" in text for text in r.json["profiles"][0]["files"].values())
+    ov = client.get("/api/v1/violations/overview", headers=seeded["viewer"]).json["items"]
+    assert ov[0]["analysis_id"] == r.json["id"] and ov[0]["n_violations"] == len(r.json["violations"])

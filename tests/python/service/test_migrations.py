@@ -38,13 +38,17 @@ def _state(app):
     return tables, idx, rev
 
 
+def _columns(table: str) -> set[str]:
+    return {c["name"] for c in inspect(db.engine).get_columns(table)}
+
+
 def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
     app = make_app(empty_url, tmp_path / "inst")
     with app.app_context():
         assert _state(app)[0] == set()
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
-        assert tables == TABLES and rev == "0002"
+        assert tables == TABLES and rev == "0003"
         assert {"ix_analyses_library_latest", "ix_analyses_library_created", "ix_runs_library_id"} <= idx
         # the model and the migrated schema agree (nothing left for autogenerate to find)
         from alembic.autogenerate import compare_metadata
@@ -55,10 +59,13 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
 
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
+        assert rev == "0002" and tables == TABLES and "kind" not in _columns("violations")
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
+        tables, idx, rev = _state(app)
         assert rev == "0001" and tables == TABLES and "ix_analyses_library_latest" not in idx
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
-        assert rev == "0002" and "ix_analyses_library_latest" in idx
+        assert rev == "0003" and "ix_analyses_library_latest" in idx and "kind" in _columns("violations")
 
         flask_migrate.downgrade(directory=MIGRATIONS, revision="base")
         assert _state(app)[0] == set()
