@@ -1,24 +1,25 @@
 /* Fortran (mpif.h / use mpi) entry points for the ten tuned collectives.
  *
- * Needed for MPIs whose Fortran bindings call PMPI_* directly (Open MPI 4: libmpi_mpifh's
- * mpi_allreduce_ calls PMPI_Allreduce, its mpi_init_ calls PMPI_Init), which a C-only PMPI wrapper
- * never sees. MPICH's libmpichfort calls the C MPI_* functions, so there the C wrappers already catch
- * Fortran calls (after MPICH has translated its Fortran sentinels) and this file is not built
- * (CMake option PGMPITUNE_FORTRAN_WRAPPERS, default ON for Open MPI, OFF for MPICH).
+ * Open MPI 4: libmpi_mpifh's mpi_allreduce_ calls PMPI_Allreduce and its mpi_init_ calls PMPI_Init
+ * (checked with nm), so a C-only PMPI wrapper never sees Fortran programs. We export our own Fortran
+ * entry points for the collectives and for MPI_INIT / MPI_INIT_THREAD / MPI_FINALIZE.
+ * MPICH 4: libmpichfort calls the C MPI_* functions, so the C wrappers would catch Fortran calls --
+ * but only if libpgmpitune is loaded: with the linker's --as-needed (Debian's default) a Fortran
+ * program linked with -lpgmpitune references none of our symbols and the library is dropped. So we
+ * export the collectives here too (the program's references then bind to us); MPI_INIT/FINALIZE stay
+ * MPICH's (they call our C MPI_Init / MPI_Finalize).
  *
- * Each wrapper converts the handles with MPI_*_f2c, maps Open MPI's Fortran sentinels MPI_IN_PLACE
- * and MPI_BOTTOM (the addresses of the common blocks mpi_fortran_in_place_ / mpi_fortran_bottom_) to
- * the C ones -- a sentinel address is never passed on as data -- and calls our C entry point, which
- * dispatches exactly as for C callers. Every Fortran name mangling is exported (lower_, lower__,
- * lower, UPPER). MPI_INIT / MPI_INIT_THREAD / MPI_FINALIZE are wrapped too, so that profiles and
- * forced selections are set up and the report is printed for Fortran programs. */
+ * Each wrapper converts the handles with MPI_*_f2c, maps the Fortran sentinels MPI_IN_PLACE and
+ * MPI_BOTTOM to the C ones -- a sentinel address is never passed on as data -- and calls our C entry
+ * point, which dispatches exactly as for C callers. Sentinels: Open MPI's are the common blocks
+ * mpi_fortran_in_place_ / mpi_fortran_bottom_ of libmpi; MPICH records their addresses in
+ * MPIR_F_MPI_IN_PLACE / MPIR_F_MPI_BOTTOM when mpirinitf_() has run (MPIR_F_NeedInit == 0), which we
+ * ensure as MPICH's own bindings do. Every Fortran name mangling is exported (lower_, lower__, lower,
+ * UPPER). Built for Open MPI and MPICH only; other MPIs get a clear #error. */
 #include <mpi.h>
 #include <stddef.h>
 
-#if !defined(OPEN_MPI)
-#error "pgmpi_fortran.c is for MPIs whose Fortran bindings call PMPI_ directly (Open MPI)"
-#endif
-
+#if defined(OPEN_MPI)
 extern int mpi_fortran_in_place_;
 extern int mpi_fortran_bottom_;
 
@@ -28,12 +29,30 @@ static inline void *fbuf(void *b)
     if (b == (void *)&mpi_fortran_bottom_) return MPI_BOTTOM;
     return b;
 }
+#define FSETUP() ((void)0)
+#elif defined(MPICH)
+extern void *MPIR_F_MPI_IN_PLACE;
+extern void *MPIR_F_MPI_BOTTOM;
+extern int MPIR_F_NeedInit;
+extern void mpirinitf_(void);
+
+static inline void *fbuf(void *b)
+{
+    if (b == MPIR_F_MPI_IN_PLACE) return MPI_IN_PLACE;
+    if (b == MPIR_F_MPI_BOTTOM) return MPI_BOTTOM;
+    return b;
+}
+#define FSETUP() do { if (MPIR_F_NeedInit) { mpirinitf_(); MPIR_F_NeedInit = 0; } } while (0)
+#else
+#error "pgmpi_fortran.c knows the Fortran sentinels of Open MPI and MPICH only"
+#endif
 
 #define FNAMES(lower, upper, proto)                                                  \
     void lower##__ proto __attribute__((alias(#lower "_")));                         \
     void lower proto __attribute__((alias(#lower "_")));                             \
     void upper proto __attribute__((alias(#lower "_")));
 
+#if defined(OPEN_MPI)
 #define P_INIT (MPI_Fint *ierr)
 void mpi_init_ P_INIT
 {
@@ -57,9 +76,12 @@ void mpi_finalize_ P_FINALIZE
 }
 FNAMES(mpi_finalize, MPI_FINALIZE, P_FINALIZE)
 
+#endif
+
 #define P_ALLGATHER (void *sb, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *ierr)
 void mpi_allgather_ P_ALLGATHER
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Allgather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
                                     MPI_Comm_f2c(*comm));
 }
@@ -68,6 +90,7 @@ FNAMES(mpi_allgather, MPI_ALLGATHER, P_ALLGATHER)
 #define P_ALLREDUCE (void *sb, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 void mpi_allreduce_ P_ALLREDUCE
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Allreduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
                                     MPI_Comm_f2c(*comm));
 }
@@ -76,6 +99,7 @@ FNAMES(mpi_allreduce, MPI_ALLREDUCE, P_ALLREDUCE)
 #define P_ALLTOALL P_ALLGATHER
 void mpi_alltoall_ P_ALLTOALL
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Alltoall(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
                                    MPI_Comm_f2c(*comm));
 }
@@ -84,6 +108,7 @@ FNAMES(mpi_alltoall, MPI_ALLTOALL, P_ALLTOALL)
 #define P_BCAST (void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 void mpi_bcast_ P_BCAST
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Bcast(fbuf(buf), (int)*count, MPI_Type_f2c(*dt), (int)*root, MPI_Comm_f2c(*comm));
 }
 FNAMES(mpi_bcast, MPI_BCAST, P_BCAST)
@@ -91,6 +116,7 @@ FNAMES(mpi_bcast, MPI_BCAST, P_BCAST)
 #define P_GATHER (void *sb, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 void mpi_gather_ P_GATHER
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Gather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
                                  (int)*root, MPI_Comm_f2c(*comm));
 }
@@ -99,6 +125,7 @@ FNAMES(mpi_gather, MPI_GATHER, P_GATHER)
 #define P_REDUCE (void *sb, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 void mpi_reduce_ P_REDUCE
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Reduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), (int)*root,
                                  MPI_Comm_f2c(*comm));
 }
@@ -107,6 +134,7 @@ FNAMES(mpi_reduce, MPI_REDUCE, P_REDUCE)
 #define P_RSB (void *sb, void *rb, MPI_Fint *rc, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 void mpi_reduce_scatter_block_ P_RSB
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Reduce_scatter_block(fbuf(sb), fbuf(rb), (int)*rc, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
                                                MPI_Comm_f2c(*comm));
 }
@@ -115,6 +143,7 @@ FNAMES(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK, P_RSB)
 #define P_RS (void *sb, void *rb, MPI_Fint *rcs, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 void mpi_reduce_scatter_ P_RS
 {
+    FSETUP();
     MPI_Comm c = MPI_Comm_f2c(*comm);
     /* MPI_Fint is int with Open MPI's default Fortran integer; the counts are passed through. */
     _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be int for MPI_REDUCE_SCATTER counts");
@@ -125,6 +154,7 @@ FNAMES(mpi_reduce_scatter, MPI_REDUCE_SCATTER, P_RS)
 #define P_SCAN P_ALLREDUCE
 void mpi_scan_ P_SCAN
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Scan(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
                                MPI_Comm_f2c(*comm));
 }
@@ -133,6 +163,7 @@ FNAMES(mpi_scan, MPI_SCAN, P_SCAN)
 #define P_SCATTER P_GATHER
 void mpi_scatter_ P_SCATTER
 {
+    FSETUP();
     *ierr = (MPI_Fint)MPI_Scatter(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
                                   (int)*root, MPI_Comm_f2c(*comm));
 }
