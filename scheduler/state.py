@@ -153,6 +153,10 @@ class State:
                             (row["id"], row["kind"], row["campaign"], time.time(), int(duplicate),
                              json.dumps(response)[:2000] if response is not None else None))
 
+    def defer_all(self, delay: float):
+        """The service is unreachable: hold every item back (keeps their order for the next drain)."""
+        self.db.execute("UPDATE outbox SET next_try=MAX(next_try, ?)", (time.time() + delay,))
+
     def mark_failed(self, item_id: str, error: str, delay: float):
         self.db.execute("UPDATE outbox SET tries=tries+1, next_try=?, last_error=? WHERE id=?",
                         (time.time() + delay, error[:500], item_id))

@@ -154,6 +154,7 @@ def drain(state: State, client: ServiceClient | None, log=None, quick_retries: i
                     delay *= 3
                     continue
                 state.mark_failed(row["id"], str(exc), backoff(row["tries"], base_delay))
+                state.defer_all(backoff(row["tries"], base_delay))
                 out["unreachable"] = True
                 if log:
                     log(f"service unreachable ({exc}); {len(state.outbox())} item(s) spooled")
