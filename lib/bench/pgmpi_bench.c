@@ -1127,6 +1127,28 @@ static void check_plan(double *limit_out, size_t *maxs, size_t *maxr, size_t *ma
     }
 }
 
+/* A mock-up whose scratch need exceeds the pool libpgmpitune reserved (agreed over all ranks at
+ * MPI_Init) would fall back to the default while its rows carry the mock-up's name: refuse the plan. */
+static void check_pools(void)
+{
+    size_t msg = pgmpitune_pool_bytes(0), ints = pgmpitune_pool_bytes(1), elem = dtypes[O.dt].size;
+    for (int i = 0; i < O.ncalls; i++) {
+        const call_t *c = &O.calls[i];
+        if (c->coll < 0) continue;
+        for (int j = 0; j < O.nsizes; j++)
+            for (int a = 0; a < c->nalg; a++) {
+                size_t n = g_plan[i][j].n;
+                size_t m = pgmpitune_algorithm_msg_memory(c->coll, c->alg[a], n, elem, g_size);
+                size_t k = pgmpitune_algorithm_int_memory(c->coll, c->alg[a], n, elem, g_size);
+                if (m > msg || k > ints)
+                    die_usage("%s at %zu B needs %zu B of libpgmpitune's message pool and %zu B of its int pool, "
+                              "but only %zu B and %zu B are reserved: it would fall back to the default.  Raise "
+                              "PGMPITUNE_MSG_POOL_BYTES / PGMPITUNE_INT_POOL_BYTES (or the config file), or drop the "
+                              "size or algorithm", pgmpitune_algorithm_name(c->coll, c->alg[a]), n, m, k, msg, ints);
+            }
+    }
+}
+
 static void rounding_notes(char *buf, size_t len)
 {
     size_t o = 0; buf[0] = 0;
@@ -1191,6 +1213,7 @@ int main(int argc, char **argv)
     if (O.root >= g_size) die_usage("--root=%d but there are only %d ranks", O.root, g_size);
     double limit; size_t ms, mr, msc; int wj;
     check_plan(&limit, &ms, &mr, &msc, &wj);
+    check_pools();
     describe_policy();
     if (O.dry_run) {
         dry_run(limit, ms, mr, msc, wj);

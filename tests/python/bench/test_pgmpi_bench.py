@@ -322,3 +322,15 @@ def test_roundrobin_rotates(bench):
     seq = [a for *_, a in rows]
     rounds = [seq[i:i + k] for i in range(0, len(seq), k)]
     assert all(rounds[i + 1] == rounds[i][1:] + rounds[i][:1] for i in range(len(rounds) - 1))
+
+
+def test_mockup_that_would_fall_back_for_a_small_pool_is_refused(bench, tmp_path):
+    # allgather_as_alltoall needs scratch from libpgmpitune's message pool; with a 1000-byte pool it
+    # would silently run the default under the mock-up's name
+    out = tmp_path / "never.txt"
+    env = {"PGMPITUNE_MSG_POOL_BYTES": "1000"}
+    args = ["--calls=allgather", "--sizes=8,64K", "--nrep=2", f"--output={out}"]
+    r = bench.run(args, env=env)   # local ranks inherit mpirun's environment
+    assert r.rc == 2, r.stderr
+    assert "allgather_as_alltoall at 65536 B needs" in r.stderr and "would fall back" in r.stderr
+    assert not out.exists()
