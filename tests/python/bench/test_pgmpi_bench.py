@@ -334,3 +334,36 @@ def test_mockup_that_would_fall_back_for_a_small_pool_is_refused(bench, tmp_path
     assert r.rc == 2, r.stderr
     assert "allgather_as_alltoall at 65536 B needs" in r.stderr and "would fall back" in r.stderr
     assert not out.exists()
+
+
+def test_sync_option_and_slurm_layout_in_header(bench):
+    # Slurm's layout (e.g. two logical nodes on one host) wins when it describes this run (SLURM_NTASKS == p)
+    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2", "--sync=mpi_barrier"],
+                  env={"SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS": "2"})
+    assert r.rc == 0, r.stderr
+    h, _, _ = strict_parse(r.stdout)
+    assert (h["sync"], h["procsync"]) == ("MPI_Barrier", "MPI_Barrier")
+    assert (h["nodes"], h["ppn"], h["nodes_source"]) == ("2", "1", "slurm")
+    # a Slurm allocation that is not this run's layout (mpirun -np 2 inside -n 8) is not trusted
+    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2"], env={"SLURM_JOB_NUM_NODES": "4", "SLURM_NTASKS": "8"})
+    h, _, _ = strict_parse(r.stdout)
+    assert (h["nodes"], h["ppn"], h["nodes_source"]) == ("1", "2", "processor_name")
+
+
+@pytest.mark.slurm
+def test_under_slurm_records_the_job(bench, slurm_env, tmp_path):
+    out = tmp_path / "slurm.txt"
+    launch = " ".join(
+        ["mpirun.openmpi --allow-run-as-root -np 2" if bench.mpi == "openmpi" else "mpirun.mpich -np 2",
+         str(bench.exe), "--calls=allreduce", "--sizes=8", "--nrep=3", f"--output={out}", "--mpirun-index=2"])
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/bash\nexport OMPI_MCA_mpi_yield_when_idle=1\n{launch}\n")
+    env = {k: v for k, v in slurm_env.items() if not k.startswith("PGMPI")}
+    import subprocess
+    p = subprocess.run(["sbatch", "--parsable", "--wait", "-n", "2", "-o", str(tmp_path / "job.log"), str(script)],
+                       capture_output=True, text=True, env=env, timeout=180)
+    assert p.returncode == 0, p.stderr + (tmp_path / "job.log").read_text()
+    job = p.stdout.strip().split(";")[0]
+    h, rows, _ = strict_parse(out.read_text())
+    assert h["slurm_job_id"] == job and h["mpirun_index"] == "2" and h["nprocs"] == "2"
+    assert rows
