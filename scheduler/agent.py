@@ -95,7 +95,7 @@ class Agent:
         payload = {
             "campaign": self.c.name, "key": row["key"],
             "slurm_job_id": row["backend_id"] if self.backend.name == "slurm" else None,
-            "library": spec["module"]["mpi"], "module": spec["module"]["name"],
+            "library": spec["module"]["mpi"], "module": spec["module"]["name"] or "",
             "nodes": spec["layout"]["nodes"], "ppn": spec["layout"]["ppn"],
             "state": state or row["state"], "reason": reason if reason is not None else (row["reason"] or ""),
             "submitted_at": iso(row["submitted_at"]), "started_at": iso(row["started_at"]),
@@ -363,5 +363,7 @@ class Agent:
             counts[r["state"]] = counts.get(r["state"], 0) + 1
         return {"campaign": self.c.name, "jobs": len(rows), "states": counts,
                 "spooled": len(self.state.outbox(self.c.name)),
+                "rejected": sum(1 for r in self.state.outbox(self.c.name)
+                                if (r["last_error"] or "").startswith("REJECTED")),
                 "uploaded": len(self.state.sent("upload", self.c.name)),
                 "done": self.done()}

@@ -66,6 +66,7 @@ def run_local_campaign(campaign: Campaign | str | Path, state_dir: str | Path, s
                        token: str | None = None, app=None, timeout: float = 3600, interval: float = 0.5,
                        log=print) -> dict:
     """For `make demo`: campaign -> local mpirun runs -> raw result files -> upload (URL or app)."""
+    log = log or (lambda *_: None)
     agent = make_agent(campaign, state_dir, backend="local", service_url=service_url, token=token, app=app,
                        log=log)
     est = estimate(agent.c)

@@ -101,7 +101,7 @@ def test_agent_killed_and_restarted(tmp_path, slurm_env, mpi_modulepath, bench_r
     # restart and finish
     agent = make_agent(cfile, sd, env=slurm_env, log=None)
     s = agent.run(interval=0.5, timeout=300)
-    assert s["done"] and s["states"] == {"COMPLETED": 2}, s
+    assert s["done"] and s["rejected"] == 0 and s["states"] == {"COMPLETED": 2}, s
     assert len(slurm_jobs_named(slurm_env, f"pgmpi-{agent.tag}-{name}-")) == 2, "a restarted agent resubmitted a job"
     runs, ups, jobs = stored(service, name)
     assert sorted((lib, i) for lib, i, _ in runs) == [("mpich", 0), ("mpich", 1), ("openmpi", 0), ("openmpi", 1)]
@@ -126,7 +126,7 @@ def test_crash_between_sbatch_and_record_is_adopted(tmp_path, slurm_env, mpi_mod
     agent.state.close()
     agent = make_agent(cfile, sd, env=slurm_env, log=None)
     s = agent.run(interval=0.5, timeout=300)
-    assert s["done"] and s["states"] == {"COMPLETED": 1}, s
+    assert s["done"] and s["rejected"] == 0 and s["states"] == {"COMPLETED": 1}, s
     assert agent.state.jobs(name)[0]["backend_id"] == bid
     assert slurm_jobs_named(slurm_env, f"pgmpi-{agent.tag}-{name}-") == [bid]
     runs, ups, _ = stored(service, name)
@@ -183,7 +183,7 @@ def test_bad_module_fails_and_timeout_is_recorded(tmp_path, slurm_env, mpi_modul
         retry={"max_attempts": 2, "on": ["FAILED", "NODE_FAIL"]})
     agent = make_agent(cfile, tmp_path / "state", env=slurm_env, log=None)
     s = agent.run(interval=1.0, timeout=240)
-    assert s["done"], s
+    assert s["done"] and s["rejected"] == 0, s
     rows = {r["key"]: r for r in agent.state.jobs(name)}
     bad, sleepy, good = rows["nosuchmpi-1.0-n1x2"], rows["sleepy-n1x2"], rows["mpich-4.0.2-n1x2"]
     assert bad["state"] == "FAILED" and bad["attempt"] == 2, dict(bad)          # retried up to the limit
@@ -216,7 +216,7 @@ def test_slurmctld_restart_mid_campaign(tmp_path, slurm_env, mpi_modulepath, ben
         time.sleep(0.2)
     assert res["rc"] == 0
     s = agent.run(interval=0.5, timeout=300)
-    assert s["done"] and s["states"] == {"COMPLETED": 2}, s
+    assert s["done"] and s["rejected"] == 0 and s["states"] == {"COMPLETED": 2}, s
     assert len(slurm_jobs_named(slurm_env, f"pgmpi-{agent.tag}-{name}-")) == 2
     runs, ups, _ = stored(service, name)
     assert len(runs) == 4 and len(set(ups)) == 4

@@ -57,7 +57,7 @@ def test_campaign_on_slurm_reaches_service_and_analysis(tmp_path, slurm_env, mpi
     t0 = time.time()
     s = agent.run(interval=1.0, timeout=600)
     wall = time.time() - t0
-    assert s["done"], s
+    assert s["done"] and s["rejected"] == 0, s
     assert s["states"] == {"COMPLETED": 2}, [dict(r) for r in agent.state.jobs("integ")]
     runs, jobs, ups = service_counts(service, "integ")
     # 2 modules x R=2 launches, one file each (allreduce and bcast share their sizes)

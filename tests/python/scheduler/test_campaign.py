@@ -1,0 +1,111 @@
+"""Campaign files: valid YAML/TOML load; bad ones name file:line, the field and the valid choices."""
+from __future__ import annotations
+
+import pytest
+
+from scheduler.campaign import LARGE_SIZES, SMALL_SIZES, CampaignError, load_campaign
+from scheduler.planner import check_budget, estimate, plan
+from scheduler.uploader import upload_id
+
+GOOD = """\
+name: nightly
+machine: hydra
+modules:
+  - name: openmpi/4.1.4
+    mpi: openmpi
+    env: {OMPI_MCA_btl: "self,vader"}
+  - name: mpich/4.0.2
+    mpi: mpich
+layouts:
+  - {nodes: 1, ppn: 2}
+  - {nodes: 2, ppn: 16}
+collectives:
+  allreduce: {}
+  allgather: {}
+  bcast: {sizes: [8, 1024], algorithms: [bcast_as_scatter_allgather]}
+repetitions: {policy: predict, rules: [rse, covmedian], max_nrep: 500}
+mpiruns: 3
+budget: {node_hours: 50}
+slurm: {partition: batch, account: hpc, qos: normal, walltime: "01:30:00", constraints: "ib"}
+service: {url: "https://pgmpi.example.org", token_file: /etc/pgmpi/agent.token}
+"""
+
+
+def write(tmp_path, text, name="c.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_good_yaml_and_plan(tmp_path):
+    c = load_campaign(write(tmp_path, GOOD))
+    assert c.sizes_for("allreduce") == LARGE_SIZES and c.sizes_for("allgather") == SMALL_SIZES
+    assert c.algorithms_for("bcast") == ["default", "bcast_as_scatter_allgather"]
+    assert c.slurm.walltime_seconds == 5400
+    jobs = plan(c)
+    # one job per (module, layout); R=3 launches per job, one bench call per size group
+    assert [j.key for j in jobs] == ["openmpi-4.1.4-n1x2", "openmpi-4.1.4-n2x16", "mpich-4.0.2-n1x2",
+                                     "mpich-4.0.2-n2x16"]
+    j = jobs[0]
+    assert sorted({ln.index for ln in j.launches}) == [0, 1, 2]
+    groups = {tuple(a for a in ln.argv if a.startswith(("--calls", "--algorithms"))) for ln in j.launches}
+    assert groups == {("--calls=allreduce", "--algorithms=all"), ("--calls=allgather", "--algorithms=all"),
+                      ("--calls=bcast", "--algorithms=default,bcast_as_scatter_allgather")}
+    assert all("--predict=rse,covmedian" in ln.argv and "--campaign=nightly" in ln.argv for ln in j.launches)
+    est = estimate(c, jobs)
+    assert est.jobs == 4 and est.launches == 4 * 9
+    assert 0 < est.node_hours <= est.node_hours_walltime == pytest.approx((1 + 2 + 1 + 2) * 1.5)
+    assert check_budget(c, est) is None
+
+
+def test_toml_equivalent(tmp_path):
+    toml = """
+name = "t1"
+machine = "hydra"
+mpiruns = 2
+[[modules]]
+name = "openmpi/4.1.4"
+mpi = "openmpi"
+[[layouts]]
+nodes = 1
+ppn = 4
+[collectives.reduce]
+sizes = "small"
+"""
+    c = load_campaign(write(tmp_path, toml, "c.toml"))
+    assert c.sizes_for("reduce") == SMALL_SIZES and plan(c)[0].key == "openmpi-4.1.4-n1x4"
+
+
+@pytest.mark.parametrize("old,new,expect", [
+    ("    mpi: mpich\n", "    mpi: MPICH!\n", ["c.yaml:8:", "modules[1].mpi", "pattern"]),
+    ("  - {nodes: 2, ppn: 16}", "  - {nodes: 0, ppn: 16}", ["c.yaml:11:", "layouts[1].nodes", "greater than or equal to 1"]),
+    ("  allgather: {}", "  allgathr: {}", ["collectives", "unknown collective(s) allgathr", "valid: allgather"]),
+    ("mpiruns: 3", "mpiruns: three", ["c.yaml:17:", "mpiruns", "integer"]),
+    ("slurm: {partition: batch,", "slurm: {partiton: batch,", ["c.yaml:19:", "slurm.partiton", "unknown field",
+                                                                 "valid fields here: partition"]),
+    ("walltime: \"01:30:00\"", "walltime: \"90 minutes\"", ["slurm.walltime", "pattern"]),
+    ("[bcast_as_scatter_allgather]", "[allreduce_as_reduce_bcast]", ["collectives.bcast", "not a mock-up of bcast"]),
+    ("repetitions: {policy: predict,", "repetitions: {policy: adaptive,", ["repetitions.policy", "'fixed'", "'predict'"]),
+    ("name: nightly\n", "", ["name", "required field is missing"]),
+])
+def test_bad_fields_are_named(tmp_path, old, new, expect):
+    assert old in GOOD
+    with pytest.raises(CampaignError) as exc:
+        load_campaign(write(tmp_path, GOOD.replace(old, new)))
+    msg = str(exc.value)
+    for e in expect:
+        assert e in msg, msg
+
+
+def test_bad_yaml_syntax_and_budget(tmp_path):
+    with pytest.raises(CampaignError, match=r"c.yaml:4: not valid YAML"):
+        load_campaign(write(tmp_path, "name: x\nmachine: y\nmodules: [\n  - :\n"))
+    c = load_campaign(write(tmp_path, GOOD.replace("node_hours: 50", "node_hours: 0.001")))
+    assert "above budget.node_hours = 0.001" in check_budget(c, estimate(c))
+
+
+def test_upload_ids_are_stable_and_distinct():
+    a = upload_id("c", "job", 0, "content")
+    assert a == upload_id("c", "job", 0, "content")
+    assert len({a, upload_id("c", "job", 1, "content"), upload_id("c", "job2", 0, "content"),
+                upload_id("c2", "job", 0, "content"), upload_id("c", "job", 0, "content2")}) == 5
