@@ -222,7 +222,7 @@ class Agent:
             except (OSError, FileNotFoundError) as exc:
                 state, reason = "FAILED", f"collection failed: {exc}"
         history = [a for a in self.state.attempts(self.c.name, key) if a["attempt"] < row["attempt"]]
-        retry = (state in self.c.retry.on and row["attempt"] < self.c.retry.max_attempts
+        retry = (state in self.c.retry.states and row["attempt"] < self.c.retry.max_attempts
                  and row["kind"] == "measure")
         full_reason = reason
         if history:

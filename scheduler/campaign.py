@@ -137,7 +137,7 @@ class Service(_Strict):
 
 class Retry(_Strict):
     max_attempts: int = Field(3, ge=1, le=20)
-    on: list[Literal["FAILED", "TIMEOUT", "NODE_FAIL"]] = Field(
+    states: list[Literal["FAILED", "TIMEOUT", "NODE_FAIL"]] = Field(
         default_factory=lambda: ["FAILED", "TIMEOUT", "NODE_FAIL"])
 
 

@@ -159,7 +159,7 @@ def tiny_campaign(name: str, machine: str, modulepath: Path, bench_root: Path, m
         "repetitions": {"policy": "fixed", "nrep": 10},
         "mpiruns": 2,
         "slurm": {"partition": "debug", "walltime": "00:05:00"},
-        "retry": {"max_attempts": 2, "on": ["FAILED", "NODE_FAIL"]},
+        "retry": {"max_attempts": 2, "states": ["FAILED", "NODE_FAIL"]},
         "validation": {"enabled": False},
         "bench_root": str(bench_root),
     }

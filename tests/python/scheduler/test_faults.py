@@ -180,7 +180,7 @@ def test_bad_module_fails_and_timeout_is_recorded(tmp_path, slurm_env, mpi_modul
                   "modulepath": [str(mpi_modulepath)], "prologue": ["sleep 600"]},
                  {"name": "mpich/4.0.2", "mpi": "mpich", "modulepath": [str(mpi_modulepath)]}],
         slurm={"partition": "debug", "walltime": "00:01:00"},
-        retry={"max_attempts": 2, "on": ["FAILED", "NODE_FAIL"]})
+        retry={"max_attempts": 2, "states": ["FAILED", "NODE_FAIL"]})
     agent = make_agent(cfile, tmp_path / "state", env=slurm_env, log=None)
     s = agent.run(interval=1.0, timeout=240)
     assert s["done"] and s["rejected"] == 0, s
