@@ -131,4 +131,6 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
         db.session.add(ProfileVersion(profile_set_id=ps.id, number=number, state="candidate", analysis_id=a.id,
                                       files=dict(profiles), actor=actor))
     db.session.flush()
+    from service.queries import refresh_overview
+    refresh_overview(db.session, [lib.id])
     return a

@@ -297,3 +297,20 @@ class ValidationFigure(db.Model):
     speedup: Mapped[float] = mapped_column(Float)
     details: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     version: Mapped[ProfileVersion] = relationship(back_populates="figures")
+
+
+class LibraryOverview(db.Model):
+    """Summary table behind the violations overview: one row per MPI library (= machine x library) with its
+    latest analysis and the violation counts of its recent analyses.  Rewritten by
+    service.queries.refresh_overview whenever an analysis of that library is stored, so the overview reads
+    a handful of rows however long the history grows."""
+    __tablename__ = "library_overview"
+    library_id: Mapped[int] = mapped_column(ForeignKey("mpi_libraries.id", ondelete="CASCADE"), primary_key=True)
+    machine_id: Mapped[int] = mapped_column(ForeignKey("machines.id", ondelete="CASCADE"))
+    analysis_id: Mapped[int] = mapped_column(ForeignKey("analyses.id", ondelete="CASCADE"))
+    analysed_at: Mapped[Optional[datetime]] = mapped_column(TS)
+    n_checked: Mapped[int] = mapped_column(Integer, default=0)
+    n_violations: Mapped[int] = mapped_column(Integer, default=0)
+    max_slowdown: Mapped[Optional[float]] = mapped_column(Float)
+    by_collective: Mapped[dict[str, Any]] = mapped_column(JSON)   # collective -> {violations, max_slowdown}
+    history: Mapped[list[Any]] = mapped_column(JSON)              # [[iso time, n_violations], ...] oldest first
