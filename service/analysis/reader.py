@@ -384,6 +384,29 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
             raise ResultsFormatError(source, _line_of(linenos, start, r), f"field 'algorithm': {a!r} is not a "
                                      "mock-up name (expected 'default' or '<collective>_as_<parts>')")
 
+    # genuine ReproMPI measures mock-ups as tests of their own: GL_<Call>_as_<Parts> -> (MPI_<Call>, mock-up)
+    if any(t.startswith("GL_") for t in tests):
+        new_tests = [t for t in tests if not t.startswith("GL_") or gl_mockup(t) is None]
+        tmap, amap = [], []
+        for t in tests:
+            g = gl_mockup(t)
+            if g is None:
+                tmap.append(new_tests.index(t))
+                amap.append(-1)
+            else:
+                mpi_name, mock = g
+                if mpi_name not in new_tests:
+                    new_tests.append(mpi_name)
+                if mock not in algorithms:
+                    algorithms.append(mock)
+                tmap.append(new_tests.index(mpi_name))
+                amap.append(algorithms.index(mock))
+        amap_arr = np.array(amap, dtype=np.int32)
+        row_alg = amap_arr[test_codes]
+        alg_codes = np.where(row_alg >= 0, row_alg, alg_codes).astype(np.int32)
+        test_codes = np.array(tmap, dtype=np.int32)[test_codes]
+        tests = new_tests
+
     keep = None
     if "errorcode" in cidx:
         keep = numeric("errorcode", np.int64) == 0
@@ -409,6 +432,26 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
     return RunResult(source=source, header=header, tests=tests, algorithms=algorithms, test=test_codes,
                      nrep=nrep, msize=msize, runtime=runtime, algorithm=alg_codes, alg_footer=alg_footer,
                      config=config, pgmpi_lines=["#@" + b for _, b in pgmpi_lines])
+
+
+_GL_RE = re.compile(r"^GL_([A-Z][a-z]*(?:_[a-z]+)*)_as_([A-Za-z]+)$")
+
+
+def gl_mockup(test_name: str) -> tuple[str, str] | None:
+    """Genuine ReproMPI's mock-up test names to ours: GL_Allreduce_as_ReduceBcast ->
+    ("MPI_Allreduce", "allreduce_as_reduce_bcast"); GL_Reduce_scatter_block_as_ReduceScatter ->
+    ("MPI_Reduce_scatter_block", "reducescatterblock_as_reduce_scatter"). None when not such a name or the
+    collective is not in collectives.def."""
+    m = _GL_RE.match(test_name)
+    if not m:
+        return None
+    coll = _colls.by_mpi_name("MPI_" + m.group(1))
+    if coll is None:
+        return None
+    parts = re.findall(r"[A-Z][a-z]*", m.group(2))
+    if not parts or "".join(parts) != m.group(2):
+        return None
+    return coll.mpi_name, f"{coll.key}_as_" + "_".join(p.lower() for p in parts)
 
 
 def _codes(values: list[str]) -> tuple[list[str], np.ndarray]:

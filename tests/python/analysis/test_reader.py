@@ -126,3 +126,23 @@ def test_footer_line_numbers():
 def test_no_data_rows_is_empty_run():
     r = parse_text("#@nprocs=2\ntest nrep msize runtime_sec\n#@pgmpi config x 1\n", "e")
     assert len(r) == 0
+
+
+def test_genuine_reprompi_mockup_tests_map_to_our_names():
+    from service.analysis.memory import KNOWN
+    from service.analysis.reader import gl_mockup
+    assert gl_mockup("GL_Allreduce_as_ReduceBcast") == ("MPI_Allreduce", "allreduce_as_reduce_bcast")
+    assert gl_mockup("GL_Reduce_scatter_block_as_ReduceScatter") == ("MPI_Reduce_scatter_block",
+                                                                     "reducescatterblock_as_reduce_scatter")
+    for gl in ("GL_Allgather_as_GatherBcast", "GL_Allreduce_as_ReducescatterblockAllgather",
+               "GL_Allreduce_as_ReducescatterAllgatherv", "GL_Bcast_as_ScatterAllgather", "GL_Gather_as_Reduce",
+               "GL_Reduce_as_ReducescatterGatherv", "GL_Reduce_scatter_as_ReduceScatterv",
+               "GL_Scan_as_ExscanReducelocal", "GL_Scatter_as_Bcast"):
+        assert gl_mockup(gl)[1] in KNOWN, gl
+    assert gl_mockup("GL_Foo_as_Bar") is None and gl_mockup("MPI_Bcast") is None
+    text = ("#@nprocs=4\ntest nrep msize runtime_sec\nMPI_Allreduce 0 8 0.5\n"
+            "GL_Allreduce_as_ReduceBcast 0 8 0.25\nMPI_Bcast 0 8 0.1\n")
+    r = parse_text(text, "gl")
+    got = [(r.tests[t], r.algorithms[a]) for t, a in zip(r.test, r.algorithm)]
+    assert got == [("MPI_Allreduce", "default"), ("MPI_Allreduce", "allreduce_as_reduce_bcast"),
+                   ("MPI_Bcast", "default")]
