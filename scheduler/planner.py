@@ -64,11 +64,13 @@ def groups(c: Campaign, calls: dict[str, list[int]] | None = None,
         if is_all:
             algs = "all"
         else:
-            algs = ["default"]
+            algs = []
             for k in keys:
                 for a in (algorithms or {}).get(k, c.algorithms_for(k)):
                     if a not in algs:
                         algs.append(a)
+            if "tuned" not in algs and "default" not in algs:     # tuned: the library decides, nothing forced
+                algs.insert(0, "default")
         label = names.get(sizes, f"g{i}") if len(out) > 1 else ""
         res.append((label, keys, list(sizes), algs))
     return res

@@ -2,6 +2,7 @@
 the service on PostgreSQL; the analysis runs on them and returns its candidate profiles."""
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -51,13 +52,16 @@ def test_campaign_on_slurm_reaches_service_and_analysis(tmp_path, slurm_env, mpi
     tok = tmp_path / "token"
     tok.write_text(token)
     cdef = tiny_campaign("integ", "slurmbox", mpi_modulepath, bench_root,
-                         service={"url": service.url, "token_file": str(tok)})
+                         service={"url": service.url, "token_file": str(tok)},
+                         validation={"enabled": True, "nrep": 10, "mpiruns": 1})
     cfile = campaign_file(tmp_path / "integ.yaml", **cdef)
     agent = make_agent(cfile, tmp_path / "state", env=slurm_env)
     t0 = time.time()
     s = agent.run(interval=1.0, timeout=600)
     wall = time.time() - t0
     assert s["done"] and s["rejected"] == 0, s
+    print(json.dumps([{k: r[k] for k in r.keys() if k != "spec"} for r in agent.state.jobs("integ")], indent=1))
+    print(agent.state.campaign("integ")["analysis"])
     assert s["states"] == {"COMPLETED": 2}, [dict(r) for r in agent.state.jobs("integ")]
     runs, jobs, ups = service_counts(service, "integ")
     # 2 modules x R=2 launches, one file each (allreduce and bcast share their sizes)
