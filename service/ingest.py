@@ -52,7 +52,7 @@ def parse_files(files) -> list[Parsed]:
             raise UploadError(f"file name {f.name!r} appears twice in this upload", field=f"files[{i}].name")
         seen.add(f.name)
         try:
-            res = parse_text(f.content, f.name)
+            res = parse_text(f.text(), f.name)
         except ResultsFormatError as e:
             raise UploadError(str(e), field=f"{e.source}:{e.line}" if e.line else e.source) from None
         if len(res) == 0:

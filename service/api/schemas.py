@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,119}$"
 JobState = Literal["PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED"]
@@ -57,9 +57,30 @@ class JobIn(_In):
 
 
 class FileIn(_In):
+    """One mpirun's raw results: either `content` (the ReproMPI-format text, contract 3), or the same as
+    JSON: `headers` (the #@key=value pairs) and `rows` ([test, nrep, msize, runtime_sec, algorithm])."""
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
     name: str = Field(min_length=1, max_length=300)
-    content: str
+    content: Optional[str] = None
+    headers: Optional[dict[str, Union[str, int, float]]] = None
+    rows: Optional[list[tuple[str, int, int, float, str]]] = None
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        if (self.content is None) == (self.rows is None):
+            raise ValueError("give either content (ReproMPI text) or headers + rows (JSON), not both or neither")
+        if self.content is not None and self.headers:
+            raise ValueError("headers go into the text when content is given")
+        return self
+
+    def text(self) -> str:
+        """The ReproMPI-format text of this file (JSON form converted, so both forms parse alike)."""
+        if self.content is not None:
+            return self.content
+        out = [f"#@{k}={v}" for k, v in (self.headers or {}).items()]
+        out.append("test nrep msize runtime_sec algorithm")
+        out.extend(f"{t} {n} {m} {r!r} {a}" for t, n, m, r, a in self.rows)
+        return "\n".join(out) + "\n"
 
 
 class UploadIn(_In):

@@ -121,7 +121,7 @@ def test_malformed_uploads_write_nothing(client, seeded, app):
                     json={"upload_id": "bad", "files": [{"name": "run.txt", "content": cases[0][0]}]})
     assert r.json["error"]["field"] == f"run.txt:{line}"
     for body, field in (({"files": []}, "upload_id"), ({"upload_id": "x", "files": []}, "files"),
-                        ({"upload_id": "x", "files": [{"name": "a"}]}, "files.0.content")):
+                        ({"upload_id": "x", "files": [{"name": "a"}]}, "files.0")):
         r = client.post("/api/v1/uploads", headers=seeded["agent1"], json=body)
         assert r.status_code == 422 and r.json["error"]["field"] == field, r.json
     r = client.post("/api/v1/uploads", headers=seeded["agent1"], data="{not json", content_type="application/json")
@@ -274,3 +274,23 @@ def test_analysis_finds_injected_violation_and_stores_candidate_profile(client, 
     assert any("allreduce_as_reduce_bcast" in text for text in r.json["profiles"][0]["files"].values())
     ov = client.get("/api/v1/violations/overview", headers=seeded["viewer"]).json["items"]
     assert ov[0]["analysis_id"] == r.json["id"] and ov[0]["n_violations"] == len(r.json["violations"])
+
+
+def test_json_upload_form(client, seeded, app):
+    rows = [["MPI_Allreduce", r, 64, 1e-5 + r * 1e-7, "default"] for r in range(4)] + \
+           [["MPI_Allreduce", r, 64, 2e-5, "allreduce_as_reduce_bcast"] for r in range(3)]
+    hdr = {"machine": "m1", "mpi_library": "mpich", "mpi_version": "4.0.2", "nprocs": 4, "nodes": 1, "ppn": 4}
+    r = client.post("/api/v1/uploads", headers=seeded["agent1"],
+                    json={"upload_id": "j1", "files": [{"name": "json-run", "headers": hdr, "rows": rows}]})
+    assert r.status_code == 201, r.json
+    run = client.get(f"/api/v1/runs/{r.json['runs'][0]}", headers=seeded["viewer"]).json
+    assert run["library"] == "mpich" and run["nprocs"] == 4
+    assert sorted((s["algorithm"], s["n"]) for s in run["series"]) == [("allreduce_as_reduce_bcast", 3), ("default", 4)]
+    before = counts(app)
+    bad = client.post("/api/v1/uploads", headers=seeded["agent1"], json={"upload_id": "j2", "files": [
+        {"name": "x", "headers": hdr, "rows": [["MPI_Allreduce", 0, -5, 1e-5, "default"]]}]})
+    assert bad.status_code == 422 and bad.json["error"]["field"].startswith("x:"), bad.json
+    both = client.post("/api/v1/uploads", headers=seeded["agent1"], json={"upload_id": "j3", "files": [
+        {"name": "x", "content": "a", "rows": rows}]})
+    assert both.status_code == 422 and "either content" in both.json["error"]["message"]
+    assert counts(app) == before
