@@ -202,7 +202,10 @@ def _set_or_404(set_id: int) -> ProfileSet:
 def profile_set(set_id: int):
     ps = _set_or_404(set_id)
     st = pub.status(profile_root(), ps.machine.name, ps.library.name, ps.library.version)
-    versions = list(ps.versions)
+    from sqlalchemy.orm import selectinload
+    versions = db.session.scalars(select(ProfileVersion).where(ProfileVersion.profile_set_id == ps.id)
+                                  .options(selectinload(ProfileVersion.figures))
+                                  .order_by(ProfileVersion.number)).all()
     cand_id = request.args.get("candidate", type=int)
     cand = next((v for v in versions if v.id == cand_id), None) if cand_id else None
     if cand is None:

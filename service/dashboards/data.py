@@ -45,12 +45,12 @@ def coll_mpi(key: str) -> str:
 
 # ----------------------------------------------------------------- overview
 
-def latest_analyses(s) -> dict[int, list[Analysis]]:
-    """library id -> its analyses, newest first (two per library are enough here)."""
+def latest_analyses(s, per_library: int = 1) -> dict[int, list[Analysis]]:
+    """library id -> its newest analyses, newest first (index ix_analyses_library_created)."""
     rn = func.row_number().over(partition_by=Analysis.library_id,
                                 order_by=(Analysis.created_at.desc(), Analysis.id.desc())).label("rn")
     sub = select(Analysis.id, rn).subquery()
-    ids = [r[0] for r in s.execute(select(sub.c.id).where(sub.c.rn <= 40))]
+    ids = [r[0] for r in s.execute(select(sub.c.id).where(sub.c.rn <= per_library))]
     out: dict[int, list[Analysis]] = defaultdict(list)
     if ids:
         rows = s.scalars(select(Analysis).where(Analysis.id.in_(ids))
@@ -60,64 +60,97 @@ def latest_analyses(s) -> dict[int, list[Analysis]]:
     return out
 
 
-def barrier_flags(s, analysis: Analysis) -> int:
-    """Number of violations of the analysis with a barrier warning."""
-    if analysis.campaign_id is None:
-        return 0
-    bq = (select(Run.nprocs, BarrierSeries.msize, func.min(BarrierSeries.median))
+def barrier_flags(s, analyses: list[Analysis]) -> dict[int, int]:
+    """analysis id -> number of its violations with a barrier warning (two queries for all)."""
+    pairs = {(a.campaign_id, a.library_id) for a in analyses if a.campaign_id is not None}
+    out = {a.id: 0 for a in analyses}
+    if not pairs:
+        return out
+    bq = (select(Run.campaign_id, Run.library_id, Run.nprocs, BarrierSeries.msize, func.min(BarrierSeries.median))
           .join(Run, Run.id == BarrierSeries.run_id)
-          .where(Run.campaign_id == analysis.campaign_id, Run.library_id == analysis.library_id)
-          .group_by(Run.nprocs, BarrierSeries.msize))
-    barrier = {(p, m): t for p, m, t in s.execute(bq)}
+          .where(Run.campaign_id.in_({c for c, _ in pairs}), Run.library_id.in_({l for _, l in pairs}))
+          .group_by(Run.campaign_id, Run.library_id, Run.nprocs, BarrierSeries.msize))
+    barrier = {(c, l, p, m): t for c, l, p, m, t in s.execute(bq)}
     if not barrier:
-        return 0
-    n = 0
-    for v in s.execute(select(Violation.nprocs, Violation.msize, Violation.default_time, Violation.mockup_time)
-                       .where(Violation.analysis_id == analysis.id)):
-        b = barrier.get((v[0], v[1]))
-        if b is not None and b >= min(v[2], v[3]):
-            n += 1
-    return n
+        return out
+    by_id = {a.id: a for a in analyses}
+    for aid, p, m, d, mk, bw in s.execute(select(Violation.analysis_id, Violation.nprocs, Violation.msize,
+                                                 Violation.default_time, Violation.mockup_time,
+                                                 Violation.barrier_warning)
+                                          .where(Violation.analysis_id.in_(list(by_id)))):
+        if bw is not None:
+            out[aid] += bool(bw)
+            continue
+        a = by_id[aid]
+        b = barrier.get((a.campaign_id, a.library_id, p, m))
+        if b is not None and b >= min(d, mk):
+            out[aid] += 1
+    return out
 
 
-def analysis_counts(s, a: Analysis) -> dict[str, Any]:
-    summ = a.summary or {}
-    brave = summ.get("brave", a.n_violations)
-    cautious = summ.get("cautious")
+def analysis_counts(a: Analysis, flags: dict[int, int]) -> dict[str, Any]:
+    """brave/cautious/quality of an analysis: ANALYSIS's summary when it has them (counts["all"],
+    quality per p = its README's score), else from the violation rows and barrier times."""
+    summ = a.summary if isinstance(a.summary, dict) else {}
+    counts = summ.get("counts") if isinstance(summ.get("counts"), dict) else {}
+    allc = counts.get("all") if isinstance(counts.get("all"), dict) else {}
+    brave = allc.get("brave", a.n_violations)
+    cautious = allc.get("cautious")
     if cautious is None:
-        cautious = brave - barrier_flags(s, a)
-    quality = summ.get("quality")
-    if quality is None:
+        cautious = brave - flags.get(a.id, 0)
+    q = summ.get("quality")
+    per_p: dict[int, float] = {}
+    if isinstance(q, list):   # ANALYSIS: one entry per (machine, library, version, p)
+        per_p = {int(e["nprocs"]): float(e["score"]) for e in q
+                 if isinstance(e, dict) and e.get("score") is not None and e.get("nprocs") is not None}
+        quality = min(per_p.values()) if per_p else None
+    elif isinstance(q, (int, float)):
+        quality = float(q)
+    else:
         quality = 100.0 * (1 - brave / a.n_checked) if a.n_checked else None
     return {"analysis_id": a.id, "campaign_id": a.campaign_id, "at": a.created_at, "brave": brave,
-            "cautious": cautious, "checked": a.n_checked, "quality": quality, "max_slowdown": a.max_slowdown}
+            "cautious": cautious, "checked": allc.get("checks", a.n_checked), "quality": quality,
+            "quality_per_p": per_p, "max_slowdown": a.max_slowdown}
 
 
 def overview(s) -> dict[str, Any]:
     machines = s.scalars(select(Machine).order_by(Machine.name)).all()
     libs = s.scalars(select(MpiLibrary).order_by(MpiLibrary.name, MpiLibrary.version)).all()
-    by_lib = latest_analyses(s)
-    campaigns = {c.id: c.name for c in s.scalars(select(Campaign).where(
-        Campaign.id.in_([a.campaign_id for al in by_lib.values() for a in al[:1] if a.campaign_id])))}
+    latest = {lid: al[0] for lid, al in latest_analyses(s).items()}
+    week = {}
+    if latest:   # per library the newest analysis at least a week older than its latest: two queries
+        lo = min(a.created_at for a in latest.values()) - timedelta(days=21)
+        hi = max(a.created_at for a in latest.values()) - timedelta(days=7)
+        cand = s.execute(select(Analysis.id, Analysis.library_id, Analysis.created_at)
+                         .where(Analysis.library_id.in_(list(latest)), Analysis.created_at >= lo,
+                                Analysis.created_at <= hi)).all()
+        best: dict[int, tuple] = {}
+        for aid, lid, at in cand:
+            if at <= latest[lid].created_at - timedelta(days=7) and (lid not in best or (at, aid) > best[lid]):
+                best[lid] = (at, aid)
+        if best:
+            rows = {a.id: a for a in s.scalars(select(Analysis).where(
+                Analysis.id.in_([aid for _, aid in best.values()])))}
+            week = {lid: rows[aid] for lid, (_, aid) in best.items()}
+    flags = barrier_flags(s, list(latest.values()) + list(week.values()))
+    cids = [a.campaign_id for a in latest.values() if a.campaign_id]
+    campaigns = {c.id: c.name for c in s.scalars(select(Campaign).where(Campaign.id.in_(cids)))} if cids else {}
     lib_names = sorted({(l.name, l.version) for l in libs})
     rows = []
     for m in machines:
         cells = {}
         for l in [l for l in libs if l.machine_id == m.id]:
-            al = by_lib.get(l.id, [])
             cell: dict[str, Any] = {"library": l, "latest": None, "week_delta": None}
-            if al:
-                latest = analysis_counts(s, al[0])
-                latest["campaign"] = campaigns.get(al[0].campaign_id)
-                cell["latest"] = latest
-                week_ago = al[0].created_at - timedelta(days=7)
-                prev = next((a for a in al[1:] if a.created_at <= week_ago), None)
-                if prev is not None:
-                    pc = analysis_counts(s, prev)
-                    cell["week_delta"] = {"brave": latest["brave"] - pc["brave"],
-                                          "cautious": latest["cautious"] - pc["cautious"],
-                                          "quality": (latest["quality"] - pc["quality"])
-                                          if latest["quality"] is not None and pc["quality"] is not None else None}
+            if l.id in latest:
+                lat = analysis_counts(latest[l.id], flags)
+                lat["campaign"] = campaigns.get(latest[l.id].campaign_id)
+                cell["latest"] = lat
+                if l.id in week:
+                    pc = analysis_counts(week[l.id], flags)
+                    cell["week_delta"] = {"brave": lat["brave"] - pc["brave"],
+                                          "cautious": lat["cautious"] - pc["cautious"],
+                                          "quality": (lat["quality"] - pc["quality"])
+                                          if lat["quality"] is not None and pc["quality"] is not None else None}
             cells[(l.name, l.version)] = cell
         rows.append({"machine": m, "cells": cells})
     return {"rows": rows, "libraries": lib_names}
@@ -181,7 +214,8 @@ def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[t
     if a is None:
         return {}
     out: dict[tuple[str, int], Violation] = {}
-    for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p)):
+    for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p,
+                                               Violation.mockup != "default")):   # pattern guidelines
         k = (coll_key(v.collective), v.msize)
         if k not in out or v.slowdown > out[k].slowdown:
             out[k] = v
@@ -241,7 +275,8 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> d
     a = s.scalar(q.order_by(Analysis.created_at.desc(), Analysis.id.desc()).limit(1))
     viols = []
     if a is not None:
-        viols = [{"mockup": v.mockup, "msize": v.msize, "default_s": v.default_time, "mockup_s": v.mockup_time,
+        viols = [{"kind": v.kind, "ref_msize": v.ref_msize, "barrier_warning": v.barrier_warning,
+                  "mockup": v.mockup, "msize": v.msize, "default_s": v.default_time, "mockup_s": v.mockup_time,
                   "slowdown": v.slowdown, "p_value": v.p_value}
                  for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p,
                                                             Violation.collective.in_([key, call]))
@@ -252,8 +287,24 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> d
 
 # ----------------------------------------------------------------- trends
 
+_TREND_CACHE: dict[tuple, dict] = {}
+
+
 def trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> dict[str, Any]:
-    """Median per campaign of (collective, size, algorithm) and change points found by jumpavg."""
+    """Median per campaign of (collective, size, algorithm) and change points found by jumpavg.
+    Cached (in this process) until the library gets a new run."""
+    newest = s.scalar(select(func.max(Run.id)).where(Run.library_id == lib.id))
+    ck = (lib.id, key, msize, algorithm, p, newest)
+    if ck in _TREND_CACHE:
+        return _TREND_CACHE[ck]
+    out = _trend(s, lib, key, msize, algorithm, p)
+    if len(_TREND_CACHE) > 256:
+        _TREND_CACHE.clear()
+    _TREND_CACHE[ck] = out
+    return out
+
+
+def _trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> dict[str, Any]:
     call = coll_mpi(key)
     q = (select(Campaign.id, Campaign.name, Campaign.created_at, Series.median)
          .join(Run, Run.campaign_id == Campaign.id).join(Series, Series.run_id == Run.id)
@@ -273,51 +324,91 @@ def trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> d
             "campaigns": [d["campaign"] for d in pts], "shifts": shifts}
 
 
-def change_points(medians_: list[float], runs: list[list[float]] | None = None) -> list[dict]:
-    """Indices where jumpavg's bit-counting classification starts a new group (a significant shift)."""
-    if len(medians_) < 3:
-        return []
+MAX_GROUPS = 48   # jumpavg's classification is quadratic in the number of groups
+
+
+def _classify(values: list) -> list[tuple[int, int, float, float | None, str]]:
+    """jumpavg groups as (first index, length, average, previous average, comment)."""
     import jumpavg
-    scale = max(medians_) or 1.0
-    values = [[v / scale for v in r] for r in runs] if runs else [m / scale for m in medians_]
-    groups = jumpavg.classify(values)
     out, i = [], 0
-    for g in groups:
-        if i > 0 and g.comment in ("regression", "progression"):
-            before = float(g.prev_avg) * scale if g.prev_avg is not None else None
-            after = float(g.stats.avg) * scale
-            # jumpavg's words are about a higher-is-better metric; for time, higher is a regression
-            kind = "regression" if after > (before or 0) else "improvement"
-            out.append({"index": i, "kind": kind, "before_s": before, "after_s": after,
-                        "ratio": after / before if before else None})
+    for g in jumpavg.classify(values):
+        out.append((i, len(g.run_list), float(g.stats.avg), None if g.prev_avg is None else float(g.prev_avg),
+                    g.comment))
         i += len(g.run_list)
     return out
 
 
-def alerts(s, since_days: int = 7) -> list[dict[str, Any]]:
-    """New violations (in the latest analysis, absent from the previous one) and regressions of defaults."""
-    out = []
-    by_lib = latest_analyses(s)
-    libs = {l.id: l for l in s.scalars(select(MpiLibrary)).all()}
-    for lib_id, al in by_lib.items():
-        lib = libs[lib_id]
-        if not al:
-            continue
-        cur = al[0]
+def change_points(medians_: list[float], runs: list[list[float]] | None = None) -> list[dict]:
+    """Campaign indices where jumpavg's bit-counting classification starts a new group (a significant
+    shift, judged against the spread of the values, not a fixed threshold).
 
-        def keys(a):
-            return {(v.collective, v.mockup, v.msize, v.nprocs): v for v in
-                    s.scalars(select(Violation).where(Violation.analysis_id == a.id))}
-        now = keys(cur)
-        before = keys(al[1]) if len(al) > 1 else {}
-        for k, v in sorted(now.items()):
+    Long histories are classified in chunks of consecutive campaigns (each chunk an indivisible
+    sample list for jumpavg, at most MAX_GROUPS chunks); every boundary found is then placed exactly
+    by classifying the campaigns of the two chunks around it."""
+    n = len(medians_)
+    if n < 3:
+        return []
+    scale = max(medians_) or 1.0
+    per = [[v / scale for v in r] for r in runs] if runs else [[m / scale] for m in medians_]
+    if n <= MAX_GROUPS:
+        bounds = [(i, prev, avg) for i, _, avg, prev, c in _classify(per)
+                  if i > 0 and c in ("regression", "progression")]
+    else:
+        k = -(-n // MAX_GROUPS)
+        chunks = [sum(per[j:j + k], []) for j in range(0, n, k)]
+        bounds = []
+        for ci, _, avg, prev, c in _classify(chunks):
+            if ci == 0 or c not in ("regression", "progression"):
+                continue
+            lo, hi = (ci - 1) * k, min(n, (ci + 1) * k)
+            local = [(i, p_, a_) for i, _, a_, p_, cc in _classify(per[lo:hi])
+                     if i > 0 and cc in ("regression", "progression")]
+            if local:
+                i, p_, a_ = max(local, key=lambda t: abs(t[2] - (t[1] or t[2])))
+                bounds.append((lo + i, prev, avg))
+            else:
+                bounds.append((ci * k, prev, avg))
+    out = []
+    for i, prev, avg in bounds:
+        before = prev * scale if prev is not None else None
+        after = avg * scale
+        # jumpavg's words are about a higher-is-better metric; for a time, higher is a regression
+        kind = "regression" if before is not None and after > before else "improvement"
+        out.append({"index": i, "kind": kind, "before_s": before, "after_s": after,
+                    "ratio": after / before if before else None})
+    return out
+
+
+def alerts(s) -> list[dict[str, Any]]:
+    """New violations (in the latest analysis of a library, absent from its previous one) and
+    regressions of defaults in the latest campaign.  Cached until a new analysis or run arrives."""
+    key = (s.scalar(select(func.max(Analysis.id))), s.scalar(select(func.max(Run.id))))
+    hit = _ALERTS_CACHE.get("v")
+    if hit and hit[0] == key:
+        return hit[1]
+    out = []
+    by_lib = latest_analyses(s, per_library=2)
+    libs = {l.id: l for l in s.scalars(select(MpiLibrary)).all()}
+    ids = [a.id for al in by_lib.values() for a in al]
+    viols: dict[int, dict] = defaultdict(dict)
+    if ids:
+        for v in s.scalars(select(Violation).where(Violation.analysis_id.in_(ids))):
+            viols[v.analysis_id][(v.collective, v.mockup, v.msize, v.nprocs)] = v
+    for lib_id, al in by_lib.items():
+        lib, cur = libs[lib_id], al[0]
+        before = viols.get(al[1].id, {}) if len(al) > 1 else {}
+        for k, v in sorted(viols.get(cur.id, {}).items()):
             if k not in before:
                 out.append({"type": "new_violation", "machine": lib.machine.name, "library": lib.name,
                             "version": lib.version, "collective": v.collective, "mockup": v.mockup,
                             "msize": v.msize, "nprocs": v.nprocs, "slowdown": v.slowdown, "p_value": v.p_value,
                             "analysis_id": cur.id, "at": cur.created_at.isoformat()})
     out.extend(regressions(s))
+    _ALERTS_CACHE["v"] = (key, out)
     return out
+
+
+_ALERTS_CACHE: dict[str, tuple] = {}
 
 
 def regressions(s, window: int = 30) -> list[dict[str, Any]]:
@@ -341,6 +432,10 @@ def regressions(s, window: int = 30) -> list[dict[str, Any]]:
             if len(order) < 3 or order[-1] != last:
                 continue
             ys = [d[k] for k in order]
+            # a shift up AT the latest campaign needs the latest median above every earlier one; only
+            # those candidates (few) go through jumpavg, which decides whether the shift is significant
+            if ys[-1] <= max(ys[:-1]):
+                continue
             for sh in change_points(ys):
                 if sh["index"] == len(ys) - 1 and sh["kind"] == "regression":
                     camp = s.get(Campaign, last)
@@ -354,7 +449,8 @@ def regressions(s, window: int = 30) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------- campaigns, profiles
 
 def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
-    cs = s.scalars(select(Campaign).order_by(Campaign.created_at.desc(), Campaign.id.desc()).limit(limit)).all()
+    from sqlalchemy.orm import selectinload
+    cs = s.scalars(select(Campaign).options(selectinload(Campaign.machine)).order_by(Campaign.created_at.desc(), Campaign.id.desc()).limit(limit)).all()
     ids = [c.id for c in cs]
     jobs = defaultdict(list)
     if ids:
@@ -374,7 +470,10 @@ def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
 
 
 def profile_sets(s) -> list[dict[str, Any]]:
-    sets = s.scalars(select(ProfileSet)).all()
+    from sqlalchemy.orm import selectinload
+    sets = s.scalars(select(ProfileSet).options(selectinload(ProfileSet.versions),
+                                                selectinload(ProfileSet.machine),
+                                                selectinload(ProfileSet.library))).all()
     out = []
     for ps in sets:
         out.append({"set": ps, "machine": ps.machine, "library": ps.library, "versions": list(ps.versions)})
