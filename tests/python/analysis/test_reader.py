@@ -146,3 +146,25 @@ def test_genuine_reprompi_mockup_tests_map_to_our_names():
     got = [(r.tests[t], r.algorithms[a]) for t, a in zip(r.test, r.algorithm)]
     assert got == [("MPI_Allreduce", "default"), ("MPI_Allreduce", "allreduce_as_reduce_bcast"),
                    ("MPI_Bcast", "default")]
+
+
+def test_crlf_line_endings():
+    r = parse_text(OURS.replace("\n", "\r\n"), "crlf.txt")
+    assert len(r) == 4 and r.machine == "box" and r.config["size_msg_buffer_bytes"] == "1048576"
+
+
+def test_many_configs_are_analysed_separately():
+    import numpy as np
+    from service.analysis.guidelines import analyze
+    from service.analysis.synthetic import Design, simulate
+    rng = np.random.default_rng(8)
+    runs = []
+    for lib, p, slow in (("openmpi", 2, True), ("mpich", 2, False), ("openmpi", 8, False)):
+        d = Design(collectives=["bcast"], sizes=[8, 1024], mockups={"bcast": ["bcast_as_allgatherv"]},
+                   factors={("bcast", "bcast_as_allgatherv", 1024): 0.5} if slow else {}, library=lib, nprocs=p,
+                   nrep=20, sigma_run=0.01)
+        runs += simulate(d, rng)
+    a = analyze(ResultSet.from_runs(runs), alpha=0.01)
+    assert [(c.library, c.nprocs) for c in a.configs] == [("openmpi", 2), ("mpich", 2), ("openmpi", 8)]
+    found = {(a.configs[v.cfg].library, a.configs[v.cfg].nprocs, v.msize) for v in a.violations("pattern")}
+    assert found == {("openmpi", 2, 1024)}
