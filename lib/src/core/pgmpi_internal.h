@@ -9,6 +9,9 @@
 
 #include "pgmpitune_core.h"
 
+/* Internal to libpgmpitune: not exported (no PLT on the call path, no name clashes). */
+#pragma GCC visibility push(hidden)
+
 /* ---- registry (registry.c) ------------------------------------------------ */
 extern const pgmpi_coll_desc_t *const pgmpi_descs[PGMPI_NCOLL];
 extern const char *const pgmpi_coll_keys[PGMPI_NCOLL];
@@ -95,5 +98,7 @@ int  pgmpi_parse_size(const char *s, size_t len, uint64_t *out);
 
 #define PGMPI_DEFAULT_MSG_POOL ((size_t)100000000)
 #define PGMPI_DEFAULT_INT_POOL ((size_t)200000)
+
+#pragma GCC visibility pop
 
 #endif

@@ -67,24 +67,49 @@ typedef struct pgmpi_coll_desc {
 #include "collectives.def"
 #undef PGMPI_COLLECTIVE
 
+#if defined(__GNUC__)
+#define PGMPI_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define PGMPI_INTERNAL
+#endif
+
+/* Read-only after MPI_Init (runtime.c): what the inline fast path below needs. mode[c] == 0 means
+ * "nothing to decide for c" (no forced selection, no profile, before MPI_Init, after MPI_Finalize,
+ * PGMPITUNE_DISABLE): the call costs two loads and two branches before the MPI library runs. */
+typedef struct {
+    int mode[PGMPI_NCOLL];
+    int verbose;
+} pgmpi_fast_t;
+extern PGMPI_INTERNAL pgmpi_fast_t pgmpi_fast;
+PGMPI_INTERNAL int  pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n_bytes, size_t elem_bytes);
+PGMPI_INTERNAL void pgmpi_end_slow(pgmpi_coll_t c, size_t n_bytes, int alg, int fell_back);
+
 /* Hot path.  Returns the algorithm index to use (0 = default) for this call; never
  * allocates, no I/O, no strings: O(1) collective lookup + O(log M) range search.
  * Also consults forced selections (benchmark mode), the disable switch, MPI_Init state.
  * When it returns a > 0 the core has already checked msg_need/int_need against the pools
  * and reserved them for this thread; the caller MUST call pgmpi_end() afterwards. */
-int  pgmpi_begin(pgmpi_coll_t c, MPI_Comm comm, size_t n_bytes, size_t elem_bytes);
+static inline int pgmpi_begin(pgmpi_coll_t c, MPI_Comm comm, size_t n_bytes, size_t elem_bytes)
+{
+    if (__builtin_expect(pgmpi_fast.mode[c] == 0, 1)) return 0;
+    return pgmpi_begin_slow(c, comm, n_bytes, elem_bytes);
+}
 /* Ends a call begun with pgmpi_begin: releases pools, accounts (alg actually used,
  * fell_back) for the #@pgmpi report.  Pass alg = 0 for calls that used the default. */
-void pgmpi_end(pgmpi_coll_t c, size_t n_bytes, int alg, int fell_back);
+static inline void pgmpi_end(pgmpi_coll_t c, size_t n_bytes, int alg, int fell_back)
+{
+    if (__builtin_expect(alg == 0 && !pgmpi_fast.verbose, 1)) return;
+    pgmpi_end_slow(c, n_bytes, alg, fell_back);
+}
 
 /* Scratch memory reserved by pgmpi_begin for the running mock-up (rule 4). */
-void *pgmpi_pool_msg(void);
-int  *pgmpi_pool_int(void);
+PGMPI_INTERNAL void *pgmpi_pool_msg(void);
+PGMPI_INTERNAL int  *pgmpi_pool_int(void);
 
 /* Helpers for mock-ups and entry points. */
-size_t pgmpi_type_bytes(MPI_Datatype t);          /* MPI_Type_size as size_t */
-int    pgmpi_type_is_contiguous(MPI_Datatype t);  /* size == true extent and lb == 0 */
-int    pgmpi_comm_is_inter(MPI_Comm comm);
+PGMPI_INTERNAL size_t pgmpi_type_bytes(MPI_Datatype t);          /* MPI_Type_size as size_t */
+PGMPI_INTERNAL int    pgmpi_type_is_contiguous(MPI_Datatype t);  /* size == true extent and lb == 0 */
+PGMPI_INTERNAL int    pgmpi_comm_is_inter(MPI_Comm comm);
 
 /* Standard entry-point shape used by every collective file:
  *

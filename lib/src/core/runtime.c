@@ -23,7 +23,6 @@
 enum { MODE_DEFAULT = 0, MODE_FORCED = 1, MODE_PROFILE = 2 };
 
 typedef struct {
-    int mode;                      /* MODE_* ; MODE_DEFAULT = nothing to decide, fast path */
     int forced;                    /* algorithm when MODE_FORCED */
     const pgmpi_profile_t *profs;  /* MODE_PROFILE: sorted by process range */
     int nprofs;
@@ -37,7 +36,8 @@ typedef struct {
 } slot_t;
 
 static cstate_t cs[PGMPI_NCOLL];
-static int g_verbose;              /* report tables exist */
+pgmpi_fast_t pgmpi_fast;          /* mode[c] (MODE_*), verbose: read by the inline fast path */
+#define g_verbose (pgmpi_fast.verbose)
 static slot_t *g_report[PGMPI_NCOLL];
 static _Atomic uint64_t g_report_overflow[PGMPI_NCOLL];
 
@@ -154,14 +154,15 @@ static inline const pgmpi_profile_t *find_profile(const cstate_t *s, int p)
     return (best >= 0 && p <= s->profs[best].phi) ? &s->profs[best] : NULL;
 }
 
-int pgmpi_begin(pgmpi_coll_t c, MPI_Comm comm, size_t n, size_t elem)
+int pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n, size_t elem)
 {
     const cstate_t *s = &cs[c];
-    if (__builtin_expect(s->mode == MODE_DEFAULT, 1)) return 0;
+    int mode = pgmpi_fast.mode[c];
+    if (mode == MODE_DEFAULT) return 0;
     int p = 0;
     if (PMPI_Comm_size(comm, &p) != MPI_SUCCESS) return 0;   /* let the library report it */
     int a;
-    if (s->mode == MODE_FORCED) {
+    if (mode == MODE_FORCED) {
         a = s->forced;
     } else {
         const pgmpi_profile_t *pr = find_profile(s, p);
@@ -187,13 +188,13 @@ fallback:
     return 0;
 }
 
-void pgmpi_end(pgmpi_coll_t c, size_t n, int alg, int fell_back)
+void pgmpi_end_slow(pgmpi_coll_t c, size_t n, int alg, int fell_back)
 {
     if (alg > 0 && t_pool_held) {
         t_pool_held = 0;
         atomic_store_explicit(&g_pool_busy, 0, memory_order_release);
     }
-    if (__builtin_expect(!g_verbose, 1)) return;
+    if (!g_verbose) return;
     if (fell_back) {
         record(c, n, alg, 1);
         record(c, n, 0, 0);
@@ -391,9 +392,9 @@ static void setup(int *argc, char ***argv)
     for (int c = 0; c < PGMPI_NCOLL; c++) {
         if (o.forced[c] >= 0) {
             cs[c].forced = o.forced[c];
-            cs[c].mode = o.forced[c] > 0 ? MODE_FORCED : MODE_DEFAULT;
+            pgmpi_fast.mode[c] = o.forced[c] > 0 ? MODE_FORCED : MODE_DEFAULT;
         } else if (cs[c].nprofs && cs[c].pidx) {
-            cs[c].mode = MODE_PROFILE;
+            pgmpi_fast.mode[c] = MODE_PROFILE;
         }
         if (o.forced[c] >= 0) cs[c].forced = o.forced[c];
     }
@@ -417,7 +418,7 @@ void pgmpitune_report(FILE *out)
     fprintf(out, "#@pgmpi config profiles %d\n", g_nprofiles);
     if (g_nbad_profiles) fprintf(out, "#@pgmpi config bad_profiles %d\n", g_nbad_profiles);
     for (int c = 0; c < PGMPI_NCOLL; c++)
-        if (cs[c].mode == MODE_FORCED)
+        if (pgmpi_fast.mode[c] == MODE_FORCED)
             fprintf(out, "#@pgmpi config forced %s %s\n", pgmpi_coll_keys[c], pgmpi_descs[c]->algs[cs[c].forced].name);
     for (int c = 0; c < PGMPI_NCOLL; c++) {
         slot_t *tab = g_report[c];
@@ -450,7 +451,7 @@ static void teardown(void)
     if (!g_setup_done || g_finalized) return;
     g_finalized = 1;
     if (g_verbose && !g_disabled) pgmpitune_report(stdout);
-    for (int c = 0; c < PGMPI_NCOLL; c++) cs[c].mode = MODE_DEFAULT;
+    for (int c = 0; c < PGMPI_NCOLL; c++) pgmpi_fast.mode[c] = MODE_DEFAULT;
     g_verbose = 0;
 }
 
@@ -461,7 +462,7 @@ int pgmpitune_force(int c, int a)
     if (c < 0 || c >= PGMPI_NCOLL || a < 0 || a >= pgmpi_descs[c]->nalgs) return -1;
     if (g_disabled) return 0;
     cs[c].forced = a;
-    cs[c].mode = a > 0 ? MODE_FORCED : MODE_DEFAULT;
+    pgmpi_fast.mode[c] = a > 0 ? MODE_FORCED : MODE_DEFAULT;
     return 0;
 }
 
@@ -469,7 +470,7 @@ int pgmpitune_unforce(int c)
 {
     if (c < 0 || c >= PGMPI_NCOLL) return -1;
     if (g_disabled) return 0;
-    cs[c].mode = (cs[c].nprofs && cs[c].pidx) ? MODE_PROFILE : MODE_DEFAULT;
+    pgmpi_fast.mode[c] = (cs[c].nprofs && cs[c].pidx) ? MODE_PROFILE : MODE_DEFAULT;
     return 0;
 }
 
@@ -477,8 +478,8 @@ int pgmpitune_selected(int c, size_t n_bytes, int p)
 {
     if (c < 0 || c >= PGMPI_NCOLL) return -1;
     const cstate_t *s = &cs[c];
-    if (s->mode == MODE_FORCED) return s->forced;
-    if (s->mode != MODE_PROFILE) return 0;
+    if (pgmpi_fast.mode[c] == MODE_FORCED) return s->forced;
+    if (pgmpi_fast.mode[c] != MODE_PROFILE) return 0;
     const pgmpi_profile_t *pr = find_profile(s, p);
     return pr ? pgmpi_profile_find_alg(pr, (uint64_t)n_bytes) : 0;
 }

@@ -1,0 +1,74 @@
+/* Per-call cost of libpgmpitune on the default path, measured in one process against the bare
+ * library: blocks of ITER calls of MPI_Allreduce (through the wrapper) and PMPI_Allreduce (the MPI
+ * library itself), 8 bytes (1 double), interleaved (ABBA) so drifts cancel; prints per-call medians.
+ * With LOOKUP=1 it also times pgmpitune_selected() over pseudo-random message sizes (pure lookup:
+ * O(1) collective + profile index + O(log M) range search).
+ *   lib_overhead ITER BLOCKS */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pgmpitune.h"
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmpd);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double loop(int wrapped, long iter)
+{
+    double x = 1.0, y = 0.0;
+    double t0 = MPI_Wtime();
+    if (wrapped)
+        for (long i = 0; i < iter; i++) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    else
+        for (long i = 0; i < iter; i++) PMPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return (MPI_Wtime() - t0) / (double)iter * 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    long iter = argc > 1 ? atol(argv[1]) : 100000;
+    int blocks = argc > 2 ? atoi(argv[2]) : 21, rank, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    double *w = malloc(sizeof(double) * (size_t)blocks), *b = malloc(sizeof(double) * (size_t)blocks);
+    double *d = malloc(sizeof(double) * (size_t)blocks);
+    loop(1, iter / 10 + 1);
+    loop(0, iter / 10 + 1);
+    for (int k = 0; k < blocks; k++) {
+        if (k % 2) { b[k] = loop(0, iter); w[k] = loop(1, iter); }
+        else { w[k] = loop(1, iter); b[k] = loop(0, iter); }
+        d[k] = w[k] - b[k];
+    }
+    double lookup = -1;
+    if (getenv("LOOKUP")) {
+        int c = pgmpitune_collective_lookup("allreduce");
+        long n = 20000000;
+        volatile int sink = 0;
+        unsigned long long h = 88172645463325252ULL;
+        double t0 = MPI_Wtime();
+        for (long i = 0; i < n; i++) {
+            h ^= h << 13; h ^= h >> 7; h ^= h << 17;              /* xorshift: sizes across all ranges */
+            sink += pgmpitune_selected(c, (size_t)(h % 160000), p);
+        }
+        lookup = (MPI_Wtime() - t0) / (double)n * 1e9;
+        (void)sink;
+    }
+    if (rank == 0) {
+        double mo = median(d, blocks);
+        printf("p=%d wrapped_ns=%.2f bare_ns=%.2f overhead_ns=%.2f", p, median(w, blocks), median(b, blocks), mo);
+        if (lookup >= 0) printf(" lookup_ns=%.2f", lookup);
+        printf("\n");
+    }
+    MPI_Finalize();
+    return 0;
+}

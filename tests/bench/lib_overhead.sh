@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Benchmarks of libpgmpitune's call path (prints figures; not a test):
+#  (a) overhead per call on the default path against the bare MPI library (PMPI_Allreduce), 8-byte
+#      MPI_Allreduce, 1 and 2 ranks, median of 5 mpiruns (each the median of interleaved blocks);
+#      goal <= 10 ns;
+#  (b) the same with a profile of 10,000 ranges for MPI_Allreduce loaded (the call takes the tuned path:
+#      profile index + binary search, then the default), plus the pure lookup cost
+#      (pgmpitune_selected over random sizes); goal <= 50 ns.
+# The machine is shared by several helpers: figures at 2 ranks are noisy, look at the spread.
+#   tests/bench/lib_overhead.sh [openmpi|mpich|all]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+mpis=${1:-all}; [ "$mpis" = all ] && mpis="openmpi mpich"
+RUNS=${RUNS:-5}
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+field() { sed -n "s/.* $1=\([-0-9.]*\).*/\1/p"; }
+
+for mpi in $mpis; do
+  prefix=$top/build/install/$mpi
+  [ -f "$prefix/lib/libpgmpitune.so" ] || "$top/deploy/build-lib.sh" "$mpi" >/dev/null
+  "mpicc.$mpi" -O2 -o "$work/ovh.$mpi" "$top/tests/bench/lib_overhead.c" -I"$prefix/include" \
+      -L"$prefix/lib" -Wl,--no-as-needed -lpgmpitune -Wl,-rpath,"$prefix/lib"
+  if [ "$mpi" = openmpi ]; then run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none); else run=(mpirun.mpich); fi
+  for np in 1 2; do
+    if [ $np = 1 ]; then iter=200000; else iter=${ITER2:-20000}; fi
+    # profile with 10,000 ranges for this p, alternating default / a mock-up, 8 bytes in a gap
+    pdir=$work/prof.$np; mkdir -p "$pdir"
+    { echo "# pgtune profile"; echo "#@pgmpi profile_version 1"; echo MPI_Allreduce; echo $np; echo 2
+      echo "1 default"; echo "2 allreduce_as_reduce_bcast"; echo 10000
+      awk 'BEGIN { for (i = 0; i < 10000; i++) printf "%d %d %d\n", i*16 + 9, i*16 + 15, 1 + i % 2 }'; } >"$pdir/allreduce_p$np.prf"
+    "$prefix/bin/pgmpitune-check" "$pdir" >/dev/null
+    for mode in default lookup; do
+      : >"$work/out"
+      for r in $(seq "$RUNS"); do
+        if [ $mode = default ]; then
+          env -u PGMPITUNE_PROFILE_DIR -u PGMPI_PROFILE_PATH "${run[@]}" -np $np "$work/ovh.$mpi" $iter 21 >>"$work/out"
+        else
+          PGMPITUNE_PROFILE_DIR=$pdir LOOKUP=1 "${run[@]}" -np $np "$work/ovh.$mpi" $iter 21 >>"$work/out"
+        fi
+      done
+      o=$(field overhead_ns <"$work/out" | median); w=$(field wrapped_ns <"$work/out" | median)
+      b=$(field bare_ns <"$work/out" | median); spread=$(field overhead_ns <"$work/out" | sort -g | tr '\n' ' ')
+      if [ $mode = default ]; then
+        printf '%-8s p=%d  (a) default path: overhead %6s ns/call  (wrapped %s ns, bare %s ns; runs: %s)\n' "$mpi" $np "$o" "$w" "$b" "$spread"
+      else
+        l=$(field lookup_ns <"$work/out" | median)
+        printf '%-8s p=%d  (b) 10,000 ranges: overhead %6s ns/call, pure lookup %s ns  (wrapped %s ns, bare %s ns; runs: %s)\n' "$mpi" $np "$o" "$l" "$w" "$b" "$spread"
+      fi
+    done
+  done
+done
