@@ -99,3 +99,49 @@ def test_alerts_feed(app, seeded, tokens):
     assert r.status_code == 200
     new = [a for a in r.get_json()["alerts"] if a["type"] == "new_violation"]
     assert {(a["msize"], a["nprocs"]) for a in new} == {(65536, 2), (1048576, 2), (65536, 4), (1048576, 4)}
+
+
+def seed_nightly(c, tokens, n, shift_at, factor=1.5):
+    A = tokens["admin"]
+    c.post("/api/v1/machines", headers=A, json={"name": "m1", "nodes": 1, "cores_per_node": 8,
+                                                "interconnect": "shm", "notes": ""})
+    c.post("/api/v1/machines/m1/libraries", headers=A, json={"name": "openmpi", "version": "4.1.4",
+                                                             "module": "openmpi/4.1.4"})
+    for k in range(n):
+        camp = f"night-{k:02d}"
+        assert c.post("/api/v1/campaigns", headers=A, json={"name": camp, "machine": "m1", "definition": {},
+                                                             "schedule": ""}).status_code == 201
+        scale = factor if k >= shift_at else 1.0
+        upload(c, A, {f"{camp}_{i}.txt": raw_file("m1", "openmpi", "4.1.4", 2, i, camp, seed=k, scale=scale)
+                      for i in range(2)}, camp)
+
+
+def test_trend_marks_the_shift(app, tokens):
+    c = app.test_client()
+    seed_nightly(c, tokens, 12, shift_at=8)
+    login(c, "viewer1", "viewer-password")
+    t = c.get("/m/m1/openmpi-4.1.4/trends?key=allreduce&msize=1024&algorithm=default&p=2&format=json").get_json()
+    assert len(t["y"]) == 12
+    assert [(s["index"], s["kind"], s["campaign"]) for s in t["shifts"]] == [(8, "regression", "night-08")]
+    assert 1.4 < t["shifts"][0]["ratio"] < 1.6
+    html = c.get("/m/m1/openmpi-4.1.4/trends?key=allreduce&msize=1024&algorithm=default&p=2").get_data(as_text=True)
+    assert "night-08" in html and "regression" in html
+    flat = c.get("/m/m1/openmpi-4.1.4/trends?key=bcast&msize=8&algorithm=bcast_as_scatter_allgather&p=2"
+                 "&format=json").get_json()
+    assert len(flat["y"]) == 12 and flat["shifts"][0]["index"] == 8  # scale applies to every call
+    # a series without a shift has none (3 % noise is not a shift); long series are chunked
+    from service.dashboards.data import change_points
+    import random
+    rnd = random.Random(3)
+    assert change_points([1e-5 * (1 + 0.03 * rnd.random()) for _ in range(200)]) == []
+    long = [1e-5 * (1 + 0.03 * rnd.random()) for _ in range(150)] + [1.3e-5 * (1 + 0.03 * rnd.random()) for _ in range(100)]
+    assert [(s["index"], s["kind"]) for s in change_points(long)] == [(150, "regression")]
+
+
+def test_alert_feed_reports_a_regression_in_the_latest_campaign(app, tokens):
+    c = app.test_client()
+    seed_nightly(c, tokens, 10, shift_at=9, factor=2.0)
+    regs = [a for a in c.get("/alerts.json", headers=tokens["viewer"]).get_json()["alerts"]
+            if a["type"] == "regression"]
+    assert regs and all(a["campaign"] == "night-09" and a["ratio"] > 1.8 for a in regs)
+    assert {a["collective"] for a in regs} == {"MPI_Allreduce", "MPI_Bcast"}
