@@ -188,11 +188,8 @@ def serve(host: str, port: int, workers: int, dev: bool, upgrade: bool, database
 
 
 def _gunicorn_logconfig() -> dict:
-    return {"version": 1, "disable_existing_loggers": False,
-            "formatters": {"json": {"()": "service.logs.JsonFormatter"}},
-            "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
-            "loggers": {"gunicorn.error": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-                        "service": {"handlers": ["stderr"], "level": "INFO", "propagate": False}}}
+    from service.logs import GUNICORN_LOGCONFIG
+    return GUNICORN_LOGCONFIG
 
 
 COMMANDS = [db, user, token, serve]

@@ -34,3 +34,21 @@ def configure(level: str = "INFO") -> None:
         log.handlers[:] = [handler]
         log.setLevel(level)
         log.propagate = False
+
+
+# gunicorn's logconfig_dict (merged into gunicorn's defaults, whose root logger uses "console")
+GUNICORN_LOGCONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "service.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"},
+        "error_console": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"},
+    },
+    "root": {"level": "INFO", "handlers": ["console"]},
+    "loggers": {
+        "gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False, "qualname": "gunicorn.error"},
+        "gunicorn.access": {"level": "WARNING", "handlers": ["console"], "propagate": False, "qualname": "gunicorn.access"},
+        "service": {"level": "INFO", "handlers": ["console"], "propagate": False},
+    },
+}

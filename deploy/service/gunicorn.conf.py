@@ -20,13 +20,6 @@ forwarded_allow_ips = "127.0.0.1"
 proxy_allow_ips = "127.0.0.1"
 accesslog = None           # the app logs every request as JSON (service.request)
 errorlog = "-"
-logconfig_dict = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "service.logs.JsonFormatter"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json"}},
-    "loggers": {
-        "gunicorn.error": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-        "service": {"handlers": ["stderr"], "level": "INFO", "propagate": False},
-    },
-}
+from service.logs import GUNICORN_LOGCONFIG  # noqa: E402  (JSON lines on stderr)
+
+logconfig_dict = GUNICORN_LOGCONFIG
