@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "pgmpitune.h"
 #include "bench_stats.h"
@@ -94,7 +95,7 @@ static int op_valid(int op, int dt)
 }
 
 /* ------------------------------------------------------------------ options */
-enum policy { P_FIXED, P_PREDICT, P_TIME };
+enum policy { P_FIXED, P_PREDICT, P_TIME, P_FROM };
 enum { R_RSE = 1, R_COVMEAN = 2, R_COVMEDIAN = 4 };
 
 typedef struct {
@@ -111,6 +112,7 @@ typedef struct {
     long w_covmean, w_covmedian;
     long pmin, pmax, pstep;
     double t_rse1, t_rse2; long b1, b2, K, tmax, tmin1, tmax1; double tnrep1_given;
+    const char *nrep_from;         /* --nrep-from files */
     /* how */
     int sync_mpi_barrier;
     int order_rr;
@@ -201,6 +203,9 @@ static void usage(FILE *f)
 "                        nrep = max(ceil(t_nrep1 / l), K) (at most max).  Pilots are not written.\n"
 "                        PARAMS: rse1=0.01,rse2=0.05,b1=5,b2=5,K=10,max=10000,min1=10,max1=1000,\n"
 "                        tnrep1=SECONDS (skip the 1-byte step; e.g. the maximum over earlier runs)\n"
+"  --nrep-from=FILES     the repetitions per (call, size) from the '#@pgmpi nrep' lines of earlier\n"
+"                        pgmpi-bench outputs (comma list; the maximum over the files), e.g. of\n"
+"                        --predict runs: predict once, then measure many mpiruns with those counts\n"
 "  --time-budget=SEC     stop a (call, size) once its measurements (with synchronisation) took SEC\n"
 "                        seconds, whatever the policy says\n"
 "\n"
@@ -212,7 +217,7 @@ static void usage(FILE *f)
 "  --seed=N              seed of the shuffle (default: drawn on rank 0); written to #@seed\n"
 "\n"
 "OUTPUT AND METADATA\n"
-"  --output=FILE         write the results to FILE (appended; default stdout).  libpgmpitune's\n"
+"  --output=FILE         write the results to FILE (new or empty; default stdout).  libpgmpitune's\n"
 "                        #@pgmpi report (printed at MPI_Finalize, PGMPITUNE_VERBOSE=1 is set by\n"
 "                        pgmpi-bench) is appended to the same file.\n"
 "  --machine=NAME        #@machine (default $PGMPI_MACHINE, else the host name)\n"
@@ -481,6 +486,45 @@ static void parse_rules(const char *arg)
     if (!O.rules) die_usage("--predict: no rule given; valid: rse, covmean, covmedian");
 }
 
+/* --nrep-from: '#@pgmpi nrep <MPI_Name> <bytes> <n>' lines of earlier runs (PGMPI's Step NREP ->
+ * Step MEASURE); several files: the maximum per (call, size), as the PGMPI paper does over 3 predictions. */
+typedef struct { char name[64]; size_t bytes; long n; } nrepent_t;
+static nrepent_t *g_nt; static int g_nnt;
+static void load_nrep_files(const char *arg)
+{
+    char *dup = strdup(arg), *save = NULL;
+    for (char *f = strtok_r(dup, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+        FILE *in = fopen(f, "r");
+        if (!in) die_usage("--nrep-from: cannot read %s: %s", f, strerror(errno));
+        char line[1024]; int lineno = 0, found = 0;
+        while (fgets(line, sizeof line, in)) {
+            lineno++;
+            if (strncmp(line, "#@pgmpi nrep ", 13) != 0) continue;
+            char name[64]; unsigned long long b; long n;
+            if (sscanf(line + 13, "%63s %llu %ld", name, &b, &n) != 3 || n < 1)
+                die_usage("--nrep-from: %s:%d: expected '#@pgmpi nrep <MPI_Name> <bytes> <n>', got '%.*s'", f, lineno,
+                          (int)strcspn(line, "\n"), line);
+            found = 1;
+            int k;
+            for (k = 0; k < g_nnt; k++) if (strcmp(g_nt[k].name, name) == 0 && g_nt[k].bytes == (size_t)b) break;
+            if (k == g_nnt) {
+                g_nt = realloc(g_nt, (size_t)(g_nnt + 1) * sizeof *g_nt);
+                snprintf(g_nt[k].name, sizeof g_nt[k].name, "%s", name);
+                g_nt[k].bytes = (size_t)b; g_nt[k].n = 0; g_nnt++;
+            }
+            if (n > g_nt[k].n) g_nt[k].n = n;
+        }
+        fclose(in);
+        if (!found) die_usage("--nrep-from: %s has no '#@pgmpi nrep' lines (is it pgmpi-bench output?)", f);
+    }
+    free(dup);
+}
+static long nrep_lookup(const char *name, size_t bytes)
+{
+    for (int k = 0; k < g_nnt; k++) if (strcmp(g_nt[k].name, name) == 0 && g_nt[k].bytes == bytes) return g_nt[k].n;
+    return -1;
+}
+
 static int rank_guess_before_init(void)
 {
     const char *v[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
@@ -518,6 +562,7 @@ static void parse_args(int argc, char **argv)
             NEEDVAL(); if (parse_long(val, &O.nrep, 1)) die_usage("--nrep: bad value '%s' (integer >= 1)", val);
             nrep_given = 1;
         }
+        else if (FLAG("--nrep-from")) { NEEDVAL(); O.nrep_from = val; }
         else if (FLAG("--time-budget")) {
             NEEDVAL(); if (parse_double(val, &O.budget, 0) || O.budget <= 0)
                 die_usage("--time-budget: bad value '%s' (seconds > 0)", val);
@@ -602,6 +647,9 @@ static void parse_args(int argc, char **argv)
     parse_sizes(sizes);
     if (predict && time_rule) die_usage("--predict and --time-rule are two nrep policies; choose one");
     if ((predict || time_rule) && nrep_given) die_usage("--nrep fixes the repetitions; do not combine it with --predict or --time-rule");
+    if (O.nrep_from && (predict || time_rule || nrep_given))
+        die_usage("--nrep-from takes the repetitions from earlier runs; do not combine it with --nrep, --predict or --time-rule");
+    if (O.nrep_from) { O.policy = P_FROM; load_nrep_files(O.nrep_from); }
     if (!predict && (pred_params || rse || cm || cmw || cd || cdw))
         die_usage("--pred-params/--rse-thres/--covmean-*/--covmedian-* need --predict=RULES");
     if (predict) {
@@ -1018,6 +1066,7 @@ static void describe_policy(void)
 {
     size_t o = 0, len = sizeof g_policy;
     if (O.policy == P_FIXED) o += snprintf(g_policy, len, "fixed:%ld", O.nrep);
+    else if (O.policy == P_FROM) o += snprintf(g_policy, len, "from:%s", O.nrep_from);
     else if (O.policy == P_PREDICT) {
         o += snprintf(g_policy, len, "predict:");
         int first = 1;
@@ -1129,6 +1178,16 @@ static void check_plan(double *limit_out, size_t *maxs, size_t *maxr, size_t *ma
 
 /* A mock-up whose scratch need exceeds the pool libpgmpitune reserved (agreed over all ranks at
  * MPI_Init) would fall back to the default while its rows carry the mock-up's name: refuse the plan. */
+static void check_nrep_from(void)
+{
+    if (O.policy != P_FROM) return;
+    for (int i = 0; i < O.ncalls; i++)
+        for (int j = 0; j < O.nsizes; j++)
+            if (nrep_lookup(O.calls[i].mpi_name, g_plan[i][j].n) < 0)
+                die_usage("--nrep-from: no '#@pgmpi nrep %s %zu <n>' line in %s (predict that call and size first, "
+                          "with the same number of ranks)", O.calls[i].mpi_name, g_plan[i][j].n, O.nrep_from);
+}
+
 static void check_pools(void)
 {
     size_t msg = pgmpitune_pool_bytes(0), ints = pgmpitune_pool_bytes(1), elem = dtypes[O.dt].size;
@@ -1214,6 +1273,7 @@ int main(int argc, char **argv)
     double limit; size_t ms, mr, msc; int wj;
     check_plan(&limit, &ms, &mr, &msc, &wj);
     check_pools();
+    check_nrep_from();
     describe_policy();
     if (O.dry_run) {
         dry_run(limit, ms, mr, msc, wj);
@@ -1227,7 +1287,12 @@ int main(int argc, char **argv)
     int ok = 1;
     unsigned long long seed = O.seed;
     if (g_rank == 0) {
-        if (O.output) {
+        struct stat st;
+        if (O.output && stat(O.output, &st) == 0 && st.st_size > 0) {
+            fprintf(stderr, "pgmpi-bench: error: --output %s exists and is not empty; one file per mpirun "
+                    "(remove it or choose another name)\n", O.output);
+            ok = 0;
+        } else if (O.output) {
             g_out = fopen(O.output, "a");
             if (!g_out) { fprintf(stderr, "pgmpi-bench: error: cannot open --output %s: %s\n", O.output, strerror(errno)); ok = 0; }
         } else g_out = stdout;
@@ -1236,7 +1301,13 @@ int main(int argc, char **argv)
     }
     unsigned long long hdr[2] = {(unsigned long long)ok, seed};
     PMPI_Bcast(hdr, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    if (!hdr[0]) { MPI_Finalize(); return 2; }
+    if (!hdr[0]) {   /* keep the library's report out of stdout: nothing was measured */
+        fflush(stdout);
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) { dup2(fd, 1); close(fd); }
+        MPI_Finalize();
+        return 2;
+    }
     seed = hdr[1];
     rng_state = seed;
     layout_t L = layout();
@@ -1358,8 +1429,11 @@ int main(int argc, char **argv)
         int sel[MAXCALLS];
         for (int i = 0; i < nc; i++) sel[i] = 1;
         ph.record = 1; ph.budget = O.budget;
-        if (O.policy == P_FIXED) {
-            for (int i = 0; i < nc; i++) { cs[i].active = sel[i]; cs[i].target = O.nrep; }
+        if (O.policy == P_FIXED || O.policy == P_FROM) {
+            for (int i = 0; i < nc; i++) {
+                cs[i].active = sel[i];
+                cs[i].target = O.policy == P_FIXED ? O.nrep : nrep_lookup(O.calls[i].mpi_name, cs[i].plan.n);
+            }
             ph.rules = 0;
         } else if (O.policy == P_PREDICT) {
             ph.rules = O.rules; ph.thr_rse = O.thr_rse; ph.thr_covmean = O.thr_covmean;

@@ -367,3 +367,24 @@ def test_under_slurm_records_the_job(bench, slurm_env, tmp_path):
     h, rows, _ = strict_parse(out.read_text())
     assert h["slurm_job_id"] == job and h["mpirun_index"] == "2" and h["nprocs"] == "2"
     assert rows
+
+
+def test_nrep_from_earlier_predictions_takes_the_maximum(bench, tmp_path):
+    f1, f2, out = tmp_path / "pred1.txt", tmp_path / "pred2.txt", tmp_path / "measure.txt"
+    f1.write_text("#@pgmpi nrep MPI_Allreduce 8 7\n#@pgmpi nrep MPI_Allreduce 1024 3\n"
+                  "#@pgmpi nrep MPI_Barrier 8 2\n#@pgmpi nrep MPI_Barrier 1024 2\n")
+    f2.write_text("#@pgmpi nrep MPI_Allreduce 8 4\n#@pgmpi nrep MPI_Allreduce 1024 9\n")
+    r = bench.run(["--calls=allreduce", "--algorithms=default", "--sizes=8,1K", f"--nrep-from={f1},{f2}",
+                   f"--output={out}"])
+    assert r.rc == 0, r.stderr
+    h, rows, footer = strict_parse(out.read_text())
+    assert h["nrep_policy"] == f"from:{f1},{f2}"
+    assert nrep_of(footer) == {("MPI_Allreduce", 8): 7, ("MPI_Allreduce", 1024): 9, ("MPI_Barrier", 8): 2,
+                               ("MPI_Barrier", 1024): 2}
+    assert rows_per(rows)[("MPI_Allreduce", 1024, "default")] == 9
+    # a size the files do not cover, and an existing output file, fail before measuring
+    r = bench.run(["--calls=allreduce", "--sizes=64K", f"--nrep-from={f1}"])
+    assert r.rc == 2 and "no '#@pgmpi nrep MPI_Allreduce 65536 <n>' line" in r.stderr and "#@" not in r.stdout
+    before = out.read_text()
+    r = bench.run(["--calls=allreduce", "--sizes=8", "--nrep=2", f"--output={out}"])
+    assert r.rc == 2 and "exists and is not empty" in r.stderr and out.read_text() == before
