@@ -1,7 +1,8 @@
 /* Test application for libpgmpitune's core: calls the ten collectives on MPI_COMM_WORLD (and on a
  * split communicator) with int data whose results are known in closed form, checks them on every
  * rank, prints its argv (to test argument removal) and "core_app: OK" on rank 0.
- *   core_app [--counts=1,7,300] [--thread-multiple] [--sub] [other args are echoed] */
+ *   core_app [--counts=1,7,300] [--thread-multiple] [--sub] [--inter] [other args are echoed]
+ * --inter also runs MPI_Allreduce and MPI_Bcast on an intercommunicator (even | odd world ranks). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +80,7 @@ static void run(MPI_Comm comm, int count)
 
 int main(int argc, char **argv)
 {
-    int counts[64] = {1, 7, 300}, ncounts = 3, tm = 0, sub = 0;
+    int counts[64] = {1, 7, 300}, ncounts = 3, tm = 0, sub = 0, inter = 0;
     for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--thread-multiple")) tm = 1;
     if (tm) {
         int prov;
@@ -103,6 +104,7 @@ int main(int argc, char **argv)
                 s++;
             }
         } else if (!strcmp(argv[i], "--sub")) sub = 1;
+        else if (!strcmp(argv[i], "--inter")) inter = 1;
         else if (!strncmp(argv[i], "--module", 8) || !strncmp(argv[i], "--ppath", 7) || !strncmp(argv[i], "--config", 8))
             CHECK(0, "library argument %s reached the application", argv[i]);
     }
@@ -111,6 +113,26 @@ int main(int argc, char **argv)
         MPI_Comm half;
         MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
         for (int k = 0; k < ncounts; k++) run(half, counts[k]);
+        MPI_Comm_free(&half);
+    }
+    if (inter) {
+        int wp, color = rank % 2;
+        MPI_Comm_size(MPI_COMM_WORLD, &wp);
+        MPI_Comm half, ic;
+        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - color, 7, &ic);
+        int remote = 0, x = rank + 1, y = -1, expect = 0;
+        MPI_Comm_remote_size(ic, &remote);
+        for (int r = 1 - color; r < wp; r += 2) expect += r + 1;     /* sum over the other group */
+        CHECK(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, ic) == MPI_SUCCESS, "inter allreduce rc");
+        CHECK(y == expect, "inter allreduce=%d expected %d", y, expect);
+        int hr;
+        MPI_Comm_rank(half, &hr);
+        int v = color == 0 ? 99 : -1;                              /* group 0's rank 0 broadcasts */
+        int root = color == 0 ? (hr == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+        CHECK(MPI_Bcast(&v, 1, MPI_INT, root, ic) == MPI_SUCCESS, "inter bcast rc");
+        if (color == 1) CHECK(v == 99, "inter bcast=%d", v);
+        MPI_Comm_free(&ic);
         MPI_Comm_free(&half);
     }
     int all = 0;
