@@ -294,3 +294,18 @@ def test_json_upload_form(client, seeded, app):
         {"name": "x", "content": "a", "rows": rows}]})
     assert both.status_code == 422 and "either content" in both.json["error"]["message"]
     assert counts(app) == before
+
+
+def test_series_statistics_match_numpy(client, seeded, app):
+    """The vectorised per-series n/median/mean/min equal numpy's on each series (odd and even n)."""
+    for nrep, uid in ((7, "odd"), (8, "even")):
+        text = results_file(nrep=nrep, sizes=(8, 64, 1024))
+        r = client.post("/api/v1/uploads", headers=seeded["agent1"],
+                        json={"upload_id": uid, "files": [{"name": "f", "content": text}]})
+        assert r.status_code == 201
+        for s in client.get(f"/api/v1/series?run={r.json['runs'][0]}&values=1", headers=seeded["viewer"]).json["items"]:
+            v = np.array(s["timings"])
+            assert s["n"] == nrep == len(v)
+            assert s["median"] == pytest.approx(np.median(v), rel=1e-12)
+            assert s["mean"] == pytest.approx(v.mean(), rel=1e-12) and s["min"] == v.min()
+            assert list(v) == sorted(v)   # results_file's timings grow with nrep: stored in nrep order
