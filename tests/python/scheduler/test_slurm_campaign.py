@@ -1,8 +1,12 @@
 """A tiny campaign over an Open MPI module and an MPICH module (Lmod) on the real Slurm; results reach
-the service on PostgreSQL; the analysis runs on them and returns its candidate profiles."""
+the service on PostgreSQL; the agent asks the service's analysis for verdicts and candidate profiles and
+plans a validation job for every candidate (tuned mode against the default).
+
+On this 2-core machine at 2 ranks both MPIs keep the guidelines at these sizes inside Slurm (measured:
+Open MPI's 256 KiB Allreduce ~0.1 ms, no faster mock-up), so the analysis normally finds no violation and
+no candidate; the validation job itself is covered by test_validation.py and the report of issue 7."""
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 
@@ -13,6 +17,9 @@ from scheduler.runner import make_agent
 from sched_helpers import add_machine, campaign_file, tiny_campaign
 
 pytestmark = [pytest.mark.slurm, pytest.mark.postgres, pytest.mark.mpi, pytest.mark.lmod]
+
+SIZES = [8, 1024, 262144]
+R = 5          # mpiruns: the one-sided rank test over R medians needs R >= 4 to reach p < 0.05
 
 
 def service_counts(service, campaign: str):
@@ -31,6 +38,23 @@ def service_counts(service, campaign: str):
     return service.query(_q)
 
 
+@pytest.fixture(scope="module")
+def integ(tmp_path_factory, slurm_env, mpi_modulepath, bench_root, service):
+    tmp = tmp_path_factory.mktemp("integ")
+    token = add_machine(service, "slurmbox")
+    (tmp / "token").write_text(token)
+    cdef = tiny_campaign("integ", "slurmbox", mpi_modulepath, bench_root,
+                         collectives={"allreduce": {"sizes": SIZES}}, mpiruns=R,
+                         repetitions={"policy": "fixed", "nrep": 8},
+                         service={"url": service.url, "token_file": str(tmp / "token")},
+                         validation={"enabled": True, "nrep": 8, "mpiruns": 1})
+    agent = make_agent(campaign_file(tmp / "integ.yaml", **cdef), tmp / "state", env=slurm_env, log=print)
+    t0 = time.time()
+    s = agent.run(interval=1.0, timeout=600)
+    print(f"\nintegration campaign wall time (with analysis + validation): {time.time() - t0:.1f} s")
+    return agent, s, tmp
+
+
 def test_lmod_modules_select_each_mpi(mpi_modulepath, lmod_init):
     """The modulefiles the tests write put each MPI's unsuffixed launcher first on PATH."""
     for mod, target in (("openmpi/4.1.4", "orterun"), ("mpich/4.0.2", "mpiexec.hydra")):
@@ -47,38 +71,28 @@ def test_lmod_modules_select_each_mpi(mpi_modulepath, lmod_init):
     assert out.stdout.strip() == "mpich/4.0.2", out.stdout + out.stderr
 
 
-def test_campaign_on_slurm_reaches_service_and_analysis(tmp_path, slurm_env, mpi_modulepath, bench_root, service):
-    token = add_machine(service, "slurmbox")
-    tok = tmp_path / "token"
-    tok.write_text(token)
-    cdef = tiny_campaign("integ", "slurmbox", mpi_modulepath, bench_root,
-                         service={"url": service.url, "token_file": str(tok)},
-                         validation={"enabled": True, "nrep": 10, "mpiruns": 1})
-    cfile = campaign_file(tmp_path / "integ.yaml", **cdef)
-    agent = make_agent(cfile, tmp_path / "state", env=slurm_env)
-    t0 = time.time()
-    s = agent.run(interval=1.0, timeout=600)
-    wall = time.time() - t0
-    assert s["done"] and s["rejected"] == 0, s
-    print(json.dumps([{k: r[k] for k in r.keys() if k != "spec"} for r in agent.state.jobs("integ")], indent=1))
-    print(agent.state.campaign("integ")["analysis"])
-    assert s["states"] == {"COMPLETED": 2}, [dict(r) for r in agent.state.jobs("integ")]
+def test_campaign_on_slurm_reaches_service_and_profile_comes_out(integ, service):
+    agent, s, tmp = integ
+    measure = {r["key"]: r for r in agent.state.jobs("integ") if r["kind"] == "measure"}
+    assert {k: r["state"] for k, r in measure.items()} == {"openmpi-4.1.4-n1x2": "COMPLETED",
+                                                          "mpich-4.0.2-n1x2": "COMPLETED"}
     runs, jobs, ups = service_counts(service, "integ")
-    # 2 modules x R=2 launches, one file each (allreduce and bcast share their sizes)
-    assert sorted((lib, idx, n) for lib, idx, n, _, _ in runs) == [
-        ("mpich", 0, 2), ("mpich", 1, 2), ("openmpi", 0, 2), ("openmpi", 1, 2)]
-    assert ups == 4
+    assert sorted((lib, idx, n) for lib, idx, n, _, _ in runs) == sorted(
+        (lib, i, 2) for lib in ("openmpi", "mpich") for i in range(R))
+    assert ups == 2 * R
     assert all(sj for *_, sj, _ in runs), "each run carries its Slurm job id"
     assert {m for *_, m in runs} == {"openmpi/4.1.4", "mpich/4.0.2"}
-    assert set(jobs) == {"openmpi-4.1.4-n1x2", "mpich-4.0.2-n1x2"}
-    assert all(st == "COMPLETED" and sj for st, sj, _ in jobs.values()), jobs
-    # each Slurm job is the one the agent recorded, and it ran the module's own mpirun
-    for row in agent.state.jobs("integ"):
-        script = (tmp_path / "state" / "campaigns" / "integ" / row["key"] / "attempt-1" / "job.sh").read_text()
+    assert all(jobs[k][0] == "COMPLETED" and jobs[k][1] for k in measure), jobs
+    for row in measure.values():
+        script = (tmp / "state" / "campaigns" / "integ" / row["key"] / "attempt-1" / "job.sh").read_text()
         assert "#SBATCH --partition=debug" in script and "module load" in script
-    # analysis on what arrived: the service answers with verdicts and its candidate profiles
-    for lib in ("openmpi", "mpich"):
-        _, data = agent.client.request("POST", "/api/v1/analyses",
-                                       {"machine": "slurmbox", "library": lib, "campaign": "integ"})
-        assert "profiles" in data
-    print(f"\nintegration campaign wall time: {wall:.1f} s")
+    # the agent asked the service for the analysis of each library once every upload had arrived
+    import json
+    analysis = json.loads(agent.state.campaign("integ")["analysis"])
+    assert set(analysis) == {"openmpi", "mpich"} and all("error" not in a for a in analysis.values()), analysis
+    assert all(isinstance(a["analysis_id"], int) and a["violations"] >= 0 for a in analysis.values())
+    # every candidate the analysis returned got a validation job (tuned vs default)
+    val = [r for r in agent.state.jobs("integ") if r["kind"] == "validate"]
+    n_candidates = sum(len(a["profiles"]) for a in analysis.values())
+    assert len(val) <= n_candidates and (n_candidates == 0 or val), (analysis, [dict(r) for r in val])
+    assert s["done"] and s["rejected"] == 0, s
