@@ -676,6 +676,14 @@ static void parse_args(int argc, char **argv)
         if (O.K > O.tmax) die_usage("--time-rule: K=%ld > max=%ld", O.K, O.tmax);
         if (O.tmin1 > O.tmax1) die_usage("--time-rule: min1=%ld > max1=%ld", O.tmin1, O.tmax1);
     }
+    /* with libpgmpitune disabled pgmpitune_force does nothing: mock-up rows would measure the default */
+    const char *dis = getenv("PGMPITUNE_DISABLE");
+    if (dis && *dis && strcmp(dis, "0") && strcasecmp(dis, "no") && strcasecmp(dis, "false") && strcasecmp(dis, "off"))
+        for (int i = 0; i < O.ncalls; i++)
+            for (int a = 0; a < O.calls[i].nalg; a++)
+                if (O.calls[i].alg[a] > 0)
+                    die_usage("PGMPITUNE_DISABLE=%s switches libpgmpitune off, so %s would run the default; unset it "
+                              "or use --algorithms=default", dis, pgmpitune_algorithm_name(O.calls[i].coll, O.calls[i].alg[a]));
     /* datatype / operation suit the reductions? */
     for (int i = 0; i < O.ncalls; i++)
         if (kind_is_reduction(O.calls[i].kind) && !op_valid(O.op, O.dt))
@@ -1476,6 +1484,7 @@ int main(int argc, char **argv)
             ph.rules = 0;
         }
         run_phase(cs, nc, &ph, why);
+        if (g_rank == 0 && fflush(g_out)) out_fail();   /* a killed job keeps the sizes it finished */
         for (int i = 0; i < nc; i++) {
             footer_add("#@pgmpi nrep %s %zu %ld\n", O.calls[i].mpi_name, cs[i].plan.n, cs[i].done);
             footer_add("# nrep %s %zu %ld stop=%s elapsed_sec=%.6f%s%s\n", O.calls[i].mpi_name, cs[i].plan.n,

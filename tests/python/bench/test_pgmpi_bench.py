@@ -28,6 +28,10 @@ def strict_parse(text: str):
     header, rows, footer = {}, [], []
     i = 0
     while lines[i].startswith("#@"):
+        if lines[i].startswith("#@pgmpi "):   # libpgmpitune may print at MPI_Init (e.g. 'config disabled 1')
+            footer.append(lines[i])
+            i += 1
+            continue
         k, v = lines[i][2:].split("=", 1)
         assert k not in header, f"duplicate header key {k}"
         header[k] = v
@@ -388,3 +392,11 @@ def test_nrep_from_earlier_predictions_takes_the_maximum(bench, tmp_path):
     before = out.read_text()
     r = bench.run(["--calls=allreduce", "--sizes=8", "--nrep=2", f"--output={out}"])
     assert r.rc == 2 and "exists and is not empty" in r.stderr and out.read_text() == before
+
+
+def test_disabled_library_cannot_measure_mockups(bench):
+    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2"], env={"PGMPITUNE_DISABLE": "1"})
+    assert r.rc == 2 and "PGMPITUNE_DISABLE=1 switches libpgmpitune off" in r.stderr and "#@" not in r.stdout
+    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2", "--algorithms=default"], env={"PGMPITUNE_DISABLE": "1"})
+    assert r.rc == 0, r.stderr
+    assert {a for *_, a in strict_parse(r.stdout)[1]} == {"default"}
