@@ -229,6 +229,8 @@ static void usage(FILE *f)
 "  --dry-run             print the plan (calls x sizes x algorithms, nrep policy, buffer memory)\n"
 "                        and exit without measuring\n"
 "  --help                this text\n"
+"  --config=FILE, --ppath=DIR   libpgmpitune's own options (pool sizes, profile directory); they\n"
+"                        are left to the library.  Its --module= forcing is refused: use --algorithms.\n"
 "\n"
 "EXAMPLES\n"
 "  mpirun -np 4 pgmpi-bench --calls=allreduce,bcast --sizes=8,1K,64K,1M --nrep=1000 --output=r0.txt\n"
