@@ -117,6 +117,13 @@ class Pgmpitunelib(CMakePackage):
         if self.run_tests:
             self._mpirun_env(env)
 
+    def check(self):
+        """Build-time tests (spack install --test=root): the library's core CTest suite (profile
+        reader, selection, fallbacks, Fortran entry points) under this MPI's mpiexec. The exhaustive
+        mock-up matrix (CTest label "matrix", up to 25 min per MPI) is left to the project's CI."""
+        with working_dir(self.build_directory):
+            ctest("--output-on-failure", "-L", "core")
+
     @run_after("install")
     def install_site_logic(self):
         # The load-time rule for PGMPITUNE_PROFILE_DIR, shared with the EasyBuild and plain modules.
