@@ -11,6 +11,7 @@ from typing import Optional
 
 import numpy as np
 from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
 
 from service.analysis.reader import ResultsFormatError, RunResult, parse_text
 from service.db import db
@@ -113,9 +114,7 @@ def store_upload(upload_id: str, campaign_name: Optional[str], files, principal)
                 MpiLibrary.machine_id == machine.id, MpiLibrary.name == key[0], MpiLibrary.version == key[1],
                 MpiLibrary.module == key[2]))
             if lib is None:
-                lib = MpiLibrary(machine_id=machine.id, name=key[0], version=key[1], module=key[2])
-                db.session.add(lib)
-                db.session.flush()
+                lib = _create_library(machine.id, *key)
             libs[key] = lib
         nodes = _int_header(p, "nodes", 1, 1)
         ppn = _int_header(p, "ppn", None, 1)
@@ -137,6 +136,23 @@ def store_upload(upload_id: str, campaign_name: Optional[str], files, principal)
         for i in range(0, len(rows), 2000):
             db.session.execute(insert(model), rows[i:i + 2000])
     return upload, True
+
+
+def _create_library(machine_id: int, name: str, version: str, module: str) -> MpiLibrary:
+    """Register a library seen for the first time; safe when concurrent uploads see it at once (the
+    loser of the race waits for the winner's commit, then uses its row)."""
+    try:
+        with db.session.begin_nested():
+            lib = MpiLibrary(machine_id=machine_id, name=name, version=version, module=module)
+            db.session.add(lib)
+        return lib
+    except IntegrityError:
+        lib = db.session.scalar(select(MpiLibrary).where(
+            MpiLibrary.machine_id == machine_id, MpiLibrary.name == name, MpiLibrary.version == version,
+            MpiLibrary.module == module))
+        if lib is None:
+            raise
+        return lib
 
 
 def _series_of(run_id: int, r: RunResult, series_rows: list, barrier_rows: list) -> None:

@@ -68,6 +68,13 @@ def _data_error(e: DataError):
     return jsonify(error_body("bad_value", "a value is out of range or not storable")), 400
 
 
+@api_bp.errorhandler(IntegrityError)
+def _integrity_error(e: IntegrityError):
+    # a unique key taken by a concurrent request between our check and our write
+    db.session.rollback()
+    return jsonify(error_body("conflict", "conflicts with a concurrent or existing record; retry")), 409
+
+
 @api_bp.before_request
 def _refuse_nul():
     for where, values in (("query", request.args.items(multi=True)), ("path", (request.view_args or {}).items())):

@@ -111,6 +111,7 @@ def main() -> None:
             lat: list[float] = []
             queue = list(range(a.uploads))
             lock = threading.Lock()
+            errors: list[str] = []
 
             def client():
                 s = requests.Session()
@@ -123,7 +124,9 @@ def main() -> None:
                     r = s.post(base + "/api/v1/uploads", data=payloads[u],
                                headers={**hdr, "Content-Type": "application/json"}, timeout=600)
                     if r.status_code != 201:
-                        raise SystemExit(f"upload {u}: {r.status_code} {r.text[:300]}")
+                        with lock:
+                            errors.append(f"upload {u}: HTTP {r.status_code} {r.text[:300]}")
+                        return
                     with lock:
                         lat.append(time.perf_counter() - t)
 
@@ -134,11 +137,16 @@ def main() -> None:
             for t in threads:
                 t.join()
             wall = time.perf_counter() - t0
+            if errors:
+                sys.exit("FAILED: " + "; ".join(errors))
             n_stored = requests.get(base + "/api/v1/runs?limit=1000", headers=hdr).json()["items"]
+            got = [requests.get(base + f"/api/v1/uploads/bench-{u}", headers=hdr).json() for u in range(a.uploads)]
+            stored = sum(g.get("timings", 0) for g in got)  # noqa
             print(f"ingested {total} timings ({a.uploads} uploads x {a.files} files, {a.clients} clients, "
                   f"{a.workers} gunicorn workers) in {wall:.2f} s = {total / wall / 1e6:.2f} M timings/s "
                   f"(goal: 1,000,000 in <= 10 s)")
-            print(f"  per upload: median {np.median(lat):.2f} s, max {max(lat):.2f} s; runs stored: {len(n_stored)}")
+            print(f"  per upload: median {np.median(lat):.2f} s, max {max(lat):.2f} s; runs stored: {len(n_stored)}, "
+                  f"timings stored: {stored}")
             r = requests.post(base + "/api/v1/uploads", data=payloads[0],
                               headers={**hdr, "Content-Type": "application/json"})
             print(f"  repeated upload: HTTP {r.status_code}, duplicate={r.json()['duplicate']}")

@@ -309,3 +309,27 @@ def test_series_statistics_match_numpy(client, seeded, app):
             assert s["median"] == pytest.approx(np.median(v), rel=1e-12)
             assert s["mean"] == pytest.approx(v.mean(), rel=1e-12) and s["min"] == v.min()
             assert list(v) == sorted(v)   # results_file's timings grow with nrep: stored in nrep order
+
+
+def test_concurrent_first_uploads_of_a_new_library(client, seeded, app, backend):
+    """Two uploads racing to register the same new library both succeed (real concurrency on PostgreSQL)."""
+    import threading
+    results = []
+
+    def up(uid):
+        c = app.test_client()
+        r = c.post("/api/v1/uploads", headers=seeded["agent1"],
+                   json={"upload_id": uid, "files": [{"name": f"{uid}.txt", "content": results_file(
+                       library="newmpi", version="9.9", nrep=300)}]})
+        results.append(r.status_code)
+
+    threads = [threading.Thread(target=up, args=(f"race-{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # SQLite serialises writers (busy timeout); PostgreSQL makes the losers wait for the winner's library row
+    assert sorted(results) == [201] * 4, results
+    libs = client.get("/api/v1/machines/m1/libraries", headers=seeded["viewer"]).json["items"]
+    assert [(x["name"], x["version"]) for x in libs] == [("newmpi", "9.9")]
+    assert counts(app)["Upload"] == 4
