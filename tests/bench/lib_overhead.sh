@@ -6,7 +6,8 @@
 #  (b) the same with a profile of 10,000 ranges for MPI_Allreduce loaded (the call takes the tuned path:
 #      profile index + binary search, then the default), plus the pure lookup cost
 #      (pgmpitune_selected over random sizes); goal <= 50 ns.
-# The machine is shared by several helpers: figures at 2 ranks are noisy, look at the spread.
+# The machine is shared by several helpers: times are thread CPU time (preemption excluded) but caches
+# and frequency are shared too; figures at 2 ranks are noisier, look at the spread of the 5 runs.
 #   tests/bench/lib_overhead.sh [openmpi|mpich|all]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,7 +25,7 @@ for mpi in $mpis; do
       -L"$prefix/lib" -Wl,--no-as-needed -lpgmpitune -Wl,-rpath,"$prefix/lib"
   if [ "$mpi" = openmpi ]; then run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none); else run=(mpirun.mpich); fi
   for np in 1 2; do
-    if [ $np = 1 ]; then iter=200000; else iter=${ITER2:-20000}; fi
+    if [ $np = 1 ]; then iter=200000; else iter=${ITER2:-5000}; fi
     # profile with 10,000 ranges for this p, alternating default / a mock-up, 8 bytes in a gap
     pdir=$work/prof.$np; mkdir -p "$pdir"
     { echo "# pgtune profile"; echo "#@pgmpi profile_version 1"; echo MPI_Allreduce; echo $np; echo 2
@@ -35,9 +36,9 @@ for mpi in $mpis; do
       : >"$work/out"
       for r in $(seq "$RUNS"); do
         if [ $mode = default ]; then
-          env -u PGMPITUNE_PROFILE_DIR -u PGMPI_PROFILE_PATH "${run[@]}" -np $np "$work/ovh.$mpi" $iter 21 >>"$work/out"
+          env -u PGMPITUNE_PROFILE_DIR -u PGMPI_PROFILE_PATH "${run[@]}" -np $np "$work/ovh.$mpi" $iter ${BLOCKS:-21} >>"$work/out"
         else
-          PGMPITUNE_PROFILE_DIR=$pdir LOOKUP=1 "${run[@]}" -np $np "$work/ovh.$mpi" $iter 21 >>"$work/out"
+          PGMPITUNE_PROFILE_DIR=$pdir LOOKUP=1 "${run[@]}" -np $np "$work/ovh.$mpi" $iter ${BLOCKS:-21} >>"$work/out"
         fi
       done
       o=$(field overhead_ns <"$work/out" | median); w=$(field wrapped_ns <"$work/out" | median)

@@ -40,6 +40,7 @@ typedef struct {
     int            version;     /* #@pgmpi profile_version, 0 = genuine PGMPITuneLib file */
     int            nranges;
     pgmpi_range_t *ranges;      /* sorted by lo, non-overlapping */
+    uint64_t      *los;         /* ranges[i].lo, contiguous: the binary search touches only this */
     char          *file;        /* for messages */
     int            line;        /* line of the MPI name */
 } pgmpi_profile_t;

@@ -79,6 +79,7 @@ typedef struct pgmpi_coll_desc {
 typedef struct {
     int mode[PGMPI_NCOLL];
     int verbose;
+    int any;        /* some mode[c] != 0 or verbose: the library has something to do at all */
 } pgmpi_fast_t;
 extern PGMPI_INTERNAL pgmpi_fast_t pgmpi_fast;
 PGMPI_INTERNAL int  pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n_bytes, size_t elem_bytes);
@@ -107,7 +108,16 @@ PGMPI_INTERNAL void *pgmpi_pool_msg(void);
 PGMPI_INTERNAL int  *pgmpi_pool_int(void);
 
 /* Helpers for mock-ups and entry points. */
-PGMPI_INTERNAL size_t pgmpi_type_bytes(MPI_Datatype t);          /* MPI_Type_size as size_t */
+PGMPI_INTERNAL size_t pgmpi_type_bytes_exact(MPI_Datatype t);    /* MPI_Type_size as size_t */
+/* MPI_Type_size as size_t -- except while the library is idle (nothing forced, no profile, no report):
+ * then it returns 0 without asking MPI, because the only users on that path are the entry points'
+ * n for pgmpi_begin/pgmpi_end, which ignore it when idle. Mock-ups only run when not idle. This keeps
+ * the default path free of an MPI call (MPI_Type_size costs more than the rest of the wrapper). */
+static inline size_t pgmpi_type_bytes(MPI_Datatype t)
+{
+    if (__builtin_expect(!pgmpi_fast.any, 1)) return 0;
+    return pgmpi_type_bytes_exact(t);
+}
 PGMPI_INTERNAL int    pgmpi_type_is_contiguous(MPI_Datatype t);  /* size == true extent and lb == 0 */
 PGMPI_INTERNAL int    pgmpi_comm_is_inter(MPI_Comm comm);
 

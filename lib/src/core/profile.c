@@ -115,7 +115,9 @@ void pgmpi_profile_free(pgmpi_profile_t *p)
 {
     if (!p) return;
     free(p->ranges);
+    free(p->los);
     free(p->file);
+    p->los = NULL;
     p->ranges = NULL;
     p->file = NULL;
 }
@@ -337,6 +339,11 @@ int pgmpi_profile_parse(const char *file, const char *text, size_t len, pgmpi_pr
                 goto bad;
             }
     }
+    if (nranges) {
+        out->los = malloc((size_t)nranges * sizeof *out->los);
+        if (!out->los) { fail(&d, out->line, "out of memory for %lld ranges", nranges); goto bad; }
+        for (long long i = 0; i < nranges; i++) out->los[i] = out->ranges[i].lo;
+    }
     out->file = strdup(file ? file : "?");
     return 0;
 bad:
@@ -348,14 +355,17 @@ bad:
 
 int pgmpi_profile_find_alg(const pgmpi_profile_t *p, uint64_t n)
 {
-    const pgmpi_range_t *r = p->ranges;
-    int lo = 0, hi = p->nranges - 1, best = -1;
-    while (lo <= hi) {                       /* last range with r.lo <= n */
-        int mid = (lo + hi) >> 1;
-        if (r[mid].lo <= n) { best = mid; lo = mid + 1; }
-        else hi = mid - 1;
+    /* Branch-free lower bound over the contiguous lo keys: the last range with lo <= n. */
+    size_t len = (size_t)p->nranges;
+    if (!len || n < p->los[0]) return 0;
+    const uint64_t *base = p->los;
+    while (len > 1) {
+        size_t half = len / 2;
+        base = base[half] <= n ? base + half : base;
+        len -= half;
     }
-    return (best >= 0 && n <= r[best].hi) ? r[best].alg : 0;
+    const pgmpi_range_t *r = &p->ranges[base - p->los];
+    return n <= r->hi ? r->alg : 0;
 }
 
 int pgmpi_profset_add(pgmpi_profset_t *s, pgmpi_profile_t *p, pgmpi_diag_fn diagfn, void *ctx)

@@ -41,7 +41,7 @@ pgmpi_fast_t pgmpi_fast;          /* mode[c] (MODE_*), verbose: read by the inli
 static slot_t *g_report[PGMPI_NCOLL];
 static _Atomic uint64_t g_report_overflow[PGMPI_NCOLL];
 
-static int g_setup_done, g_finalized, g_disabled, g_rank = 0, g_thread_multiple;
+static int g_setup_done, g_finalized, g_disabled, g_disabled_verbose, g_rank = 0, g_thread_multiple;
 static char *g_msg_pool;
 static int *g_int_pool;
 static size_t g_msg_cap, g_int_cap;        /* agreed (minimum over ranks) capacities */
@@ -54,6 +54,13 @@ static char g_profile_dir[1024];
 static char g_config_file[1024];
 
 /* ---- messages (rank 0 only, at MPI_Init / MPI_Finalize) ------------------------ */
+
+static void update_any(void)
+{
+    int any = pgmpi_fast.verbose;
+    for (int c = 0; c < PGMPI_NCOLL; c++) any |= pgmpi_fast.mode[c] != 0;
+    pgmpi_fast.any = any;
+}
 
 static void warn(const char *fmt, ...)
 {
@@ -86,7 +93,7 @@ static void config_diag(void *ctx, int is_error, const char *file, int line, con
 
 /* ---- helpers for mock-ups and entry points ---------------------------------- */
 
-size_t pgmpi_type_bytes(MPI_Datatype t)
+size_t pgmpi_type_bytes_exact(MPI_Datatype t)
 {
     int s = 0;
     if (PMPI_Type_size(t, &s) != MPI_SUCCESS || s < 0) return 0;
@@ -363,7 +370,7 @@ static void setup(int *argc, char ***argv)
     if (env_true("PGMPITUNE_DISABLE")) {
         g_disabled = 1;
         g_verbose = 0;
-        if (verbose && g_rank == 0) printf("#@pgmpi config disabled 1\n");
+        g_disabled_verbose = verbose;
         pgmpi_options_free(&o);
         return;
     }
@@ -400,6 +407,7 @@ static void setup(int *argc, char ***argv)
     }
     /* forced "default" still wins over profiles: MODE_DEFAULT above */
     g_verbose = verbose;
+    update_any();
     pgmpi_options_free(&o);
 }
 
@@ -408,6 +416,11 @@ static void setup(int *argc, char ***argv)
 void pgmpitune_report(FILE *out)
 {
     if (!out || g_rank != 0) return;
+    if (g_disabled) {
+        fprintf(out, "#@pgmpi config disabled 1\n");
+        fflush(out);
+        return;
+    }
     fprintf(out, "#@pgmpi config size_msg_buffer_bytes %zu\n", g_msg_req);
     fprintf(out, "#@pgmpi config size_int_buffer_bytes %zu\n", g_int_req);
     if (g_msg_cap != g_msg_req) fprintf(out, "#@pgmpi config usable_msg_buffer_bytes %zu\n", g_msg_cap);
@@ -450,9 +463,10 @@ static void teardown(void)
 {
     if (!g_setup_done || g_finalized) return;
     g_finalized = 1;
-    if (g_verbose && !g_disabled) pgmpitune_report(stdout);
+    if (g_verbose || g_disabled_verbose) pgmpitune_report(stdout);
     for (int c = 0; c < PGMPI_NCOLL; c++) pgmpi_fast.mode[c] = MODE_DEFAULT;
     g_verbose = 0;
+    update_any();
 }
 
 /* ---- public control API ------------------------------------------------------------------ */
@@ -463,6 +477,7 @@ int pgmpitune_force(int c, int a)
     if (g_disabled) return 0;
     cs[c].forced = a;
     pgmpi_fast.mode[c] = a > 0 ? MODE_FORCED : MODE_DEFAULT;
+    update_any();
     return 0;
 }
 
@@ -471,6 +486,7 @@ int pgmpitune_unforce(int c)
     if (c < 0 || c >= PGMPI_NCOLL) return -1;
     if (g_disabled) return 0;
     pgmpi_fast.mode[c] = (cs[c].nprofs && cs[c].pidx) ? MODE_PROFILE : MODE_DEFAULT;
+    update_any();
     return 0;
 }
 
