@@ -138,7 +138,14 @@ def drain(state: State, client: ServiceClient | None, log=None, quick_retries: i
     if client is None:
         out["pending"] = len(state.outbox())
         return out
-    for row in state.due():
+    now = time.time()
+    for row in state.outbox():
+        # strict order (campaign before its jobs before their uploads): a deferred item holds back the
+        # ones after it; only items the service rejected step aside (they wait for an admin, not for us)
+        if row["next_try"] > now:
+            if (row["last_error"] or "").startswith("REJECTED"):
+                continue
+            break
         payload = json.loads(row["payload"])
         delay = 0.1
         for attempt in range(quick_retries + 1):

@@ -151,7 +151,14 @@ def test_service_down_spools_then_drains(tmp_path, slurm_env, mpi_modulepath, be
     finally:
         service.start()
     s = agent.run(interval=0.5, timeout=120)
-    assert s["done"] and s["spooled"] == 0 and s["uploaded"] == 4, (s, [dict(r) for r in agent.state.outbox()])
+    def _campaigns():
+        from sqlalchemy import select
+        from service.db import db
+        from service.models import Campaign
+        return [(c.name, c.id) for c in db.session.scalars(select(Campaign))]
+    assert s["done"] and s["spooled"] == 0 and s["uploaded"] == 4, (
+        s, service.query(_campaigns), [dict(r) for r in agent.state.db.execute("SELECT id, sent_at FROM sent")],
+        [(r["id"], r["last_error"][:100]) for r in agent.state.outbox()])
     runs, ups, jobs = stored(service, name)
     assert len(runs) == 4 and len(set(ups)) == 4
     assert all(st == "COMPLETED" for st, _, _ in jobs.values())
