@@ -50,10 +50,11 @@ def serve(app):
     return srv, f"http://127.0.0.1:{srv.server_port}"
 
 
-@pytest.fixture
+@pytest.fixture(params=[pytest.param("sqlite", id="sqlite"),
+                        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)])
 def live(tmp_path, request):
-    """(app, base url, tokens) on SQLite, or on a scratch PostgreSQL database with PGMPI_DASH_DB=postgres."""
-    if os.environ.get("PGMPI_DASH_DB") == "postgres":
+    """(app, base url, tokens) on SQLite and on a scratch database of the real PostgreSQL."""
+    if request.param == "postgres":
         url = request.getfixturevalue("pg_database")
     else:
         url = f"sqlite:///{tmp_path / 'pgmpi.sqlite'}"
@@ -79,8 +80,21 @@ def browser_login(drv, base, user, password):
     drv.get(base + "/auth/login")
     drv.find_element(By.NAME, "username").send_keys(user)
     drv.find_element(By.NAME, "password").send_keys(password)
-    drv.find_element(By.CSS_SELECTOR, "form.login [type=submit]").click()
-    assert drv.find_element(By.TAG_NAME, "header").text.find(user) >= 0
+    nav_click(drv, drv.find_element(By.CSS_SELECTOR, "form.login [type=submit]"))
+    from selenium.webdriver.support.ui import WebDriverWait
+    WebDriverWait(drv, 30).until(lambda d: "/auth/login" not in d.current_url
+                                 and d.find_elements(By.TAG_NAME, "header"))
+    assert user in drv.find_element(By.TAG_NAME, "header").text
+
+
+def nav_click(drv, element, timeout=60):
+    """Click something that loads a new page and wait until the old page is gone."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+    old = drv.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(drv, timeout).until(EC.staleness_of(old))
 
 
 def wait_plot(drv, css, timeout=20):
@@ -131,7 +145,7 @@ def test_pages_render_a_real_campaign(live, browser, tmp_path):
     assert "testbox" in table.text and lib in table.text and "brave" in table.text
     browser.save_screenshot(str(shots / "overview.png"))
 
-    browser.find_element(By.LINK_TEXT, "heatmap").click()
+    nav_click(browser, browser.find_element(By.LINK_TEXT, "heatmap"))
     wait_plot(browser, ".heatmap")
     rows = browser.find_elements(By.CSS_SELECTOR, "table.hm-table tr")
     assert [r.find_element(By.TAG_NAME, "th").text for r in rows[1:]] == ["allreduce", "bcast", "scatter"]
@@ -139,7 +153,7 @@ def test_pages_render_a_real_campaign(live, browser, tmp_path):
     assert len(cells) == 12 and all(cell.text.endswith(("x", "x *")) for cell in cells)
     browser.save_screenshot(str(shots / "heatmap.png"))
 
-    browser.find_element(By.LINK_TEXT, "allreduce").click()
+    nav_click(browser, browser.find_element(By.LINK_TEXT, "allreduce"))
     wait_plot(browser, "#latency")
     ntraces = browser.execute_script("return document.getElementById('latency').data.length")
     assert ntraces == 4  # default + the three Allreduce mock-ups that pgmpi-bench measured
@@ -192,14 +206,14 @@ def test_admin_publishes_and_rolls_back(live, browser, tmp_path):
     assert "2 points, worst speed-up 1.43" in browser.find_element(By.ID, "versions").text
     assert "+MPI_Allreduce" in browser.find_element(By.ID, "diff").text
     browser.save_screenshot(str(shots_dir(tmp_path) / "profile_before.png"))
-    browser.find_element(By.ID, "publish").click()
+    nav_click(browser, browser.find_element(By.ID, "publish"))
     assert "Published as version 1" in browser.find_element(By.CSS_SELECTOR, ".flash").text
     assert browser.find_element(By.ID, "current-version").text == "version 1"
     assert {p.name: p.read_text() for p in current.iterdir()} == files
     hist = browser.find_element(By.ID, "history").text
     assert "user:admin1" in hist and "publish" in hist
     browser.save_screenshot(str(shots_dir(tmp_path) / "profile_published.png"))
-    browser.find_element(By.ID, "rollback").click()
+    nav_click(browser, browser.find_element(By.ID, "rollback"))
     assert "Rolled back to version 0" in browser.find_element(By.CSS_SELECTOR, ".flash").text
     assert os.readlink(current) == "versions/0" and list(current.iterdir()) == []
     assert "rollback" in browser.find_element(By.ID, "history").text
@@ -222,3 +236,29 @@ def test_viewer_cannot_publish(live, browser, tmp_path):
     assert status == 403
     root = Path(app.config["PGMPI_PROFILE_ROOT"])
     assert not (root / "m1").exists()
+
+
+@pytest.mark.mpi
+def test_published_from_the_page_reaches_the_application(live, browser, tmp_path):
+    """Publish with the admin's button, run an application under the tuned library with the module's
+    PGMPITUNE_PROFILE_DIR=<root>/<machine>/<mpi>-<version>/current: the #@pgmpi report shows the
+    redirected sizes; after the rollback button it does not."""
+    from selenium.webdriver.common.by import By
+    from test_publish_mpi import APP, run_app
+    app, base, tokens = live
+    set_id, vid, files = seed_candidate(app, app.test_client(), tokens)
+    assert "allreduce_p2.prf" in files or any("MPI_Allreduce" in t and "\n2\n" in t for t in files.values())
+    exe = tmp_path / "app"
+    (tmp_path / "app.c").write_text(APP)
+    subprocess.run(["mpicc.openmpi", "-O1", "-o", str(exe), str(tmp_path / "app.c")], check=True)
+    current = Path(app.config["PGMPI_PROFILE_ROOT"]) / "m1" / "openmpi-4.1.4" / "current"
+    browser_login(browser, base, "admin1", "admin-password")
+    browser.get(base + f"/profiles/{set_id}")
+    nav_click(browser, browser.find_element(By.ID, "publish"))
+    assert browser.find_element(By.ID, "current-version").text == "version 1"
+    tuned = run_app("openmpi", exe, current)
+    assert tuned[65536] == "allreduce_as_reduce_bcast"     # the violated size is redirected
+    assert tuned[8] == tuned[1024] == "default"            # the others are not
+    nav_click(browser, browser.find_element(By.ID, "rollback"))
+    assert browser.find_element(By.ID, "current-version").text == "version 0"
+    assert set(run_app("openmpi", exe, current).values()) == {"default"}
