@@ -121,7 +121,7 @@ class Pgmpitunelib(CMakePackage):
         """Build-time tests (spack install --test=root): the library's core CTest suite (profile
         reader, selection, fallbacks, Fortran entry points) under this MPI's mpiexec. The exhaustive
         mock-up matrix (CTest label "matrix", up to 25 min per MPI) is left to the project's CI."""
-        with working_dir(self.build_directory):
+        with working_dir(self.builder.build_directory):
             ctest("--output-on-failure", "-L", "core")
 
     @run_after("install")

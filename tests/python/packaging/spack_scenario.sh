@@ -86,6 +86,9 @@ packages:
 YAML
 cat > "$cfg/modules.yaml" <<YAML
 modules:
+  prefix_inspections:
+    lib: [LIBRARY_PATH, LD_LIBRARY_PATH]
+    include: [CPATH]
   default:
     enable: [lmod]
     roots:
@@ -94,7 +97,7 @@ modules:
       core_compilers: [gcc@12.2.0]
       hierarchy: [mpi]
       hash_length: 0
-      exclude: [cmake, gmake]
+      exclude: [cmake, gmake, glibc, gcc-runtime]
       all:
         autoload: direct
       projections:
@@ -106,8 +109,7 @@ run spack --version
 run sp repo list
 run sp audit packages pgmpitunelib
 for m in openmpi mpich; do
-  run sp spec -I pgmpitunelib ^$m
-  TAIL=40 run sp install --test=root -v pgmpitunelib ^$m
+  TAIL=12 run sp install --test=root pgmpitunelib ^$m
   lib=$(sp location -i pgmpitunelib ^$m)/lib/libpgmpitune.so
   echo "\$ ldd $lib | grep -E 'libmpi|libmpich'"
   ldd "$lib" | grep -E 'libmpi\.|libmpich\.' || true
