@@ -105,6 +105,36 @@ def status_cmd(root, machine, mpi_name, mpi_version, as_json):
                    f" (was {e.get('previous')}){' FORCED: ' + e.get('reason', '') if e.get('forced') else ''}")
 
 
+@profile.command("publish-candidate")
+@click.argument("version_id", type=int)
+@click.option("--root", help="site profile root (default $PGMPI_PROFILE_ROOT)")
+@click.option("--force", is_flag=True, help="publish without a passing validation run (recorded)")
+@click.option("--reason", default="", help="why (required with --force)")
+@click.option("--actor", default=None, help="who (default: cli:<login name>)")
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
+def publish_candidate_cmd(version_id, root, force, reason, actor, database_url):
+    """Publish the candidate profile version VERSION_ID stored in the database (as the profile page does)."""
+    from service.app import create_app
+    from service.db import db
+    from service.dashboards.actions import publish_candidate
+    from service.models import ProfileVersion
+    app = create_app({"SQLALCHEMY_DATABASE_URI": database_url} if database_url else {})
+    with app.app_context():
+        v = db.session.get(ProfileVersion, version_id)
+        if v is None:
+            raise click.ClickException(f"no profile version {version_id} (see GET /api/v1/profiles)")
+        try:
+            res = publish_candidate(v, Path(_root(root)), actor or f"cli:{getpass.getuser()}", force=force,
+                                    reason=reason)
+        except pub.PublishError as exc:
+            db.session.rollback()
+            raise click.ClickException(str(exc))
+        db.session.commit()
+    click.echo(f"published version {res.version} (was {res.previous}) -> {res.target}/current"
+               + (" [FORCED]" if res.forced else ""))
+
+
 def _mpi_flavor(mpi_name: str) -> str | None:
     n = mpi_name.lower().replace(" ", "").replace("-", "").replace("_", "")
     if n.startswith("openmpi") or n == "ompi":

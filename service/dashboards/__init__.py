@@ -238,26 +238,13 @@ def publish_version(set_id: int):
         abort(400, description="version_id: not a version of this profile set")
     force = request.form.get("force") == "1"
     reason = request.form.get("reason", "").strip()
-    validated = v.validated_at is not None or v.state == "validated"
-    actor = f"user:{current_user.username}"
-    from service.auth import audit
+    from service.dashboards.actions import publish_candidate
     try:
-        res = pub.publish(profile_root(), ps.machine.name, ps.library.name, ps.library.version, v.files or {},
-                          actor=actor, validated=validated, force=force, reason=reason,
-                          candidate=f"profile_version:{v.id}",
-                          validation={"figures": len(v.figures),
-                                      "worst_speedup": min((f.speedup for f in v.figures), default=None)},
-                          mpi=_flavor(ps.library.name))
+        res = publish_candidate(v, profile_root(), f"user:{current_user.username}", force=force, reason=reason)
     except pub.PublishError as exc:
+        db.session.rollback()
         flash(f"Not published: {exc}", "error")
         return redirect(url_for("dash.profile_set", set_id=ps.id, candidate=v.id)), 303
-    v.state = "published"
-    v.published_at = datetime.now(timezone.utc)
-    v.published_path = str(res.target / "versions" / str(res.version))
-    v.actor = actor
-    audit(actor, "publish-forced" if res.forced else "publish", "profile", str(v.id),
-          {"set": ps.id, "fs_version": res.version, "previous": res.previous, "forced": res.forced,
-           "reason": reason, "validated": validated, "path": v.published_path})
     db.session.commit()
     flash(f"Published as version {res.version}" + (" (forced)" if res.forced else ""), "ok")
     return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
@@ -268,26 +255,13 @@ def publish_version(set_id: int):
 def rollback_set(set_id: int):
     _require_admin()
     ps = _set_or_404(set_id)
-    actor = f"user:{current_user.username}"
-    from service.auth import audit
+    from service.dashboards.actions import rollback_set as do_rollback
     try:
-        res = pub.rollback(profile_root(), ps.machine.name, ps.library.name, ps.library.version, actor=actor,
-                           reason=request.form.get("reason", ""))
+        res = do_rollback(ps, profile_root(), f"user:{current_user.username}", reason=request.form.get("reason", ""))
     except pub.PublishError as exc:
+        db.session.rollback()
         flash(f"Not rolled back: {exc}", "error")
         return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
-    old_path = str(res.target / "versions" / str(res.previous))
-    for v in ps.versions:
-        if v.published_path == old_path:
-            v.state = "rolled-back"
-            v.rolled_back_at = datetime.now(timezone.utc)
-    audit(actor, "rollback", "profile", f"set:{ps.id}",
-          {"set": ps.id, "fs_version": res.version, "previous": res.previous})
     db.session.commit()
     flash(f"Rolled back to version {res.version}", "ok")
     return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
-
-
-def _flavor(name: str) -> str | None:
-    n = name.lower()
-    return "openmpi" if "open" in n else "mpich" if "mpich" in n else None

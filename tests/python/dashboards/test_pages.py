@@ -145,3 +145,25 @@ def test_alert_feed_reports_a_regression_in_the_latest_campaign(app, tokens):
             if a["type"] == "regression"]
     assert regs and all(a["campaign"] == "night-09" and a["ratio"] > 1.8 for a in regs)
     assert {a["collective"] for a in regs} == {"MPI_Allreduce", "MPI_Bcast"}
+
+
+def test_cli_publishes_a_stored_candidate(app, seeded, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+    from service.models import ProfileSet
+    from service.publish_cli import profile
+    from service.db import db
+    with app.app_context():
+        vid = db.session.query(ProfileSet).one().versions[-1].id
+    url = app.config["SQLALCHEMY_DATABASE_URI"]
+    root = tmp_path / "root"
+    args = ["publish-candidate", str(vid), "--root", str(root), "--database-url", url, "--actor", "ops"]
+    r = CliRunner().invoke(profile, args)
+    assert r.exit_code != 0 and "validation" in r.output        # not validated: refused
+    r = CliRunner().invoke(profile, args + ["--force", "--reason", "urgent"])
+    assert r.exit_code == 0 and "[FORCED]" in r.output, r.output
+    with app.app_context():
+        from service.models import AuditLog, ProfileVersion
+        assert db.session.get(ProfileVersion, vid).state == "published"
+        e = db.session.query(AuditLog).filter_by(action="publish-forced").one()
+        assert e.actor == "ops" and e.details["reason"] == "urgent"
+    assert (root / "m1" / "openmpi-4.1.4" / "current").is_symlink()
