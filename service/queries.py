@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from service.models import Analysis, LibraryOverview, Machine, MpiLibrary, Violation
 
-HISTORY_KEEP_DAYS = 400
+HISTORY_KEEP_DAYS = 35   # the summary keeps this much history; longer windows read analyses (indexed)
 
 
 def _utc(dt: Optional[datetime]) -> Optional[datetime]:
@@ -70,7 +70,8 @@ def violations_overview(session: Session, machine: Optional[str] = None, library
         q = q.where(Machine.name == machine)
     if library:
         q = q.where(MpiLibrary.name == library)
-    since = (datetime.now(timezone.utc) - timedelta(days=history_days)).isoformat()
+    since_dt = datetime.now(timezone.utc) - timedelta(days=history_days)
+    since = since_dt.isoformat()
     out = []
     for aid, at, nc, nv, ms, byc, hist, lname, lver, lmod, mname in session.execute(
             q.order_by(Machine.name, MpiLibrary.name, MpiLibrary.version)):
@@ -78,4 +79,14 @@ def violations_overview(session: Session, machine: Optional[str] = None, library
                     "analysed_at": _utc(at).isoformat() if at else None, "n_checked": nc, "n_violations": nv,
                     "max_slowdown": ms, "by_collective": byc or {},
                     "history": [h for h in (hist or []) if h[0] >= since]})
+    if history_days > HISTORY_KEEP_DAYS and out:   # longer than the summary keeps: ix_analyses_library_created
+        longer: dict[int, list] = {}
+        for aid, lib_id, at, n in session.execute(
+                select(LibraryOverview.analysis_id, Analysis.library_id, Analysis.created_at, Analysis.n_violations)
+                .join(Analysis, Analysis.library_id == LibraryOverview.library_id)
+                .where(LibraryOverview.analysis_id.in_([o["analysis_id"] for o in out]), Analysis.created_at >= since_dt)
+                .order_by(Analysis.library_id, Analysis.created_at)):
+            longer.setdefault(aid, []).append([_utc(at).isoformat(), n])
+        for o in out:
+            o["history"] = longer.get(o["analysis_id"], [])
     return out

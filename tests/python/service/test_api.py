@@ -333,3 +333,30 @@ def test_concurrent_first_uploads_of_a_new_library(client, seeded, app, backend)
     libs = client.get("/api/v1/machines/m1/libraries", headers=seeded["viewer"]).json["items"]
     assert [(x["name"], x["version"]) for x in libs] == [("newmpi", "9.9")]
     assert counts(app)["Upload"] == 4
+
+
+def test_overview_history_windows(client, seeded, app):
+    """History inside the summary's window and beyond it (read from analyses) agree."""
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+
+    from service.analysis_bridge import store_result
+    from service.models import Analysis
+    from service.queries import refresh_overview
+    client.post("/api/v1/uploads", headers=seeded["agent1"],
+                json={"upload_id": "u", "files": [{"name": "a", "content": results_file()}]})
+    with app.app_context():
+        m = db.session.scalar(select(Machine).where(Machine.name == "m1"))
+        lib = db.session.scalar(select(MpiLibrary))
+        data = SimpleNamespace(alpha=0.05, test="mannwhitney", fdr=False)
+        now = datetime.now(timezone.utc)
+        for k, age in enumerate((100, 50, 20, 1)):
+            a = store_result(m, lib, None, data, "t", {"checked": 1, "violations": [
+                {"collective": "bcast", "mockup": "bcast_as_scatter_allgather", "msize": 8, "nprocs": 2,
+                 "default_time": 2.0, "mockup_time": 1.0, "slowdown": 2.0}] * (k + 1)})
+            a.created_at = now - timedelta(days=age)
+        refresh_overview(db.session)
+        db.session.commit()
+    get = lambda d: [h[1] for h in client.get(f"/api/v1/violations/overview?days={d}",
+                                              headers=seeded["viewer"]).json["items"][0]["history"]]
+    assert get(30) == [3, 4] and get(60) == [2, 3, 4] and get(365) == [1, 2, 3, 4]
