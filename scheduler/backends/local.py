@@ -1,13 +1,16 @@
 """Local backend: the job script runs directly (bash + mpirun of the module), no resource manager.
 
-Used by `make demo` and tests. Each job runs detached in its own process group under
-`timeout` (the walltime); its state comes from the status marker, the pid file and the exit code.
+Used by `make demo` and tests. Each job runs detached in its own process group, one at a time
+on this machine (flock), under `timeout` (the walltime, counted once the lock is held);
+its state comes from the status marker, the pid file and the exit code.
 """
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,9 +36,13 @@ class LocalBackend(Backend):
     name = "local"
     in_slurm = False
 
-    def __init__(self, env=None, **_):
+    def __init__(self, env=None, lock: str | None = None, **_):
         self.env = dict(env or os.environ)
         self._procs: dict[str, subprocess.Popen] = {}
+        # One local job at a time on this machine: concurrent jobs on a few cores disturb each other's
+        # timings (a busy-polling MPICH job makes an Open MPI job's collectives 100x slower).
+        self.lock = lock or os.environ.get("PGMPI_LOCAL_LOCK") or os.path.join(
+            tempfile.gettempdir(), "pgmpi-local-backend.lock")
 
     def write_script(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path) -> Path:
         attempt_dir.mkdir(parents=True, exist_ok=True)
@@ -54,7 +61,7 @@ class LocalBackend(Backend):
             (attempt_dir / f).unlink(missing_ok=True)
         log = open(attempt_dir / "local.out", "ab")
         # `timeout` enforces the walltime; a wrapper records the exit code for a restarted agent.
-        wrapper = (f'echo $$ > "$1/pid"; timeout --signal=TERM --kill-after=5 {job.walltime_seconds} bash "$0"; rc=$?; '
+        wrapper = (f'echo $$ > "$1/pid"; flock {shlex.quote(self.lock)} timeout --signal=TERM --kill-after=5 {job.walltime_seconds} bash "$0"; rc=$?; '
                    f'echo $rc > "$1/exitcode.tmp"; mv "$1/exitcode.tmp" "$1/exitcode"; exit $rc')
         proc = subprocess.Popen(["bash", "-c", wrapper, str(script), str(attempt_dir)], stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
