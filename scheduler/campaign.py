@@ -112,6 +112,7 @@ class Slurm(_Strict):
     walltime: str = Field("00:30:00", pattern=r"^(\d+-)?\d{1,2}:\d{2}(:\d{2})?$|^\d+$",
                           description="[D-]HH:MM[:SS] or minutes")
     constraints: str | None = None
+    exclusive: bool = Field(False, description="whole nodes per job (recommended: other jobs disturb timings)")
     extra: list[str] = Field(default_factory=list, description="more #SBATCH options, e.g. --exclusive")
 
     @property

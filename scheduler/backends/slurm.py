@@ -41,16 +41,17 @@ class SlurmBackend(Backend):
     in_slurm = True
 
     def __init__(self, partition=None, account=None, qos=None, constraints=None, extra=(), env=None,
-                 timeout: float = 30.0, **_):
+                 timeout: float = 30.0, exclusive: bool = False, **_):
         self.partition, self.account, self.qos, self.constraints = partition, account, qos, constraints
         self.extra = list(extra)
+        self.exclusive = exclusive
         self.env = dict(env or os.environ)
         self.timeout = timeout
 
     @classmethod
     def from_campaign(cls, c, env=None):
         s = c.slurm
-        return cls(s.partition, s.account, s.qos, s.constraints, s.extra, env=env)
+        return cls(s.partition, s.account, s.qos, s.constraints, s.extra, env=env, exclusive=s.exclusive)
 
     def _run(self, argv: list[str], check=True) -> subprocess.CompletedProcess:
         try:
@@ -75,6 +76,8 @@ class SlurmBackend(Backend):
                          ("constraint", self.constraints)):
             if val:
                 lines.append(f"#SBATCH --{opt}={val}")
+        if self.exclusive:
+            lines.append("#SBATCH --exclusive")
         lines += [f"#SBATCH {x}" for x in self.extra]
         return lines
 

@@ -41,7 +41,13 @@ def test_good_yaml_and_plan(tmp_path):
     c = load_campaign(write(tmp_path, GOOD))
     assert c.sizes_for("allreduce") == LARGE_SIZES and c.sizes_for("allgather") == SMALL_SIZES
     assert c.algorithms_for("bcast") == ["default", "bcast_as_scatter_allgather"]
-    assert c.slurm.walltime_seconds == 5400
+    assert c.slurm.walltime_seconds == 5400 and c.slurm.exclusive is False
+    from scheduler.backends.slurm import SlurmBackend
+    lines = SlurmBackend.from_campaign(c.model_copy(update={"slurm": c.slurm.model_copy(
+        update={"exclusive": True})})).sbatch_lines(plan(c)[1], tmp_path, "n")
+    assert {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=16", "#SBATCH --time=0-01:30:00",
+            "#SBATCH --partition=batch", "#SBATCH --account=hpc", "#SBATCH --qos=normal",
+            "#SBATCH --constraint=ib", "#SBATCH --exclusive"} <= set(lines)
     jobs = plan(c)
     # one job per (module, layout); R=3 launches per job, one bench call per size group
     assert [j.key for j in jobs] == ["openmpi-4.1.4-n1x2", "openmpi-4.1.4-n2x16", "mpich-4.0.2-n1x2",
