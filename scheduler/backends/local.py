@@ -107,22 +107,37 @@ class LocalBackend(Backend):
         return None
 
     def cancel(self, backend_id: str) -> None:
-        pid = int(backend_id.split("-", 1)[1])
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            return
-        for _ in range(50):
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
+        """SIGTERM to the whole session of the job (`timeout` moves the script into its own process
+        group, so killing the wrapper's group alone would leave the job running), SIGKILL after 5 s."""
+        sid = int(backend_id.split("-", 1)[1])
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            members = _session(sid)
+            if not members:
                 break
-            time.sleep(0.1)
-        else:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc = self._procs.get(backend_id)
-        if proc is not None:
-            proc.poll()
+            for pid in members:
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            for _ in range(50):
+                proc = self._procs.get(backend_id)
+                if proc is not None:
+                    proc.poll()
+                if not _session(sid):
+                    break
+                time.sleep(0.1)
+
+
+def _session(sid: int) -> list[int]:
+    """Live (non-zombie) processes of session sid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            out.append(int(d))
+    return out

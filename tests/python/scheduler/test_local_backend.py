@@ -3,6 +3,7 @@ results go straight into a Flask app (SQLite), plus cancel and walltime on local
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -97,3 +98,7 @@ def test_local_cancel(tmp_path, bench_root):
     assert row["state"] == "CANCELLED"
     pid = int(bid.split("-")[1])
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    # nothing of the job survives (timeout runs the script in its own process group)
+    script = row["attempt_dir"] + "/job.sh"
+    left = subprocess.run(["pgrep", "-f", script], capture_output=True, text=True).stdout.split()
+    assert left == [], left
