@@ -40,9 +40,7 @@ typedef struct {
     int            version;     /* #@pgmpi profile_version, 0 = genuine PGMPITuneLib file */
     int            nranges;
     pgmpi_range_t *ranges;      /* sorted by lo, non-overlapping */
-    uint64_t      *eyt;         /* [nranges + 1] the lo keys in Eytzinger (BFS) order, 1-based: the search
-                                 * touches only this, top levels share cache lines */
-    int32_t       *eidx;        /* [nranges + 1] eyt[k] is ranges[eidx[k]].lo */
+    uint64_t      *los;         /* ranges[i].lo, contiguous: the binary search touches only this */
     char          *file;        /* for messages */
     int            line;        /* line of the MPI name */
 } pgmpi_profile_t;

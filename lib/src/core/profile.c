@@ -111,27 +111,13 @@ static int cmp_range(const void *a, const void *b)
     return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : 0;
 }
 
-/* In-order walk of the implicit tree (children of k: 2k, 2k+1) puts the sorted keys in BFS order. */
-static size_t eyt_fill(const pgmpi_range_t *r, uint64_t *e, int32_t *ix, size_t i, size_t k, size_t n)
-{
-    if (k <= n) {
-        i = eyt_fill(r, e, ix, i, 2 * k, n);
-        e[k] = r[i].lo;
-        ix[k] = (int32_t)i;
-        i = eyt_fill(r, e, ix, i + 1, 2 * k + 1, n);
-    }
-    return i;
-}
-
 void pgmpi_profile_free(pgmpi_profile_t *p)
 {
     if (!p) return;
     free(p->ranges);
-    free(p->eyt);
-    free(p->eidx);
+    free(p->los);
     free(p->file);
-    p->eyt = NULL;
-    p->eidx = NULL;
+    p->los = NULL;
     p->ranges = NULL;
     p->file = NULL;
 }
@@ -354,19 +340,9 @@ int pgmpi_profile_parse(const char *file, const char *text, size_t len, pgmpi_pr
             }
     }
     if (nranges) {
-        out->eyt = malloc((size_t)(nranges + 1) * sizeof *out->eyt);
-        out->eidx = malloc((size_t)(nranges + 1) * sizeof *out->eidx);
-        if (!out->eyt || !out->eidx) {
-            free(out->eyt);
-            free(out->eidx);
-            out->eyt = NULL;
-            out->eidx = NULL;
-            fail(&d, out->line, "out of memory for %lld ranges", nranges);
-            goto bad;
-        }
-        out->eyt[0] = 0;
-        out->eidx[0] = -1;
-        eyt_fill(out->ranges, out->eyt, out->eidx, 0, 1, (size_t)nranges);
+        out->los = malloc((size_t)nranges * sizeof *out->los);
+        if (!out->los) { fail(&d, out->line, "out of memory for %lld ranges", nranges); goto bad; }
+        for (long long i = 0; i < nranges; i++) out->los[i] = out->ranges[i].lo;
     }
     out->file = strdup(file ? file : "?");
     return 0;
@@ -379,19 +355,16 @@ bad:
 
 int pgmpi_profile_find_alg(const pgmpi_profile_t *p, uint64_t n)
 {
-    /* Eytzinger search for the first key > n (branch-free descent, prefetch 3 levels ahead);
-     * the range to check is the one before it in sorted order. */
-    size_t N = (size_t)p->nranges, k = 1;
-    if (!N) return 0;
-    const uint64_t *e = p->eyt;
-    while (k <= N) {
-        __builtin_prefetch(e + 8 * k);
-        k = 2 * k + (e[k] <= n);
+    /* Branch-free lower bound over the contiguous lo keys: the last range with lo <= n. */
+    size_t len = (size_t)p->nranges;
+    if (!len || n < p->los[0]) return 0;
+    const uint64_t *base = p->los;
+    while (len > 1) {
+        size_t half = len / 2;
+        base = base[half] <= n ? base + half : base;
+        len -= half;
     }
-    k >>= __builtin_ffsll((long long)~k);
-    long s = (k ? (long)p->eidx[k] : (long)N) - 1;
-    if (s < 0) return 0;
-    const pgmpi_range_t *r = &p->ranges[s];
+    const pgmpi_range_t *r = &p->ranges[base - p->los];
     return n <= r->hi ? r->alg : 0;
 }
 
