@@ -4,7 +4,7 @@ TOP   := $(CURDIR)
 VENV  := $(TOP)/.venv
 MPIS  ?= openmpi mpich
 
-.PHONY: demo test deps venv lib ctest pytest services-up services-down bench clean help
+.PHONY: demo demo-stop test deps venv lib ctest pytest services-up services-down bench clean help
 
 help:
 	@echo "make demo    - install what is missing, build, run a local tuning campaign, serve the dashboard"
@@ -46,3 +46,6 @@ bench:
 
 clean:
 	rm -rf build demo
+
+demo-stop:
+	@$(VENV)/bin/pgmpi demo-stop

@@ -72,6 +72,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         JSON_SORT_KEYS=False,
+        PUBLIC_DASHBOARDS=os.environ.get("PGMPI_PUBLIC_DASHBOARDS", "1").lower() not in ("0", "false", "no"),
     )
     app.config.update(config)
     app.config["SQLALCHEMY_DATABASE_URI"] = normalise_url(app.config["SQLALCHEMY_DATABASE_URI"])

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from flask import (Blueprint, Flask, Response, abort, current_app, flash, jsonify, redirect,
                    render_template, request, send_file, url_for)
+from functools import wraps
+
 from flask_login import current_user, login_required
 from sqlalchemy import select
 
@@ -57,6 +59,18 @@ def profile_root() -> Path:
     return Path(root).absolute()
 
 
+def read_access(fn):
+    """Pages are readable by anyone when PUBLIC_DASHBOARDS is on (the default: a site's violation
+    figures are no secret, and "anyone browsing the dashboards" is a user); otherwise a login is
+    needed. Writes (publish, rollback) always need an admin login."""
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        if current_app.config.get("PUBLIC_DASHBOARDS", True) or current_user.is_authenticated:
+            return fn(*args, **kwargs)
+        return current_app.login_manager.unauthorized()
+    return wrapper
+
+
 def is_admin() -> bool:
     return bool(current_user and current_user.is_authenticated and current_user.role == "admin")
 
@@ -93,13 +107,13 @@ def _campaign(lib: MpiLibrary, name: str | None):
 # ----------------------------------------------------------------- pages
 
 @bp.get("/")
-@login_required
+@read_access
 def overview():
     return render_template("overview.html", ov=data.overview(db.session))
 
 
 @bp.get("/m/<machine>/<lib>/heatmap")
-@login_required
+@read_access
 def heatmap(machine: str, lib: str):
     m, l = _lib_or_404(machine, lib)
     camp = _campaign(l, request.args.get("campaign"))
@@ -123,7 +137,7 @@ def heatmap(machine: str, lib: str):
 
 
 @bp.get("/m/<machine>/<lib>/detail/<key>")
-@login_required
+@read_access
 def detail(machine: str, lib: str, key: str):
     m, l = _lib_or_404(machine, lib)
     camp = _campaign(l, request.args.get("campaign"))
@@ -149,7 +163,7 @@ def detail(machine: str, lib: str, key: str):
 
 
 @bp.get("/m/<machine>/<lib>/trends")
-@login_required
+@read_access
 def trends(machine: str, lib: str):
     m, l = _lib_or_404(machine, lib)
     ps = data.nprocs_of(db.session, l, None)
@@ -174,13 +188,13 @@ def alerts_feed():
 
 
 @bp.get("/campaigns")
-@login_required
+@read_access
 def campaigns():
     return render_template("campaigns.html", rows=data.campaigns(db.session))
 
 
 @bp.get("/profiles")
-@login_required
+@read_access
 def profiles():
     root = profile_root()
     rows = []
@@ -198,7 +212,7 @@ def _set_or_404(set_id: int) -> ProfileSet:
 
 
 @bp.get("/profiles/<int:set_id>")
-@login_required
+@read_access
 def profile_set(set_id: int):
     ps = _set_or_404(set_id)
     st = pub.status(profile_root(), ps.machine.name, ps.library.name, ps.library.version)

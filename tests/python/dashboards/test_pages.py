@@ -33,12 +33,20 @@ def seeded(app, tokens):
     return c
 
 
-def test_pages_need_login(app, seeded):
+def test_pages_need_login_when_not_public(app, seeded):
+    app.config["PUBLIC_DASHBOARDS"] = False
     c = app.test_client()
     for url in ["/", "/m/m1/openmpi-4.1.4/heatmap", "/campaigns", "/profiles"]:
         r = c.get(url)
         assert r.status_code == 302 and "/auth/login" in r.headers["Location"]
     assert c.get("/alerts.json").status_code == 401
+
+
+def test_pages_public_by_default(app, seeded):
+    c = app.test_client()
+    for url in ["/", "/m/m1/openmpi-4.1.4/heatmap", "/campaigns", "/profiles"]:
+        r = c.get(url)
+        assert r.status_code == 200, (url, r.status_code)
 
 
 def test_overview_heatmap_detail(app, seeded):
