@@ -16,3 +16,13 @@ for t in $tools; do
   [ -e "$src" ] || { echo "mkshim.sh: $src missing" >&2; exit 1; }
   ln -sfn "$src" "$dir/bin/$t"
 done
+# include/ and lib/ too: Spack queries an external's headers and libraries under its prefix.
+case $mpi in
+  openmpi)
+    ln -sfn /usr/lib/x86_64-linux-gnu/openmpi/include "$dir/include"
+    ln -sfn /usr/lib/x86_64-linux-gnu/openmpi/lib "$dir/lib" ;;
+  mpich)
+    ln -sfn /usr/include/x86_64-linux-gnu/mpich "$dir/include"
+    mkdir -p "$dir/lib"
+    for l in /usr/lib/x86_64-linux-gnu/libmpich*.so*; do ln -sfn "$l" "$dir/lib/"; done ;;
+esac
