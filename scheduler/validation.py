@@ -10,34 +10,12 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from service.analysis.profiles import parse_prf  # noqa: F401  (one .prf reader for agent and service)
+
 from .campaign import Campaign, collectives
 from .planner import JobSpec, launches_for
 
 MPI_TO_KEY = {v.lower(): k for k, v in collectives().items()}
-
-
-def parse_prf(text: str) -> dict:
-    """The fields of one PGMPITuneLib profile: mpi name, nprocs, algorithms {id: name}, ranges."""
-    toks = []
-    for line in text.splitlines():
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        toks.append(s.split("#", 1)[0].split())
-    it = iter(toks)
-    name = next(it)[0]
-    nprocs = int(next(it)[0])
-    nalg = int(next(it)[0])
-    algs = {}
-    for _ in range(nalg):
-        t = next(it)
-        algs[int(t[0])] = t[1]
-    nranges = int(next(it)[0])
-    ranges = []
-    for _ in range(nranges):
-        t = next(it)
-        ranges.append((int(t[0]), int(t[1]), algs.get(int(t[2]), t[2])))
-    return {"mpi_name": name, "nprocs": nprocs, "algorithms": algs, "ranges": ranges}
 
 
 def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:

@@ -223,3 +223,51 @@ def check_profiles(paths, checker: Path | None = None) -> tuple[bool | None, str
     args = [str(checker)] + [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
     r = subprocess.run(args, capture_output=True, text=True, timeout=60)
     return r.returncode == 0, (r.stdout + r.stderr).strip()
+
+
+def parse_prf(text: str, source: str = "<profile>") -> dict:
+    """Read one PGMPITuneLib .prf profile as the library's reader does: blank and `#` lines skipped,
+    anything after a line's first tokens is a comment.  Returns {mpi_name, nprocs, algorithms
+    {id: name}, ranges [(first byte, last byte, algorithm name)]}; raises ValueError naming
+    source:line.  (The library's own parser in pgmpitune-check stays the gate before publishing;
+    this is for reading profiles we generated.)"""
+    toks: list[tuple[int, list[str]]] = []
+    for no, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if s and not s.startswith("#"):
+            toks.append((no, s.split("#", 1)[0].split()))
+    pos = 0
+
+    def take(n: int, what: str) -> tuple[int, list[str]]:
+        nonlocal pos
+        if pos >= len(toks):
+            raise ValueError(f"{source}: ends before {what}")
+        no, t = toks[pos]
+        pos += 1
+        if len(t) < n:
+            raise ValueError(f"{source}:{no}: {what} needs {n} field(s)")
+        return no, t
+
+    try:
+        _, t = take(1, "the MPI name")
+        name = t[0]
+        _, t = take(1, "the number of processes")
+        nprocs = int(t[0])
+        _, t = take(1, "the number of algorithms")
+        algs = {}
+        for _ in range(int(t[0])):
+            _, t = take(2, "an `<id> <name>` line")
+            algs[int(t[0])] = t[1]
+        _, t = take(1, "the number of ranges")
+        ranges = []
+        for _ in range(int(t[0])):
+            no, t = take(3, "a `<first> <last> <id>` range")
+            alg = algs.get(int(t[2]))
+            if alg is None:
+                raise ValueError(f"{source}:{no}: range names algorithm id {t[2]}, not listed above")
+            ranges.append((int(t[0]), int(t[1]), alg))
+    except ValueError as exc:
+        if str(exc).startswith(source):
+            raise
+        raise ValueError(f"{source}: not a profile: {exc}") from None
+    return {"mpi_name": name, "nprocs": nprocs, "algorithms": algs, "ranges": ranges}

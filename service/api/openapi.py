@@ -95,7 +95,7 @@ def document() -> dict:
                                     errors=(401, 403, 404)),
         "/analyses": {**_get("analyses", PAGE + ML, LIST),
                       **_write("post", "run an analysis: verdicts, violations and candidate profiles", "AnalysisIn",
-                               "admin", errors=(404, 503))},
+                               "agent of the machine; admin", errors=(404, 503))},
         "/analyses/{analysis_id}": _get("one analysis with its violations", [_p("analysis_id", {"type": "integer", "minimum": 0, "maximum": 2147483647})],
                                         errors=(401, 403, 404)),
         "/violations": _get("violations of the latest analysis per machine x library",
@@ -105,6 +105,11 @@ def document() -> dict:
         "/profiles": _get("profile sets and their versions", ML, LIST),
         "/profiles/{version_id}": _get("one profile version with its files", [_p("version_id", {"type": "integer", "minimum": 0, "maximum": 2147483647})],
                                        errors=(401, 403, 404)),
+        "/profiles/{version_id}/validation": _write(
+            "post", "store a validation run's figures; the candidate becomes validated when tuned is not "
+            "slower than default (within the tolerance) at every size it redirects", "ValidationIn",
+            "agent of the machine; admin", ("200",),
+            [_p("version_id", {"type": "integer", "minimum": 0, "maximum": 2147483647})], (404,)),
         "/me": _get("who am I", (), errors=(401,)),
     }
     return {

@@ -101,4 +101,26 @@ class AnalysisIn(_In):
     fdr: bool = False
 
 
-REQUEST_MODELS = [MachineIn, LibraryIn, CampaignIn, JobIn, FileIn, UploadIn, AnalysisIn]
+class ValidationFigureIn(_In):
+    """Default vs tuned median time of one (collective, size, p) measured by a validation job."""
+    collective: str = Field(pattern=r"^[a-z]{2,40}$", description="collective key, e.g. allreduce")
+    msize: int = Field(ge=0, le=2**40)
+    nprocs: int = Field(ge=1, le=10_000_000)
+    default_time: float = Field(gt=0, lt=1e6)
+    tuned_time: float = Field(gt=0, lt=1e6)
+    speedup: Optional[float] = Field(default=None, ge=0, lt=1e9)
+    n_default: int = Field(default=0, ge=0, le=10**9)
+    n_tuned: int = Field(default=0, ge=0, le=10**9)
+
+
+class ValidationIn(_In):
+    """The figures of a validation job: the candidate in tuned mode against the default."""
+    campaign: Optional[str] = Field(default=None, max_length=100)
+    job: str = Field(default="", max_length=200)
+    library: str = Field(default="", max_length=80)
+    module: Optional[str] = Field(default=None, max_length=200)
+    figures: list[ValidationFigureIn] = Field(max_length=100_000)
+    upload_ids: list[str] = Field(default_factory=list, max_length=10_000)
+
+
+REQUEST_MODELS = [MachineIn, LibraryIn, CampaignIn, JobIn, FileIn, UploadIn, AnalysisIn, ValidationIn]

@@ -16,7 +16,7 @@ from service.api import schemas as S
 from service.auth import audit, csrf, current_principal
 from service.db import db
 from service.models import (Analysis, BarrierSeries, Campaign, Job, Machine, MpiLibrary, ProfileSet,
-                            ProfileVersion, Run, Series, Upload, Violation)
+                            ProfileVersion, Run, Series, Upload, ValidationFigure, Violation)
 from service import queries
 
 log = logging.getLogger("service.api")
@@ -542,11 +542,12 @@ def get_series(series_id: int):
 
 
 @api_bp.post("/analyses")
-@require("admin")
+@require("agent")
 def post_analysis():
     from service.analysis_bridge import AnalysisInputError, run_analysis
     data = body(S.AnalysisIn)
     m = get_machine(data.machine)
+    for_machine(m)
     try:
         a = run_analysis(m, data, g.principal.name)
     except AnalysisInputError as e:
@@ -611,6 +612,72 @@ def list_profiles():
         out.append({"id": ps.id, "machine": ps.machine.name, "library": ps.library.name,
                     "version": ps.library.version, "versions": [version_json(v) for v in ps.versions]})
     return jsonify(items=out)
+
+
+def validation_verdict(v: ProfileVersion, figures, tolerance: float) -> dict:
+    """Is the candidate not slower anywhere it redirects?  Every (collective, p, size) inside a
+    redirected range of its profiles must have a figure with tuned <= default x (1 + tolerance);
+    a redirected range without any measured size counts as missing, i.e. not validated."""
+    from service.analysis.profiles import parse_prf
+    slower, missing, checked = [], [], 0
+    for fname, text in sorted((v.files or {}).items()):
+        try:
+            prf = parse_prf(text, fname)
+        except ValueError as exc:
+            missing.append({"file": fname, "error": str(exc)})
+            continue
+        key = prf["mpi_name"].lower().removeprefix("mpi_").replace("_", "")
+        for lo, hi, alg in prf["ranges"]:
+            if alg == "default":
+                continue
+            inside = [f for f in figures if f.collective == key and f.nprocs == prf["nprocs"]
+                      and lo <= f.msize <= hi]
+            if not inside:
+                missing.append({"collective": key, "nprocs": prf["nprocs"], "range": [lo, hi]})
+            for f in inside:
+                checked += 1
+                if f.tuned_time > f.default_time * (1 + tolerance):
+                    slower.append({"collective": key, "nprocs": f.nprocs, "msize": f.msize,
+                                   "default_time": f.default_time, "tuned_time": f.tuned_time})
+    return {"ok": not slower and not missing and checked > 0, "checked": checked, "slower": slower,
+            "missing": missing, "tolerance": tolerance}
+
+
+@api_bp.post("/profiles/<int:version_id>/validation")
+@require("agent")
+def post_validation(version_id: int):
+    from datetime import datetime, timezone
+    v = by_id(ProfileVersion, version_id, "profile version", "version_id")
+    for_machine(v.profile_set.machine)
+    data = body(S.ValidationIn)
+    if v.state not in ("candidate", "validated"):
+        raise ApiError(409, "conflict", f"profile version {v.id} is {v.state}; only candidates are validated",
+                       field="version_id")
+    tolerance = float(current_app.config.get("PGMPI_VALIDATION_TOLERANCE", 0.05))
+    for old in list(v.figures):
+        db.session.delete(old)
+    rows = [ValidationFigure(version=v, collective=f.collective, msize=f.msize, nprocs=f.nprocs,
+                             default_time=f.default_time, tuned_time=f.tuned_time,
+                             speedup=f.speedup if f.speedup is not None else f.default_time / f.tuned_time,
+                             details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": data.job,
+                                      "campaign": data.campaign})
+            for f in data.figures]
+    db.session.add_all(rows)
+    verdict = validation_verdict(v, rows, tolerance)
+    if verdict["ok"]:
+        v.state, v.validated_at = "validated", datetime.now(timezone.utc)
+    else:
+        v.state, v.validated_at = "candidate", None
+    v.notes = ("validation: " + ("passed" if verdict["ok"] else
+               f"failed ({len(verdict['slower'])} slower, {len(verdict['missing'])} missing)")
+               + f"; job {data.job}")[:2000]
+    audit(g.principal.name, "validate", "profile", str(v.id),
+          {"ok": verdict["ok"], "figures": len(rows), "slower": verdict["slower"][:20],
+           "missing": verdict["missing"][:20], "job": data.job, "upload_ids": data.upload_ids[:100]})
+    commit()
+    out = version_json(v)
+    out["validation"] = verdict
+    return jsonify(out)
 
 
 @api_bp.get("/profiles/<int:version_id>")

@@ -258,7 +258,7 @@ def test_analysis_finds_injected_violation_and_stores_candidate_profile(client, 
     files = [{"name": f"run{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(7)))]
     r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={"upload_id": "syn", "files": files})
     assert r.status_code == 201, r.json
-    assert client.post("/api/v1/analyses", headers=seeded["agent1"],
+    assert client.post("/api/v1/analyses", headers=seeded["agent2"],
                        json={"machine": "m1", "library": "openmpi"}).status_code == 403
     bad = client.post("/api/v1/analyses", headers=seeded["admin"],
                       json={"machine": "m1", "library": "openmpi", "test": "nope"})
@@ -274,6 +274,54 @@ def test_analysis_finds_injected_violation_and_stores_candidate_profile(client, 
     assert any("allreduce_as_reduce_bcast" in text for text in r.json["profiles"][0]["files"].values())
     ov = client.get("/api/v1/violations/overview", headers=seeded["viewer"]).json["items"]
     assert ov[0]["analysis_id"] == r.json["id"] and ov[0]["n_violations"] == len(r.json["violations"])
+
+
+def _candidate(client, seeded):
+    from service.analysis.synthetic import Design, simulate, to_text
+    d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
+               factors={("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.5}, nruns=6, nrep=20,
+               machine="m1", campaign="c1", sigma_run=0.02, sigma_rep=0.02, p_outlier=0.0)
+    files = [{"name": f"run{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(7)))]
+    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
+                       json={"upload_id": "syn-v", "files": files}).status_code == 201
+    r = client.post("/api/v1/analyses", headers=seeded["agent1"], json={"machine": "m1", "library": "openmpi"})
+    assert r.status_code == 201, r.json
+    return r.json["profiles"][0]
+
+
+def test_validation_figures_decide_whether_a_candidate_is_validated(client, seeded):
+    """The agent's validation job posts default-vs-tuned medians; the candidate becomes validated only
+    when tuned is not slower at every size it redirects, and a validation upload is never analysed."""
+    cand = _candidate(client, seeded)
+    url = f"/api/v1/profiles/{cand['id']}/validation"
+    fig = {"collective": "allreduce", "msize": 1024, "nprocs": 2, "default_time": 3e-5}
+    slower = client.post(url, headers=seeded["agent1"], json={"job": "v1", "figures": [
+        {**fig, "tuned_time": 4e-5}, {**fig, "msize": 8, "tuned_time": 1e-6}]})
+    assert slower.status_code == 200, slower.json
+    assert slower.json["validation"]["ok"] is False and slower.json["state"] == "candidate"
+    assert [s["msize"] for s in slower.json["validation"]["slower"]] == [1024]
+    missing = client.post(url, headers=seeded["agent1"], json={"job": "v2", "figures": [
+        {**fig, "msize": 8, "tuned_time": 1e-6}]})
+    assert missing.json["validation"]["ok"] is False and missing.json["validation"]["missing"]
+    assert client.post(url, headers=seeded["agent2"], json={"figures": []}).status_code == 403
+    assert client.post(url, headers=seeded["viewer"], json={"figures": []}).status_code == 403
+    ok = client.post(url, headers=seeded["agent1"], json={"job": "v3", "figures": [{**fig, "tuned_time": 2e-5}]})
+    assert ok.json["validation"]["ok"] is True and ok.json["state"] == "validated", ok.json
+    stored = client.get(f"/api/v1/profiles/{cand['id']}", headers=seeded["viewer"]).json
+    assert stored["state"] == "validated"
+    # A tagged validation file does not change what the analysis sees.
+    before = client.post("/api/v1/analyses", headers=seeded["admin"], json={"machine": "m1", "library": "openmpi"})
+    from service.analysis.synthetic import Design, simulate, to_text
+    d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
+               factors={("allreduce", "allreduce_as_reduce_bcast", 1024): 10.0}, nruns=3, nrep=20, machine="m1",
+               campaign="c1", sigma_run=0.02, sigma_rep=0.02, p_outlier=0.0)
+    vfiles = [{"name": f"val{i}.txt", "content": "#@pgmpi_validation=tuned\n" + to_text(r)}
+              for i, r in enumerate(simulate(d, np.random.default_rng(3)))]
+    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
+                       json={"upload_id": "val", "files": vfiles}).status_code == 201
+    after = client.post("/api/v1/analyses", headers=seeded["admin"], json={"machine": "m1", "library": "openmpi"})
+    key = lambda r: sorted((v["collective"], v["mockup"], v["msize"]) for v in r.json["violations"])  # noqa: E731
+    assert key(before) == key(after)
 
 
 def test_json_upload_form(client, seeded, app):
