@@ -173,7 +173,8 @@ static void usage(FILE *f)
 "                        B, e.g. 8..1M).  Default: 8,1K,64K,1M.  A size that is not a multiple of\n"
 "                        the datatype (x P for MPI_Reduce_scatter_block) is rounded down (at least\n"
 "                        one element) and the header says so in #@msize_rounding.\n"
-"  --algorithms=LIST     all (default: 'default' and every mock-up of each call), default, or\n"
+"  --algorithms=LIST     all (default: 'default' and every mock-up of each call), default, tuned\n"
+"                        (nothing forced: the library follows PGMPITUNE_PROFILE_DIR, as users get it), or\n"
 "                        names such as allreduce_as_reduce_bcast.  A name applies to the call it\n"
 "                        belongs to; 'default' to every call.\n"
 "  --no-barrier-rows     do not add the MPI_Barrier rows measured next to every size (the\n"
@@ -364,6 +365,17 @@ static void list_algs(char *buf, size_t len)
     }
 }
 
+/* Pseudo-algorithm "tuned": nothing forced, the library follows its profiles
+ * (PGMPITUNE_PROFILE_DIR) -- what a user gets; validation jobs measure it against "default". */
+#define ALG_TUNED (-1)
+
+static const char *alg_label(const call_t *c, int a)
+{
+    if (c->coll < 0) return "default";
+    if (a == ALG_TUNED) return "tuned";
+    return pgmpitune_algorithm_name(c->coll, a);
+}
+
 static void parse_algs(const char *arg)
 {
     int any_named[MAXCALLS] = {0};
@@ -373,6 +385,20 @@ static void parse_algs(const char *arg)
         while (isspace((unsigned char)*t)) t++;
         if (!*t) continue;
         int all = streq_ci(t, "all"), matched = 0;
+        if (streq_ci(t, "tuned")) {
+            for (int i = 0; i < O.ncalls; i++) {
+                call_t *c = &O.calls[i];
+                if (c->coll < 0) continue;
+                int dupl = 0;
+                for (int k = 0; k < c->nalg; k++) if (c->alg[k] == ALG_TUNED) dupl = 1;
+                if (!dupl) {
+                    if (c->nalg >= MAXALGS) die_usage("too many algorithms for %s", c->mpi_name);
+                    c->alg[c->nalg++] = ALG_TUNED;
+                }
+                any_named[i] = 1;
+            }
+            continue;
+        }
         for (int i = 0; i < O.ncalls; i++) {
             call_t *c = &O.calls[i];
             int na = c->coll < 0 ? 1 : pgmpitune_nalgorithms(c->coll);
@@ -683,9 +709,9 @@ static void parse_args(int argc, char **argv)
     if (dis && *dis && strcmp(dis, "0") && strcasecmp(dis, "no") && strcasecmp(dis, "false") && strcasecmp(dis, "off"))
         for (int i = 0; i < O.ncalls; i++)
             for (int a = 0; a < O.calls[i].nalg; a++)
-                if (O.calls[i].alg[a] > 0)
+                if (O.calls[i].alg[a] != 0)
                     die_usage("PGMPITUNE_DISABLE=%s switches libpgmpitune off, so %s would run the default; unset it "
-                              "or use --algorithms=default", dis, pgmpitune_algorithm_name(O.calls[i].coll, O.calls[i].alg[a]));
+                              "or use --algorithms=default", dis, alg_label(&O.calls[i], O.calls[i].alg[a]));
     /* datatype / operation suit the reductions? */
     for (int i = 0; i < O.ncalls; i++)
         if (kind_is_reduction(O.calls[i].kind) && !op_valid(O.op, O.dt))
@@ -735,6 +761,7 @@ static void plan_call(const call_t *c, size_t req, int p, cplan_t *cp)
     }
     if (!fits || cp->count > INT_MAX || (c->kind == K_RS && (cnt + P - 1) / P > INT_MAX)) cp->ok = 0;
     for (int k = 0; k < c->nalg; k++) {
+        if (c->alg[k] == ALG_TUNED) continue;   /* the library checks its pools itself */
         size_t m = pgmpitune_algorithm_memory(c->coll, c->alg[k], n, elem, p);
         if (m > cp->scratch) cp->scratch = m;
     }
@@ -928,7 +955,10 @@ static void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
             for (int j = 0; j < nj; j++) {
                 int i = jc[perm[j]], a = ja[perm[j]];
                 const call_t *c = cs[i].call;
-                if (c->coll >= 0) pgmpitune_force(c->coll, c->alg[a]);
+                if (c->coll >= 0) {
+                    if (c->alg[a] == ALG_TUNED) pgmpitune_unforce(c->coll);
+                    else pgmpitune_force(c->coll, c->alg[a]);
+                }
                 double ts = MPI_Wtime();
                 sync_procs();
                 double t0 = MPI_Wtime();
@@ -938,7 +968,7 @@ static void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
                     char msg[MPI_MAX_ERROR_STRING]; int len = 0;
                     MPI_Error_string(rc, msg, &len);
                     fprintf(stderr, "pgmpi-bench: error: rank %d: %s %zu B %s returned %s\n", g_rank,
-                            c->mpi_name, cs[i].plan.n, c->coll >= 0 ? pgmpitune_algorithm_name(c->coll, c->alg[a]) : "default", msg);
+                            c->mpi_name, cs[i].plan.n, alg_label(c, c->alg[a]), msg);
                     MPI_Abort(MPI_COMM_WORLD, 1);
                 }
                 g_loc[k] = t1 - t0;
@@ -959,7 +989,7 @@ static void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
             if (ph->record && g_rank == 0) {
                 const call_t *c = cs[i].call;
                 if (fprintf(g_out, "%s %ld %zu %.10f %s\n", c->mpi_name, idx[i][a], cs[i].plan.n, g_glob[m],
-                            c->coll >= 0 ? pgmpitune_algorithm_name(c->coll, c->alg[a]) : "default") < 0) out_fail();
+                            alg_label(c, c->alg[a])) < 0) out_fail();
             }
             idx[i][a]++;
         }
@@ -1206,6 +1236,7 @@ static void check_pools(void)
         if (c->coll < 0) continue;
         for (int j = 0; j < O.nsizes; j++)
             for (int a = 0; a < c->nalg; a++) {
+                if (c->alg[a] == ALG_TUNED) continue;   /* a tuned call that does not fit falls back by design */
                 size_t n = g_plan[i][j].n;
                 size_t m = pgmpitune_algorithm_msg_memory(c->coll, c->alg[a], n, elem, g_size);
                 size_t k = pgmpitune_algorithm_int_memory(c->coll, c->alg[a], n, elem, g_size);
@@ -1243,7 +1274,7 @@ static void dry_run(double limit, size_t ms, size_t mr, size_t msc, int wj)
         const call_t *c = &O.calls[i];
         printf("%-28s ", c->mpi_name);
         for (int a = 0; a < c->nalg; a++)
-            printf("%s%s", a ? ", " : "", c->coll >= 0 ? pgmpitune_algorithm_name(c->coll, c->alg[a]) : "default");
+            printf("%s%s", a ? ", " : "", alg_label(c, c->alg[a]));
         printf("\n");
     }
     printf("\nsizes (bytes):");

@@ -400,3 +400,29 @@ def test_disabled_library_cannot_measure_mockups(bench):
     r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2", "--algorithms=default"], env={"PGMPITUNE_DISABLE": "1"})
     assert r.rc == 0, r.stderr
     assert {a for *_, a in strict_parse(r.stdout)[1]} == {"default"}
+
+
+def test_tuned_rows_measure_what_the_profile_selects(bench, tmp_path):
+    """--algorithms=tuned forces nothing: the library follows PGMPITUNE_PROFILE_DIR, as a user's job
+    would. Validation jobs measure exactly that against the forced default."""
+    pdir = tmp_path / "profiles"
+    pdir.mkdir()
+    (pdir / "allreduce_p2.prf").write_text(
+        "#@pgmpi profile_version 1\nMPI_Allreduce\n2\n1\n1 allreduce_as_reduce_bcast\n1\n1024 1024 1\n")
+    out = tmp_path / "tuned.txt"
+    r = bench.run(["--calls=allreduce", "--sizes=8,1K", "--nrep=5", "--algorithms=default,tuned",
+                   "--no-barrier-rows", f"--output={out}"], env={"PGMPITUNE_PROFILE_DIR": str(pdir)})
+    assert r.rc == 0, r.stderr
+    _header, rows, footer = strict_parse(out.read_text())
+    assert Counter((m, a) for _, _, m, _, a in rows) == {(8, "default"): 5, (8, "tuned"): 5,
+                                                         (1024, "default"): 5, (1024, "tuned"): 5}
+    algs = [tuple(f[:3]) for f in pgmpi_lines(footer, "alg")]
+    assert ("MPI_Allreduce", "1024", "allreduce_as_reduce_bcast") in algs
+    assert ("MPI_Allreduce", "8", "allreduce_as_reduce_bcast") not in algs
+    # without the profile, tuned is the default everywhere
+    out2 = tmp_path / "untuned.txt"
+    r = bench.run(["--calls=allreduce", "--sizes=1K", "--nrep=3", "--algorithms=tuned", "--no-barrier-rows",
+                   f"--output={out2}"])
+    assert r.rc == 0, r.stderr
+    _h, _rows, footer2 = strict_parse(out2.read_text())
+    assert all(f[2] == "default" for f in pgmpi_lines(footer2, "alg") if f[0] == "MPI_Allreduce")
