@@ -56,6 +56,17 @@ def main() -> int:
     if report.exists():
         for entry in json.loads(report.read_text()):
             py_total[entry["outcome"]] += 1
+    # Collection errors and crashes never reach the component report: take pytest's own JUnit counts
+    # when they say more went wrong.
+    junit = results / "pytest.xml"
+    if junit.exists():
+        suite = ET.parse(junit).getroot()
+        suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+        if suite is not None:
+            bad = int(suite.get("errors", 0)) + int(suite.get("failures", 0))
+            if bad > py_total["failed"]:
+                print(f"{'pytest: errors outside any test':<{width}}  {0:>6}  {bad - py_total['failed']:>6}  {0:>7}")
+                py_total["failed"] = bad
     total = ctest_total + py_total
     line = f"{total['passed']} passed, {total['failed']} failed"
     if total["skipped"]:
