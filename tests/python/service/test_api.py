@@ -149,7 +149,8 @@ def _write_operations(client):
 
 
 def _concrete(path: str) -> str:
-    return "/api/v1" + path.replace("{machine}", "m1").replace("{campaign}", "c1").replace("{job_key}", "j1")
+    return "/api/v1" + path.replace("{machine}", "m1").replace("{campaign}", "c1").replace("{job_key}", "j1") \
+        .replace("{version_id}", "1")
 
 
 def test_every_write_endpoint_refused_for_viewer_and_anonymous(client, seeded, app):
@@ -160,9 +161,10 @@ def test_every_write_endpoint_refused_for_viewer_and_anonymous(client, seeded, a
               "/campaigns": {"name": "c2", "machine": "m1", "definition": {}},
               "/campaigns/{campaign}/jobs/{job_key}": {"state": "PENDING"},
               "/uploads": {"upload_id": "v", "files": [{"name": "f", "content": results_file()}]},
-              "/analyses": {"machine": "m1", "library": "openmpi"}}
+              "/analyses": {"machine": "m1", "library": "openmpi"},
+              "/profiles/{version_id}/validation": {"figures": []}}
     ops = list(_write_operations(client))
-    assert len(ops) == len(bodies) == 6
+    assert len(ops) == len(bodies) == 7
     before = counts(app)
     for method, path in ops:
         for who, status in (("viewer", 403), (None, 401)):

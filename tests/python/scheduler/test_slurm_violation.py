@@ -1,0 +1,80 @@
+"""End to end with a violation that is known to be there: a campaign on the real Slurm whose Open MPI
+launches carry a test-only interposer that delays the library's PMPI_Allreduce at 1024 bytes (the
+mock-up allreduce_as_reduce_bcast never calls it). The agent (with an agent-role token) uploads the
+results, asks the service's analysis, gets a candidate profile that redirects 1024 bytes, runs the
+validation job (tuned mode with the candidate against the default) and posts its figures; the service
+marks the candidate validated, so it may be published."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from scheduler.runner import make_agent
+
+from sched_helpers import add_machine, campaign_file, tiny_campaign
+
+pytestmark = [pytest.mark.slurm, pytest.mark.postgres, pytest.mark.mpi, pytest.mark.lmod]
+
+SLOWED = 1024
+INTERPOSER = r"""
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <time.h>
+typedef int (*fn_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    static fn_t next;
+    if (!next) next = (fn_t)dlsym(RTLD_NEXT, "PMPI_Allreduce");
+    const char *s = getenv("PGMPI_TEST_DELAY_BYTES");
+    if (dt == MPI_BYTE && s && count == atoi(s)) {
+        struct timespec ts = {0, 20 * 1000 * 1000};   /* sleep, not spin: keep the 2 cores free */
+        nanosleep(&ts, NULL);
+    }
+    return next(sb, rb, count, dt, op, comm);
+}
+"""
+
+
+def test_violation_becomes_a_validated_candidate(tmp_path, slurm_env, mpi_modulepath, bench_root, service):
+    so = tmp_path / "libdelay.so"
+    (tmp_path / "delay.c").write_text(INTERPOSER)
+    subprocess.run(["mpicc.openmpi", "-O1", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "delay.c"), "-ldl"],
+                   check=True)
+    token = add_machine(service, "violbox", role="agent")
+    (tmp_path / "token").write_text(token)
+    launcher = f"mpirun -x LD_PRELOAD={so} -x PGMPI_TEST_DELAY_BYTES={SLOWED}"
+    cdef = tiny_campaign(
+        "viol", "violbox", mpi_modulepath, bench_root,
+        modules=[{"name": "openmpi/4.1.4", "mpi": "openmpi", "modulepath": [str(mpi_modulepath)],
+                  "mpirun": launcher}],
+        collectives={"allreduce": {"sizes": [64, SLOWED, 8192]}},
+        algorithms=["default", "allreduce_as_reduce_bcast"], mpiruns=5,
+        repetitions={"policy": "fixed", "nrep": 8},
+        service={"url": service.url, "token_file": str(tmp_path / "token")},
+        validation={"enabled": True, "nrep": 8, "mpiruns": 1})
+    agent = make_agent(campaign_file(tmp_path / "viol.yaml", **cdef), tmp_path / "state", env=slurm_env, log=print)
+    summary = agent.run(interval=1.0, timeout=600)
+    assert summary["done"] and summary["rejected"] == 0, summary
+
+    analysis = json.loads(agent.state.campaign("viol")["analysis"])["openmpi"]
+    assert "error" not in analysis, analysis
+    assert len(analysis["profiles"]) == 1, analysis
+    version_id = analysis["profiles"][0]          # the agent keeps the candidate's version id
+    jobs = {r["key"]: r for r in agent.state.jobs("viol")}
+    val = [r for r in jobs.values() if r["kind"] == "validate"]
+    assert len(val) == 1 and val[0]["state"] == "COMPLETED", [dict(r) for r in jobs.values()]
+
+    def _version():
+        from service.db import db
+        from service.models import ProfileVersion
+        v = db.session.get(ProfileVersion, version_id)
+        return v.state, dict(v.files), [(f.collective, f.msize, f.default_time, f.tuned_time) for f in v.figures]
+    state, files, figures = service.query(_version)
+    text = "\n".join(files.values())
+    assert f"{SLOWED} {SLOWED}" in text and "allreduce_as_reduce_bcast" in text, text
+    at_slowed = [f for f in figures if f[1] == SLOWED]
+    assert at_slowed and all(t < d for _, _, d, t in at_slowed), figures
+    assert state == "validated", (state, figures)
