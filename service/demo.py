@@ -73,6 +73,8 @@ def _mpi_version(mpi: str) -> str:
 def _free_port(preferred: int) -> int:
     for port in [preferred, *range(preferred + 1, preferred + 50)]:
         with socket.socket() as s:
+            # gunicorn binds with SO_REUSEADDR too: a port in TIME_WAIT from the last demo is free for it
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
                 return port
