@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from service.analysis.profiles import parse_prf  # noqa: F401  (one .prf reader for agent and service)
+from service.analysis.profiles import parse_prf   # one .prf reader for the agent and the service
 
 from .campaign import Campaign, collectives
 from .planner import JobSpec, launches_for

@@ -618,6 +618,7 @@ def validation_verdict(v: ProfileVersion, figures, tolerance: float) -> dict:
     """Is the candidate not slower anywhere it redirects?  Every (collective, p, size) inside a
     redirected range of its profiles must have a figure with tuned <= default x (1 + tolerance);
     a redirected range without any measured size counts as missing, i.e. not validated."""
+    from service.analysis import collectives
     from service.analysis.profiles import parse_prf
     slower, missing, checked = [], [], 0
     for fname, text in sorted((v.files or {}).items()):
@@ -626,7 +627,11 @@ def validation_verdict(v: ProfileVersion, figures, tolerance: float) -> dict:
         except ValueError as exc:
             missing.append({"file": fname, "error": str(exc)})
             continue
-        key = prf["mpi_name"].lower().removeprefix("mpi_").replace("_", "")
+        coll = collectives.by_mpi_name(prf["mpi_name"])   # the one table (collectives.def)
+        if coll is None:
+            missing.append({"file": fname, "error": f"unknown collective {prf['mpi_name']!r}"})
+            continue
+        key = coll.key
         for lo, hi, alg in prf["ranges"]:
             if alg == "default":
                 continue
