@@ -4,7 +4,7 @@
 #      MPI_Allreduce, 1 and 2 ranks, median of 5 mpiruns (each the median of interleaved blocks);
 #      goal <= 10 ns;
 #  (b) the same with a profile of 10,000 ranges for MPI_Allreduce loaded (the call takes the tuned path:
-#      profile index + binary search, then the default), plus the pure lookup cost
+#      profile index + bucket table + range search, then the default), plus the pure lookup cost
 #      (pgmpitune_selected over random sizes); goal <= 50 ns.
 # The machine is shared by several helpers: times are thread CPU time (preemption excluded) but caches
 # and frequency are shared too; figures at 2 ranks are noisier, look at the spread of the 5 runs.

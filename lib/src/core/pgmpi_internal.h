@@ -40,7 +40,12 @@ typedef struct {
     int            version;     /* #@pgmpi profile_version, 0 = genuine PGMPITuneLib file */
     int            nranges;
     pgmpi_range_t *ranges;      /* sorted by lo, non-overlapping */
-    uint64_t      *los;         /* ranges[i].lo, contiguous: the binary search touches only this */
+    /* Search index (pgmpi_profile_find_alg): message sizes are cut into log-linear buckets (each
+     * power-of-two octave into 2^bucket_bits equal parts); bucket_first[b] is the number of ranges
+     * with lo <= the first size of bucket b, for b = 0 .. nbuckets. */
+    uint32_t      *bucket_first;
+    size_t         nbuckets;
+    unsigned       bucket_bits;
     char          *file;        /* for messages */
     int            line;        /* line of the MPI name */
 } pgmpi_profile_t;

@@ -103,6 +103,52 @@ int pgmpi_parse_size(const char *s, size_t len, uint64_t *out)
     return 0;
 }
 
+/* Log-linear buckets of message sizes (as in HdrHistogram): sizes below 2^(k+1) have a bucket each;
+ * above, each octave [2^e, 2^(e+1)) is cut into 2^k equal parts. Monotone in n; exact for small
+ * sizes and for the power-of-two boundaries that profiles are made of. */
+static inline size_t size_bucket(uint64_t n, unsigned k)
+{
+    if (n < (UINT64_C(2) << k)) return (size_t)n;
+    unsigned e = 63u - (unsigned)__builtin_clzll(n);
+    return ((size_t)(e - k) << k) + (size_t)(n >> (e - k));
+}
+
+/* The first size of bucket b (saturating at UINT64_MAX past the last octave). */
+static uint64_t bucket_start(size_t b, unsigned k)
+{
+    if (b < ((size_t)2 << k)) return (uint64_t)b;
+    size_t e = (b >> k) - 1 + k, m = b - ((e - k) << k);
+    if (e > 63) return UINT64_MAX;
+    return (uint64_t)m << (e - k);
+}
+
+/* Entries of the bucket table: at most 4 per range (+256), so the index never costs more memory than
+ * the ranges (24 bytes each); within that, the finest buckets, so that few ranges share one. */
+#define BUCKETS_PER_RANGE 4
+#define BUCKETS_MIN 256
+#define BUCKET_BITS_MAX 24
+
+static int build_index(pgmpi_profile_t *p)
+{
+    size_t n = (size_t)p->nranges, budget = BUCKETS_PER_RANGE * n + BUCKETS_MIN;
+    uint64_t last = p->ranges[n - 1].lo;
+    unsigned k = 1;
+    while (k < BUCKET_BITS_MAX && size_bucket(last, k + 1) + 2 <= budget) k++;
+    size_t nb = size_bucket(last, k) + 1;   /* sizes in buckets >= nb are all >= last */
+    uint32_t *first = malloc((nb + 1) * sizeof *first);
+    if (!first) return -1;
+    size_t i = 0;
+    for (size_t b = 0; b <= nb; b++) {
+        uint64_t start = bucket_start(b, k);
+        while (i < n && p->ranges[i].lo <= start) i++;
+        first[b] = (uint32_t)i;
+    }
+    p->bucket_first = first;
+    p->nbuckets = nb;
+    p->bucket_bits = k;
+    return 0;
+}
+
 typedef enum { ST_NAME, ST_NPROCS, ST_NALGS, ST_ALG, ST_NRANGES, ST_RANGE, ST_DONE } state_t;
 
 static int cmp_range(const void *a, const void *b)
@@ -115,9 +161,10 @@ void pgmpi_profile_free(pgmpi_profile_t *p)
 {
     if (!p) return;
     free(p->ranges);
-    free(p->los);
+    free(p->bucket_first);
     free(p->file);
-    p->los = NULL;
+    p->bucket_first = NULL;
+    p->nbuckets = 0;
     p->ranges = NULL;
     p->file = NULL;
 }
@@ -339,11 +386,7 @@ int pgmpi_profile_parse(const char *file, const char *text, size_t len, pgmpi_pr
                 goto bad;
             }
     }
-    if (nranges) {
-        out->los = malloc((size_t)nranges * sizeof *out->los);
-        if (!out->los) { fail(&d, out->line, "out of memory for %lld ranges", nranges); goto bad; }
-        for (long long i = 0; i < nranges; i++) out->los[i] = out->ranges[i].lo;
-    }
+    if (nranges && build_index(out) != 0) { fail(&d, out->line, "out of memory for %lld ranges", nranges); goto bad; }
     out->file = strdup(file ? file : "?");
     return 0;
 bad:
@@ -355,16 +398,28 @@ bad:
 
 int pgmpi_profile_find_alg(const pgmpi_profile_t *p, uint64_t n)
 {
-    /* Branch-free lower bound over the contiguous lo keys: the last range with lo <= n. */
-    size_t len = (size_t)p->nranges;
-    if (!len || n < p->los[0]) return 0;
-    const uint64_t *base = p->los;
-    while (len > 1) {
-        size_t half = len / 2;
-        base = base[half] <= n ? base + half : base;
-        len -= half;
+    /* The last range with lo <= n. Its index is count(lo <= n) - 1, and that count lies between
+     * bucket_first[b] and bucket_first[b + 1] for n's bucket b: one table load, then a branch-free
+     * binary search over the few ranges starting inside the bucket (all of them, O(log M), in the
+     * worst case). */
+    size_t b = size_bucket(n, p->bucket_bits), count;
+    if (b >= p->nbuckets) {
+        count = (size_t)p->nranges;        /* beyond the last lo (also: no ranges) */
+    } else {
+        size_t len = p->bucket_first[b + 1] - p->bucket_first[b];
+        const pgmpi_range_t *base = p->ranges + p->bucket_first[b];
+        if (len) {
+            while (len > 1) {
+                size_t half = len / 2;
+                base = base[half].lo <= n ? base + half : base;
+                len -= half;
+            }
+            base += base->lo <= n;
+        }
+        count = (size_t)(base - p->ranges);
     }
-    const pgmpi_range_t *r = &p->ranges[base - p->los];
+    if (!count) return 0;
+    const pgmpi_range_t *r = &p->ranges[count - 1];
     return n <= r->hi ? r->alg : 0;
 }
 
