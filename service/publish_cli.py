@@ -1,29 +1,31 @@
 """`pgmpi profile`: publish and roll back tuned profiles (DASHBOARDS owns this file).
 
 The work is done by service.publish (plain Python); this module only parses options
-and prints results.  The profile root comes from --root or PGMPI_PROFILE_ROOT.
+and prints results.  The profile root comes from --root, $PGMPI_PROFILE_ROOT, $PGMPI_SITE_PROFILE_ROOT or
+`profile_root` of the site file (service.site_config), in that order.
 """
 from __future__ import annotations
 
 import getpass
 import json
-import os
 from pathlib import Path
 
 import click
 
 from service import publish as pub
+from service import site_config
 
 
 def _root(root: str | None) -> str:
-    root = root or os.environ.get("PGMPI_PROFILE_ROOT")
-    if not root:
-        raise click.UsageError("no profile root: give --root or set PGMPI_PROFILE_ROOT")
-    return str(Path(root).absolute())
+    found = site_config.profile_root(root)
+    if found is None:
+        raise click.UsageError(f"no profile root: give --root, set PGMPI_PROFILE_ROOT, or set profile_root in "
+                               f"{site_config.site_config_path()}")
+    return str(found)
 
 
 _common = [
-    click.option("--root", help="site profile root (default $PGMPI_PROFILE_ROOT)"),
+    click.option("--root", help="site profile root (default $PGMPI_PROFILE_ROOT, else the site file's profile_root)"),
     click.option("--machine", required=True, help="machine name, e.g. vsc5"),
     click.option("--mpi", "mpi_name", required=True, help="MPI library name, e.g. openmpi"),
     click.option("--mpi-version", required=True, help="MPI library version, e.g. 4.1.4"),
@@ -107,7 +109,7 @@ def status_cmd(root, machine, mpi_name, mpi_version, as_json):
 
 @profile.command("publish-candidate")
 @click.argument("version_id", type=int)
-@click.option("--root", help="site profile root (default $PGMPI_PROFILE_ROOT)")
+@click.option("--root", help="site profile root (default $PGMPI_PROFILE_ROOT, else the site file's profile_root)")
 @click.option("--force", is_flag=True, help="publish without a passing validation run (recorded)")
 @click.option("--reason", default="", help="why (required with --force)")
 @click.option("--actor", default=None, help="who (default: cli:<login name>)")

@@ -10,7 +10,6 @@ import csv
 import difflib
 import io
 import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from flask_login import current_user, login_required
 from sqlalchemy import select
 
 from service import publish as pub
+from service import site_config
 from service.dashboards import data
 from service.db import db
 from service.models import MpiLibrary, ProfileSet, ProfileVersion
@@ -54,9 +54,8 @@ def fmt_bytes(n) -> str:
 
 
 def profile_root() -> Path:
-    root = current_app.config.get("PGMPI_PROFILE_ROOT") or os.environ.get("PGMPI_PROFILE_ROOT") \
-        or os.path.join(current_app.instance_path, "profiles")
-    return Path(root).absolute()
+    root = site_config.profile_root(current_app.config.get("PGMPI_PROFILE_ROOT"))
+    return root or Path(current_app.instance_path, "profiles").absolute()
 
 
 def read_access(fn):

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from service import publish as pub
+from service import site_config
 from service.publish_cli import profile
 
 ACCEPT_ALL = ["/bin/true"]
@@ -195,6 +196,9 @@ def test_symlink_escape_refused(tmp_path):
 
 def test_cli_publish_rollback_status(tmp_path, monkeypatch):
     monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    for var in ("PGMPI_PROFILE_ROOT", "PGMPI_SITE_PROFILE_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PGMPI_SITE_CONFIG", str(tmp_path / "no-site.conf"))
     src = tmp_path / "cand"
     src.mkdir()
     for k, v in PRF_V1.items():
@@ -217,7 +221,32 @@ def test_cli_publish_rollback_status(tmp_path, monkeypatch):
     assert st["current"] == 1 and st["versions"] == [1, 2]
     assert [e["actor"] for e in st["history"]] == ["carol", "carol", "dave"]
     r = run(profile, ["status", *base[2:]])
-    assert r.exit_code != 0 and "profile root" in r.output
+    assert r.exit_code != 0 and "no profile root" in r.output and "no-site.conf" in r.output
+
+
+def test_cli_takes_the_profile_root_of_the_site_file(tmp_path, monkeypatch):
+    """`pgmpi profile` publishes where the modules read: profile_root of the site file, unless overridden."""
+    monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    for var in ("PGMPI_PROFILE_ROOT", "PGMPI_SITE_PROFILE_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+    conf = tmp_path / "site.conf"
+    conf.write_text(f"# site\n  profile_root = {tmp_path / 'siteroot'}   # published profiles\nmachine = m1\nbad line\n")
+    monkeypatch.setenv("PGMPI_SITE_CONFIG", str(conf))
+    src = tmp_path / "cand"
+    src.mkdir()
+    for k, v in PRF_V1.items():
+        (src / k).write_text(v)
+    base = ["--machine", "m1", "--mpi", "openmpi", "--mpi-version", "4.1.4"]
+    r = CliRunner().invoke(profile, ["publish", *base, "--dir", str(src), "--force", "--reason", "t", "--actor", "x"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "siteroot" / "m1" / "openmpi-4.1.4" / "current").is_symlink()
+    # the modules' override beats the file, the service's own variable beats both
+    monkeypatch.setenv("PGMPI_SITE_PROFILE_ROOT", str(tmp_path / "userroot"))
+    assert site_config.profile_root() == tmp_path / "userroot"
+    monkeypatch.setenv("PGMPI_PROFILE_ROOT", str(tmp_path / "svcroot"))
+    assert site_config.profile_root() == tmp_path / "svcroot"
+    assert site_config.profile_root(tmp_path / "explicit") == tmp_path / "explicit"
+    assert site_config.read_site_config(conf) == {"profile_root": str(tmp_path / "siteroot"), "machine": "m1"}
 
 
 def test_concurrent_publishers_get_distinct_versions(tmp_path, repo_root):

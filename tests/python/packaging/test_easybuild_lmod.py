@@ -180,7 +180,7 @@ PGMPITUNE_VERBOSE=1 {mpirun_line(mpi, False)} ./c_{mpi} 2>&1
     assert other and all(alg == "default" for _, alg in other), other_part
 
 
-def test_profile_dir_follows_site_at_load_time_not_build_time(eb_site, tmp_path):
+def test_profile_dir_follows_site_at_load_time_not_build_time(eb_site, tmp_path, monkeypatch):
     conf = tmp_path / "site.conf"
     conf.write_text("# pgmpi-site\nprofile_root = /srv/from-site-file   # comment\nmachine = filemachine\n")
     res = lmod_shell(f"""
@@ -198,6 +198,12 @@ echo "C=${{PGMPITUNE_PROFILE_DIR:-unset}}"
     assert res.returncode == 0, out
     assert f"A={eb_site['profiles']}/{MACHINE}/openmpi-4.1.4/current" in out
     assert "B=/srv/from-site-file/filemachine/openmpi-4.1.4/current" in out
+    # the publisher (service.site_config) reads the same file to the same root
+    from service import site_config
+    for var in ("PGMPI_PROFILE_ROOT", "PGMPI_SITE_PROFILE_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PGMPI_SITE_CONFIG", str(conf))
+    assert str(site_config.profile_root()) == "/srv/from-site-file"
     assert "C=unset" in out
 
 

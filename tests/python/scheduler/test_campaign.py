@@ -27,7 +27,7 @@ repetitions: {policy: predict, rules: [rse, covmedian], max_nrep: 500}
 mpiruns: 3
 budget: {node_hours: 50}
 slurm: {partition: batch, account: hpc, qos: normal, walltime: "01:30:00", constraints: "ib"}
-service: {url: "https://pgmpi.example.org", token_file: /etc/pgmpi/agent.token}
+service: {url: "https://pgmpi.example.org", token_file: /etc/pgmpi-site/agent.token}
 """
 
 
