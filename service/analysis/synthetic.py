@@ -16,22 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import collectives as _colls
+from .memory import KNOWN
 from .reader import RunResult
 
-MOCKUPS = {
-    "allgather": ["allgather_as_gather_bcast", "allgather_as_alltoall", "allgather_as_allgatherv"],
-    "allreduce": ["allreduce_as_reduce_bcast", "allreduce_as_reducescatterblock_allgather",
-                  "allreduce_as_reducescatter_allgatherv"],
-    "alltoall": ["alltoall_as_alltoallv"],
-    "bcast": ["bcast_as_allgatherv", "bcast_as_scatter_allgather"],
-    "gather": ["gather_as_allgather", "gather_as_gatherv", "gather_as_reduce"],
-    "reduce": ["reduce_as_allreduce", "reduce_as_reducescatterblock_gather", "reduce_as_reducescatter_gatherv"],
-    "reducescatterblock": ["reducescatterblock_as_reduce_scatter", "reducescatterblock_as_reducescatter",
-                           "reducescatterblock_as_allreduce"],
-    "reducescatter": ["reducescatter_as_allreduce", "reducescatter_as_reduce_scatterv"],
-    "scan": ["scan_as_exscan_reducelocal"],
-    "scatter": ["scatter_as_bcast", "scatter_as_scatterv"],
-}
+# collective key -> its mock-ups, from the one list of the analysis (memory.KNOWN)
+MOCKUPS: dict[str, list[str]] = {}
+for _name in KNOWN:
+    MOCKUPS.setdefault(_colls.key_of_mockup(_name), []).append(_name)
 
 
 @dataclass
