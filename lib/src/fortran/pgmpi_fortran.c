@@ -15,7 +15,15 @@
  * mpi_fortran_in_place_ / mpi_fortran_bottom_ of libmpi; MPICH records their addresses in
  * MPIR_F_MPI_IN_PLACE / MPIR_F_MPI_BOTTOM when mpirinitf_() has run (MPIR_F_NeedInit == 0), which we
  * ensure as MPICH's own bindings do. Every Fortran name mangling is exported (lower_, lower__, lower,
- * UPPER). Built for Open MPI and MPICH only; other MPIs get a clear #error. */
+ * UPPER). Built for Open MPI and MPICH only; other MPIs get a clear #error.
+ *
+ * `use mpi_f08` (the specific procedures mpi_<name>_f08_; ierror is OPTIONAL, so a NULL pointer when
+ * absent; handles are TYPE(MPI_Comm) etc., one default INTEGER passed by reference like mpif.h's):
+ * both libraries' MPI_INIT / MPI_INIT_THREAD / MPI_FINALIZE reach PMPI_Init / PMPI_Finalize (checked
+ * with nm), so we export those three for both. Open MPI's f08 collectives call PMPI_* too, and take
+ * buffers as plain addresses (assumed-size, no argument check) -- we export them like the mpif.h ones.
+ * MPICH's f08 collectives (mpi_<name>_f08ts_, buffers as C descriptors) call the C MPI_* functions, which
+ * are ours once the exported MPI_INIT above has pulled libpgmpitune into the program. */
 #include <mpi.h>
 #include <stddef.h>
 
@@ -47,6 +55,9 @@ static inline void *fbuf(void *b)
 #error "pgmpi_fortran.c knows the Fortran sentinels of Open MPI and MPICH only"
 #endif
 
+/* ierror of the f08 procedures is OPTIONAL */
+#define F08RET(ierr, rc) do { int rc_ = (rc); if (ierr) *(ierr) = (MPI_Fint)rc_; } while (0)
+
 #define FNAMES(lower, upper, proto)                                                  \
     void lower##__ proto __attribute__((alias(#lower "_")));                         \
     void lower proto __attribute__((alias(#lower "_")));                             \
@@ -77,6 +88,23 @@ void mpi_finalize_ P_FINALIZE
 FNAMES(mpi_finalize, MPI_FINALIZE, P_FINALIZE)
 
 #endif
+
+void mpi_init_f08_(MPI_Fint *ierr)
+{
+    F08RET(ierr, MPI_Init(NULL, NULL));
+}
+
+void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    int prov = MPI_THREAD_SINGLE;
+    F08RET(ierr, MPI_Init_thread(NULL, NULL, (int)*required, &prov));
+    *provided = (MPI_Fint)prov;
+}
+
+void mpi_finalize_f08_(MPI_Fint *ierr)
+{
+    F08RET(ierr, MPI_Finalize());
+}
 
 #define P_ALLGATHER (void *sb, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *ierr)
 void mpi_allgather_ P_ALLGATHER
@@ -168,3 +196,64 @@ void mpi_scatter_ P_SCATTER
                                   (int)*root, MPI_Comm_f2c(*comm));
 }
 FNAMES(mpi_scatter, MPI_SCATTER, P_SCATTER)
+
+#if defined(OPEN_MPI)
+/* use mpi_f08 (Open MPI): the same calls as above, ierror optional. */
+void mpi_allgather_f08_ P_ALLGATHER
+{
+    F08RET(ierr, MPI_Allgather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
+                               MPI_Comm_f2c(*comm)));
+}
+
+void mpi_allreduce_f08_ P_ALLREDUCE
+{
+    F08RET(ierr, MPI_Allreduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
+                               MPI_Comm_f2c(*comm)));
+}
+
+void mpi_alltoall_f08_ P_ALLTOALL
+{
+    F08RET(ierr, MPI_Alltoall(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
+                              MPI_Comm_f2c(*comm)));
+}
+
+void mpi_bcast_f08_ P_BCAST
+{
+    F08RET(ierr, MPI_Bcast(fbuf(buf), (int)*count, MPI_Type_f2c(*dt), (int)*root, MPI_Comm_f2c(*comm)));
+}
+
+void mpi_gather_f08_ P_GATHER
+{
+    F08RET(ierr, MPI_Gather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
+                            (int)*root, MPI_Comm_f2c(*comm)));
+}
+
+void mpi_reduce_f08_ P_REDUCE
+{
+    F08RET(ierr, MPI_Reduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), (int)*root,
+                            MPI_Comm_f2c(*comm)));
+}
+
+void mpi_reduce_scatter_block_f08_ P_RSB
+{
+    F08RET(ierr, MPI_Reduce_scatter_block(fbuf(sb), fbuf(rb), (int)*rc, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
+                                          MPI_Comm_f2c(*comm)));
+}
+
+void mpi_reduce_scatter_f08_ P_RS
+{
+    F08RET(ierr, MPI_Reduce_scatter(fbuf(sb), fbuf(rb), (const int *)rcs, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
+                                    MPI_Comm_f2c(*comm)));
+}
+
+void mpi_scan_f08_ P_SCAN
+{
+    F08RET(ierr, MPI_Scan(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)));
+}
+
+void mpi_scatter_f08_ P_SCATTER
+{
+    F08RET(ierr, MPI_Scatter(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
+                             (int)*root, MPI_Comm_f2c(*comm)));
+}
+#endif
