@@ -88,13 +88,23 @@ def browser_login(drv, base, user, password):
 
 
 def nav_click(drv, element, timeout=60):
-    """Click something that loads a new page and wait until the old page is gone."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
+    """Click something that loads a new page and wait until the new page has loaded.
+
+    The old page is marked with a window property that the new page does not have.  (Selenium's
+    staleness_of polls the old element, and chromedriver can answer that poll mid-navigation with an
+    'unhandled inspector error' instead of 'stale': seen in CI.)  Any WebDriverException while the
+    navigation is under way means "not yet"."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
-    old = drv.find_element(By.TAG_NAME, "html")
+    drv.execute_script("window.__pgmpiOldPage = true;")
     element.click()
-    WebDriverWait(drv, timeout).until(EC.staleness_of(old))
+
+    def new_page_loaded(d):
+        try:
+            return d.execute_script("return window.__pgmpiOldPage !== true && document.readyState === 'complete'")
+        except WebDriverException:
+            return False
+    WebDriverWait(drv, timeout).until(new_page_loaded)
 
 
 def wait_plot(drv, css, timeout=20):
