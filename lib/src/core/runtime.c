@@ -42,6 +42,7 @@ static slot_t *g_report[PGMPI_NCOLL];
 static _Atomic uint64_t g_report_overflow[PGMPI_NCOLL];
 
 static int g_setup_done, g_finalized, g_disabled, g_disabled_verbose, g_rank = 0, g_thread_multiple;
+static int g_world_size;   /* MPI_COMM_WORLD's size: most calls are on it, and asking MPI costs a call */
 static char *g_msg_pool;
 static int *g_int_pool;
 static size_t g_msg_cap, g_int_cap;        /* agreed (minimum over ranks) capacities */
@@ -166,8 +167,8 @@ int pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n, size_t elem)
     const cstate_t *s = &cs[c];
     int mode = pgmpi_fast.mode[c];
     if (mode == MODE_DEFAULT) return 0;
-    int p = 0;
-    if (PMPI_Comm_size(comm, &p) != MPI_SUCCESS) return 0;   /* let the library report it */
+    int p = g_world_size;
+    if (comm != MPI_COMM_WORLD && PMPI_Comm_size(comm, &p) != MPI_SUCCESS) return 0;   /* the library reports it */
     int a;
     if (mode == MODE_FORCED) {
         a = s->forced;
@@ -356,6 +357,7 @@ static void setup(int *argc, char ***argv)
     if (g_setup_done) return;
     g_setup_done = 1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &g_world_size);
     int provided = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&provided);
     g_thread_multiple = provided == MPI_THREAD_MULTIPLE;
