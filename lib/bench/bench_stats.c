@@ -8,11 +8,11 @@ void series_init(series_t *s) { memset(s, 0, sizeof *s); }
 
 void series_free(series_t *s)
 {
-    free(s->v); free(s->sorted); free(s->means); free(s->medians);
+    free(s->lo); free(s->hi); free(s->means); free(s->medians);
     series_init(s);
 }
 
-void series_clear(series_t *s) { s->n = 0; s->sum = 0.0; }
+void series_clear(series_t *s) { s->n = s->nlo = s->nhi = 0; s->mean = s->m2 = s->sum = 0.0; }
 
 static int grow(double **p, size_t cap)
 {
@@ -22,48 +22,68 @@ static int grow(double **p, size_t cap)
     return 0;
 }
 
+/* Binary heaps on arrays; sign = +1 keeps the largest on top, -1 the smallest. */
+static void heap_push(double *h, size_t *n, double x, double sign)
+{
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!(sign * x > sign * h[parent])) break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = x;
+}
+
+static double heap_pop(double *h, size_t *n, double sign)
+{
+    double top = h[0], x = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && sign * h[c + 1] > sign * h[c]) c++;
+        if (!(sign * h[c] > sign * x)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = x;
+    return top;
+}
+
 int series_push(series_t *s, double x)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 256;
-        if (grow(&s->v, cap) || grow(&s->sorted, cap) || grow(&s->means, cap) || grow(&s->medians, cap))
+        /* lo holds at most n/2 + 1, hi at most n/2 values: cap/2 + 1 each would do, cap is simpler */
+        if (grow(&s->lo, cap) || grow(&s->hi, cap) || grow(&s->means, cap) || grow(&s->medians, cap))
             return -1;
         s->cap = cap;
     }
-    s->v[s->n] = x;
-    /* insertion into the sorted copy: O(n), n <= a few thousand */
-    size_t i = s->n;
-    while (i > 0 && s->sorted[i - 1] > x) { s->sorted[i] = s->sorted[i - 1]; i--; }
-    s->sorted[i] = x;
+    if (s->nlo == 0 || x <= s->lo[0]) heap_push(s->lo, &s->nlo, x, +1.0);
+    else heap_push(s->hi, &s->nhi, x, -1.0);
+    if (s->nlo > s->nhi + 1) heap_push(s->hi, &s->nhi, heap_pop(s->lo, &s->nlo, +1.0), -1.0);
+    else if (s->nhi > s->nlo) heap_push(s->lo, &s->nlo, heap_pop(s->hi, &s->nhi, -1.0), +1.0);
+    s->min = s->n == 0 || x < s->min ? x : s->min;
     s->n++;
     s->sum += x;
-    s->means[s->n - 1] = s->sum / (double)s->n;
-    size_t m = s->n / 2;
-    s->medians[s->n - 1] = (s->n % 2) ? s->sorted[m] : 0.5 * (s->sorted[m - 1] + s->sorted[m]);
+    double d = x - s->mean;
+    s->mean += d / (double)s->n;
+    s->m2 += d * (x - s->mean);
+    s->means[s->n - 1] = s->mean;
+    s->medians[s->n - 1] = series_median(s);
     return 0;
 }
 
-double series_mean(const series_t *s) { return s->n ? s->sum / (double)s->n : NAN; }
+double series_mean(const series_t *s) { return s->n ? s->mean : NAN; }
 
-static double sd_of(const double *v, size_t n)
+double series_median(const series_t *s)
 {
-    if (n < 2) return INFINITY;
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++) m += v[i];
-    m /= (double)n;
-    double q = 0.0;
-    for (size_t i = 0; i < n; i++) q += (v[i] - m) * (v[i] - m);
-    return sqrt(q / (double)(n - 1));
+    if (!s->n) return NAN;
+    return s->n % 2 ? s->lo[0] : 0.5 * (s->lo[0] + s->hi[0]);
 }
 
-static double mean_of(const double *v, size_t n)
-{
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++) m += v[i];
-    return n ? m / (double)n : NAN;
-}
-
-double series_sd(const series_t *s) { return sd_of(s->v, s->n); }
+double series_sd(const series_t *s) { return s->n < 2 ? INFINITY : sqrt(s->m2 / (double)(s->n - 1)); }
 
 double series_rse(const series_t *s)
 {
@@ -73,14 +93,18 @@ double series_rse(const series_t *s)
     return series_sd(s) / sqrt((double)s->n) / m;
 }
 
-double series_min(const series_t *s) { return s->n ? s->sorted[0] : NAN; }
+double series_min(const series_t *s) { return s->n ? s->min : NAN; }
 
 static double cov_window(const double *hist, size_t n, size_t w)
 {
     if (w < 2 || n < w) return INFINITY;
-    double m = mean_of(hist + n - w, w);
+    const double *v = hist + n - w;
+    double m = 0.0, q = 0.0;
+    for (size_t i = 0; i < w; i++) m += v[i];
+    m /= (double)w;
     if (!(m > 0.0)) return INFINITY;
-    return sd_of(hist + n - w, w) / m;
+    for (size_t i = 0; i < w; i++) q += (v[i] - m) * (v[i] - m);
+    return sqrt(q / (double)(w - 1)) / m;
 }
 
 double series_cov_means(const series_t *s, size_t w) { return cov_window(s->means, s->n, w); }
