@@ -132,7 +132,6 @@ def publish_candidate_cmd(version_id, root, force, reason, actor, database_url):
         except pub.PublishError as exc:
             db.session.rollback()
             raise click.ClickException(str(exc))
-        db.session.commit()
     click.echo(f"published version {res.version} (was {res.previous}) -> {res.target}/current"
                + (" [FORCED]" if res.forced else ""))
 

@@ -258,7 +258,6 @@ def publish_version(set_id: int):
         db.session.rollback()
         flash(f"Not published: {exc}", "error")
         return redirect(url_for("dash.profile_set", set_id=ps.id, candidate=v.id)), 303
-    db.session.commit()
     flash(f"Published as version {res.version}" + (" (forced)" if res.forced else ""), "ok")
     return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
 
@@ -275,6 +274,5 @@ def rollback_set(set_id: int):
         db.session.rollback()
         flash(f"Not rolled back: {exc}", "error")
         return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
-    db.session.commit()
     flash(f"Rolled back to version {res.version}", "ok")
     return redirect(url_for("dash.profile_set", set_id=ps.id)), 303

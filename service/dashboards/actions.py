@@ -1,6 +1,8 @@
 """Publish / roll back a profile set stored in the database: the file-system work of service.publish
 plus the database side (version states, audit log).  Used by the profile page and `pgmpi profile`.
-Runs inside an app context; the caller commits."""
+Runs inside an app context and commits: the profile root and the database change together or not at all
+(if the database refuses the commit after the swap of ``current``, ``current`` is swapped back and the
+caller gets a PublishError)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -8,6 +10,7 @@ from pathlib import Path
 
 from service import publish as pub
 from service.auth import audit
+from service.db import db
 from service.models import ProfileSet, ProfileVersion
 
 
@@ -19,8 +22,9 @@ def flavor(name: str) -> str | None:
 def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = False,
                       reason: str = "") -> pub.PublishResult:
     ps: ProfileSet = v.profile_set
+    names = (ps.machine.name, ps.library.name, ps.library.version)
     validated = v.validated_at is not None or v.state == "validated"
-    res = pub.publish(root, ps.machine.name, ps.library.name, ps.library.version, v.files or {},
+    res = pub.publish(root, *names, v.files or {},
                       actor=actor, validated=validated, force=force, reason=reason,
                       candidate=f"profile_version:{v.id}",
                       validation={"figures": len(v.figures),
@@ -33,11 +37,13 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
     audit(actor, "publish-forced" if res.forced else "publish", "profile", str(v.id),
           {"set": ps.id, "fs_version": res.version, "previous": res.previous, "forced": res.forced,
            "reason": reason, "validated": validated, "path": v.published_path})
+    _commit_or_undo(res, root, names, actor, "publish")
     return res
 
 
 def rollback_set(ps: ProfileSet, root: Path, actor: str, reason: str = "") -> pub.PublishResult:
-    res = pub.rollback(root, ps.machine.name, ps.library.name, ps.library.version, actor=actor, reason=reason)
+    names = (ps.machine.name, ps.library.name, ps.library.version)
+    res = pub.rollback(root, *names, actor=actor, reason=reason)
     old_path = str(res.target / "versions" / str(res.previous))
     for v in ps.versions:
         if v.published_path == old_path:
@@ -45,4 +51,20 @@ def rollback_set(ps: ProfileSet, root: Path, actor: str, reason: str = "") -> pu
             v.rolled_back_at = datetime.now(timezone.utc)
     audit(actor, "rollback", "profile", f"set:{ps.id}",
           {"set": ps.id, "fs_version": res.version, "previous": res.previous, "reason": reason})
+    _commit_or_undo(res, root, names, actor, "rollback")
     return res
+
+
+def _commit_or_undo(res: pub.PublishResult, root: Path, names: tuple[str, str, str], actor: str, what: str) -> None:
+    """Commit the database side of a swap already made on disk; when the database refuses, swap ``current``
+    back to what it was (recorded in history.jsonl as an undo) so modules never load a profile the
+    service does not know it published."""
+    try:
+        db.session.commit()
+    except Exception as exc:
+        db.session.rollback()
+        back = res.previous or 0
+        pub.rollback(root, *names, actor=actor, to=back,
+                     reason=f"undo {what} of version {res.version}: the database refused to record it")
+        raise pub.PublishError(f"the database refused to record the {what} ({type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0]}); the profile root is back at version {back}") from exc

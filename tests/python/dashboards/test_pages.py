@@ -175,3 +175,86 @@ def test_cli_publishes_a_stored_candidate(app, seeded, tmp_path, monkeypatch):
         e = db.session.query(AuditLog).filter_by(action="publish-forced").one()
         assert e.actor == "ops" and e.details["reason"] == "urgent"
     assert (root / "m1" / "openmpi-4.1.4" / "current").is_symlink()
+
+
+def _refuse_state(app, state: str | None) -> None:
+    """Make the real database refuse (or stop refusing, state=None) to set a profile version's state."""
+    from sqlalchemy import text
+    from service.db import db
+    with app.app_context():
+        sqlite = db.engine.dialect.name == "sqlite"
+        with db.engine.begin() as conn:
+            if sqlite:
+                conn.execute(text("DROP TRIGGER IF EXISTS refuse_state"))
+            else:
+                conn.execute(text("ALTER TABLE profile_versions DROP CONSTRAINT IF EXISTS refuse_state"))
+            if state is None:
+                return
+            if sqlite:
+                conn.execute(text(f"CREATE TRIGGER refuse_state BEFORE UPDATE OF state ON profile_versions "
+                                  f"WHEN NEW.state = '{state}' BEGIN SELECT RAISE(ABORT, 'refused by test'); END"))
+            else:
+                conn.execute(text(f"ALTER TABLE profile_versions ADD CONSTRAINT refuse_state "
+                                  f"CHECK (state <> '{state}') NOT VALID"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_db_app(request, tmp_path):
+    from dash_helpers import make_app
+    from service.db import db
+    url = f"sqlite:///{tmp_path / 'pgmpi.sqlite'}" if request.param == "sqlite" else \
+        request.getfixturevalue("pg_database")
+    app = make_app(url, tmp_path / "instance")
+    yield app
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
+def test_database_refusal_undoes_the_swap(any_db_app):
+    """Publishing and rolling back change the profile root and the database together: when the database
+    refuses the commit after `current` was swapped, `current` is swapped back and the admin is told."""
+    from dash_helpers import add_users_and_tokens
+    from service import publish as pub
+    from service.db import db
+    from service.models import AuditLog, ProfileSet, ProfileVersion
+    app = any_db_app
+    tokens = add_users_and_tokens(app)
+    c = app.test_client()
+    seed(c, tokens)
+    analyse(app, c, tokens["admin"], "m1", "openmpi", "nightly-1")
+    with app.app_context():
+        ps = db.session.query(ProfileSet).one()
+        set_id, vid = ps.id, ps.versions[-1].id
+    target = pub.target_dir(app.config["PGMPI_PROFILE_ROOT"], "m1", "openmpi", "4.1.4")
+    admin = login(app.test_client(), "admin1", "admin-password")
+
+    def post(action, **data):
+        page = admin.get(f"/profiles/{set_id}").get_data(as_text=True)
+        r = admin.post(f"/profiles/{set_id}/{action}", data={"csrf_token": csrf_of(page), **data})
+        assert r.status_code == 303
+        return admin.get(f"/profiles/{set_id}").get_data(as_text=True)
+
+    # 1. the database refuses the publish: current goes back to "nothing published" (empty version 0)
+    _refuse_state(app, "published")
+    page = post("publish", version_id=vid, force="1", reason="test")
+    assert "Not published: the database refused to record the publish" in page
+    assert pub.current_version(target) == 0 and list((target / "current").iterdir()) == []
+    assert [(e["action"], e["version"]) for e in pub.read_history(target)] == [("publish", 1), ("rollback", 0)]
+    with app.app_context():
+        assert db.session.get(ProfileVersion, vid).state != "published"
+        assert db.session.query(AuditLog).filter(AuditLog.action.like("publish%")).count() == 0
+    # 2. accepted: version 2 is current, database and disk agree
+    _refuse_state(app, None)
+    page = post("publish", version_id=vid, force="1", reason="test")
+    assert "Published as version 2" in page and pub.current_version(target) == 2
+    with app.app_context():
+        assert db.session.get(ProfileVersion, vid).state == "published"
+    # 3. the database refuses the rollback: version 2 stays current
+    _refuse_state(app, "rolled-back")
+    page = post("rollback")
+    assert "Not rolled back: the database refused to record the rollback" in page
+    assert pub.current_version(target) == 2
+    with app.app_context():
+        assert db.session.get(ProfileVersion, vid).state == "published"
+    _refuse_state(app, None)
