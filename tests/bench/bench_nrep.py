@@ -14,6 +14,9 @@ Goal: prediction reaches CV <= 2 % in <= 30 % of the fixed-nrep (1000) time.
 
 Usage: .venv/bin/python tests/bench/bench_nrep.py [--runs 5] [--mpis openmpi,mpich] [--keep DIR]
        [--predict-args "--predict=covmean,covmedian"] [--time-rule] [--bench-args "--sync=mpi_barrier"]
+       [--drift-seconds 10]
+It starts with tests/bench/core_drift.sh: if the machine's core-to-core latency already varies by more than
+2 % between 10-100 ms windows, no policy can reach the goal there (lib/bench/README.md, "Figures").
 Needs deploy/build-lib.sh (build/install/<mpi>/bin/pgmpi-bench).  The machine is shared: timing noise.
 """
 from __future__ import annotations
@@ -121,6 +124,9 @@ def main():
     ap.add_argument("--time-rule", action="store_true", help="also run the time-based rule of PGMPITuneLib")
     ap.add_argument("--keep", default=None, help="keep the raw files in this directory")
     ap.add_argument("--bench-args", default="", help="more pgmpi-bench options for every run, e.g. --sync=mpi_barrier")
+    ap.add_argument("--drift-seconds", type=float, default=10.0,
+                    help="first measure the machine's core-to-core latency drift (tests/bench/core_drift.sh) for "
+                         "this long; 0 skips it")
     a = ap.parse_args()
     outdir = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench_nrep-"))
     outdir.mkdir(parents=True, exist_ok=True)
@@ -131,6 +137,13 @@ def main():
           f" shared 2-core machine (other engineers' jobs run too): expect timing noise")
     for name, args in policies:
         print(f"# policy {name}: {' '.join(args)}")
+    if a.drift_seconds > 0:
+        # The floor no repetition policy gets under: how much the machine itself drifts over windows as
+        # long as one (call, size) cell of an mpirun lasts (a few ms to a few hundred ms).
+        drift = subprocess.run(["bash", str(ROOT / "tests/bench/core_drift.sh"), str(a.drift_seconds)],
+                               check=True, capture_output=True, text=True).stdout
+        for line in drift.splitlines():
+            print(f"# machine {line}")
     ok_all = True
     for mpi in a.mpis.split(","):
         results, walls = {}, {}
