@@ -64,7 +64,11 @@ def _commit_or_undo(res: pub.PublishResult, root: Path, names: tuple[str, str, s
     except Exception as exc:
         db.session.rollback()
         back = res.previous or 0
-        pub.rollback(root, *names, actor=actor, to=back,
-                     reason=f"undo {what} of version {res.version}: the database refused to record it")
-        raise pub.PublishError(f"the database refused to record the {what} ({type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0]}); the profile root is back at version {back}") from exc
+        refused = f"the database refused to record the {what} ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+        try:
+            pub.rollback(root, *names, actor=actor, to=back,
+                         reason=f"undo {what} of version {res.version}: the database refused to record it")
+        except pub.PublishError as undo_exc:
+            raise pub.PublishError(f"{refused}, and setting the profile root back to version {back} failed "
+                                   f"({undo_exc}): version {res.version} is current on disk only") from exc
+        raise pub.PublishError(f"{refused}; the profile root is back at version {back}") from exc
