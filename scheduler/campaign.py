@@ -96,13 +96,37 @@ class Repetitions(_Strict):
     min_nrep: int = Field(20, ge=1)
     max_nrep: int = Field(1000, ge=1)
     step: int = Field(10, ge=1)
+    # predict: thresholds and windows of the rules (unset: pgmpi-bench's defaults, 0.025 / 0.01 over 20).
+    # A median within ~1 % needs covmedian_thres 0.002 over 50 (lib/bench/README.md, figures).
+    rse_thres: float | None = Field(None, gt=0, description="predict: RSE of the mean below this")
+    covmean_thres: float | None = Field(None, gt=0, description="predict: COV of the last running means below this")
+    covmedian_thres: float | None = Field(None, gt=0,
+                                          description="predict: COV of the last running medians below this")
+    covmean_window: int | None = Field(None, ge=2, description="predict: running means in the COV window")
+    covmedian_window: int | None = Field(None, ge=2, description="predict: running medians in the COV window")
     time_budget: float | None = Field(None, gt=0, description="seconds per (call, size), with any policy")
 
     @model_validator(mode="after")
     def _order(self):
         if self.min_nrep > self.max_nrep:
             raise ValueError(f"min_nrep ({self.min_nrep}) must not exceed max_nrep ({self.max_nrep})")
+        for rule, fields in (("rse", ("rse_thres",)), ("covmean", ("covmean_thres", "covmean_window")),
+                             ("covmedian", ("covmedian_thres", "covmedian_window"))):
+            for f in fields:
+                if getattr(self, f) is not None and (self.policy != "predict" or rule not in self.rules):
+                    raise ValueError(f"{f} applies to policy 'predict' with rule '{rule}' in rules "
+                                     f"(policy is '{self.policy}', rules {self.rules})")
         return self
+
+    def predict_argv(self) -> list[str]:
+        """pgmpi-bench options of the 'predict' policy."""
+        argv = [f"--predict={','.join(self.rules)}",
+                f"--pred-params=min={self.min_nrep},max={self.max_nrep},step={self.step}"]
+        for f in ("rse_thres", "covmean_thres", "covmedian_thres", "covmean_window", "covmedian_window"):
+            v = getattr(self, f)
+            if v is not None:
+                argv.append(f"--{f.replace('_', '-')}={v:g}")
+        return argv
 
 
 class Slurm(_Strict):

@@ -87,8 +87,7 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
     elif rep.policy == "fixed":
         argv.append(f"--nrep={rep.nrep}")
     elif rep.policy == "predict":
-        argv += [f"--predict={','.join(rep.rules)}",
-                 f"--pred-params=min={rep.min_nrep},max={rep.max_nrep},step={rep.step}"]
+        argv += rep.predict_argv()
     else:
         argv.append(f"--time-rule=max={rep.max_nrep},K={min(10, rep.max_nrep)}")
     if rep.time_budget and nrep is None:

@@ -1,6 +1,8 @@
 """Campaign files: valid YAML/TOML load; bad ones name file:line, the field and the valid choices."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from scheduler.campaign import LARGE_SIZES, SMALL_SIZES, CampaignError, load_campaign
@@ -93,6 +95,10 @@ sizes = "small"
     ("[bcast_as_scatter_allgather]", "[allreduce_as_reduce_bcast]", ["collectives.bcast", "not a mock-up of bcast"]),
     ("repetitions: {policy: predict,", "repetitions: {policy: adaptive,", ["repetitions.policy", "'fixed'", "'predict'"]),
     ("name: nightly\n", "", ["name", "required field is missing"]),
+    ("max_nrep: 500}", "max_nrep: 500, covmean_thres: 0.01}", ["repetitions", "covmean_thres applies to policy "
+                                                               "'predict' with rule 'covmean'"]),
+    ("max_nrep: 500}", "max_nrep: 500, covmedian_window: 1}", ["repetitions.covmedian_window",
+                                                               "greater than or equal to 2"]),
 ])
 def test_bad_fields_are_named(tmp_path, old, new, expect):
     assert old in GOOD
@@ -115,3 +121,22 @@ def test_upload_ids_are_stable_and_distinct():
     assert a == upload_id("c", "job", 0, "content")
     assert len({a, upload_id("c", "job", 1, "content"), upload_id("c", "job2", 0, "content"),
                 upload_id("c2", "job", 0, "content"), upload_id("c", "job", 0, "content2")}) == 5
+
+
+@pytest.mark.mpi
+def test_prediction_thresholds_reach_pgmpi_bench(tmp_path, mpi, mpi_prefix):
+    text = GOOD.replace("max_nrep: 500}", "max_nrep: 500, min_nrep: 50, rse_thres: 0.02, covmedian_thres: 0.002, "
+                                          "covmedian_window: 50}")
+    c = load_campaign(write(tmp_path, text))
+    argv = plan(c)[0].launches[0].argv
+    assert {"--predict=rse,covmedian", "--pred-params=min=50,max=500,step=10", "--rse-thres=0.02",
+            "--covmedian-thres=0.002", "--covmedian-window=50"} <= set(argv)
+    assert not any(a.startswith("--covmean") for a in argv)
+    # pgmpi-bench takes them (dry run: the policy line shows what it will do)
+    exe = mpi_prefix / "bin/pgmpi-bench"
+    bench_opts = [a for a in argv if a.startswith(("--predict", "--pred-params", "--rse-", "--covmedian-"))]
+    launcher = ["mpirun.openmpi", "--allow-run-as-root"] if mpi == "openmpi" else ["mpirun.mpich"]
+    r = subprocess.run(launcher + ["-np", "1", str(exe), "--dry-run", "--calls=allreduce", "--sizes=8", *bench_opts],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "predict:rse<0.02+covmedian<0.002/w50;min:50;max:500;step:10" in r.stdout
