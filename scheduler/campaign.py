@@ -87,6 +87,11 @@ class CollectiveSpec(_Strict):
     algorithms: Literal["all"] | list[str] | None = None
 
 
+# The predict rules' thresholds/windows; each becomes pgmpi-bench's --<field with dashes>.
+PREDICT_RULE_FIELDS = {"rse": ("rse_thres",), "covmean": ("covmean_thres", "covmean_window"),
+                       "covmedian": ("covmedian_thres", "covmedian_window")}
+
+
 class Repetitions(_Strict):
     """pgmpi-bench's repetition policies: fixed nrep, NREP prediction, or the time-based rule."""
     policy: Literal["fixed", "predict", "time-rule"] = "fixed"
@@ -110,8 +115,7 @@ class Repetitions(_Strict):
     def _order(self):
         if self.min_nrep > self.max_nrep:
             raise ValueError(f"min_nrep ({self.min_nrep}) must not exceed max_nrep ({self.max_nrep})")
-        for rule, fields in (("rse", ("rse_thres",)), ("covmean", ("covmean_thres", "covmean_window")),
-                             ("covmedian", ("covmedian_thres", "covmedian_window"))):
+        for rule, fields in PREDICT_RULE_FIELDS.items():
             for f in fields:
                 if getattr(self, f) is not None and (self.policy != "predict" or rule not in self.rules):
                     raise ValueError(f"{f} applies to policy 'predict' with rule '{rule}' in rules "
@@ -122,7 +126,7 @@ class Repetitions(_Strict):
         """pgmpi-bench options of the 'predict' policy."""
         argv = [f"--predict={','.join(self.rules)}",
                 f"--pred-params=min={self.min_nrep},max={self.max_nrep},step={self.step}"]
-        for f in ("rse_thres", "covmean_thres", "covmedian_thres", "covmean_window", "covmedian_window"):
+        for f in (f for fields in PREDICT_RULE_FIELDS.values() for f in fields):
             v = getattr(self, f)
             if v is not None:
                 argv.append(f"--{f.replace('_', '-')}={v:g}")

@@ -40,3 +40,16 @@ def pg_database(postgres_url):
     yield url
     with psycopg.connect(_conninfo(postgres_url), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=[pytest.param("sqlite", id="sqlite"),
+                        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)])
+def db_app(request, tmp_path):
+    """The app on SQLite and on a scratch database of the real PostgreSQL."""
+    url = request.getfixturevalue("pg_database") if request.param == "postgres" else \
+        f"sqlite:///{tmp_path / 'pgmpi.sqlite'}"
+    app = make_app(url, tmp_path / "instance")
+    yield app
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()

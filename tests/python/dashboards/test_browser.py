@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from werkzeug.serving import make_server
 
-from dash_helpers import (add_users_and_tokens, analyse, make_app, mpi_install, mpirun_cmd, raw_file,
+from dash_helpers import (add_users_and_tokens, analyse, mpi_install, mpirun_cmd, raw_file,
                           upload)
 
 pytestmark = pytest.mark.browser
@@ -50,23 +50,13 @@ def serve(app):
     return srv, f"http://127.0.0.1:{srv.server_port}"
 
 
-@pytest.fixture(params=[pytest.param("sqlite", id="sqlite"),
-                        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)])
-def live(tmp_path, request):
+@pytest.fixture
+def live(db_app):
     """(app, base url, tokens) on SQLite and on a scratch database of the real PostgreSQL."""
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_database")
-    else:
-        url = f"sqlite:///{tmp_path / 'pgmpi.sqlite'}"
-    app = make_app(url, tmp_path / "instance")
-    tokens = add_users_and_tokens(app)
-    srv, base = serve(app)
-    yield app, base, tokens
+    tokens = add_users_and_tokens(db_app)
+    srv, base = serve(db_app)
+    yield db_app, base, tokens
     srv.shutdown()
-    from service.db import db
-    with app.app_context():
-        db.session.remove()
-        db.engine.dispose()
 
 
 def shots_dir(tmp_path) -> Path:

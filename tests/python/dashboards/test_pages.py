@@ -198,27 +198,14 @@ def _refuse_state(app, state: str | None) -> None:
                                   f"CHECK (state <> '{state}') NOT VALID"))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def any_db_app(request, tmp_path):
-    from dash_helpers import make_app
-    from service.db import db
-    url = f"sqlite:///{tmp_path / 'pgmpi.sqlite'}" if request.param == "sqlite" else \
-        request.getfixturevalue("pg_database")
-    app = make_app(url, tmp_path / "instance")
-    yield app
-    with app.app_context():
-        db.session.remove()
-        db.engine.dispose()
-
-
-def test_database_refusal_undoes_the_swap(any_db_app):
+def test_database_refusal_undoes_the_swap(db_app):
     """Publishing and rolling back change the profile root and the database together: when the database
     refuses the commit after `current` was swapped, `current` is swapped back and the admin is told."""
     from dash_helpers import add_users_and_tokens
     from service import publish as pub
     from service.db import db
     from service.models import AuditLog, ProfileSet, ProfileVersion
-    app = any_db_app
+    app = db_app
     tokens = add_users_and_tokens(app)
     c = app.test_client()
     seed(c, tokens)
