@@ -23,6 +23,7 @@ static int reducescatterblock_as_reduce_scatter(const void *sb, void *rb, int rc
         return PMPI_Scatter(NULL, rc, dt, rb, rc, dt, 0, comm);
     }
     void *full = r == 0 ? pgmpi_pool_msg() : NULL;
+    PM_NOALIAS(sb, 0, full, 0);
     PM_TRY(PMPI_Reduce(sb, full, total, dt, op, 0, comm));
     return PMPI_Scatter(full, rc, dt, rb, rc, dt, 0, comm);
 }
@@ -35,6 +36,7 @@ static int reducescatterblock_as_reducescatter(const void *sb, void *rb, int rc,
     int p = pm_size(comm);
     int *counts = pgmpi_pool_int();
     for (int i = 0; i < p; i++) counts[i] = rc;
+    PM_NOALIAS(sb, 0, rb, 0);
     return PMPI_Reduce_scatter(sb, rb, counts, dt, op, comm);
 }
 
@@ -48,6 +50,7 @@ static int reducescatterblock_as_allreduce(const void *sb, void *rb, int rc, MPI
     if (!pm_fits_int((size_t)rc * (size_t)p)) return PGMPI_FALLBACK;
     size_t blk = (size_t)rc * pgmpi_type_bytes(dt);
     char *full = sb == MPI_IN_PLACE ? rb : pgmpi_pool_msg();
+    PM_NOALIAS(sb, 0, full, 0);
     PM_TRY(PMPI_Allreduce(sb, full, rc * p, dt, op, comm));
     if (blk && (r || full != (char *)rb)) memmove(rb, full + (size_t)r * blk, blk);
     return MPI_SUCCESS;
@@ -74,11 +77,6 @@ int MPI_Reduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, 
     int p = 1;
     PMPI_Comm_size(comm, &p);
     size_t elem = pgmpi_type_bytes(dt), n = (size_t)(rc > 0 ? rc : 0) * (size_t)p * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_REDUCE_SCATTER_BLOCK, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((reducescatterblock_fn)reducescatterblock_algs[alg].fn)(sb, rb, rc, dt, op, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_REDUCE_SCATTER_BLOCK, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_REDUCE_SCATTER_BLOCK, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_REDUCE_SCATTER_BLOCK, n, 0, 0);
-    return PMPI_Reduce_scatter_block(sb, rb, rc, dt, op, comm);
+    PGMPI_DISPATCH(REDUCE_SCATTER_BLOCK, reducescatterblock_algs, reducescatterblock_fn, comm, n, elem,
+                   PMPI_Reduce_scatter_block, (sb, rb, rc, dt, op, comm));
 }

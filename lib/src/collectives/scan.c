@@ -14,6 +14,7 @@ static int scan_as_exscan_reducelocal(const void *sb, void *rb, int count, MPI_D
     int r = pm_rank(comm);
     const void *in = sb == MPI_IN_PLACE ? rb : sb;
     char *prefix = pgmpi_pool_msg();
+    PM_NOALIAS(in, 0, prefix, 0);
     PM_TRY(PMPI_Exscan(in, prefix, count, dt, op, comm));
     if (in != rb && count > 0) memcpy(rb, in, (size_t)count * pgmpi_type_bytes(dt));
     if (r > 0) PM_TRY(PMPI_Reduce_local(prefix, rb, count, dt, op));
@@ -34,11 +35,5 @@ const pgmpi_coll_desc_t pgmpi_desc_SCAN = {
 int MPI_Scan(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     size_t elem = pgmpi_type_bytes(dt), n = (size_t)(count > 0 ? count : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_SCAN, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((scan_fn)scan_algs[alg].fn)(sb, rb, count, dt, op, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_SCAN, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_SCAN, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_SCAN, n, 0, 0);
-    return PMPI_Scan(sb, rb, count, dt, op, comm);
+    PGMPI_DISPATCH(SCAN, scan_algs, scan_fn, comm, n, elem, PMPI_Scan, (sb, rb, count, dt, op, comm));
 }
