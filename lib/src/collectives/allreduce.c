@@ -14,7 +14,6 @@ static int allreduce_as_reduce_bcast(const void *sb, void *rb, int count, MPI_Da
         if (r == 0) PM_TRY(PMPI_Reduce(MPI_IN_PLACE, rb, count, dt, op, 0, comm));
         else PM_TRY(PMPI_Reduce(rb, NULL, count, dt, op, 0, comm));
     } else {
-        PM_NOALIAS(sb, 0, rb, 0);
         PM_TRY(PMPI_Reduce(sb, rb, count, dt, op, 0, comm));
     }
     return PMPI_Bcast(rb, count, dt, 0, comm);
@@ -72,7 +71,6 @@ static int allreduce_as_reducescatter_allgatherv(const void *sb, void *rb, int c
         if (mine != (char *)rb && counts[r]) memmove(mine, rb, (size_t)counts[r] * pgmpi_type_bytes(dt));
     } else {
         void *dst = pm_block(mine, (size_t)counts[r]);   /* an empty block at rb's end may be sb */
-        PM_NOALIAS(sb, 0, dst, 0);
         PM_TRY(PMPI_Reduce_scatter(sb, dst, counts, dt, op, comm));
     }
     return PMPI_Allgatherv(MPI_IN_PLACE, 0, dt, rb, counts, displs, dt, comm);

@@ -130,6 +130,24 @@ static inline void pm_noalias(const char *where, int line, const void *s, size_t
     }
 }
 #define PM_NOALIAS(s, sn, r, rn) pm_noalias(__func__, __LINE__, (s), (sn), (r), (rn))
+/* Every inner call with a send and a receive buffer is checked (a function-like macro does not expand
+ * again inside its own expansion, so these still call the PMPI functions). */
+#define PM_CHECKED2(fn, s, r, ...) (PM_NOALIAS((s), 0, (r), 0), fn((s), (r), __VA_ARGS__))
+#define PMPI_Allreduce(s, r, ...) PM_CHECKED2(PMPI_Allreduce, s, r, __VA_ARGS__)
+#define PMPI_Reduce(s, r, ...) PM_CHECKED2(PMPI_Reduce, s, r, __VA_ARGS__)
+#define PMPI_Reduce_scatter(s, r, ...) PM_CHECKED2(PMPI_Reduce_scatter, s, r, __VA_ARGS__)
+#define PMPI_Reduce_scatter_block(s, r, ...) PM_CHECKED2(PMPI_Reduce_scatter_block, s, r, __VA_ARGS__)
+#define PMPI_Exscan(s, r, ...) PM_CHECKED2(PMPI_Exscan, s, r, __VA_ARGS__)
+#define PM_CHECKED4(fn, s, a, b, r, ...) (PM_NOALIAS((s), 0, (r), 0), fn((s), (a), (b), (r), __VA_ARGS__))
+#define PMPI_Allgather(s, a, b, r, ...) PM_CHECKED4(PMPI_Allgather, s, a, b, r, __VA_ARGS__)
+#define PMPI_Allgatherv(s, a, b, r, ...) PM_CHECKED4(PMPI_Allgatherv, s, a, b, r, __VA_ARGS__)
+#define PMPI_Alltoall(s, a, b, r, ...) PM_CHECKED4(PMPI_Alltoall, s, a, b, r, __VA_ARGS__)
+#define PMPI_Gather(s, a, b, r, ...) PM_CHECKED4(PMPI_Gather, s, a, b, r, __VA_ARGS__)
+#define PMPI_Gatherv(s, a, b, r, ...) PM_CHECKED4(PMPI_Gatherv, s, a, b, r, __VA_ARGS__)
+#define PMPI_Scatter(s, a, b, r, ...) PM_CHECKED4(PMPI_Scatter, s, a, b, r, __VA_ARGS__)
+#define PM_CHECKED5(fn, s, a, b, c, r, ...) (PM_NOALIAS((s), 0, (r), 0), fn((s), (a), (b), (c), (r), __VA_ARGS__))
+#define PMPI_Alltoallv(s, a, b, c, r, ...) PM_CHECKED5(PMPI_Alltoallv, s, a, b, c, r, __VA_ARGS__)
+#define PMPI_Scatterv(s, a, b, c, r, ...) PM_CHECKED5(PMPI_Scatterv, s, a, b, c, r, __VA_ARGS__)
 #else
 #define PM_NOALIAS(s, sn, r, rn) ((void)0)
 #endif

@@ -15,7 +15,6 @@ static int reduce_as_allreduce(const void *sb, void *rb, int count, MPI_Datatype
     if (root < 0 || root >= p) return PGMPI_FALLBACK;
     char *pool = pgmpi_pool_msg();
     if (r != root) return PMPI_Allreduce(sb, pool, count, dt, op, comm);
-    PM_NOALIAS(sb, 0, rb, 0);
     if (sb != MPI_IN_PLACE) return PMPI_Allreduce(sb, rb, count, dt, op, comm);
     size_t n = (size_t)count * pgmpi_type_bytes(dt);
     if (n) memcpy(pool, rb, n);
@@ -72,7 +71,6 @@ static int reduce_as_reducescatter_gatherv(const void *sb, void *rb, int count, 
         return PMPI_Gatherv(blkbuf, counts[r], dt, rb, counts, displs, dt, root, comm);
     }
     void *dst = pm_block((char *)rb + (size_t)displs[r] * E, (size_t)counts[r]);   /* rb's end may be sb */
-    PM_NOALIAS(sb, 0, dst, 0);
     PM_TRY(PMPI_Reduce_scatter(sb, dst, counts, dt, op, comm));
     return PMPI_Gatherv(MPI_IN_PLACE, 0, dt, rb, counts, displs, dt, root, comm);
 }

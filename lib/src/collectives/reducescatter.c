@@ -30,7 +30,6 @@ static int reducescatter_as_allreduce(const void *sb, void *rb, const int rcs[],
     size_t total = 0, off = 0, E = pgmpi_type_bytes(dt);
     if (!rs_layout(rcs, p, r, &total, &off)) return PGMPI_FALLBACK;
     char *full = sb == MPI_IN_PLACE ? rb : pgmpi_pool_msg();
-    PM_NOALIAS(sb, 0, full, 0);
     PM_TRY(PMPI_Allreduce(sb, full, (int)total, dt, op, comm));
     size_t blk = rcs[r] > 0 ? (size_t)rcs[r] * E : 0;
     if (blk && (off || full != (char *)rb)) memmove(rb, full + off * E, blk);
@@ -59,9 +58,7 @@ static int reducescatter_as_reduce_scatterv(const void *sb, void *rb, const int 
         return PMPI_Scatterv(NULL, NULL, NULL, dt, rb, rcs[r], dt, 0, comm);
     }
     void *full = r == 0 ? pgmpi_pool_msg() : NULL;
-    PM_NOALIAS(sb, 0, full, 0);
     PM_TRY(PMPI_Reduce(sb, full, (int)total, dt, op, 0, comm));
-    PM_NOALIAS(full, 0, rb, 0);
     return PMPI_Scatterv(full, rcs, displs, dt, pm_block(rb, (size_t)rcs[r]), rcs[r], dt, 0, comm);
 }
 

@@ -23,7 +23,6 @@ static int reducescatterblock_as_reduce_scatter(const void *sb, void *rb, int rc
         return PMPI_Scatter(NULL, rc, dt, rb, rc, dt, 0, comm);
     }
     void *full = r == 0 ? pgmpi_pool_msg() : NULL;
-    PM_NOALIAS(sb, 0, full, 0);
     PM_TRY(PMPI_Reduce(sb, full, total, dt, op, 0, comm));
     return PMPI_Scatter(full, rc, dt, rb, rc, dt, 0, comm);
 }
@@ -36,7 +35,6 @@ static int reducescatterblock_as_reducescatter(const void *sb, void *rb, int rc,
     int p = pm_size(comm);
     int *counts = pgmpi_pool_int();
     for (int i = 0; i < p; i++) counts[i] = rc;
-    PM_NOALIAS(sb, 0, rb, 0);
     return PMPI_Reduce_scatter(sb, rb, counts, dt, op, comm);
 }
 
@@ -50,7 +48,6 @@ static int reducescatterblock_as_allreduce(const void *sb, void *rb, int rc, MPI
     if (!pm_fits_int((size_t)rc * (size_t)p)) return PGMPI_FALLBACK;
     size_t blk = (size_t)rc * pgmpi_type_bytes(dt);
     char *full = sb == MPI_IN_PLACE ? rb : pgmpi_pool_msg();
-    PM_NOALIAS(sb, 0, full, 0);
     PM_TRY(PMPI_Allreduce(sb, full, rc * p, dt, op, comm));
     if (blk && (r || full != (char *)rb)) memmove(rb, full + (size_t)r * blk, blk);
     return MPI_SUCCESS;

@@ -14,7 +14,6 @@ static int scan_as_exscan_reducelocal(const void *sb, void *rb, int count, MPI_D
     int r = pm_rank(comm);
     const void *in = sb == MPI_IN_PLACE ? rb : sb;
     char *prefix = pgmpi_pool_msg();
-    PM_NOALIAS(in, 0, prefix, 0);
     PM_TRY(PMPI_Exscan(in, prefix, count, dt, op, comm));
     if (in != rb && count > 0) memcpy(rb, in, (size_t)count * pgmpi_type_bytes(dt));
     if (r > 0) PM_TRY(PMPI_Reduce_local(prefix, rb, count, dt, op));
