@@ -67,6 +67,11 @@ typedef struct {
     const char *nrep_from;         /* --nrep-from files */
     /* how */
     int sync_mpi_barrier;
+    int interleave_size;           /* 1: all calls of a size interleaved; 0: one (call, size) at a time */
+    int buf_cell;                  /* 1: buffers per (call, size); 0: once for the largest */
+    long buf_align;                /* 0: malloc's own; else posix_memalign to this power of two */
+    int buf_touch;                 /* write the buffers before measuring */
+    int check;                     /* check round before timing each cell */
     int order_rr;
     unsigned long long seed; int seed_given;
     int dt, op, root;
@@ -136,6 +141,7 @@ extern MPI_Datatype g_dt;
 extern MPI_Op g_op;
 void alloc_buffers(void);
 void free_buffers(void);
+void buffer_page_offsets(long *s, long *r);
 void fill_rcounts(const call_t *c, const cplan_t *cp);
 void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256]);
 void measure_all(void);

@@ -214,8 +214,43 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
     }
 }
 
+/* The measured buffers (lib/bench/README.md, "Buffers").  --buffers=once: one send and one receive
+ * buffer sized for the largest (call, size), allocated before the header is written and reused by
+ * every cell; --buffers=cell: a fresh pair for each (call, size) group, as ReproMPI allocates per job.
+ * --buffer-align: malloc (what an application gets from malloc/calloc: 16 bytes, and for blocks above
+ * glibc's mmap threshold a page plus 16 bytes) or a power of two (posix_memalign).  --buffer-touch=yes
+ * writes every page before measuring, so no page fault falls into a timed region.  The default and
+ * every mock-up of a cell run on the same pair. */
+static size_t g_sbytes, g_rbytes;
+
+static char *alloc_one(size_t n)
+{
+    void *p = NULL;
+    if (n == 0) n = 1;
+    if (O.buf_align == 0) p = calloc(n, 1);
+    else if (posix_memalign(&p, (size_t)O.buf_align, n) != 0) p = NULL;
+    else if (!O.buf_touch) memset(p, 0, 1);
+    if (p && O.buf_touch) memset(p, 0, n);
+    return p;
+}
+
+static void alloc_pair(size_t sb, size_t rb)
+{
+    free(g_sbuf); free(g_rbuf);
+    g_sbuf = alloc_one(sb);
+    g_rbuf = alloc_one(rb);
+    g_sbytes = sb; g_rbytes = rb;
+    if (!g_sbuf || !g_rbuf) {
+        fprintf(stderr, "pgmpi-bench: error: rank %d: cannot allocate %zu + %zu buffer bytes\n", g_rank, sb, rb);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
 void alloc_buffers(void)
 {
+    g_rcounts = calloc((size_t)g_size, sizeof *g_rcounts);
+    if (!g_rcounts) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    if (O.buf_cell) return;
     /* buffers for the largest plan; only the root needs the big side of Gather/Scatter, but the
      * memory check assumed the worst rank, so every rank allocates the same */
     size_t sb = 0, rb = 0;
@@ -223,15 +258,29 @@ void alloc_buffers(void)
         if (g_plan[i][j].sbytes > sb) sb = g_plan[i][j].sbytes;
         if (g_plan[i][j].rbytes > rb) rb = g_plan[i][j].rbytes;
     }
-    g_sbuf = calloc(sb ? sb : 1, 1);
-    g_rbuf = calloc(rb ? rb : 1, 1);
-    g_rcounts = calloc((size_t)g_size, sizeof *g_rcounts);
-    if (!g_sbuf || !g_rbuf || !g_rcounts) {
-        fprintf(stderr, "pgmpi-bench: error: rank %d: cannot allocate %zu + %zu buffer bytes\n", g_rank, sb, rb);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    alloc_pair(sb, rb);
+}
+
+/* Offsets of the measured buffers within their 4 KiB page (4 KiB aliasing between a copy's source
+ * and destination depends on their difference); -1 before the first allocation. */
+void buffer_page_offsets(long *s, long *r)
+{
+    *s = g_sbuf ? (long)((uintptr_t)g_sbuf % 4096) : -1;
+    *r = g_rbuf ? (long)((uintptr_t)g_rbuf % 4096) : -1;
+}
+
+/* Before a group of calls is measured: its buffers (--buffers=cell) and MPI_Reduce_scatter's counts. */
+static void install_buffers(cstate_t *cs, int nc)
+{
+    if (O.buf_cell) {
+        size_t sb = 0, rb = 0;
+        for (int i = 0; i < nc; i++) {
+            if (cs[i].plan.sbytes > sb) sb = cs[i].plan.sbytes;
+            if (cs[i].plan.rbytes > rb) rb = cs[i].plan.rbytes;
+        }
+        alloc_pair(sb, rb);
     }
-    memset(g_sbuf, 0, sb ? sb : 1);   /* touch the pages before measuring */
-    memset(g_rbuf, 0, rb ? rb : 1);
+    for (int i = 0; i < nc; i++) fill_rcounts(cs[i].call, &cs[i].plan);
 }
 
 void free_buffers(void)
@@ -239,31 +288,91 @@ void free_buffers(void)
     free(g_sbuf); free(g_rbuf); free(g_rcounts); free(g_loc); free(g_glob); free(g_jobcall); free(g_jobalg);
 }
 
-/* Every (call, size) of the plan, sizes ascending; the nrep policy decides each phase's targets.
- * Rows are written as each batch is reduced; the footer lines are collected for the end. */
+/* One group of calls at one size, interleaved round by round: cs[0..nc) have their plan installed.
+ * The nrep policy decides the targets (the time rule's pilots run first, unrecorded). */
+static void measure_group(cstate_t *cs, int nc, char (*why)[256], const double *tnrep1)
+{
+    phase_t ph = {0};
+    ph.step = O.pstep; ph.min = O.pmin;
+    ph.record = 1; ph.budget = O.budget;
+    if (O.policy == P_FIXED || O.policy == P_FROM) {
+        for (int i = 0; i < nc; i++) {
+            cs[i].active = 1;
+            cs[i].target = O.policy == P_FIXED ? O.nrep : nrep_lookup(cs[i].call->mpi_name, cs[i].plan.n);
+        }
+        ph.rules = 0;
+    } else if (O.policy == P_PREDICT) {
+        ph.rules = O.rules; ph.thr_rse = O.thr_rse; ph.thr_covmean = O.thr_covmean;
+        ph.thr_covmedian = O.thr_covmedian; ph.w_covmean = O.w_covmean; ph.w_covmedian = O.w_covmedian;
+        for (int i = 0; i < nc; i++) { cs[i].active = 1; cs[i].target = O.pmax; }
+    } else {
+        /* step (2): pilot batches b1 (+ b2) per call, not recorded */
+        double lmin[MAXCALLS][MAXALGS];
+        phase_t pil = {0}; pil.step = O.b1;
+        for (int i = 0; i < nc; i++) { cs[i].active = 1; cs[i].target = O.b1; }
+        run_phase(cs, nc, &pil, why);
+        int more = 0;
+        for (int i = 0; i < nc; i++) {
+            int need = 0;
+            for (int a = 0; a < cs[i].call->nalg; a++) {
+                lmin[i][a] = series_min(&cs[i].s[a]);
+                if (!(series_rse(&cs[i].s[a]) < O.t_rse2)) need = 1;
+            }
+            cs[i].active = need && O.b2 > 0; cs[i].target = O.b2;
+            more |= cs[i].active;
+        }
+        if (more) {
+            pil.step = O.b2;
+            run_phase(cs, nc, &pil, why);
+            for (int i = 0; i < nc; i++)
+                for (int a = 0; a < cs[i].call->nalg; a++)
+                    if (cs[i].s[a].n && series_min(&cs[i].s[a]) < lmin[i][a]) lmin[i][a] = series_min(&cs[i].s[a]);
+        }
+        /* step (3): nrep = max(ceil(t_nrep1 / l_min), K), the largest over the call's algorithms */
+        for (int i = 0; i < nc; i++) {
+            long nrep = O.K;
+            for (int a = 0; a < cs[i].call->nalg; a++) {
+                double l = lmin[i][a];
+                double r = l > 0 ? ceil(tnrep1[i] / l) : (double)O.tmax;
+                if (r > (double)O.tmax) r = (double)O.tmax;
+                if ((long)r > nrep) nrep = (long)r;
+            }
+            cs[i].active = 1; cs[i].target = nrep;
+        }
+        ph.rules = 0;
+    }
+    run_phase(cs, nc, &ph, why);
+}
+
+/* Every (call, size) of the plan, sizes ascending.  --interleave=cell (default) measures one call at
+ * a time (its algorithms interleaved), as ReproMPI measures one (call, size) job at a time;
+ * --interleave=size interleaves every call of a size (each call then runs in the cache and protocol
+ * state the other calls leave behind: see lib/bench/README.md).  Rows are written as each batch is
+ * reduced; the footer lines are collected for the end. */
 void measure_all(void)
 {
     cstate_t cs[MAXCALLS];
     memset(cs, 0, sizeof cs);
     char (*why)[256] = calloc(MAXCALLS, sizeof *why);
-    int nc = O.ncalls;
+    int nc = O.ncalls, gstep = O.interleave_size ? nc : 1;
     for (int i = 0; i < nc; i++) { cs[i].call = &O.calls[i]; for (int a = 0; a < MAXALGS; a++) series_init(&cs[i].s[a]); }
-    phase_t ph = {0};
-    ph.step = O.pstep; ph.min = O.pmin;
     double tnrep1[MAXCALLS];
 
     if (O.policy == P_TIME) {
         /* step (1): t_nrep1 per call at 1 byte (rounded to one element of the call) */
         for (int i = 0; i < nc; i++) {
             plan_call(&O.calls[i], 1, g_size, &cs[i].plan);
-            fill_rcounts(&O.calls[i], &cs[i].plan);
-            cs[i].active = 1; cs[i].target = O.tmax1;
             tnrep1[i] = O.tnrep1_given;
         }
         if (O.tnrep1_given < 0) {
             phase_t cal = {0};
             cal.rules = R_RSE; cal.thr_rse = O.t_rse1; cal.min = O.tmin1; cal.step = O.pstep;
-            run_phase(cs, nc, &cal, why);
+            for (int g = 0; g < nc; g += gstep) {
+                int gn = g + gstep > nc ? nc - g : gstep;
+                for (int i = g; i < g + gn; i++) { cs[i].active = 1; cs[i].target = O.tmax1; }
+                install_buffers(cs + g, gn);
+                run_phase(cs + g, gn, &cal, why + g);
+            }
             for (int i = 0; i < nc; i++) {
                 double t = 0;
                 for (int a = 0; a < O.calls[i].nalg; a++) if (cs[i].s[a].sum > t) t = cs[i].s[a].sum;
@@ -276,59 +385,12 @@ void measure_all(void)
     }
 
     for (int j = 0; j < O.nsizes; j++) {
-        for (int i = 0; i < nc; i++) { cs[i].plan = g_plan[i][j]; fill_rcounts(&O.calls[i], &cs[i].plan); }
-        /* pick the calls measured at this size (MPI_Barrier rows: always, unless --no-barrier-rows and
-         * MPI_Barrier was not asked for) */
-        int sel[MAXCALLS];
-        for (int i = 0; i < nc; i++) sel[i] = 1;
-        ph.record = 1; ph.budget = O.budget;
-        if (O.policy == P_FIXED || O.policy == P_FROM) {
-            for (int i = 0; i < nc; i++) {
-                cs[i].active = sel[i];
-                cs[i].target = O.policy == P_FIXED ? O.nrep : nrep_lookup(O.calls[i].mpi_name, cs[i].plan.n);
-            }
-            ph.rules = 0;
-        } else if (O.policy == P_PREDICT) {
-            ph.rules = O.rules; ph.thr_rse = O.thr_rse; ph.thr_covmean = O.thr_covmean;
-            ph.thr_covmedian = O.thr_covmedian; ph.w_covmean = O.w_covmean; ph.w_covmedian = O.w_covmedian;
-            for (int i = 0; i < nc; i++) { cs[i].active = sel[i]; cs[i].target = O.pmax; }
-        } else {
-            /* step (2): pilot batches b1 (+ b2) per call, not recorded */
-            double lmin[MAXCALLS][MAXALGS];
-            phase_t pil = {0}; pil.step = O.b1;
-            for (int i = 0; i < nc; i++) { cs[i].active = sel[i]; cs[i].target = O.b1; }
-            run_phase(cs, nc, &pil, why);
-            int more = 0;
-            for (int i = 0; i < nc; i++) {
-                int need = 0;
-                for (int a = 0; a < O.calls[i].nalg; a++) {
-                    lmin[i][a] = series_min(&cs[i].s[a]);
-                    if (!(series_rse(&cs[i].s[a]) < O.t_rse2)) need = 1;
-                }
-                cs[i].active = need && O.b2 > 0; cs[i].target = O.b2;
-                more |= cs[i].active;
-            }
-            if (more) {
-                pil.step = O.b2;
-                run_phase(cs, nc, &pil, why);
-                for (int i = 0; i < nc; i++)
-                    for (int a = 0; a < O.calls[i].nalg; a++)
-                        if (cs[i].s[a].n && series_min(&cs[i].s[a]) < lmin[i][a]) lmin[i][a] = series_min(&cs[i].s[a]);
-            }
-            /* step (3): nrep = max(ceil(t_nrep1 / l_min), K), the largest over the call's algorithms */
-            for (int i = 0; i < nc; i++) {
-                long nrep = O.K;
-                for (int a = 0; a < O.calls[i].nalg; a++) {
-                    double l = lmin[i][a];
-                    double r = l > 0 ? ceil(tnrep1[i] / l) : (double)O.tmax;
-                    if (r > (double)O.tmax) r = (double)O.tmax;
-                    if ((long)r > nrep) nrep = (long)r;
-                }
-                cs[i].active = sel[i]; cs[i].target = nrep;
-            }
-            ph.rules = 0;
+        for (int i = 0; i < nc; i++) cs[i].plan = g_plan[i][j];
+        for (int g = 0; g < nc; g += gstep) {
+            int gn = g + gstep > nc ? nc - g : gstep;
+            install_buffers(cs + g, gn);
+            measure_group(cs + g, gn, why + g, tnrep1 + g);
         }
-        run_phase(cs, nc, &ph, why);
         if (g_rank == 0 && fflush(g_out)) out_fail();   /* a killed job keeps the sizes it finished */
         for (int i = 0; i < nc; i++) {
             footer_add("#@pgmpi nrep %s %zu %ld\n", O.calls[i].mpi_name, cs[i].plan.n, cs[i].done);

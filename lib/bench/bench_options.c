@@ -145,6 +145,21 @@ static void usage(FILE *f)
 "  --order=shuffle|roundrobin  order of the (call, algorithm) pairs of one size in each round\n"
 "                        (default shuffle: a new random permutation every round)\n"
 "  --seed=N              seed of the shuffle (default: drawn on rank 0); written to #@seed\n"
+"  --interleave=cell|size  cell (default): one (call, size) at a time, its algorithms interleaved;\n"
+"                        size: every call of a size interleaved (each call then runs in the cache\n"
+"                        state the others leave; measured 1.3-1.8x slower at 64 KiB-1 MiB here)\n"
+"  --buffers=once|cell   once (default): one send and one receive buffer for the largest cell;\n"
+"                        cell: a fresh pair for every (call, size), as ReproMPI\n"
+"  --buffer-align=malloc|page|N  malloc (default: what malloc gives an application), page (4096)\n"
+"                        or N bytes (power of two); written to #@buffer_align\n"
+"  --buffer-touch=yes|no yes (default): write the buffers before measuring (no page fault in a timed\n"
+"                        region); no: as calloc leaves them, as ReproMPI\n"
+"  --check=yes|no        yes (default): before timing a cell, run each algorithm once on\n"
+"                        deterministic data and compare the result; a wrong result or an error is\n"
+"                        written as '#@pgmpi check ... fail ...' and that algorithm is not timed\n"
+"  --method=pgmpi|reprompi  reprompi: ReproMPI's method exactly (--interleave=cell --buffers=cell\n"
+"                        --buffer-align=malloc --buffer-touch=no --check=no --sync=mpi_barrier);\n"
+"                        options after it override\n"
 "\n"
 "OUTPUT AND METADATA\n"
 "  --output=FILE         write the results to FILE (new or empty; default stdout).  libpgmpitune's\n"
@@ -494,6 +509,7 @@ void parse_args(int argc, char **argv)
     O.pmin = 20; O.pmax = 1000; O.pstep = 10;
     O.t_rse1 = 0.01; O.t_rse2 = 0.05; O.b1 = 5; O.b2 = 5; O.K = 10; O.tmax = 10000; O.tmin1 = 10; O.tmax1 = 1000;
     O.dt = 0; O.op = 0; O.root = 0;
+    O.buf_touch = 1; O.check = 1;
     const char *calls = "all", *algs = "all", *sizes = "8,1K,64K,1M", *predict = NULL, *time_rule = NULL;
     const char *pred_params = NULL, *rse = NULL, *cm = NULL, *cmw = NULL, *cd = NULL, *cdw = NULL;
     int nrep_given = 0;
@@ -534,6 +550,48 @@ void parse_args(int argc, char **argv)
             if (streq_ci(val, "dissem") || streq_ci(val, "dissem_barrier") || streq_ci(val, "dissemination")) O.sync_mpi_barrier = 0;
             else if (streq_ci(val, "mpi_barrier") || streq_ci(val, "MPI_Barrier") || streq_ci(val, "barrier")) O.sync_mpi_barrier = 1;
             else die_usage("--sync: unknown method '%s'; valid: dissem, mpi_barrier", val);
+        }
+        else if (FLAG("--interleave")) {
+            NEEDVAL();
+            if (streq_ci(val, "cell")) O.interleave_size = 0;
+            else if (streq_ci(val, "size")) O.interleave_size = 1;
+            else die_usage("--interleave: unknown value '%s'; valid: cell, size", val);
+        }
+        else if (FLAG("--buffers")) {
+            NEEDVAL();
+            if (streq_ci(val, "once")) O.buf_cell = 0;
+            else if (streq_ci(val, "cell")) O.buf_cell = 1;
+            else die_usage("--buffers: unknown value '%s'; valid: once, cell", val);
+        }
+        else if (FLAG("--buffer-align")) {
+            NEEDVAL();
+            size_t b;
+            if (streq_ci(val, "malloc")) O.buf_align = 0;
+            else if (streq_ci(val, "page")) O.buf_align = 4096;
+            else if (parse_bytes(val, &b) == 0 && b >= sizeof(void *) && (b & (b - 1)) == 0 && b <= (1u << 30)) O.buf_align = (long)b;
+            else die_usage("--buffer-align: bad value '%s'; valid: malloc, page, or a power of two >= %zu bytes", val, sizeof(void *));
+        }
+        else if (FLAG("--buffer-touch")) {
+            NEEDVAL();
+            if (streq_ci(val, "yes")) O.buf_touch = 1;
+            else if (streq_ci(val, "no")) O.buf_touch = 0;
+            else die_usage("--buffer-touch: unknown value '%s'; valid: yes, no", val);
+        }
+        else if (FLAG("--check")) {
+            NEEDVAL();
+            if (streq_ci(val, "yes")) O.check = 1;
+            else if (streq_ci(val, "no")) O.check = 0;
+            else die_usage("--check: unknown value '%s'; valid: yes, no", val);
+        }
+        else if (FLAG("--method")) {
+            NEEDVAL();
+            if (streq_ci(val, "reprompi")) {   /* ReproMPI's mpibenchmark, option by option (README) */
+                O.interleave_size = 0; O.buf_cell = 1; O.buf_align = 0; O.buf_touch = 0; O.check = 0;
+                O.sync_mpi_barrier = 1;
+            } else if (streq_ci(val, "pgmpi")) {
+                O.interleave_size = 0; O.buf_cell = 0; O.buf_align = 0; O.buf_touch = 1; O.check = 1;
+                O.sync_mpi_barrier = 0;
+            } else die_usage("--method: unknown value '%s'; valid: pgmpi (the defaults), reprompi", val);
         }
         else if (FLAG("--order")) {
             NEEDVAL();

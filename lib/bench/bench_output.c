@@ -204,6 +204,13 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     putl("nrep", O.policy == P_FIXED ? O.nrep : 0);
     if (O.budget > 0) { snprintf(b, sizeof b, "%g", O.budget); put("time_budget_sec", b); }
     put("order", O.order_rr ? "roundrobin" : "shuffle");
+    put("interleave", O.interleave_size ? "size" : "cell");
+    put("buffers", O.buf_cell ? "cell" : "once");
+    if (O.buf_align) putl("buffer_align", O.buf_align); else put("buffer_align", "malloc");
+    put("buffer_touch", O.buf_touch ? "yes" : "no");
+    { long so, ro; buffer_page_offsets(&so, &ro);
+      if (so >= 0) { snprintf(b, sizeof b, "%ld,%ld", so, ro); put("buffer_page_offsets", b); } }
+    put("check", O.check ? "yes" : "no");
     snprintf(b, sizeof b, "%llu", seed); put("seed", b);
     put("datatype", dtypes[O.dt].name);
     putl("datatype_size_bytes", (long)dtypes[O.dt].size);
