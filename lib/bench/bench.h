@@ -35,6 +35,9 @@ typedef struct {
 /* Pseudo-algorithm "tuned": nothing forced, the library follows its profiles
  * (PGMPITUNE_PROFILE_DIR) -- what a user gets; validation jobs measure it against "default". */
 #define ALG_TUNED (-1)
+/* Pseudo-algorithm "default_control": the default measured a second time under its own label,
+ * interleaved like any algorithm (a control arm: its ratio to "default" is a null ratio). */
+#define ALG_CONTROL (-2)
 
 /* ------------------------------------------------------------------ datatypes and ops */
 typedef struct { const char *name; size_t size; int cls; } dtinfo_t;   /* cls: 0 byte, 1 char, 2 int, 3 float */
@@ -126,6 +129,7 @@ typedef struct {
     double elapsed;              /* global (max over ranks) seconds spent incl. synchronisation */
     const char *stop;            /* why it stopped */
     series_t s[MAXALGS];
+    int skip[MAXALGS];           /* 1: failed the check round in this cell, not timed */
     long nrep_final;
 } cstate_t;
 
@@ -145,6 +149,10 @@ void buffer_page_offsets(long *s, long *r);
 void fill_rcounts(const call_t *c, const cplan_t *cp);
 void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256]);
 void measure_all(void);
+int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf);
+
+/* bench_check.c */
+void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok);
 
 /* bench_output.c */
 typedef struct { int nodes, ppn, ppn_min; const char *source; } layout_t;

@@ -49,7 +49,7 @@ static int *g_rcounts;
 MPI_Datatype g_dt;
 MPI_Op g_op;
 
-static int run_call(const call_t *c, const cplan_t *cp)
+int run_call_on(const call_t *c, const cplan_t *cp, char *g_sbuf, char *g_rbuf)
 {
     int cnt = (int)cp->count;
     MPI_Comm w = MPI_COMM_WORLD;
@@ -68,6 +68,8 @@ static int run_call(const call_t *c, const cplan_t *cp)
     default: return MPI_ERR_OTHER;
     }
 }
+
+static int run_call(const call_t *c, const cplan_t *cp) { return run_call_on(c, cp, g_sbuf, g_rbuf); }
 
 /* MPI_Reduce_scatter's recvcounts: count elements in blocks, the first count % p ranks get one more.
  * Called whenever a plan is installed (outside timed regions); only one Reduce_scatter per size. */
@@ -91,6 +93,7 @@ static int rules_pass(const cstate_t *cs, const phase_t *ph, char *why, size_t l
     double worst_rse = 0, worst_cm = 0, worst_cd = 0;
     int pass = 1;
     for (int a = 0; a < cs->call->nalg; a++) {
+        if (cs->skip[a]) continue;
         const series_t *s = &cs->s[a];
         if (ph->rules & R_RSE) { double v = series_rse(s); if (v > worst_rse) worst_rse = v; if (!(v < ph->thr_rse)) pass = 0; }
         if (ph->rules & R_COVMEAN) { double v = series_cov_means(s, (size_t)ph->w_covmean); if (v > worst_cm) worst_cm = v; if (!(v < ph->thr_covmean)) pass = 0; }
@@ -126,6 +129,9 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
         cs[i].done = 0; cs[i].elapsed = 0; cs[i].stop = NULL; why[i][0] = 0;
         for (int a = 0; a < cs[i].call->nalg; a++) series_clear(&cs[i].s[a]);
         if (cs[i].target <= 0) cs[i].active = 0;
+        int timed = 0;
+        for (int a = 0; a < cs[i].call->nalg; a++) timed += !cs[i].skip[a];
+        if (!timed && cs[i].active) { cs[i].active = 0; cs[i].stop = "check"; }
     }
     int jc[MAXCALLS * MAXALGS], ja[MAXCALLS * MAXALGS];
     for (;;) {
@@ -133,7 +139,7 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
         long B = LONG_MAX;
         for (int i = 0; i < nc; i++) {
             if (!cs[i].active) continue;
-            for (int a = 0; a < cs[i].call->nalg; a++) { jc[nj] = i; ja[nj] = a; nj++; }
+            for (int a = 0; a < cs[i].call->nalg; a++) if (!cs[i].skip[a]) { jc[nj] = i; ja[nj] = a; nj++; }
             long next = cs[i].done + ph->step;                       /* next checkpoint */
             if (ph->rules && cs[i].done < ph->min) next = ph->min;
             if (next > cs[i].target) next = cs[i].target;
@@ -162,7 +168,7 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
                 const call_t *c = cs[i].call;
                 if (c->coll >= 0) {
                     if (c->alg[a] == ALG_TUNED) pgmpitune_unforce(c->coll);
-                    else pgmpitune_force(c->coll, c->alg[a]);
+                    else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL ? 0 : c->alg[a]);
                 }
                 double ts = MPI_Wtime();
                 sync_procs();
@@ -369,7 +375,7 @@ void measure_all(void)
             cal.rules = R_RSE; cal.thr_rse = O.t_rse1; cal.min = O.tmin1; cal.step = O.pstep;
             for (int g = 0; g < nc; g += gstep) {
                 int gn = g + gstep > nc ? nc - g : gstep;
-                for (int i = g; i < g + gn; i++) { cs[i].active = 1; cs[i].target = O.tmax1; }
+                for (int i = g; i < g + gn; i++) { cs[i].active = 1; cs[i].target = O.tmax1; memset(cs[i].skip, 0, sizeof cs[i].skip); }
                 install_buffers(cs + g, gn);
                 run_phase(cs + g, gn, &cal, why + g);
             }
@@ -389,6 +395,13 @@ void measure_all(void)
         for (int g = 0; g < nc; g += gstep) {
             int gn = g + gstep > nc ? nc - g : gstep;
             install_buffers(cs + g, gn);
+            for (int i = g; i < g + gn; i++) {
+                int ok[MAXALGS];
+                for (int a = 0; a < MAXALGS; a++) cs[i].skip[a] = 0;
+                if (!O.check) continue;
+                check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
+                for (int a = 0; a < cs[i].call->nalg; a++) cs[i].skip[a] = !ok[a];
+            }
             measure_group(cs + g, gn, why + g, tnrep1 + g);
         }
         if (g_rank == 0 && fflush(g_out)) out_fail();   /* a killed job keeps the sizes it finished */

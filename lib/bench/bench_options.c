@@ -105,7 +105,10 @@ static void usage(FILE *f)
 "  --algorithms=LIST     all (default: 'default' and every mock-up of each call), default, tuned\n"
 "                        (nothing forced: the library follows PGMPITUNE_PROFILE_DIR, as users get it), or\n"
 "                        names such as allreduce_as_reduce_bcast.  A name applies to the call it\n"
-"                        belongs to; 'default' to every call.\n"
+"                        belongs to; 'default' to every call.  default_control (reserved label): the\n"
+"                        default measured a second time, interleaved like any algorithm (a control\n"
+"                        arm).  default,tuned: the profile's choice against the default, interleaved\n"
+"                        measurement by measurement in one mpirun (validation).\n"
 "  --no-barrier-rows     do not add the MPI_Barrier rows measured next to every size (the\n"
 "                        analysis uses them to warn when a call is as fast as a barrier).\n"
 "  --datatype=NAME       MPI_BYTE (default), MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR,\n"
@@ -300,7 +303,7 @@ static void parse_calls(const char *arg)
 static void list_algs(char *buf, size_t len)
 {
     size_t o = 0;
-    o += snprintf(buf + o, len - o, "all, default");
+    o += snprintf(buf + o, len - o, "all, default, default_control, tuned");
     for (int i = 0; i < O.ncalls && o < len; i++) {
         int c = O.calls[i].coll;
         if (c < 0) continue;
@@ -314,6 +317,7 @@ const char *alg_label(const call_t *c, int a)
 {
     if (c->coll < 0) return "default";
     if (a == ALG_TUNED) return "tuned";
+    if (a == ALG_CONTROL) return "default_control";
     return pgmpitune_algorithm_name(c->coll, a);
 }
 
@@ -326,15 +330,16 @@ static void parse_algs(const char *arg)
         while (isspace((unsigned char)*t)) t++;
         if (!*t) continue;
         int all = streq_ci(t, "all"), matched = 0;
-        if (streq_ci(t, "tuned")) {
+        if (streq_ci(t, "tuned") || streq_ci(t, "default_control")) {
+            int pseudo = streq_ci(t, "tuned") ? ALG_TUNED : ALG_CONTROL;
             for (int i = 0; i < O.ncalls; i++) {
                 call_t *c = &O.calls[i];
                 if (c->coll < 0) continue;
                 int dupl = 0;
-                for (int k = 0; k < c->nalg; k++) if (c->alg[k] == ALG_TUNED) dupl = 1;
+                for (int k = 0; k < c->nalg; k++) if (c->alg[k] == pseudo) dupl = 1;
                 if (!dupl) {
                     if (c->nalg >= MAXALGS) die_usage("too many algorithms for %s", c->mpi_name);
-                    c->alg[c->nalg++] = ALG_TUNED;
+                    c->alg[c->nalg++] = pseudo;
                 }
                 any_named[i] = 1;
             }
@@ -693,7 +698,7 @@ void parse_args(int argc, char **argv)
     if (dis && *dis && strcmp(dis, "0") && strcasecmp(dis, "no") && strcasecmp(dis, "false") && strcasecmp(dis, "off"))
         for (int i = 0; i < O.ncalls; i++)
             for (int a = 0; a < O.calls[i].nalg; a++)
-                if (O.calls[i].alg[a] != 0)
+                if (O.calls[i].alg[a] != 0 && O.calls[i].alg[a] != ALG_CONTROL)
                     die_usage("PGMPITUNE_DISABLE=%s switches libpgmpitune off, so %s would run the default; unset it "
                               "or use --algorithms=default", dis, alg_label(&O.calls[i], O.calls[i].alg[a]));
     /* datatype / operation suit the reductions? */

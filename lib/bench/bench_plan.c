@@ -53,7 +53,7 @@ void plan_call(const call_t *c, size_t req, int p, cplan_t *cp)
     }
     if (!fits || cp->count > INT_MAX || (c->kind == K_RS && (cnt + P - 1) / P > INT_MAX)) cp->ok = 0;
     for (int k = 0; k < c->nalg; k++) {
-        if (c->alg[k] == ALG_TUNED) continue;   /* the library checks its pools itself */
+        if (c->alg[k] < 0) continue;   /* tuned: the library checks its pools itself; control: the default */
         size_t m = pgmpitune_algorithm_memory(c->coll, c->alg[k], n, elem, p);
         if (m > cp->scratch) cp->scratch = m;
     }
@@ -190,7 +190,7 @@ void check_pools(void)
         if (c->coll < 0) continue;
         for (int j = 0; j < O.nsizes; j++)
             for (int a = 0; a < c->nalg; a++) {
-                if (c->alg[a] == ALG_TUNED) continue;   /* a tuned call that does not fit falls back by design */
+                if (c->alg[a] < 0) continue;   /* a tuned call that does not fit falls back by design; control = default */
                 size_t n = g_plan[i][j].n;
                 size_t m = pgmpitune_algorithm_msg_memory(c->coll, c->alg[a], n, elem, g_size);
                 size_t k = pgmpitune_algorithm_int_memory(c->coll, c->alg[a], n, elem, g_size);
