@@ -1,6 +1,6 @@
 /* pgmpi-bench -- reproducible run-time measurements of the MPI collectives that libpgmpitune
  * dispatches, of their mock-ups, and of MPI_Barrier, in ReproMPI's raw text format
- * (see --help, /work/shared/DESIGN.md contract 3 and lib/bench/README.md).
+ * (see --help and lib/bench/README.md).
  *
  * Method (ReproMPI / PGMPI / PGMPITuneLib papers):
  *  - before every single measurement the processes synchronise with a dissemination barrier
@@ -10,8 +10,11 @@
  *    every timed region: the values are exactly the per-measurement maxima of the datatype paper
  *    (sect. 2.3), no reduction runs between two measurements, and all ranks see the global
  *    run-times, which the NREP stopping rules need to stop on every rank at the same repetition;
- *  - the algorithms (and calls) of one message size are interleaved: every round measures each
- *    still active (call, algorithm) once, in a seeded random order (or a rotating round-robin);
+ *  - one (call, size) cell at a time (--interleave=size: every call of a size); the algorithms of a
+ *    cell are interleaved: every round measures each still active algorithm once, in a seeded
+ *    random order (or a rotating round-robin), all on the same buffers;
+ *  - before a cell is timed, a check round runs each algorithm once and compares its result
+ *    (bench_check.c); one that fails is not timed;
  *  - repetitions: fixed nrep, a time budget per (call, size), NREP prediction with the RSE /
  *    COV-of-means / COV-of-medians rules of the PGMPI paper (combinable: stop when all pass), or
  *    the time-based rule of the PGMPITuneLib paper (t_nrep1 at 1 byte, batches b1/b2, bound K).

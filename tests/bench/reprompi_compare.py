@@ -77,7 +77,8 @@ def run(cmd: list[str], env: dict, timeout: float = 900) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reprompi", required=True, help="path of ReproMPI's mpibenchmark")
+    ap.add_argument("--reprompi", required=True,
+                    help="path of ReproMPI's mpibenchmark; 'none': only the other arms (stability figures)")
     ap.add_argument("--pgmpi-bench", default=None, help="default: build/install/<mpi>/bin/pgmpi-bench")
     ap.add_argument("--mpi", default="openmpi", choices=["openmpi", "mpich"])
     ap.add_argument("--np", type=int, default=2)
@@ -95,6 +96,8 @@ def main() -> None:
     calls = [c.strip() for c in a.calls.split(",")]
     sizes = [parse_size(s) for s in a.sizes.split(",")]
     arms = [("ReproMPI", None)] + [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
+    if a.reprompi == "none":
+        arms = arms[1:]
     loop = None
     if a.min_loop:
         loop = Path(tempfile.mkdtemp()) / "min_loop"
@@ -142,8 +145,13 @@ def main() -> None:
     for c in calls:
         for n in sizes:
             key = (CALLS[c], n)
-            ref = med["ReproMPI"].get(key)
+            ref = med.get("ReproMPI", {}).get(key)
             if not ref:
+                for lb, e in arms:
+                    xs = med[lb].get(key, [])
+                    if xs:
+                        print(f"# {lb} {CALLS[c][4:]} {n} B: {statistics.median(xs) * 1e6:.3f} us "
+                              f"[{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]")
                 continue
             rm = statistics.median(ref)
             cells = [f"{CALLS[c][4:]} {n} B", f"{rm * 1e6:.3f} [{min(ref) * 1e6:.2f}-{max(ref) * 1e6:.2f}]"]
