@@ -75,7 +75,8 @@ def run_analysis(machine: Machine, data, actor: str) -> Analysis:
     rs = load_resultset(runs)
     try:
         out = analysis_api.run(rs, alpha=data.alpha, test=data.test, fdr=data.fdr,
-                               campaign=campaign.name if campaign else None)
+                               gain=getattr(data, "min_gain", 0.10), campaign=campaign.name if campaign else None)
+        data.fdr = out["fdr"]    # None (the default) resolved: on for a campaign's analysis
     except ValueError as e:
         raise AnalysisInputError(str(e)) from None
     return store_result(machine, lib, campaign, data, actor, convert(out))
@@ -86,8 +87,8 @@ def convert(out: dict) -> dict:
     configs = out.get("configs", [])
     viols = []
     for v in out.get("verdicts", []):
-        if not v.get("violated"):
-            continue
+        if not v.get("violated") or v.get("control"):
+            continue    # the control arm's flags are false alarms by construction: summary["control"]
         nprocs = configs[v["cfg"]]["nprocs"] if v.get("cfg") is not None and v["cfg"] < len(configs) else 0
         viols.append({"kind": v["kind"], "collective": v["collective"], "mockup": v["algorithm"],
                       "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": nprocs,
@@ -95,7 +96,7 @@ def convert(out: dict) -> dict:
                       "slowdown": v["slowdown"], "p_value": v.get("p_adjusted") if v.get("p_adjusted") is not None
                       else v.get("p_value"), "barrier_warning": v.get("barrier_warning")})
     summary = {"counts": out.get("counts"), "quality": out.get("quality"), "configs": configs,
-               "gain": out.get("gain")}
+               "gain": out.get("gain"), "control": out.get("control"), "defects": out.get("defects")}
     return {"checked": len(out.get("verdicts", [])), "violations": viols, "summary": summary,
             "profiles": {p["filename"]: p["text"] for p in out.get("profiles", []) if p.get("text")}}
 

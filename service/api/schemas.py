@@ -96,9 +96,13 @@ class AnalysisIn(_In):
     version: Optional[str] = Field(default=None, pattern=NAME, description="version; default: the newest stored")
     campaign: Optional[str] = Field(default=None, pattern=NAME)
     alpha: float = Field(default=0.05, gt=0, lt=1)
-    test: str = Field(default="mannwhitney", pattern=r"^[a-z][a-z0-9_-]{0,39}$",
-                      description="mannwhitney (Wilcoxon rank-sum), welch or ks")
-    fdr: bool = False
+    test: str = Field(default="paired_t", pattern=r"^[a-z][a-z0-9_-]{0,39}$",
+                      description="paired_t (default: one-sample t on the per-mpirun log ratios), wilcoxon "
+                      "(signed-rank on them), or unpaired: mannwhitney (Wilcoxon rank-sum), welch or ks")
+    fdr: Optional[bool] = Field(default=None, description="Benjamini-Hochberg across the analysis; default: on "
+                                "for a campaign's analysis, off otherwise")
+    min_gain: float = Field(default=0.10, ge=0, lt=1, description="a redirection must be at least this much "
+                            "faster (and above the control arm's null ratio spread)")
 
 
 class ValidationFigureIn(_In):
