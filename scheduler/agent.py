@@ -218,6 +218,7 @@ class Agent:
                     extra.append((f"validation:{self.c.name}:{key}", "validation", {
                         "_path": f"/api/v1/profiles/{vid}/validation", "campaign": self.c.name, "job": key,
                         "library": job.module.mpi, "module": job.module.name, "figures": figs,
+                        "all_or_nothing": self.c.validation.all_or_nothing,
                         "upload_ids": [u for u, _ in uploads]}))
             except (OSError, FileNotFoundError) as exc:
                 state, reason = "FAILED", f"collection failed: {exc}"

@@ -115,6 +115,9 @@ class ValidationFigureIn(_In):
     speedup: Optional[float] = Field(default=None, ge=0, lt=1e9)
     n_default: int = Field(default=0, ge=0, le=10**9)
     n_tuned: int = Field(default=0, ge=0, le=10**9)
+    run_ratios: Optional[list[float]] = Field(default=None, max_length=10_000,
+                                              description="per mpirun: default / tuned median of that mpirun")
+    paired: bool = Field(default=False, description="default and tuned measured interleaved in the same mpiruns")
 
 
 class ValidationIn(_In):
@@ -124,6 +127,8 @@ class ValidationIn(_In):
     library: str = Field(default="", max_length=80)
     module: Optional[str] = Field(default=None, max_length=200)
     figures: list[ValidationFigureIn] = Field(max_length=100_000)
+    all_or_nothing: bool = Field(default=False, description="one failed range fails the whole candidate "
+                                 "(default: failed ranges are dropped and the rest is kept)")
     upload_ids: list[str] = Field(default_factory=list, max_length=10_000)
 
 

@@ -298,10 +298,16 @@ def test_validation_figures_decide_whether_a_candidate_is_validated(client, seed
     url = f"/api/v1/profiles/{cand['id']}/validation"
     fig = {"collective": "allreduce", "msize": 1024, "nprocs": 2, "default_time": 3e-5}
     slower = client.post(url, headers=seeded["agent1"], json={"job": "v1", "figures": [
-        {**fig, "tuned_time": 4e-5}, {**fig, "msize": 8, "tuned_time": 1e-6}]})
+        {**fig, "tuned_time": 4e-5}, {**fig, "msize": 8, "tuned_time": 3.05e-5}]})
     assert slower.status_code == 200, slower.json
     assert slower.json["validation"]["ok"] is False and slower.json["state"] == "candidate"
+    assert slower.json["validation"]["state"] == "failed"
     assert [s["msize"] for s in slower.json["validation"]["slower"]] == [1024]
+    # a size the candidate leaves alone (8 B) measured 30x apart: the run itself is noise, not a verdict
+    noise = client.post(url, headers=seeded["agent1"], json={"job": "v1b", "figures": [
+        {**fig, "tuned_time": 2e-5}, {**fig, "msize": 8, "tuned_time": 1e-6}]})
+    assert noise.json["validation"]["state"] == "inconclusive" and noise.json["state"] == "candidate"
+    assert "inconclusive" in noise.json["validation"]["state"]
     missing = client.post(url, headers=seeded["agent1"], json={"job": "v2", "figures": [
         {**fig, "msize": 8, "tuned_time": 1e-6}]})
     assert missing.json["validation"]["ok"] is False and missing.json["validation"]["missing"]
