@@ -416,3 +416,27 @@ def test_overview_history_windows(client, seeded, app):
     get = lambda d: [h[1] for h in client.get(f"/api/v1/violations/overview?days={d}",
                                               headers=seeded["viewer"]).json["items"][0]["history"]]
     assert get(30) == [3, 4] and get(60) == [2, 3, 4] and get(365) == [1, 2, 3, 4]
+
+
+def test_campaign_analysis_runs_paired_with_bh_and_shows_its_control_arm(client, seeded):
+    """A campaign's analysis: paired test, BH on by default; the control arm is tested but never stored as a
+    violation; the campaign page shows 'control: k of n flagged; null ratio spread x %'."""
+    from service.analysis.synthetic import MEASURED, Design, simulate, to_text
+    assert client.post("/api/v1/campaigns", headers=seeded["agent1"],
+                       json={"name": "ctl", "machine": "m1", "definition": {}}).status_code in (200, 201)
+    d = Design(collectives=["allreduce"], sizes=[8, 1024, 65536], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
+               factors={("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.3}, nruns=8, nrep=20,
+               machine="m1", campaign="ctl", control=True, p_outlier=0.0, **MEASURED)
+    files = [{"name": f"ctl{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(2)))]
+    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
+                       json={"upload_id": "ctl", "campaign": "ctl", "files": files}).status_code == 201
+    r = client.post("/api/v1/analyses", headers=seeded["agent1"],
+                    json={"machine": "m1", "library": "openmpi", "campaign": "ctl"})
+    assert r.status_code == 201, r.json
+    assert r.json["test"] == "paired_t" and r.json["fdr"] is True
+    assert all(v["mockup"] != "default_control" for v in r.json["violations"])
+    assert [(v["mockup"], v["msize"]) for v in r.json["violations"] if v["kind"] == "pattern"] == \
+        [("allreduce_as_reduce_bcast", 1024)]
+    assert all("default_control" not in t for p in r.json["profiles"] for t in p["files"].values())
+    page = client.get("/campaigns").get_data(as_text=True)
+    assert "control: 0 of 3 flagged; null ratio spread" in page
