@@ -178,6 +178,8 @@ class Validation(_Strict):
                               "(pgmpi-bench --algorithms=default,tuned), paired per mpirun")
     all_or_nothing: bool = Field(False, description="one failed range fails the whole candidate "
                                  "(default: failed ranges are dropped, the rest is kept)")
+    confirmations: int = Field(1, ge=1, le=100, description="K: a redirection enters a candidate only when "
+                               "K campaigns (nights) found it, this one included")
 
 
 class Budget(_Strict):

@@ -71,8 +71,11 @@ class Profile:
 
 def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = None, int_budget: int | None = None,
                       cautious: bool = False, campaign: str | None = None, created: str | None = None,
-                      memory: MemoryModel | None = None, elem: dict[int, int] | None = None) -> list[Profile]:
-    """elem: bytes per element per config (default: from the runs' #@datatype, else 1)."""
+                      memory: MemoryModel | None = None, elem: dict[int, int] | None = None,
+                      confirmations: int = 1, confirmed_before: dict | None = None) -> list[Profile]:
+    """elem: bytes per element per config (default: from the runs' #@datatype, else 1).
+    confirmations: K, the campaigns that must have found a redirection (this one included);
+    confirmed_before: (collective key, nprocs, msize, mock-up) -> earlier campaigns that found it."""
     if not 0 <= gain < 1:
         raise ValueError(f"gain must be in [0, 1), got {gain}")
     memory = memory or MemoryModel.auto()
@@ -117,6 +120,11 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
                 why = _vd.redirect_refusal(v, a.control, gain, a.defects)
                 if why:
                     reason = why
+                    continue
+                seen_before = (confirmed_before or {}).get((key, p, s, v.algorithm), 0)
+                if seen_before + 1 < confirmations:
+                    reason = (f"{v.algorithm}: found by {seen_before + 1} of the {confirmations} campaigns "
+                              "required (replication across nights)")
                     continue
                 try:
                     m, i = memory.needs(v.algorithm, s, p, elem.get(c, a.datatype_bytes.get(c, 1)))

@@ -103,6 +103,8 @@ class AnalysisIn(_In):
                                 "for a campaign's analysis, off otherwise")
     min_gain: float = Field(default=0.10, ge=0, lt=1, description="a redirection must be at least this much "
                             "faster (and above the control arm's null ratio spread)")
+    confirmations: int = Field(default=1, ge=1, le=100, description="K: a redirection enters a candidate only "
+                               "when K campaigns (this one included) found it")
 
 
 class ValidationFigureIn(_In):
