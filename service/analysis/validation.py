@@ -16,12 +16,14 @@ The verdict:
 1. Control: sizes the candidate leaves alone (outside every redirected range) run the default in both arms, so
    their ratio must come out at 1.0 within the tolerance (the campaign's null spread, at least 5 %). If one
    does not, the validation run itself is noise: "inconclusive", to be repeated, never a verdict.
-2. Per redirected range: every measured size inside must have tuned not slower (paired ratio >= 1) and no
-   mpirun in which tuned lost by more than the tolerance (a regime the users would meet). A range without a
-   measured size inside is "missing" and counts as failed.
-3. Repair: failed ranges are dropped (recorded with their figures); the kept ranges form the profile files
-   to publish ("repaired"; "passed" when nothing was dropped). With all_or_nothing one failed range fails the
-   whole candidate. A profile file left without ranges is dropped. No kept range was measured slower.
+2. Per redirected range, at every measured size inside: tuned not slower (paired ratio >= 1) and no mpirun in
+   which tuned lost by more than the tolerance (a regime the users would meet). A range without a measured
+   size inside is "missing" and counts as failed.
+3. Repair: the failing sizes are dropped (recorded with their figures and why); the runs of consecutive
+   passing sizes stay as ranges (a range's own ends kept where they pass), so no kept range contains a size
+   the validation measured slower. The kept ranges form the profile files to publish ("repaired"; "passed"
+   when nothing was dropped). With all_or_nothing one failure fails the whole candidate. A profile file
+   left without ranges is dropped.
 """
 from __future__ import annotations
 
@@ -110,6 +112,21 @@ def _fig(f) -> dict:
             "paired": bool(_get(f, "paired", False))}
 
 
+def _size_failure(f, tol: float) -> str | None:
+    """Why tuned failed at this measured size (None: it held): slower on the median over mpiruns, or lost by
+    more than the tolerance in some mpirun (a regime users would meet)."""
+    r = _ratio(f)
+    if r is None:
+        return f"no ratio at {_get(f, 'msize')} B"
+    if r < 1.0:
+        return f"tuned slower at {_get(f, 'msize')} B: {r:.3f}x"
+    rr = _get(f, "run_ratios") or []
+    lost = [x for x in rr if x < 1 / (1 + tol)]
+    if lost:
+        return f"tuned lost at {_get(f, 'msize')} B in {len(lost)} of {len(rr)} mpiruns (worst {min(lost):.2f}x)"
+    return None
+
+
 def render_prf(text: str, keep: list[tuple[int, int, str]]) -> str:
     """The profile `text` with only the ranges in `keep` (same header comments, algorithm list renumbered)."""
     prf = parse_prf(text)
@@ -119,8 +136,7 @@ def render_prf(text: str, keep: list[tuple[int, int, str]]) -> str:
         if a not in names:
             names.append(a)
     ids = {a: k + 1 for k, a in enumerate(names)}
-    lines = head + ["# validation dropped the ranges it measured slower (see the profile page)"] if len(keep) < len(
-        [r for r in prf["ranges"] if r[2] != "default"]) else list(head)
+    lines = head + ["# validation dropped the sizes it measured slower (see the profile page)"]
     lines += [prf["mpi_name"], f"{prf['nprocs']} # nb. of processes", f"{len(names)} # nb. of mock-up impl."]
     lines += [f"{ids[a]} {a}" for a in names]
     lines.append(f"{len(keep)} # nb. of ranges")
@@ -155,30 +171,34 @@ def judge(profile_files: dict[str, str], figs, null_spread: float | None = None,
                                 "ok": r is not None and abs(r - 1.0) <= tol})
         keep = []
         for lo, hi, alg in redirected:
-            inside = [f for f in mine if lo <= _get(f, "msize") <= hi]
-            entry = {"file": fname, "collective": coll.key, "nprocs": prf["nprocs"], "range": [lo, hi],
-                     "algorithm": alg, "figures": [_fig(f) for f in inside]}
+            inside = sorted((f for f in mine if lo <= _get(f, "msize") <= hi), key=lambda f: _get(f, "msize"))
+            base = {"file": fname, "collective": coll.key, "nprocs": prf["nprocs"], "algorithm": alg}
             checked += len(inside)
-            why = None
             if not inside:
-                why = "no measured size inside the range"
-            for f in inside:
-                r = _ratio(f)
-                lost = [x for x in (_get(f, "run_ratios") or []) if x < 1 / (1 + tol)]
-                if r is None or r < 1.0:
-                    why = f"tuned slower at {_get(f, 'msize')} B: {r:.3f}x" if r else "no ratio"
-                    break
-                if lost:
-                    why = (f"tuned lost at {_get(f, 'msize')} B in {len(lost)} of {len(_get(f, 'run_ratios'))} "
-                           f"mpiruns (worst {min(lost):.2f}x)")
-                    break
-            if why:
-                dropped.append(entry | {"why": why})
-            else:
-                kept.append(entry)
-                keep.append((lo, hi, alg))
+                dropped.append(base | {"range": [lo, hi], "figures": [], "why": "no measured size inside the range"})
+                continue
+            verdicts = [(f, _size_failure(f, tol)) for f in inside]
+            # repair: the measured sizes that failed are dropped; each run of consecutive passing sizes stays a
+            # range (from the range's own end when it starts / ends the range), so no kept range contains a
+            # size the validation measured slower
+            k = 0
+            while k < len(verdicts):
+                j = k
+                while j < len(verdicts) and (verdicts[j][1] is None) == (verdicts[k][1] is None):
+                    j += 1
+                group = verdicts[k:j]
+                first = lo if k == 0 else _get(group[0][0], "msize")
+                last = hi if j == len(verdicts) else _get(group[-1][0], "msize")
+                figs_ = [_fig(f) for f, _ in group]
+                if group[0][1] is None:
+                    kept.append(base | {"range": [first, last], "figures": figs_})
+                    keep.append((first, last, alg))
+                else:
+                    dropped.append(base | {"range": [_get(group[0][0], "msize"), _get(group[-1][0], "msize")],
+                                           "figures": figs_, "why": "; ".join(w for _, w in group)})
+                k = j
         if keep:
-            kept_files[fname] = text if len(keep) == len(redirected) else render_prf(text, keep)
+            kept_files[fname] = text if keep == [tuple(r) for r in redirected] else render_prf(text, keep)
     bad_control = [c for c in control if not c["ok"]]
     if bad_control:
         state = "inconclusive"

@@ -172,3 +172,16 @@ def test_paired_validation_from_interleaved_fixture_repairs_the_profile():
     bad = [dict(f, run_ratios=[1.3, 1.3]) if f["msize"] == 1048576 else f for f in figs]
     nv = judge({"scan_p2.prf": PRF}, bad)
     assert nv["state"] == "inconclusive" and not nv["ok"] and nv["files"] == {}
+
+
+def test_repair_splits_a_range_around_the_size_measured_slower():
+    """One range 8-131072 B; the validation measured 16384 B slower: 8 B and 131072 B stay, 16384 B goes."""
+    text = (DATA / "validation_interleaved.txt").read_text()
+    figs = figures([("paired", text), ("paired", text.replace("#@mpirun_index=0", "#@mpirun_index=1"))], 2)
+    one = PRF.replace("3 # nb. of ranges\n8 8 1\n16384 16384 1\n131072 131072 1\n", "1 # nb. of ranges\n8 131072 1\n")
+    v = judge({"scan_p2.prf": one}, figs)
+    assert v["state"] == "repaired"
+    from service.analysis.profiles import parse_prf
+    assert parse_prf(v["files"]["scan_p2.prf"])["ranges"] == [(8, 8, "scan_as_exscan_reducelocal"),
+                                                              (131072, 131072, "scan_as_exscan_reducelocal")]
+    assert [(d["range"], d["why"][:18]) for d in v["dropped"]] == [([16384, 16384], "tuned slower at 16")]
