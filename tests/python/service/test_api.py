@@ -440,3 +440,27 @@ def test_campaign_analysis_runs_paired_with_bh_and_shows_its_control_arm(client,
     assert all("default_control" not in t for p in r.json["profiles"] for t in p["files"].values())
     page = client.get("/campaigns").get_data(as_text=True)
     assert "control: 0 of 3 flagged; null ratio spread" in page
+
+
+def test_candidates_need_k_confirming_campaigns(client, seeded):
+    """confirmations=2: the first night that finds a redirection proposes nothing, the second proposes it."""
+    from service.analysis.synthetic import MEASURED, Design, simulate, to_text
+    fac = {("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.4}
+    profiles = []
+    for night in ("n1", "n2"):
+        assert client.post("/api/v1/campaigns", headers=seeded["agent1"],
+                           json={"name": night, "machine": "m1", "definition": {}}).status_code in (200, 201)
+        d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
+                   factors=fac, nruns=6, nrep=20, machine="m1", campaign=night, control=True, p_outlier=0.0,
+                   **MEASURED)
+        files = [{"name": f"{night}-{i}.txt", "content": to_text(r)}
+                 for i, r in enumerate(simulate(d, np.random.default_rng(len(night) + ord(night[1]))))]
+        assert client.post("/api/v1/uploads", headers=seeded["agent1"],
+                           json={"upload_id": night, "campaign": night, "files": files}).status_code == 201
+        r = client.post("/api/v1/analyses", headers=seeded["agent1"],
+                        json={"machine": "m1", "library": "openmpi", "campaign": night, "confirmations": 2})
+        assert r.status_code == 201, r.json
+        assert [(v["mockup"], v["msize"]) for v in r.json["violations"] if v["kind"] == "pattern"] == \
+            [("allreduce_as_reduce_bcast", 1024)]
+        profiles.append(r.json["profiles"])
+    assert profiles[0] == [] and len(profiles[1]) == 1
