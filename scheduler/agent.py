@@ -18,6 +18,8 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pgmpi_formats.results import ResultsFormatError
+
 from .backends import Backend, BackendUnavailable, Status, collect
 from .campaign import Campaign, Layout, Module
 from .planner import JobSpec, Launch, plan
@@ -219,7 +221,7 @@ class Agent:
                         "_path": f"/api/v1/profiles/{vid}/validation", "campaign": self.c.name, "job": key,
                         "library": job.module.mpi, "module": job.module.name, "figures": figs,
                         "upload_ids": [u for u, _ in uploads]}))
-            except (OSError, FileNotFoundError) as exc:
+            except (OSError, ResultsFormatError) as exc:
                 state, reason = "FAILED", f"collection failed: {exc}"
         history = [a for a in self.state.attempts(self.c.name, key) if a["attempt"] < row["attempt"]]
         retry = (state in self.c.retry.states and row["attempt"] < self.c.retry.max_attempts

@@ -10,20 +10,21 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from service.analysis.profiles import parse_prf   # one .prf reader for the agent and the service
+from pgmpi_formats.collectives import by_mpi_name
+from pgmpi_formats.prf import ProfileFormatError, parse_prf, redirected_ranges
+from pgmpi_formats.results import parse_text
 
-from .campaign import Campaign, collectives
+from .campaign import Campaign
 from .planner import JobSpec, launches_for
-
-MPI_TO_KEY = {v.lower(): k for k, v in collectives().items()}
 
 
 def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:
     """(collective key, sizes to validate): campaign sizes in redirected ranges plus their neighbours."""
-    key = MPI_TO_KEY.get(prf["mpi_name"].lower())
-    if key is None:
+    coll = by_mpi_name(prf["mpi_name"])
+    if coll is None:
         return None
-    redirected = [(lo, hi) for lo, hi, alg in prf["ranges"] if alg != "default"]
+    key = coll.key
+    redirected = [(lo, hi) for lo, hi, _ in redirected_ranges(prf)]
     if not redirected:
         return None
     grid = sorted(set(c.sizes_for(key))) if key in c.collectives else []
@@ -45,8 +46,8 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
     for text in version.get("files", {}).values():
         try:
             prf = parse_prf(text)
-        except (StopIteration, ValueError, IndexError):
-            continue
+        except ProfileFormatError:
+            continue        # the service validated the set with pgmpitune-check; nothing to measure here
         got = redirected_sizes(c, prf)
         if got:
             key, sizes = got
@@ -70,33 +71,23 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
                    walltime_seconds, kind="validate")
 
 
-def read_rows(text: str) -> list[tuple[str, int, float]]:
-    rows = []
-    for line in text.splitlines():
-        if not line or line.startswith("#") or line.startswith("test "):
-            continue
-        parts = line.split()
-        if len(parts) >= 4 and parts[0] != "MPI_Barrier":
-            try:
-                rows.append((parts[0], int(parts[2]), float(parts[3])))
-            except ValueError:
-                continue
-    return rows
-
-
 def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
-    """Per (collective, size): median default vs median tuned time, from (role, file text) pairs."""
+    """Per (collective, size): median default vs median tuned time, from (role, file text) pairs read by the
+    one raw-results reader (a malformed file raises ResultsFormatError naming file:line)."""
     times: dict[tuple[str, int, str], list[float]] = {}
-    for role, text in files:
-        for name, size, t in read_rows(text):
-            times.setdefault((name, size, role), []).append(t)
+    for k, (role, text) in enumerate(files):
+        run = parse_text(text, f"{role} launch {k}")
+        for code, size, t in zip(run.test.tolist(), run.msize.tolist(), run.runtime.tolist()):
+            coll = by_mpi_name(run.tests[code])
+            if coll is not None:
+                times.setdefault((coll.key, size, role), []).append(t)
     out = []
     for (name, size, role) in sorted(times):
         if role != "default" or (name, size, "tuned") not in times:
             continue
         d = statistics.median(times[(name, size, "default")])
         t = statistics.median(times[(name, size, "tuned")])
-        out.append({"collective": MPI_TO_KEY.get(name.lower(), name), "msize": size, "nprocs": nprocs,
+        out.append({"collective": name, "msize": size, "nprocs": nprocs,
                     "default_time": d, "tuned_time": t, "speedup": (d / t) if t > 0 else None,
                     "n_default": len(times[(name, size, "default")]), "n_tuned": len(times[(name, size, "tuned")])})
     return out

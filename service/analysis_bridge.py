@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 from sqlalchemy import select
 
-from service.analysis.reader import ResultSet, RunResult
+from pgmpi_formats.results import ResultSet, RunResult
 from service.db import db
 from service.models import (Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run, Series,
                             Violation)

@@ -13,7 +13,7 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from service.analysis.reader import ResultsFormatError, RunResult, parse_text
+from pgmpi_formats.results import ResultsFormatError, RunResult, parse_text
 from service.db import db
 from service.models import BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series, Upload
 

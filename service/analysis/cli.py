@@ -15,7 +15,7 @@ import sys
 import click
 
 from .comparers import VIEWS, render_table, to_csv, to_json, view
-from .reader import ResultsFormatError, read_files
+from pgmpi_formats.results import ResultsFormatError, read_files
 from .stats import TESTS
 
 

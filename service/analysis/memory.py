@@ -81,7 +81,7 @@ class MemoryModel:
 
     @classmethod
     def auto(cls) -> "MemoryModel":
-        from .profiles import find_checker
+        from pgmpi_formats.checker import find_checker
         return cls(find_checker())
 
     def _library(self, p: int, msize: int, elem: int) -> dict[str, tuple[int, int]]:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import collectives as _colls
+from pgmpi_formats import collectives as _colls
 from .memory import KNOWN
-from .reader import RunResult
+from pgmpi_formats.results import RunResult
 
 # collective key -> its mock-ups, from the one list of the analysis (memory.KNOWN)
 MOCKUPS: dict[str, list[str]] = {}

@@ -16,8 +16,9 @@ from service.api import schemas as S
 from service.auth import audit, csrf, current_principal
 from service.db import db
 from service.models import (Analysis, BarrierSeries, Campaign, Job, Machine, MpiLibrary, ProfileSet,
-                            ProfileVersion, Run, Series, Upload, ValidationFigure, Violation)
+                            ProfileVersion, Run, Series, Upload, Violation)
 from service import queries
+from service.profiles import lifecycle
 
 log = logging.getLogger("service.api")
 csrf.exempt(api_bp)   # the API's writes take bearer tokens only (see service.auth.current_principal)
@@ -614,44 +615,9 @@ def list_profiles():
     return jsonify(items=out)
 
 
-def validation_verdict(v: ProfileVersion, figures, tolerance: float) -> dict:
-    """Is the candidate not slower anywhere it redirects?  Every (collective, p, size) inside a
-    redirected range of its profiles must have a figure with tuned <= default x (1 + tolerance);
-    a redirected range without any measured size counts as missing, i.e. not validated."""
-    from service.analysis import collectives
-    from service.analysis.profiles import parse_prf
-    slower, missing, checked = [], [], 0
-    for fname, text in sorted((v.files or {}).items()):
-        try:
-            prf = parse_prf(text, fname)
-        except ValueError as exc:
-            missing.append({"file": fname, "error": str(exc)})
-            continue
-        coll = collectives.by_mpi_name(prf["mpi_name"])   # the one table (collectives.def)
-        if coll is None:
-            missing.append({"file": fname, "error": f"unknown collective {prf['mpi_name']!r}"})
-            continue
-        key = coll.key
-        for lo, hi, alg in prf["ranges"]:
-            if alg == "default":
-                continue
-            inside = [f for f in figures if f.collective == key and f.nprocs == prf["nprocs"]
-                      and lo <= f.msize <= hi]
-            if not inside:
-                missing.append({"collective": key, "nprocs": prf["nprocs"], "range": [lo, hi]})
-            for f in inside:
-                checked += 1
-                if f.tuned_time > f.default_time * (1 + tolerance):
-                    slower.append({"collective": key, "nprocs": f.nprocs, "msize": f.msize,
-                                   "default_time": f.default_time, "tuned_time": f.tuned_time})
-    return {"ok": not slower and not missing and checked > 0, "checked": checked, "slower": slower,
-            "missing": missing, "tolerance": tolerance}
-
-
 @api_bp.post("/profiles/<int:version_id>/validation")
 @require("agent")
 def post_validation(version_id: int):
-    from datetime import datetime, timezone
     v = by_id(ProfileVersion, version_id, "profile version", "version_id")
     for_machine(v.profile_set.machine)
     data = body(S.ValidationIn)
@@ -659,27 +625,12 @@ def post_validation(version_id: int):
         raise ApiError(409, "conflict", f"profile version {v.id} is {v.state}; only candidates are validated",
                        field="version_id")
     tolerance = float(current_app.config.get("PGMPI_VALIDATION_TOLERANCE", 0.05))
-    for old in list(v.figures):
-        db.session.delete(old)
-    rows = [ValidationFigure(version=v, collective=f.collective, msize=f.msize, nprocs=f.nprocs,
-                             default_time=f.default_time, tuned_time=f.tuned_time,
-                             speedup=f.speedup if f.speedup is not None else f.default_time / f.tuned_time,
-                             details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": data.job,
-                                      "campaign": data.campaign})
-            for f in data.figures]
-    db.session.add_all(rows)
-    verdict = validation_verdict(v, rows, tolerance)
-    if verdict["ok"]:
-        v.state, v.validated_at = "validated", datetime.now(timezone.utc)
-    else:
-        v.state, v.validated_at = "candidate", None
-    v.notes = ("validation: " + ("passed" if verdict["ok"] else
-               f"failed ({len(verdict['slower'])} slower, {len(verdict['missing'])} missing)")
-               + f"; job {data.job}")[:2000]
-    audit(g.principal.name, "validate", "profile", str(v.id),
-          {"ok": verdict["ok"], "figures": len(rows), "slower": verdict["slower"][:20],
-           "missing": verdict["missing"][:20], "job": data.job, "upload_ids": data.upload_ids[:100]})
-    commit()
+    try:
+        verdict = lifecycle.record_validation(v, data.figures, tolerance, g.principal.name, data.job,
+                                              data.campaign, data.upload_ids)
+    except IntegrityError:
+        db.session.rollback()
+        raise ApiError(409, "conflict", "conflicts with a concurrent or existing record") from None
     out = version_json(v)
     out["validation"] = verdict
     return jsonify(out)

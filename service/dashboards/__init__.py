@@ -20,8 +20,9 @@ from functools import wraps
 from flask_login import current_user, login_required
 from sqlalchemy import select
 
-from service import publish as pub
-from service import site_config
+from pgmpi_formats import site
+from service.profiles import lifecycle
+from service.profiles import publish as pub
 from service.dashboards import data
 from service.db import db
 from service.models import MpiLibrary, ProfileSet, ProfileVersion
@@ -54,8 +55,8 @@ def fmt_bytes(n) -> str:
 
 
 def profile_root() -> Path:
-    root = site_config.profile_root(current_app.config.get("PGMPI_PROFILE_ROOT"))
-    return root or Path(current_app.instance_path, "profiles").absolute()
+    """The app's PGMPI_PROFILE_ROOT setting, else the site's (pgmpi_formats.site: the modules' root)."""
+    return site.profile_root(current_app.config.get("PGMPI_PROFILE_ROOT"))
 
 
 def read_access(fn):
@@ -251,9 +252,8 @@ def publish_version(set_id: int):
         abort(400, description="version_id: not a version of this profile set")
     force = request.form.get("force") == "1"
     reason = request.form.get("reason", "").strip()
-    from service.dashboards.actions import publish_candidate
     try:
-        res = publish_candidate(v, profile_root(), f"user:{current_user.username}", force=force, reason=reason)
+        res = lifecycle.publish_candidate(v, profile_root(), f"user:{current_user.username}", force=force, reason=reason)
     except pub.PublishError as exc:
         db.session.rollback()
         flash(f"Not published: {exc}", "error")
@@ -267,9 +267,8 @@ def publish_version(set_id: int):
 def rollback_set(set_id: int):
     _require_admin()
     ps = _set_or_404(set_id)
-    from service.dashboards.actions import rollback_set as do_rollback
     try:
-        res = do_rollback(ps, profile_root(), f"user:{current_user.username}", reason=request.form.get("reason", ""))
+        res = lifecycle.rollback_set(ps, profile_root(), f"user:{current_user.username}", reason=request.form.get("reason", ""))
     except pub.PublishError as exc:
         db.session.rollback()
         flash(f"Not rolled back: {exc}", "error")

@@ -27,7 +27,7 @@ from service.models import (Analysis, AuditLog, BarrierSeries, Campaign, Job, Ma
                             ProfileSet, ProfileVersion, Run, Series, Violation)
 
 try:  # the one table of collectives (contract 1)
-    from service.analysis.collectives import COLLECTIVES as _COLLS
+    from pgmpi_formats.collectives import COLLECTIVES as _COLLS
     COLL_ORDER = {c.mpi_name: c.id for c in _COLLS}
     KEY_OF = {c.mpi_name: c.key for c in _COLLS}
     MPI_OF = {c.key: c.mpi_name for c in _COLLS}

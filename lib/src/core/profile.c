@@ -364,15 +364,6 @@ int pgmpi_profile_parse(const char *file, const char *text, size_t len, pgmpi_pr
     } else {
         out->plo = out->phi = out->nprocs;
     }
-    /* PGMPITuneLib measured Reduce_scatter_block by one block; our n is the whole vector. */
-    if (out->version == 0 && out->coll == PGMPI_COLL_REDUCE_SCATTER_BLOCK) {
-        uint64_t P = (uint64_t)out->nprocs;
-        for (long long i = 0; i < nranges; i++) {
-            pgmpi_range_t *r = &out->ranges[i];
-            r->lo = r->lo > UINT64_MAX / P ? UINT64_MAX : r->lo * P;
-            r->hi = r->hi > UINT64_MAX / P ? UINT64_MAX : r->hi * P;
-        }
-    }
     out->nranges = (int)nranges;
     if (nranges > 1) {
         /* remember file lines for overlap messages: sort a copy of indexes would cost memory; instead
@@ -394,6 +385,15 @@ bad:
     out->ranges = NULL;
     out->nranges = 0;
     return -1;
+}
+
+/* The message size a .prf file is keyed on, from the library's n (collectives.def). One meaning for
+ * every file, whoever wrote it: PGMPITuneLib keys MPI_Reduce_scatter_block on the block each process
+ * receives (recvcount x type size), where n is the whole vector (block x p); every other collective's
+ * file size is n. The one conversion in C; lib/python/pgmpi_formats/prf.py makes the same in Python. */
+uint64_t pgmpi_profile_key_bytes(int c, size_t n, int p)
+{
+    return (c == PGMPI_COLL_REDUCE_SCATTER_BLOCK && p > 0) ? (uint64_t)n / (uint64_t)p : (uint64_t)n;
 }
 
 int pgmpi_profile_find_alg(const pgmpi_profile_t *p, uint64_t n)

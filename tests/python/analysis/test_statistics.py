@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from service.analysis.guidelines import analyze
-from service.analysis.reader import ResultSet
+from pgmpi_formats.results import ResultSet
 from service.analysis.synthetic import Design, simulate
 
 SIZES = [8, 1024, 65536, 1048576]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.analysis import reader
+from pgmpi_formats import results as reader
 
 pytestmark = pytest.mark.mpi
 
