@@ -133,8 +133,8 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
     from service.profiles import publish as pub
     from service.app import create_app
     from service.auth import add_user, create_token
-    from service.db import db
-    from service.models import Machine, MpiLibrary, ProfileSet, ProfileVersion, User
+    from service.store.db import db
+    from service.store.models import Machine, MpiLibrary, ProfileSet, ProfileVersion, User
     from sqlalchemy import select
     import flask_migrate
 

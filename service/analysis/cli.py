@@ -1,4 +1,4 @@
-"""`pgmpi analyze`: statistics, violations and profiles on the command line (ANALYSIS owns this file).
+"""`pgmpi analyze`: statistics, violations and profiles on the command line.
 
     pgmpi analyze violations FILES... [--view absolute|relative|violation|detailed|grouped|guidelines]
                                       [--format table|csv|json] [--alpha 0.05] [--test mannwhitney|welch|ks] [--fdr]

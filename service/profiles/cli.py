@@ -91,7 +91,7 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
 def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, database_url):
     """Swap current back to the previous version; the database records it as the profile page does
     (a set the database does not know, published with `pgmpi profile publish --dir`, changes on disk only)."""
-    from service.db import db
+    from service.store.db import db
     from service.profiles import lifecycle
     actor = actor or f"cli:{getpass.getuser()}"
     with _app(database_url).app_context():
@@ -135,8 +135,8 @@ def status_cmd(root, machine, mpi_name, mpi_version, as_json):
 @_database
 def publish_candidate_cmd(version_id, root, force, reason, actor, database_url):
     """Publish the candidate profile version VERSION_ID stored in the database (as the profile page does)."""
-    from service.db import db
-    from service.models import ProfileVersion
+    from service.store.db import db
+    from service.store.models import ProfileVersion
     from service.profiles.lifecycle import publish_candidate
     with _app(database_url).app_context():
         v = db.session.get(ProfileVersion, version_id)

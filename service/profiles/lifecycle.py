@@ -1,4 +1,4 @@
-"""A profile set's life, in one place: candidate (stored by service.analysis_bridge), validate (the
+"""A profile set's life, in one place: candidate (stored by service.store.analyses), validate (the
 agent's figures -> verdict), publish, roll back, history.  The API (service/api/profiles.py), the pages
 (service/dashboards/routes.py) and `pgmpi profile` (service/profiles/cli.py) all call these functions.
 
@@ -17,8 +17,8 @@ from pgmpi_formats import collectives
 from pgmpi_formats.checker import mpi_flavor
 from pgmpi_formats.prf import ProfileFormatError, parse_prf, redirected_ranges
 from service.auth import audit
-from service.db import db
-from service.models import Machine, MpiLibrary, ProfileSet, ProfileVersion, ValidationFigure
+from service.store.db import db
+from service.store.models import Machine, MpiLibrary, ProfileSet, ProfileVersion, ValidationFigure
 from service.profiles import publish as pub
 
 

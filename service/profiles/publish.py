@@ -1,6 +1,6 @@
 """Publishing tuned profile sets into a site's profile root (plain Python, no Flask).
 
-Layout (DESIGN.md contract 4)::
+Layout (docs/contracts.md, 5)::
 
     <root>/<machine>/<mpi name>-<mpi version>/
         versions/<n>/*.prf      complete, validated, never changed once there

@@ -119,8 +119,8 @@ from pathlib import Path
 import flask_migrate
 from service.app import ROOT, create_app
 from service.auth import create_token
-from service.db import db
-from service.models import Machine, ProfileVersion
+from service.store.db import db
+from service.store.models import Machine, ProfileVersion
 from scheduler.runner import run_local_campaign
 
 work = Path(sys.argv[1])

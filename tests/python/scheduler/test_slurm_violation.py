@@ -68,8 +68,8 @@ def test_violation_becomes_a_validated_candidate(tmp_path, slurm_env, mpi_module
     assert len(val) == 1 and val[0]["state"] == "COMPLETED", [dict(r) for r in jobs.values()]
 
     def _version():
-        from service.db import db
-        from service.models import ProfileVersion
+        from service.store.db import db
+        from service.store.models import ProfileVersion
         v = db.session.get(ProfileVersion, version_id)
         return v.state, dict(v.files), [(f.collective, f.msize, f.default_time, f.tuned_time) for f in v.figures]
     state, files, figures = service.query(_version)
