@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import delay_interposer
 from packaging_helpers import ROOT
 
 SHIPPED = ["pyproject.toml", "README.md", "service", "scheduler", "templates", "migrations",
@@ -94,24 +95,6 @@ with app.test_client() as c:
 
 
 SLOWED = 1024
-DELAY = r"""
-#define _GNU_SOURCE
-#include <mpi.h>
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <time.h>
-typedef int (*fn_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    static fn_t next;
-    if (!next) next = (fn_t)dlsym(RTLD_NEXT, "PMPI_Allreduce");
-    const char *s = getenv("PGMPI_TEST_DELAY_BYTES");
-    if (dt == MPI_BYTE && s && count == atoi(s)) {
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return next(sb, rb, count, dt, op, comm);
-}
-"""
 
 END_TO_END = """
 import json, sys
@@ -152,10 +135,7 @@ def test_installed_copy_runs_a_campaign_end_to_end(installed, tmp_path):
     install = ROOT / "build" / "install"
     if not (install / "openmpi" / "bin" / "pgmpi-bench").exists():
         pytest.fail(f"{install}/openmpi/bin/pgmpi-bench missing: run `deploy/build-lib.sh all` (make test does)")
-    so = tmp_path / "libdelay.so"
-    (tmp_path / "delay.c").write_text(DELAY)
-    subprocess.run(["mpicc.openmpi", "-O1", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "delay.c"), "-ldl"],
-                   check=True)
+    so = delay_interposer.build(tmp_path, delay_ms=5)
     (tmp_path / "campaign.yaml").write_text(f"""
 name: pipcamp
 machine: pipbox
