@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pgmpi_formats import collectives as _colls
 from pgmpi_formats.checker import find_checker
-from pgmpi_formats.prf import format_prf, meta_token as _tok
+from pgmpi_formats.prf import effective_ranges, format_prf, meta_token as _tok
 from .guidelines import Analysis
 from .memory import MemoryModel
 
@@ -139,9 +139,10 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
                 ranges[-1] = (ranges[-1][0], d.msize, d.winner)
             else:
                 ranges.append((d.msize, d.msize, d.winner))
+        coll = _colls.by_key(key)
+        ranges = effective_ranges(coll.mpi_name, p, ranges)     # as a .prf file can hold them
         if not ranges:
             continue
-        coll = _colls.by_key(key)
         prof = Profile(cfg=c, machine=cfg.machine, library=cfg.library, version=cfg.version, nprocs=p,
                        collective=key, mpi_name=coll.mpi_name, ranges=ranges, decisions=decisions)
         prof.text = render(prof, a, gain, mb, ib, campaign, created, memory.source)

@@ -199,7 +199,7 @@ def profiles():
     root = profile_root()
     rows = []
     for d in data.profile_sets(db.session):
-        st = pub.status(root, d["machine"].name, d["library"].name, d["library"].version)
+        st = lifecycle.history(root, d["machine"].name, d["library"].name, d["library"].version)
         rows.append({**d, "status": st})
     return render_template("profiles.html", rows=rows, root=root)
 
@@ -215,7 +215,7 @@ def _set_or_404(set_id: int) -> ProfileSet:
 @read_access
 def profile_set(set_id: int):
     ps = _set_or_404(set_id)
-    st = pub.status(profile_root(), ps.machine.name, ps.library.name, ps.library.version)
+    st = lifecycle.history(profile_root(), ps.machine.name, ps.library.name, ps.library.version)
     from sqlalchemy.orm import selectinload
     versions = db.session.scalars(select(ProfileVersion).where(ProfileVersion.profile_set_id == ps.id)
                                   .options(selectinload(ProfileVersion.figures))

@@ -113,8 +113,9 @@ def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, databa
 @click.option("--json", "as_json", is_flag=True)
 def status_cmd(root, machine, mpi_name, mpi_version, as_json):
     """Show the current version, all versions and the history."""
+    from service.profiles import lifecycle
     try:
-        st = pub.status(_root(root), machine, mpi_name, mpi_version)    # lifecycle.history reads the same
+        st = lifecycle.history(Path(_root(root)), machine, mpi_name, mpi_version)
     except pub.PublishError as exc:
         raise click.ClickException(str(exc))
     if as_json:

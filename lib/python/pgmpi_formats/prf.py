@@ -8,9 +8,9 @@ Message sizes: a file holds PGMPITuneLib's message size; everything else in pgmp
 analysis, validation figures) holds the n of collectives.def. They differ for one collective only:
 MPI_Reduce_scatter_block, where PGMPITuneLib keys a profile on the block each process receives
 (recvcount x type size) and collectives.def's n is the whole vector (block x p). This module converts at
-the edge, both ways, in `to_file_bytes` / `from_file_bytes`; `ranges` of a parsed profile and the ranges
+the edge, both ways, in `to_file_range` / `from_file_bytes`; `ranges` of a parsed profile and the ranges
 given to `format_prf` are in collectives.def bytes. The C library converts the same way at its lookup
-(lib/src/core/profile.c, pgmpi_profile_key_bytes).
+(pgmpi_profile_key_bytes in lib/src/core/pgmpi_internal.h).
 
 PGMPITuneLib's reader (the anchor the files must stay readable by) reads each line into a 100-byte buffer,
 skips only lines whose first character is `#`, and reads the MPI name into 40 bytes, a mock-up name into 60
@@ -41,18 +41,24 @@ def _per_block(mpi_name: str) -> bool:
     return c is not None and c.enum == "REDUCE_SCATTER_BLOCK"
 
 
-def to_file_bytes(mpi_name: str, nprocs: int, n: int) -> int:
-    """collectives.def bytes -> the bytes a .prf file holds (the received block for Reduce_scatter_block)."""
-    if _per_block(mpi_name):
-        if n % nprocs:
-            raise ProfileFormatError(f"{mpi_name}: {n} bytes is not a whole vector of {nprocs} blocks")
-        return n // nprocs
-    return n
+def to_file_range(mpi_name: str, nprocs: int, lo: int, hi: int) -> tuple[int, int] | None:
+    """An inclusive range of collectives.def bytes -> the range a .prf file holds, covering exactly the same
+    calls; None when it covers none.  For Reduce_scatter_block a call's n is block x p, so n in [lo, hi]
+    exactly when the block is in [ceil(lo / p), floor(hi / p)]."""
+    if not _per_block(mpi_name):
+        return lo, hi
+    a, b = -(-lo // nprocs), hi // nprocs
+    return (a, b) if a <= b else None
 
 
 def from_file_bytes(mpi_name: str, nprocs: int, b: int) -> int:
     """The bytes a .prf file holds -> collectives.def bytes."""
     return b * nprocs if _per_block(mpi_name) else b
+
+
+def effective_ranges(mpi_name: str, nprocs: int, ranges: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The ranges that cover at least one call (a Reduce_scatter_block range narrower than p bytes may not)."""
+    return [r for r in ranges if to_file_range(mpi_name, nprocs, r[0], r[1]) is not None]
 
 
 def parse_prf(text: str, source: str = "<profile>") -> dict:
@@ -128,12 +134,14 @@ def format_prf(mpi_name: str, nprocs: int, ranges: list[tuple[int, int, str]], *
     PGMPITuneLib's bytes; meta: `#@pgmpi` keys (profile_version is added; values that must be one token
     are the caller's to make so, with meta_token); comments: free `#` lines,
     wrapped to MAX_LINE; range_notes: one comment per range, cut to fit its line."""
-    if not ranges:
-        raise ProfileFormatError(f"{mpi_name}: PGMPITuneLib needs at least one range")
     if len(mpi_name) > MAX_MPI_NAME or _colls.by_mpi_name(mpi_name) is None:
         raise ProfileFormatError(f"{mpi_name!r}: not a collective of collectives.def")
     if nprocs <= 0:
         raise ProfileFormatError(f"{mpi_name}: number of processes must be > 0, got {nprocs}")
+    if nprocs > 0:
+        ranges = effective_ranges(mpi_name, nprocs, ranges)
+    if not ranges:
+        raise ProfileFormatError(f"{mpi_name}: no range that covers a call; PGMPITuneLib needs at least one")
     names: list[str] = []
     for _, _, m in ranges:
         if m not in names:
@@ -154,7 +162,7 @@ def format_prf(mpi_name: str, nprocs: int, ranges: list[tuple[int, int, str]], *
     lines += [f"{ids[m]} {m}" for m in names]
     lines.append(f"{len(ranges)} # nb. of ranges")
     for k, (lo, hi, m) in enumerate(ranges):
-        a, b = to_file_bytes(mpi_name, nprocs, lo), to_file_bytes(mpi_name, nprocs, hi)
+        a, b = to_file_range(mpi_name, nprocs, lo, hi)
         if not 0 <= a <= b <= MAX_BYTES:
             raise ProfileFormatError(f"{mpi_name}: range {a}..{b} outside 0..{MAX_BYTES} (PGMPITuneLib's int)")
         line = f"{a} {b} {ids[m]}"

@@ -387,15 +387,6 @@ bad:
     return -1;
 }
 
-/* The message size a .prf file is keyed on, from the library's n (collectives.def). One meaning for
- * every file, whoever wrote it: PGMPITuneLib keys MPI_Reduce_scatter_block on the block each process
- * receives (recvcount x type size), where n is the whole vector (block x p); every other collective's
- * file size is n. The one conversion in C; lib/python/pgmpi_formats/prf.py makes the same in Python. */
-uint64_t pgmpi_profile_key_bytes(int c, size_t n, int p)
-{
-    return (c == PGMPI_COLL_REDUCE_SCATTER_BLOCK && p > 0) ? (uint64_t)n / (uint64_t)p : (uint64_t)n;
-}
-
 int pgmpi_profile_find_alg(const pgmpi_profile_t *p, uint64_t n)
 {
     /* The last range with lo <= n. Its index is count(lo <= n) - 1, and that count lies between

@@ -91,7 +91,11 @@ def test_reduce_scatter_block_files_hold_the_received_block():
     assert prf.parse_prf(genuine.replace("Reduce_scatter_block", "Allreduce")
                          .replace("reducescatterblock_as_allreduce", "allreduce_as_reduce_bcast"))["ranges"] \
         == [(64, 1024, "allreduce_as_reduce_bcast")]
-    with pytest.raises(prf.ProfileFormatError, match="whole vector"):
+    # a vector range holds exactly the calls whose block is in [ceil(lo/p), floor(hi/p)]
+    text = prf.format_prf("MPI_Reduce_scatter_block", 4, [(6, 6, "reducescatterblock_as_allreduce"),
+                                                        (10, 33, "reducescatterblock_as_allreduce")])
+    assert pgmpitunelib_accepts(text)["ranges"] == [(3, 8, "reducescatterblock_as_allreduce")]
+    with pytest.raises(prf.ProfileFormatError, match="no range that covers a call"):
         prf.format_prf("MPI_Reduce_scatter_block", 4, [(6, 6, "reducescatterblock_as_allreduce")])
 
 
