@@ -5,84 +5,107 @@
 typedef int (*allgather_fn)(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                             MPI_Comm comm);
 
-/* GL1: Gather to rank 0, then Bcast of the whole vector. Any datatypes, no scratch memory. */
+/* The own block's n bytes at their place r x n of V (the receive buffer itself or its staging copy). */
+static int allgather_place_own(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
+                               char *V, int r, size_t n, MPI_Comm comm)
+{
+    if (sb != MPI_IN_PLACE) return pm_pack(sb, sc, st, V + (size_t)r * n, n, comm);
+    if (V == (char *)rb) return MPI_SUCCESS;                 /* contiguous: already there */
+    return pm_pack((char *)rb + (MPI_Aint)r * rc * pm_extent(rt), rc, rt, V + (size_t)r * n, n, comm);
+}
+
+/* GL1: Gather to rank 0, then Bcast of the whole vector, in bytes (rule 3): every rank puts its own
+ * block at its place of V (the receive buffer when contiguous, else the message pool), rank 0 gathers
+ * in place, every rank unpacks V after the Bcast. */
 static int allgather_as_gather_bcast(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                                      MPI_Datatype rt, MPI_Comm comm)
 {
     if (pm_inter(comm)) return PGMPI_FALLBACK;
     int p = pm_size(comm), r = pm_rank(comm);
-    size_t n = (size_t)rc * pgmpi_type_bytes(rt);
-    if (!pm_fits_int(n * (size_t)p) || !pm_fits_int((size_t)rc * (size_t)p)) return PGMPI_FALLBACK;
-    if (sb == MPI_IN_PLACE) {
-        if (r == 0) PM_TRY(PMPI_Gather(MPI_IN_PLACE, 0, rt, rb, rc, rt, 0, comm));
-        else PM_TRY(PMPI_Gather((char *)rb + (MPI_Aint)r * rc * pm_extent(rt), rc, rt, NULL, 0, rt, 0, comm));
-    } else {
-        PM_TRY(PMPI_Gather(sb, sc, st, rb, rc, rt, 0, comm));
-    }
-    return PMPI_Bcast(rb, rc * p, rt, 0, comm);
+    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;   /* n: the same on every rank */
+    if (n == 0) return MPI_SUCCESS;                                      /* nothing moves anywhere */
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *V = pm_landing(rb, rt, pgmpi_pool_msg());
+    PM_TRY(allgather_place_own(sb, sc, st, rb, rc, rt, V, r, n, comm));
+    if (r == 0) PM_TRY(PMPI_Gather(MPI_IN_PLACE, (int)n, MPI_BYTE, V, (int)n, MPI_BYTE, 0, comm));
+    else PM_TRY(PMPI_Gather(V + (size_t)r * n, (int)n, MPI_BYTE, NULL, 0, MPI_BYTE, 0, comm));
+    PM_TRY(PMPI_Bcast(V, (int)all, MPI_BYTE, 0, comm));
+    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
 }
 
-/* GL2: every rank sends p copies of its block with Alltoall. The copies live in the message pool;
- * the own block's type must be contiguous (byte copies). */
+/* GL2: every rank sends p copies of its block with Alltoall, in bytes: the own block is packed into
+ * the message pool (first n x p bytes), and received straight into a contiguous receive buffer or
+ * into the pool's second half and unpacked (rule 3: the pattern is the same whatever the layouts). */
 static int allgather_as_alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                                  MPI_Datatype rt, MPI_Comm comm)
 {
     if (pm_inter(comm)) return PGMPI_FALLBACK;
     int p = pm_size(comm), r = pm_rank(comm);
-    const void *own = sb;
-    if (sb == MPI_IN_PLACE) { own = (char *)rb + (MPI_Aint)r * rc * pm_extent(rt); sc = rc; st = rt; }
-    if (!pm_contig(st)) return PGMPI_FALLBACK;
-    size_t n = (size_t)sc * pgmpi_type_bytes(st);
-    if (!pm_fits_int(n * (size_t)p)) return PGMPI_FALLBACK;
-    char *copies = pgmpi_pool_msg();
-    for (int i = 0; i < p; i++) if (n) memcpy(copies + (size_t)i * n, own, n);
-    return PMPI_Alltoall(copies, sc, st, rb, rc, rt, comm);
+    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *copies = pgmpi_pool_msg(), *staging = copies + all;
+    if (sb == MPI_IN_PLACE)
+        PM_TRY(pm_pack((char *)rb + (MPI_Aint)r * rc * pm_extent(rt), rc, rt, copies, n, comm));
+    else
+        PM_TRY(pm_pack(sb, sc, st, copies, n, comm));
+    for (int i = 1; i < p; i++) memcpy(copies + (size_t)i * n, copies, n);
+    int direct = pm_contig(rt);
+    char *dst = direct ? rb : staging;
+    PM_NOALIAS(copies, all, dst, all);
+    PM_TRY(PMPI_Alltoall(copies, (int)n, MPI_BYTE, dst, (int)n, MPI_BYTE, comm));
+    return direct ? MPI_SUCCESS : pm_unpack(staging, all, rb, rc * p, rt, comm);
 }
 
 /* GL3: zeroed p-block vector with the own block at its place, combined with a bitwise or; exact for
- * every datatype because it works on raw bytes (integer words whose width divides p*n). Done in place
- * in the receive buffer, so it needs no scratch memory; the types must be contiguous. */
+ * every datatype because it works on raw bytes (integer words whose width divides p*n). In place in a
+ * contiguous receive buffer; otherwise on a packed vector in the message pool, unpacked afterwards. */
 static int allgather_as_allreduce(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                                   MPI_Datatype rt, MPI_Comm comm)
 {
-    (void)sc; /* sc x size(st) == rc x size(rt) = n */
     if (pm_inter(comm)) return PGMPI_FALLBACK;
-    if (!pm_contig(rt) || (sb != MPI_IN_PLACE && !pm_contig(st))) return PGMPI_FALLBACK;
     int p = pm_size(comm), r = pm_rank(comm);
     size_t n = (size_t)rc * pgmpi_type_bytes(rt), total = n * (size_t)p, w;
+    if (n == 0) return MPI_SUCCESS;
     MPI_Datatype wt = pm_bor_type(total, &w);
-    if (!pm_fits_int(total / w)) return PGMPI_FALLBACK;
-    char *v = rb, *mine = v + (size_t)r * n;
-    if (sb != MPI_IN_PLACE && n) memcpy(mine, sb, n);
-    if (n) {
-        memset(v, 0, (size_t)r * n);
-        memset(mine + n, 0, total - (size_t)(r + 1) * n);
-    }
-    return PMPI_Allreduce(MPI_IN_PLACE, v, (int)(total / w), wt, MPI_BOR, comm);
+    if (!pm_fits_int(total) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *v = pm_landing(rb, rt, pgmpi_pool_msg()), *mine = v + (size_t)r * n;
+    PM_TRY(allgather_place_own(sb, sc, st, rb, rc, rt, v, r, n, comm));
+    memset(v, 0, (size_t)r * n);
+    memset(mine + n, 0, total - (size_t)(r + 1) * n);
+    PM_TRY(PMPI_Allreduce(MPI_IN_PLACE, v, (int)(total / w), wt, MPI_BOR, comm));
+    return v == (char *)rb ? MPI_SUCCESS : pm_unpack(v, total, rb, rc * p, rt, comm);
 }
 
-/* GL4: Allgatherv with equal counts (count/displacement vectors from the int pool). */
+/* GL4: Allgatherv in place with equal byte counts (count/displacement vectors from the int pool), on V
+ * as GL1 (rule 3: MPI_BYTE on every rank; Open MPI 4.1's Allgatherv hangs when the ranks pass
+ * signature-compatible but different datatypes, measured at p = 3 with 1000 ints). */
 static int allgather_as_allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                                    MPI_Datatype rt, MPI_Comm comm)
 {
     if (pm_inter(comm)) return PGMPI_FALLBACK;
-    int p = pm_size(comm);
-    size_t n = (size_t)rc * pgmpi_type_bytes(rt);
-    if (!pm_fits_int(n * (size_t)p) || !pm_fits_int((size_t)rc * (size_t)p)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *V = pm_landing(rb, rt, pgmpi_pool_msg());
+    PM_TRY(allgather_place_own(sb, sc, st, rb, rc, rt, V, r, n, comm));
     int *counts = pgmpi_pool_int(), *displs = counts + p;
-    for (int i = 0; i < p; i++) { counts[i] = rc; displs[i] = i * rc; }
-    return PMPI_Allgatherv(sb, sc, st, rb, counts, displs, rt, comm);
+    for (int i = 0; i < p; i++) { counts[i] = (int)n; displs[i] = i * (int)n; }
+    PM_TRY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, V, counts, displs, MPI_BYTE, comm));
+    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
 }
 
 static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
+static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (size_t)p; }
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t allgather_algs[] = {
     {"default", NULL, NULL, NULL},
-    {"allgather_as_gather_bcast", (void (*)(void))allgather_as_gather_bcast, NULL, NULL},
-    {"allgather_as_alltoall", (void (*)(void))allgather_as_alltoall, need_pn, NULL},
-    {"allgather_as_allreduce", (void (*)(void))allgather_as_allreduce, NULL, NULL},
-    {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, NULL, need_2p_ints},
+    {"allgather_as_gather_bcast", (void (*)(void))allgather_as_gather_bcast, need_pn, NULL},
+    {"allgather_as_alltoall", (void (*)(void))allgather_as_alltoall, need_2pn, NULL},
+    {"allgather_as_allreduce", (void (*)(void))allgather_as_allreduce, need_pn, NULL},
+    {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, need_pn, need_2p_ints},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLGATHER = {
@@ -91,12 +114,7 @@ const pgmpi_coll_desc_t pgmpi_desc_ALLGATHER = {
 
 int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm)
 {
-    size_t elem = pgmpi_type_bytes(rt), n = (size_t)(rc > 0 ? rc : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_ALLGATHER, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((allgather_fn)allgather_algs[alg].fn)(sb, sc, st, rb, rc, rt, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_ALLGATHER, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_ALLGATHER, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_ALLGATHER, n, 0, 0);
-    return PMPI_Allgather(sb, sc, st, rb, rc, rt, comm);
+    size_t n = (size_t)(rc > 0 ? rc : 0) * pgmpi_type_bytes(rt);
+    PGMPI_DISPATCH(ALLGATHER, allgather_algs, allgather_fn, comm, n, 1, PMPI_Allgather,
+                   (sb, sc, st, rb, rc, rt, comm));
 }

@@ -21,7 +21,8 @@ static int allreduce_as_reduce_bcast(const void *sb, void *rb, int count, MPI_Da
 
 /* GL6: Reduce_scatter_block of ceil(count/p)-element blocks, then Allgather in place. When p does not
  * divide count the vector is padded with zero elements in the message pool (paper appendix A); the
- * padding is reduced but never copied out. Contiguous datatypes only (byte moves). */
+ * padding is reduced but never copied out, and only predefined ops see it (rule 7). Contiguous
+ * datatypes only (byte moves; the datatype is the same on every rank for a reduction). */
 static int allreduce_as_reducescatterblock_allgather(const void *sb, void *rb, int count, MPI_Datatype dt,
                                                      MPI_Op op, MPI_Comm comm)
 {
@@ -29,6 +30,7 @@ static int allreduce_as_reducescatterblock_allgather(const void *sb, void *rb, i
     int p = pm_size(comm), r = pm_rank(comm);
     size_t E = pgmpi_type_bytes(dt), blk = pm_ceil_div((size_t)count, (size_t)p);
     if (!pm_fits_int(blk)) return PGMPI_FALLBACK;
+    if (blk * (size_t)p != (size_t)count && !pm_op_is_predefined(op)) return PGMPI_FALLBACK;
     const void *in = sb == MPI_IN_PLACE ? rb : sb;
     char *v = rb;
     if (blk * (size_t)p != (size_t)count) {               /* padded copy in the pool */
@@ -44,7 +46,8 @@ static int allreduce_as_reducescatterblock_allgather(const void *sb, void *rb, i
         PM_TRY(PMPI_Reduce_scatter_block(MPI_IN_PLACE, v, (int)blk, dt, op, comm));
         if (r && blk) memmove(mine, v, blk * E);
     } else {
-        PM_TRY(PMPI_Reduce_scatter_block(in, mine, (int)blk, dt, op, comm));
+        PM_NOALIAS(in, (size_t)count * E, pm_block(mine, blk), blk * E);
+        PM_TRY(PMPI_Reduce_scatter_block(in, pm_block(mine, blk), (int)blk, dt, op, comm));
     }
     PM_TRY(PMPI_Allgather(MPI_IN_PLACE, 0, dt, v, (int)blk, dt, comm));
     if (v != (char *)rb) memcpy(rb, v, (size_t)count * E);
@@ -67,7 +70,8 @@ static int allreduce_as_reducescatter_allgatherv(const void *sb, void *rb, int c
         PM_TRY(PMPI_Reduce_scatter(MPI_IN_PLACE, rb, counts, dt, op, comm));
         if (mine != (char *)rb && counts[r]) memmove(mine, rb, (size_t)counts[r] * pgmpi_type_bytes(dt));
     } else {
-        PM_TRY(PMPI_Reduce_scatter(sb, mine, counts, dt, op, comm));
+        void *dst = pm_block(mine, (size_t)counts[r]);   /* an empty block at rb's end may be sb */
+        PM_TRY(PMPI_Reduce_scatter(sb, dst, counts, dt, op, comm));
     }
     return PMPI_Allgatherv(MPI_IN_PLACE, 0, dt, rb, counts, displs, dt, comm);
 }
@@ -97,11 +101,6 @@ const pgmpi_coll_desc_t pgmpi_desc_ALLREDUCE = {
 int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     size_t elem = pgmpi_type_bytes(dt), n = (size_t)(count > 0 ? count : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_ALLREDUCE, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((allreduce_fn)allreduce_algs[alg].fn)(sb, rb, count, dt, op, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_ALLREDUCE, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_ALLREDUCE, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_ALLREDUCE, n, 0, 0);
-    return PMPI_Allreduce(sb, rb, count, dt, op, comm);
+    PGMPI_DISPATCH(ALLREDUCE, allreduce_algs, allreduce_fn, comm, n, elem, PMPI_Allreduce,
+                   (sb, rb, count, dt, op, comm));
 }

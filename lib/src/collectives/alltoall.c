@@ -5,29 +5,40 @@
 typedef int (*alltoall_fn)(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                            MPI_Comm comm);
 
-/* GL8: Alltoallv with equal counts (vectors from the int pool). MPI_IN_PLACE passes through, as
- * Alltoallv allows it too. Any datatypes. */
+/* GL8: Alltoallv with equal byte counts (vectors from the int pool), in bytes on every rank (rule 3):
+ * a rank sends its buffer as it is when its type is contiguous, else a packed copy (first n x p bytes
+ * of the message pool), and receives straight into a contiguous receive buffer, else into the pool's
+ * second half and unpacks. MPI_IN_PLACE (used by all ranks or none) works on the receive buffer or its
+ * packed copy. */
 static int alltoall_as_alltoallv(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                                  MPI_Comm comm)
 {
     if (pm_inter(comm)) return PGMPI_FALLBACK;
     int p = pm_size(comm);
-    size_t n = (size_t)rc * pgmpi_type_bytes(rt);
-    if (!pm_fits_int(n * (size_t)p) || !pm_fits_int((size_t)rc * (size_t)p)) return PGMPI_FALLBACK;
-    int *rcounts = pgmpi_pool_int(), *rdispls = rcounts + p, *scounts = rcounts + 2 * p,
-        *sdispls = rcounts + 3 * p;
-    for (int i = 0; i < p; i++) { rcounts[i] = rc; rdispls[i] = i * rc; }
-    if (sb == MPI_IN_PLACE) return PMPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, rt, rb, rcounts, rdispls, rt, comm);
-    if (!pm_fits_int((size_t)sc * (size_t)p)) return PGMPI_FALLBACK;
-    for (int i = 0; i < p; i++) { scounts[i] = sc; sdispls[i] = i * sc; }
-    return PMPI_Alltoallv(sb, scounts, sdispls, st, rb, rcounts, rdispls, rt, comm);
+    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;   /* n: the same on every rank */
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *packed = pgmpi_pool_msg(), *V = pm_landing(rb, rt, packed + all);
+    int *counts = pgmpi_pool_int(), *displs = counts + p;
+    for (int i = 0; i < p; i++) { counts[i] = (int)n; displs[i] = i * (int)n; }
+    if (sb == MPI_IN_PLACE) {
+        if (V != (char *)rb) PM_TRY(pm_pack(rb, rc * p, rt, V, all, comm));
+        PM_TRY(PMPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_BYTE, V, counts, displs, MPI_BYTE, comm));
+    } else {
+        const void *send;
+        PM_TRY(pm_send_bytes(sb, sc * p, st, packed, all, comm, &send));
+        PM_NOALIAS(send, all, V, all);
+        PM_TRY(PMPI_Alltoallv(send, counts, displs, MPI_BYTE, V, counts, displs, MPI_BYTE, comm));
+    }
+    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
 }
 
-static size_t need_4p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 4 * (size_t)p * sizeof(int); }
+static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
+static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (size_t)p; }
 
 static const pgmpi_alg_t alltoall_algs[] = {
     {"default", NULL, NULL, NULL},
-    {"alltoall_as_alltoallv", (void (*)(void))alltoall_as_alltoallv, NULL, need_4p_ints},
+    {"alltoall_as_alltoallv", (void (*)(void))alltoall_as_alltoallv, need_2pn, need_2p_ints},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLTOALL = {
@@ -36,12 +47,6 @@ const pgmpi_coll_desc_t pgmpi_desc_ALLTOALL = {
 
 int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm)
 {
-    size_t elem = pgmpi_type_bytes(rt), n = (size_t)(rc > 0 ? rc : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_ALLTOALL, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((alltoall_fn)alltoall_algs[alg].fn)(sb, sc, st, rb, rc, rt, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_ALLTOALL, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_ALLTOALL, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_ALLTOALL, n, 0, 0);
-    return PMPI_Alltoall(sb, sc, st, rb, rc, rt, comm);
+    size_t n = (size_t)(rc > 0 ? rc : 0) * pgmpi_type_bytes(rt);
+    PGMPI_DISPATCH(ALLTOALL, alltoall_algs, alltoall_fn, comm, n, 1, PMPI_Alltoall, (sb, sc, st, rb, rc, rt, comm));
 }

@@ -4,52 +4,60 @@
 
 typedef int (*bcast_fn)(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
 
-/* GL9: Allgatherv in place where only the root contributes (its whole buffer); every rank describes
- * the root's block with its own count, so signature-compatible datatypes that differ per rank work. */
+/* GL9: Allgatherv in place where only the root contributes its n bytes, in bytes on every rank (rule 3):
+ * on the buffer itself when its type is contiguous, else on a packed copy in the message pool that the
+ * root packs into and the others unpack from. */
 static int bcast_as_allgatherv(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     if (pm_inter(comm)) return PGMPI_FALLBACK;
-    int p = pm_size(comm);
-    if (root < 0 || root >= p) return PGMPI_FALLBACK;
-    int *counts = pgmpi_pool_int(), *displs = counts + p;
-    for (int i = 0; i < p; i++) { counts[i] = 0; displs[i] = 0; }
-    counts[root] = count;
-    return PMPI_Allgatherv(MPI_IN_PLACE, 0, dt, buf, counts, displs, dt, comm);
-}
-
-/* GL10 (van de Geijn): Scatter of p byte blocks from the root, then Allgather in place. Split on
- * bytes, so ranks may use different (contiguous) datatypes of the same signature. When p divides n
- * it runs in the user's buffer; otherwise on a padded copy in the message pool. */
-static int bcast_as_scatter_allgather(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
-{
-    if (pm_inter(comm) || !pm_contig(dt)) return PGMPI_FALLBACK;
     int p = pm_size(comm), r = pm_rank(comm);
     if (root < 0 || root >= p) return PGMPI_FALLBACK;
-    size_t n = (size_t)count * pgmpi_type_bytes(dt), blk = pm_ceil_div(n, (size_t)p);
-    if (!pm_fits_int(blk)) return PGMPI_FALLBACK;
-    char *v = buf;
-    if (blk * (size_t)p != n) {
-        v = pgmpi_pool_msg();
-        if (r == root && n) memcpy(v, buf, n);
-    }
-    if (r == root) PM_TRY(PMPI_Scatter(v, (int)blk, MPI_BYTE, MPI_IN_PLACE, (int)blk, MPI_BYTE, root, comm));
-    else PM_TRY(PMPI_Scatter(NULL, (int)blk, MPI_BYTE, v + (size_t)r * blk, (int)blk, MPI_BYTE, root, comm));
-    PM_TRY(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, v, (int)blk, MPI_BYTE, comm));
-    if (v != (char *)buf && r != root && n) memcpy(buf, v, n);
+    size_t n = (size_t)count * pgmpi_type_bytes(dt);            /* the same on every rank */
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(n) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *V = pm_landing(buf, dt, pgmpi_pool_msg());
+    if (r == root && V != (char *)buf) PM_TRY(pm_pack(buf, count, dt, V, n, comm));
+    int *counts = pgmpi_pool_int(), *displs = counts + p;
+    for (int i = 0; i < p; i++) { counts[i] = 0; displs[i] = 0; }
+    counts[root] = (int)n;
+    PM_TRY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, V, counts, displs, MPI_BYTE, comm));
+    if (r != root && V != (char *)buf) return pm_unpack(V, n, buf, count, dt, comm);
     return MPI_SUCCESS;
 }
 
+/* GL10 (van de Geijn): Scatter of p byte blocks from the root, then Allgather in place, on the n bytes
+ * of the signature. Ranks may describe the data with different datatypes (rule 3), so every rank runs
+ * the same byte pattern: in its own buffer when its type is contiguous and p divides n, otherwise on a
+ * padded vector in the message pool that the root packs into and the others unpack from. */
+static int bcast_as_scatter_allgather(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    if (pm_inter(comm)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    if (root < 0 || root >= p) return PGMPI_FALLBACK;
+    size_t n = (size_t)count * pgmpi_type_bytes(dt), blk = pm_ceil_div(n, (size_t)p);
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(blk * (size_t)p) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *v = (pm_contig(dt) && blk * (size_t)p == n) ? buf : pgmpi_pool_msg();
+    if (r == root && v != (char *)buf) PM_TRY(pm_pack(buf, count, dt, v, n, comm));
+    if (r == root) PM_TRY(PMPI_Scatter(v, (int)blk, MPI_BYTE, MPI_IN_PLACE, (int)blk, MPI_BYTE, root, comm));
+    else PM_TRY(PMPI_Scatter(NULL, (int)blk, MPI_BYTE, v + (size_t)r * blk, (int)blk, MPI_BYTE, root, comm));
+    PM_TRY(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, v, (int)blk, MPI_BYTE, comm));
+    if (r != root && v != (char *)buf) return pm_unpack(v, n, buf, count, dt, comm);
+    return MPI_SUCCESS;
+}
+
+static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
+/* Any rank may need the padded vector (its own type may not be contiguous): the need is the same for all. */
 static size_t need_padded_bytes(size_t n, size_t e, int p)
 {
     (void)e;
-    size_t blk = pm_ceil_div(n, (size_t)p);
-    return blk * (size_t)p == n ? 0 : blk * (size_t)p;
+    return pm_ceil_div(n, (size_t)p) * (size_t)p;
 }
 
 static const pgmpi_alg_t bcast_algs[] = {
     {"default", NULL, NULL, NULL},
-    {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, NULL, need_2p_ints},
+    {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, need_n, need_2p_ints},
     {"bcast_as_scatter_allgather", (void (*)(void))bcast_as_scatter_allgather, need_padded_bytes, NULL},
 };
 
@@ -59,12 +67,6 @@ const pgmpi_coll_desc_t pgmpi_desc_BCAST = {
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    size_t elem = pgmpi_type_bytes(dt), n = (size_t)(count > 0 ? count : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_BCAST, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((bcast_fn)bcast_algs[alg].fn)(buf, count, dt, root, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_BCAST, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_BCAST, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_BCAST, n, 0, 0);
-    return PMPI_Bcast(buf, count, dt, root, comm);
+    size_t n = (size_t)(count > 0 ? count : 0) * pgmpi_type_bytes(dt);
+    PGMPI_DISPATCH(BCAST, bcast_algs, bcast_fn, comm, n, 1, PMPI_Bcast, (buf, count, dt, root, comm));
 }

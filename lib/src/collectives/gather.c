@@ -5,8 +5,20 @@
 typedef int (*gather_fn)(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
                          MPI_Comm comm);
 
-/* GL11: Allgather; the non-roots receive the whole vector into the message pool and drop it. At an
- * MPI_IN_PLACE root the own block is first copied to the pool (Allgather cannot mix in-place ranks). */
+/* Own block of a Gather: at an MPI_IN_PLACE root it is in the receive buffer. */
+static const void *gather_own(const void *sb, int *sc, MPI_Datatype *st, void *rb, int rc, MPI_Datatype rt,
+                              int r)
+{
+    if (sb != MPI_IN_PLACE) return sb;
+    *sc = rc;
+    *st = rt;
+    return (char *)rb + (MPI_Aint)r * rc * pm_extent(rt);
+}
+
+/* GL11: Allgather of the n-byte blocks; the non-roots receive the whole vector into the message pool
+ * and drop it. Bytes on every rank (rule 3): a rank packs its own block into the pool unless it can
+ * send it as it is (contiguous, and not inside the receive buffer of an MPI_IN_PLACE root); the root
+ * receives straight into a contiguous receive buffer, otherwise into the pool and unpacks. */
 static int gather_as_allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                                int root, MPI_Comm comm)
 {
@@ -14,20 +26,29 @@ static int gather_as_allgather(const void *sb, int sc, MPI_Datatype st, void *rb
     int p = pm_size(comm), r = pm_rank(comm);
     if (root < 0 || root >= p) return PGMPI_FALLBACK;
     size_t n = sb == MPI_IN_PLACE ? (size_t)rc * pgmpi_type_bytes(rt) : (size_t)sc * pgmpi_type_bytes(st);
-    if (!pm_fits_int(n * (size_t)p)) return PGMPI_FALLBACK;   /* same n on all ranks */
-    char *pool = pgmpi_pool_msg();
-    if (r != root) {
-        if (!pm_contig(st)) return PGMPI_FALLBACK;
-        return PMPI_Allgather(sb, sc, st, pool, sc, st, comm);
+    size_t all = n * (size_t)p;                              /* n is the same on every rank */
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *mine = pgmpi_pool_msg(), *staging = mine + n;
+    int in_place = sb == MPI_IN_PLACE;
+    const void *own = gather_own(sb, &sc, &st, rb, rc, rt, r);
+    const void *send = own;
+    if (in_place || !pm_contig(st)) {
+        PM_TRY(pm_pack(own, sc, st, mine, n, comm));
+        send = mine;
     }
-    /* the root checks its own block's type as the others do, so that ranks using one datatype agree */
-    if (sb != MPI_IN_PLACE) return pm_contig(st) ? PMPI_Allgather(sb, sc, st, rb, rc, rt, comm) : PGMPI_FALLBACK;
-    if (!pm_contig(rt)) return PGMPI_FALLBACK;
-    if (n) memcpy(pool, (char *)rb + (size_t)root * n, n);
-    return PMPI_Allgather(pool, rc, rt, rb, rc, rt, comm);
+    int direct = r == root && pm_contig(rt);
+    char *dst = direct ? rb : staging;
+    PM_NOALIAS(send, n, dst, all);
+    PM_TRY(PMPI_Allgather(send, (int)n, MPI_BYTE, dst, (int)n, MPI_BYTE, comm));
+    if (r == root && !direct) return pm_unpack(staging, all, rb, rc * p, rt, comm);
+    return MPI_SUCCESS;
 }
 
-/* GL12: Gatherv with equal counts (vectors from the int pool, root only). Any datatypes. */
+/* GL12: Gatherv with equal byte counts (vectors from the int pool, root only), in bytes on every rank
+ * (rule 3): a non-root sends its block as it is when contiguous, else packed into the pool; the root
+ * puts its own block at its place of V (the receive buffer when contiguous, else the pool) and gathers
+ * in place, then unpacks. */
 static int gather_as_gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                              int root, MPI_Comm comm)
 {
@@ -35,53 +56,62 @@ static int gather_as_gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, 
     int p = pm_size(comm), r = pm_rank(comm);
     if (root < 0 || root >= p) return PGMPI_FALLBACK;
     size_t n = sb == MPI_IN_PLACE ? (size_t)rc * pgmpi_type_bytes(rt) : (size_t)sc * pgmpi_type_bytes(st);
-    if (!pm_fits_int(n * (size_t)p)) return PGMPI_FALLBACK;   /* same n on all ranks */
-    if (r != root) return PMPI_Gatherv(sb, sc, st, NULL, NULL, NULL, rt, root, comm);
+    size_t all = n * (size_t)p;                               /* n: the same on every rank */
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *pool = pgmpi_pool_msg();
+    if (r != root) {
+        const void *send;
+        PM_TRY(pm_send_bytes(sb, sc, st, pool, n, comm, &send));
+        return PMPI_Gatherv(send, (int)n, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, root, comm);
+    }
+    char *V = pm_landing(rb, rt, pool);
+    const void *own = gather_own(sb, &sc, &st, rb, rc, rt, r);
+    if (!(sb == MPI_IN_PLACE && V == (char *)rb)) PM_TRY(pm_pack(own, sc, st, V + (size_t)r * n, n, comm));
     int *counts = pgmpi_pool_int(), *displs = counts + p;
-    for (int i = 0; i < p; i++) { counts[i] = rc; displs[i] = i * rc; }
-    return PMPI_Gatherv(sb, sc, st, rb, counts, displs, rt, root, comm);
+    for (int i = 0; i < p; i++) { counts[i] = (int)n; displs[i] = i * (int)n; }
+    PM_TRY(PMPI_Gatherv(MPI_IN_PLACE, 0, MPI_BYTE, V, counts, displs, MPI_BYTE, root, comm));
+    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
 }
 
-/* GL13: each rank puts its block at its place in a zeroed p-block vector (message pool); a Reduce
- * with bitwise or on integer words (width divides p*n) assembles the vector at the root. Exact for
- * every datatype (raw bytes); contiguous types only. The root reduces from the pool too: no
- * MPI_IN_PLACE Reduce, which avoids MPICH 4.0.2's in-place Reduce defect at roots other than 0. */
+/* GL13: each rank packs its block at its place in a zeroed p-block byte vector (message pool); a Reduce
+ * with bitwise or on integer words (width divides p*n) assembles the vector at the root, straight into a
+ * contiguous receive buffer or into the pool's second half, then unpacked. Exact for every datatype
+ * (raw bytes), the same pattern whatever each rank's layout (rule 3). The root reduces from the pool
+ * too: no MPI_IN_PLACE Reduce, which avoids MPICH 4.0.2's in-place Reduce defect at roots other than 0. */
 static int gather_as_reduce(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                             int root, MPI_Comm comm)
 {
     if (pm_inter(comm)) return PGMPI_FALLBACK;
     int p = pm_size(comm), r = pm_rank(comm);
     if (root < 0 || root >= p) return PGMPI_FALLBACK;
-    size_t n;
-    const void *own = sb;
-    if (r == root) {
-        if (!pm_contig(rt)) return PGMPI_FALLBACK;
-        n = (size_t)rc * pgmpi_type_bytes(rt);
-        if (sb == MPI_IN_PLACE) own = (char *)rb + (size_t)r * n;
-        else if (!pm_contig(st)) return PGMPI_FALLBACK;
-    } else {
-        if (!pm_contig(st)) return PGMPI_FALLBACK;
-        n = (size_t)sc * pgmpi_type_bytes(st);
-    }
+    size_t n = sb == MPI_IN_PLACE ? (size_t)rc * pgmpi_type_bytes(rt) : (size_t)sc * pgmpi_type_bytes(st);
     size_t total = n * (size_t)p, w;
+    if (n == 0) return MPI_SUCCESS;
     MPI_Datatype wt = pm_bor_type(total, &w);
-    if (!pm_fits_int(total / w)) return PGMPI_FALLBACK;
-    char *v = pgmpi_pool_msg();
-    if (total) {
-        memset(v, 0, total);
-        memcpy(v + (size_t)r * n, own, n);
-    }
-    return PMPI_Reduce(v, r == root ? rb : NULL, (int)(total / w), wt, MPI_BOR, root, comm);
+    if (!pm_fits_int(total) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *v = pgmpi_pool_msg(), *staging = v + total;
+    const void *own = gather_own(sb, &sc, &st, rb, rc, rt, r);
+    memset(v, 0, total);
+    PM_TRY(pm_pack(own, sc, st, v + (size_t)r * n, n, comm));
+    if (r != root) return PMPI_Reduce(v, NULL, (int)(total / w), wt, MPI_BOR, root, comm);
+    int direct = pm_contig(rt);
+    char *dst = direct ? rb : staging;
+    PM_NOALIAS(v, total, dst, total);
+    PM_TRY(PMPI_Reduce(v, dst, (int)(total / w), wt, MPI_BOR, root, comm));
+    return direct ? MPI_SUCCESS : pm_unpack(staging, total, rb, rc * p, rt, comm);
 }
 
 static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
+static size_t need_n_pn(size_t n, size_t e, int p) { (void)e; return n + n * (size_t)p; }
+static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (size_t)p; }
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t gather_algs[] = {
     {"default", NULL, NULL, NULL},
-    {"gather_as_allgather", (void (*)(void))gather_as_allgather, need_pn, NULL},
-    {"gather_as_gatherv", (void (*)(void))gather_as_gatherv, NULL, need_2p_ints},
-    {"gather_as_reduce", (void (*)(void))gather_as_reduce, need_pn, NULL},
+    {"gather_as_allgather", (void (*)(void))gather_as_allgather, need_n_pn, NULL},
+    {"gather_as_gatherv", (void (*)(void))gather_as_gatherv, need_pn, need_2p_ints},
+    {"gather_as_reduce", (void (*)(void))gather_as_reduce, need_2pn, NULL},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_GATHER = {
@@ -92,12 +122,6 @@ int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Da
                MPI_Comm comm)
 {
     int in_place = sb == MPI_IN_PLACE, cnt = in_place ? rc : sc;
-    size_t elem = pgmpi_type_bytes(in_place ? rt : st), n = (size_t)(cnt > 0 ? cnt : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_GATHER, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((gather_fn)gather_algs[alg].fn)(sb, sc, st, rb, rc, rt, root, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_GATHER, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_GATHER, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_GATHER, n, 0, 0);
-    return PMPI_Gather(sb, sc, st, rb, rc, rt, root, comm);
+    size_t n = (size_t)(cnt > 0 ? cnt : 0) * pgmpi_type_bytes(in_place ? rt : st);
+    PGMPI_DISPATCH(GATHER, gather_algs, gather_fn, comm, n, 1, PMPI_Gather, (sb, sc, st, rb, rc, rt, root, comm));
 }

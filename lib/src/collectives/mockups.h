@@ -6,6 +6,26 @@
 #include "pgmpitune_core.h"
 #include <limits.h>
 #include <string.h>
+#ifdef PGMPI_DEBUG_ALIAS
+#include <stdio.h>
+#include <stdlib.h>
+#endif
+
+/* The MPI_<Collective> entry point's body (rules in ../core/pgmpitune_core.h): ask the core, run the
+ * mock-up it names, and run the library's default PMPI call when it names none or the mock-up declines.
+ * ARGS is the parenthesised argument list, the same for the mock-up and the default. */
+#define PGMPI_DISPATCH(ID, algs, fn_type, comm, n, elem, pmpi_call, ARGS)                      \
+    do {                                                                                       \
+        int pm_alg_ = pgmpi_begin(PGMPI_COLL_##ID, (comm), (n), (elem));                       \
+        if (pm_alg_ > 0) {                                                                     \
+            int pm_rc_ = ((fn_type)(algs)[pm_alg_].fn) ARGS;                                   \
+            pgmpi_end(PGMPI_COLL_##ID, (n), pm_alg_, pm_rc_ == PGMPI_FALLBACK);                \
+            if (pm_rc_ != PGMPI_FALLBACK) return pm_rc_;                                       \
+        } else {                                                                               \
+            pgmpi_end(PGMPI_COLL_##ID, (n), 0, 0);                                             \
+        }                                                                                      \
+        return pmpi_call ARGS;                                                                 \
+    } while (0)
 
 /* Return the first MPI error code of a composition (rule 6). */
 #define PM_TRY(call)                                   \
@@ -88,6 +108,94 @@ static inline MPI_Datatype pm_bor_type(size_t nbytes, size_t *width)
     if (nbytes % 2 == 0) { *width = 2; return MPI_UINT16_T; }
     *width = 1;
     return MPI_UINT8_T;
+}
+
+/* Receive buffer of an empty block (rule 5): a pointer into a user buffer could equal the send buffer
+ * (the end of one array is often the start of the next), which MPICH refuses as aliasing. */
+static char pm_nowhere[16] __attribute__((aligned(16), unused));
+static inline void *pm_block(void *p, size_t count) { return count ? p : (void *)pm_nowhere; }
+
+#ifdef PGMPI_DEBUG_ALIAS
+/* Debug builds: an inner call whose send and receive buffers alias is a bug of the mock-up. Pointer
+ * equality always counts (what MPICH checks); byte spans are checked when both are given (> 0). */
+static inline void pm_noalias(const char *where, int line, const void *s, size_t sn, const void *r, size_t rn)
+{
+    if (s == MPI_IN_PLACE || r == MPI_IN_PLACE || !s || !r) return;
+    const char *a = s, *b = r;
+    if (a == b || (sn && rn && a < b + rn && b < a + sn)) {
+        fprintf(stderr, "pgmpitune: debug: aliased buffers in %s (line %d): send %p+%zu recv %p+%zu\n", where,
+                line, s, sn, r, rn);
+        fflush(stderr);
+        abort();
+    }
+}
+#define PM_NOALIAS(s, sn, r, rn) pm_noalias(__func__, __LINE__, (s), (sn), (r), (rn))
+/* Every inner call with a send and a receive buffer is checked (a function-like macro does not expand
+ * again inside its own expansion, so these still call the PMPI functions). */
+#define PM_CHECKED2(fn, s, r, ...) (PM_NOALIAS((s), 0, (r), 0), fn((s), (r), __VA_ARGS__))
+#define PMPI_Allreduce(s, r, ...) PM_CHECKED2(PMPI_Allreduce, s, r, __VA_ARGS__)
+#define PMPI_Reduce(s, r, ...) PM_CHECKED2(PMPI_Reduce, s, r, __VA_ARGS__)
+#define PMPI_Reduce_scatter(s, r, ...) PM_CHECKED2(PMPI_Reduce_scatter, s, r, __VA_ARGS__)
+#define PMPI_Reduce_scatter_block(s, r, ...) PM_CHECKED2(PMPI_Reduce_scatter_block, s, r, __VA_ARGS__)
+#define PMPI_Exscan(s, r, ...) PM_CHECKED2(PMPI_Exscan, s, r, __VA_ARGS__)
+#define PM_CHECKED4(fn, s, a, b, r, ...) (PM_NOALIAS((s), 0, (r), 0), fn((s), (a), (b), (r), __VA_ARGS__))
+#define PMPI_Allgather(s, a, b, r, ...) PM_CHECKED4(PMPI_Allgather, s, a, b, r, __VA_ARGS__)
+#define PMPI_Allgatherv(s, a, b, r, ...) PM_CHECKED4(PMPI_Allgatherv, s, a, b, r, __VA_ARGS__)
+#define PMPI_Alltoall(s, a, b, r, ...) PM_CHECKED4(PMPI_Alltoall, s, a, b, r, __VA_ARGS__)
+#define PMPI_Gather(s, a, b, r, ...) PM_CHECKED4(PMPI_Gather, s, a, b, r, __VA_ARGS__)
+#define PMPI_Gatherv(s, a, b, r, ...) PM_CHECKED4(PMPI_Gatherv, s, a, b, r, __VA_ARGS__)
+#define PMPI_Scatter(s, a, b, r, ...) PM_CHECKED4(PMPI_Scatter, s, a, b, r, __VA_ARGS__)
+#define PM_CHECKED5(fn, s, a, b, c, r, ...) (PM_NOALIAS((s), 0, (r), 0), fn((s), (a), (b), (c), (r), __VA_ARGS__))
+#define PMPI_Alltoallv(s, a, b, c, r, ...) PM_CHECKED5(PMPI_Alltoallv, s, a, b, c, r, __VA_ARGS__)
+#define PMPI_Scatterv(s, a, b, c, r, ...) PM_CHECKED5(PMPI_Scatterv, s, a, b, c, r, __VA_ARGS__)
+#else
+#define PM_NOALIAS(s, sn, r, rn) ((void)0)
+#endif
+
+/* Rule 3: a rank's own datatype layout is handled locally. Typed buffer <-> the signature's n raw bytes
+ * (memmove when the type is contiguous, else MPI_Pack / MPI_Unpack, valid as raw bytes when
+ * pgmpi_pack_is_raw()). n must fit an int (the callers check n x p). */
+static inline int pm_pack(const void *src, int count, MPI_Datatype t, void *dst, size_t n, MPI_Comm comm)
+{
+    if (n == 0) return MPI_SUCCESS;
+    if (pgmpi_type_is_contiguous(t)) {
+        if (src != dst) memmove(dst, src, n);
+        return MPI_SUCCESS;
+    }
+    int pos = 0;
+    return PMPI_Pack(src, count, t, dst, (int)n, &pos, comm);
+}
+static inline int pm_unpack(const void *src, size_t n, void *dst, int count, MPI_Datatype t, MPI_Comm comm)
+{
+    if (n == 0) return MPI_SUCCESS;
+    if (pgmpi_type_is_contiguous(t)) {
+        if (src != dst) memmove(dst, src, n);
+        return MPI_SUCCESS;
+    }
+    int pos = 0;
+    return PMPI_Unpack(src, (int)n, &pos, dst, count, t, comm);
+}
+
+/* The bytes of a typed buffer, for sending: the buffer itself when its type is contiguous, else packed
+ * into area (pool memory of n bytes). */
+static inline int pm_send_bytes(const void *buf, int count, MPI_Datatype t, char *area, size_t n, MPI_Comm comm,
+                                const void **out)
+{
+    if (pm_contig(t)) { *out = buf; return MPI_SUCCESS; }
+    *out = area;
+    return pm_pack(buf, count, t, area, n, comm);
+}
+/* Where n bytes meant for a typed buffer land: the buffer itself when its type is contiguous, else
+ * staging (pool memory; pm_unpack afterwards). */
+static inline char *pm_landing(void *buf, MPI_Datatype t, char *staging) { return pm_contig(t) ? buf : staging; }
+
+/* Rule 7: predefined reduction operations (zero padding is harmless to them; user functions may not
+ * be defined on made-up elements). */
+static inline int pm_op_is_predefined(MPI_Op op)
+{
+    return op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN || op == MPI_LAND ||
+           op == MPI_LOR || op == MPI_LXOR || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR ||
+           op == MPI_MAXLOC || op == MPI_MINLOC;
 }
 
 /* Common early checks: intercommunicators always go to the default. */

@@ -22,7 +22,9 @@ static int reduce_as_allreduce(const void *sb, void *rb, int count, MPI_Datatype
 }
 
 /* GL15: Reduce_scatter_block of ceil(count/p)-element blocks into the pool, then Gather at the root.
- * When p does not divide count the input is zero-padded in the pool (paper appendix A). */
+ * When p does not divide count the input is zero-padded in the pool (paper appendix A), for predefined
+ * ops only (rule 7: a user function, such as a matrix product that handles one element per call when
+ * the application reduces one, must not see made-up elements). */
 static int reduce_as_reducescatterblock_gather(const void *sb, void *rb, int count, MPI_Datatype dt,
                                                MPI_Op op, int root, MPI_Comm comm)
 {
@@ -31,6 +33,7 @@ static int reduce_as_reducescatterblock_gather(const void *sb, void *rb, int cou
     if (root < 0 || root >= p) return PGMPI_FALLBACK;
     size_t E = pgmpi_type_bytes(dt), blk = pm_ceil_div((size_t)count, (size_t)p), P = blk * (size_t)p;
     if (!pm_fits_int(P)) return PGMPI_FALLBACK;
+    if (P != (size_t)count && !pm_op_is_predefined(op)) return PGMPI_FALLBACK;
     const void *in = (r == root && sb == MPI_IN_PLACE) ? rb : sb;
     char *blkbuf = pgmpi_pool_msg(), *padded = blkbuf + blk * E;
     void *dest = rb;
@@ -40,6 +43,7 @@ static int reduce_as_reducescatterblock_gather(const void *sb, void *rb, int cou
         in = padded;
         dest = padded;
     }
+    PM_NOALIAS(in, (size_t)count * E, blkbuf, blk * E);
     PM_TRY(PMPI_Reduce_scatter_block(in, blkbuf, (int)blk, dt, op, comm));
     PM_TRY(PMPI_Gather(blkbuf, (int)blk, dt, r == root ? dest : NULL, (int)blk, dt, root, comm));
     if (r == root && dest != rb) memcpy(rb, dest, (size_t)count * E);
@@ -66,7 +70,8 @@ static int reduce_as_reducescatter_gatherv(const void *sb, void *rb, int count, 
         PM_TRY(PMPI_Reduce_scatter(rb, blkbuf, counts, dt, op, comm));
         return PMPI_Gatherv(blkbuf, counts[r], dt, rb, counts, displs, dt, root, comm);
     }
-    PM_TRY(PMPI_Reduce_scatter(sb, (char *)rb + (size_t)displs[r] * E, counts, dt, op, comm));
+    void *dst = pm_block((char *)rb + (size_t)displs[r] * E, (size_t)counts[r]);   /* rb's end may be sb */
+    PM_TRY(PMPI_Reduce_scatter(sb, dst, counts, dt, op, comm));
     return PMPI_Gatherv(MPI_IN_PLACE, 0, dt, rb, counts, displs, dt, root, comm);
 }
 
@@ -100,11 +105,5 @@ const pgmpi_coll_desc_t pgmpi_desc_REDUCE = {
 int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
 {
     size_t elem = pgmpi_type_bytes(dt), n = (size_t)(count > 0 ? count : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_REDUCE, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((reduce_fn)reduce_algs[alg].fn)(sb, rb, count, dt, op, root, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_REDUCE, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_REDUCE, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_REDUCE, n, 0, 0);
-    return PMPI_Reduce(sb, rb, count, dt, op, root, comm);
+    PGMPI_DISPATCH(REDUCE, reduce_algs, reduce_fn, comm, n, elem, PMPI_Reduce, (sb, rb, count, dt, op, root, comm));
 }

@@ -59,7 +59,7 @@ static int reducescatter_as_reduce_scatterv(const void *sb, void *rb, const int 
     }
     void *full = r == 0 ? pgmpi_pool_msg() : NULL;
     PM_TRY(PMPI_Reduce(sb, full, (int)total, dt, op, 0, comm));
-    return PMPI_Scatterv(full, rcs, displs, dt, rb, rcs[r], dt, 0, comm);
+    return PMPI_Scatterv(full, rcs, displs, dt, pm_block(rb, (size_t)rcs[r]), rcs[r], dt, 0, comm);
 }
 
 static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
@@ -82,11 +82,6 @@ int MPI_Reduce_scatter(const void *sb, void *rb, const int rcs[], MPI_Datatype d
     size_t tot = 0;
     for (int i = 0; i < p; i++) tot += rcs[i] > 0 ? (size_t)rcs[i] : 0;
     size_t elem = pgmpi_type_bytes(dt), n = tot * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_REDUCE_SCATTER, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((reducescatter_fn)reducescatter_algs[alg].fn)(sb, rb, rcs, dt, op, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_REDUCE_SCATTER, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_REDUCE_SCATTER, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_REDUCE_SCATTER, n, 0, 0);
-    return PMPI_Reduce_scatter(sb, rb, rcs, dt, op, comm);
+    PGMPI_DISPATCH(REDUCE_SCATTER, reducescatter_algs, reducescatter_fn, comm, n, elem, PMPI_Reduce_scatter,
+                   (sb, rb, rcs, dt, op, comm));
 }

@@ -74,11 +74,6 @@ int MPI_Reduce_scatter_block(const void *sb, void *rb, int rc, MPI_Datatype dt, 
     int p = 1;
     PMPI_Comm_size(comm, &p);
     size_t elem = pgmpi_type_bytes(dt), n = (size_t)(rc > 0 ? rc : 0) * (size_t)p * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_REDUCE_SCATTER_BLOCK, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((reducescatterblock_fn)reducescatterblock_algs[alg].fn)(sb, rb, rc, dt, op, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_REDUCE_SCATTER_BLOCK, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_REDUCE_SCATTER_BLOCK, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_REDUCE_SCATTER_BLOCK, n, 0, 0);
-    return PMPI_Reduce_scatter_block(sb, rb, rc, dt, op, comm);
+    PGMPI_DISPATCH(REDUCE_SCATTER_BLOCK, reducescatterblock_algs, reducescatterblock_fn, comm, n, elem,
+                   PMPI_Reduce_scatter_block, (sb, rb, rc, dt, op, comm));
 }

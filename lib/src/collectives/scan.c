@@ -34,11 +34,5 @@ const pgmpi_coll_desc_t pgmpi_desc_SCAN = {
 int MPI_Scan(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     size_t elem = pgmpi_type_bytes(dt), n = (size_t)(count > 0 ? count : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_SCAN, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((scan_fn)scan_algs[alg].fn)(sb, rb, count, dt, op, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_SCAN, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_SCAN, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_SCAN, n, 0, 0);
-    return PMPI_Scan(sb, rb, count, dt, op, comm);
+    PGMPI_DISPATCH(SCAN, scan_algs, scan_fn, comm, n, elem, PMPI_Scan, (sb, rb, count, dt, op, comm));
 }

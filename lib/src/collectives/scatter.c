@@ -5,9 +5,10 @@
 typedef int (*scatter_fn)(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, int root,
                           MPI_Comm comm);
 
-/* GL21: Bcast of the root's whole send vector; the non-roots receive it into the message pool and keep
- * their block. The root copies its own block locally (any datatypes); the non-roots' receive type must
- * be contiguous. */
+/* GL21: Bcast of the root's whole send vector as n x p bytes; the non-roots receive it into the message
+ * pool and unpack their block. The same byte pattern on every rank whatever its datatype (rule 3): the
+ * root sends its buffer as it is when its send type is contiguous, else packs it into the pool first;
+ * it copies its own block locally (any datatypes). */
 static int scatter_as_bcast(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                             int root, MPI_Comm comm)
 {
@@ -15,22 +16,28 @@ static int scatter_as_bcast(const void *sb, int sc, MPI_Datatype st, void *rb, i
     int p = pm_size(comm), r = pm_rank(comm);
     if (root < 0 || root >= p) return PGMPI_FALLBACK;
     size_t n = rb == MPI_IN_PLACE ? (size_t)sc * pgmpi_type_bytes(st) : (size_t)rc * pgmpi_type_bytes(rt);
-    if (!pm_fits_int(n * (size_t)p)) return PGMPI_FALLBACK;   /* same n on all ranks */
+    size_t all = n * (size_t)p;                               /* n is the same on every rank */
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *full = pgmpi_pool_msg();
     if (r == root) {
-        /* the root checks the receive side as the others do, so that ranks using one datatype agree */
-        if (!pm_contig(rb == MPI_IN_PLACE ? st : rt)) return PGMPI_FALLBACK;
-        PM_TRY(PMPI_Bcast((void *)sb, sc * p, st, root, comm));
+        const void *send = sb;
+        if (!pm_contig(st)) {
+            PM_TRY(pm_pack(sb, sc * p, st, full, all, comm));
+            send = full;
+        }
+        PM_TRY(PMPI_Bcast((void *)send, (int)all, MPI_BYTE, root, comm));
         if (rb == MPI_IN_PLACE) return MPI_SUCCESS;
         return pm_local_copy((const char *)sb + (MPI_Aint)r * sc * pm_extent(st), sc, st, rb, rc, rt);
     }
-    if (!pm_contig(rt)) return PGMPI_FALLBACK;
-    char *full = pgmpi_pool_msg();
-    PM_TRY(PMPI_Bcast(full, rc * p, rt, root, comm));
-    if (n) memcpy(rb, full + (size_t)r * n, n);
-    return MPI_SUCCESS;
+    PM_TRY(PMPI_Bcast(full, (int)all, MPI_BYTE, root, comm));
+    return pm_unpack(full + (size_t)r * n, n, rb, rc, rt, comm);
 }
 
-/* GL22: Scatterv with equal counts (vectors from the int pool, root only). Any datatypes. */
+/* GL22: Scatterv with equal byte counts (vectors from the int pool, root only), in bytes on every rank
+ * (rule 3): the root sends its buffer as it is when contiguous, else a packed copy in the pool, keeps
+ * its own block with a local typed copy (Scatterv in place); a non-root receives straight into a
+ * contiguous receive buffer, else into the pool and unpacks. */
 static int scatter_as_scatterv(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt,
                                int root, MPI_Comm comm)
 {
@@ -38,11 +45,22 @@ static int scatter_as_scatterv(const void *sb, int sc, MPI_Datatype st, void *rb
     int p = pm_size(comm), r = pm_rank(comm);
     if (root < 0 || root >= p) return PGMPI_FALLBACK;
     size_t n = rb == MPI_IN_PLACE ? (size_t)sc * pgmpi_type_bytes(st) : (size_t)rc * pgmpi_type_bytes(rt);
-    if (!pm_fits_int(n * (size_t)p)) return PGMPI_FALLBACK;   /* same n on all ranks */
-    if (r != root) return PMPI_Scatterv(NULL, NULL, NULL, st, rb, rc, rt, root, comm);
+    size_t all = n * (size_t)p;                               /* n: the same on every rank */
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *pool = pgmpi_pool_msg();
+    if (r != root) {
+        char *V = pm_landing(rb, rt, pool);
+        PM_TRY(PMPI_Scatterv(NULL, NULL, NULL, MPI_BYTE, V, (int)n, MPI_BYTE, root, comm));
+        return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, n, rb, rc, rt, comm);
+    }
+    const void *send;
+    PM_TRY(pm_send_bytes(sb, sc * p, st, pool, all, comm, &send));
     int *counts = pgmpi_pool_int(), *displs = counts + p;
-    for (int i = 0; i < p; i++) { counts[i] = sc; displs[i] = i * sc; }
-    return PMPI_Scatterv(sb, counts, displs, st, rb, rc, rt, root, comm);
+    for (int i = 0; i < p; i++) { counts[i] = (int)n; displs[i] = i * (int)n; }
+    PM_TRY(PMPI_Scatterv(send, counts, displs, MPI_BYTE, MPI_IN_PLACE, (int)n, MPI_BYTE, root, comm));
+    if (rb == MPI_IN_PLACE) return MPI_SUCCESS;
+    return pm_local_copy((const char *)sb + (MPI_Aint)r * sc * pm_extent(st), sc, st, rb, rc, rt);
 }
 
 static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
@@ -51,7 +69,7 @@ static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return
 static const pgmpi_alg_t scatter_algs[] = {
     {"default", NULL, NULL, NULL},
     {"scatter_as_bcast", (void (*)(void))scatter_as_bcast, need_pn, NULL},
-    {"scatter_as_scatterv", (void (*)(void))scatter_as_scatterv, NULL, need_2p_ints},
+    {"scatter_as_scatterv", (void (*)(void))scatter_as_scatterv, need_pn, need_2p_ints},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_SCATTER = {
@@ -62,12 +80,6 @@ int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_D
                 MPI_Comm comm)
 {
     int in_place = rb == MPI_IN_PLACE, cnt = in_place ? sc : rc;
-    size_t elem = pgmpi_type_bytes(in_place ? st : rt), n = (size_t)(cnt > 0 ? cnt : 0) * elem;
-    int alg = pgmpi_begin(PGMPI_COLL_SCATTER, comm, n, elem);
-    if (alg > 0) {
-        int rc_ = ((scatter_fn)scatter_algs[alg].fn)(sb, sc, st, rb, rc, rt, root, comm);
-        if (rc_ != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_SCATTER, n, alg, 0); return rc_; }
-        pgmpi_end(PGMPI_COLL_SCATTER, n, alg, 1);
-    } else pgmpi_end(PGMPI_COLL_SCATTER, n, 0, 0);
-    return PMPI_Scatter(sb, sc, st, rb, rc, rt, root, comm);
+    size_t n = (size_t)(cnt > 0 ? cnt : 0) * pgmpi_type_bytes(in_place ? st : rt);
+    PGMPI_DISPATCH(SCATTER, scatter_algs, scatter_fn, comm, n, 1, PMPI_Scatter, (sb, sc, st, rb, rc, rt, root, comm));
 }

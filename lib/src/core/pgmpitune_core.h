@@ -6,21 +6,33 @@
  *   - the MPI_<Collective> entry point, which asks the core which algorithm to use.
  * Adding a mock-up = one function + one table row in that file.
  *
- * RULES every mock-up follows (correctness first):
+ * RULES every mock-up follows (correctness first: a hang or a changed result in a user's job is the one
+ * thing the library must never cause):
  *  1. Same result as the library's default, bit-exact for integers; for floating point
  *     identical on all ranks (within reduction-order tolerance of the default).
  *  2. If it cannot keep the semantics for the given arguments it returns PGMPI_FALLBACK
  *     BEFORE any communication; the caller then runs the library's default.
- *  3. The decision to fall back must be the SAME on every rank of the call: it may only
- *     depend on arguments that all ranks agree on (message bytes, p, root, op, the
- *     communicator kind, datatype contiguity) and on pool capacities computed as the
- *     maximum need over all ranks (pgmpi_alg_t.msg_need / int_need) -- never on
- *     root-only arguments or on per-rank pool contention.
+ *  3. The path a call takes -- mock-up or fallback, and which communication pattern -- may depend
+ *     ONLY on what all ranks provably share: the communicator (size, inter/intra), root, op, the
+ *     message size n in bytes (count x type size of the signature, collectives.def), what the standard
+ *     requires to be equal on all ranks (count and datatype of the reductions, MPI_IN_PLACE where it
+ *     must be used by all ranks), the agreed pool capacities (maximum need over all ranks, from
+ *     pgmpi_alg_t.msg_need / int_need) and pgmpi_pack_is_raw(). Everything rank-local -- the layout
+ *     and contiguity of THIS rank's datatype in data-movement collectives (MPI only requires matching
+ *     type signatures: one rank may send ints that another receives through a vector type),
+ *     MPI_IN_PLACE at a root, buffer addresses -- is handled locally: pack into / unpack from the pool
+ *     around one communication pattern in MPI_BYTE that every rank runs (pm_pack / pm_unpack), or never
+ *     influences the decision. A mock-up that cannot keep this rule for a case is not offered for it.
+ *     Data-movement need functions therefore never look at the element size (the entry points pass 1).
  *  4. No malloc: scratch memory comes from pgmpi_pool_msg()/pgmpi_pool_int(), which
  *     the core reserves for the call before the mock-up runs (need <= capacity was
  *     checked by the core, consistently on all ranks).
- *  5. Inner calls use PMPI_* so they are not intercepted again.
+ *  5. Inner calls use PMPI_* so they are not intercepted again. No inner call gets aliased send and
+ *     receive buffers (MPICH refuses them; a debug build checks every one: PM_NOALIAS, built with
+ *     -DPGMPI_DEBUG_ALIAS). An empty block's buffer is pm_nowhere, never a pointer into a user buffer.
  *  6. Return the MPI error code of the inner calls (first non-success).
+ *  7. A user-defined operation only ever sees elements the application provided: no zero padding
+ *     for it (padded decompositions fall back unless the op is predefined, pm_op_is_predefined).
  */
 #ifndef PGMPITUNE_CORE_H
 #define PGMPITUNE_CORE_H
@@ -120,20 +132,14 @@ static inline size_t pgmpi_type_bytes(MPI_Datatype t)
 }
 PGMPI_INTERNAL int    pgmpi_type_is_contiguous(MPI_Datatype t);  /* size == true extent and lb == 0 */
 PGMPI_INTERNAL int    pgmpi_comm_is_inter(MPI_Comm comm);
+/* 1 when MPI_Pack of any datatype yields exactly the raw bytes of its signature (native, homogeneous
+ * MPI: both Debian builds), agreed by all ranks at MPI_Init: then a rank may pack its own layout into
+ * bytes and another unpack them with its own (rule 3). 0 = mock-ups that need it fall back everywhere. */
+PGMPI_INTERNAL int    pgmpi_pack_is_raw(void);
 
-/* Standard entry-point shape used by every collective file:
- *
- *   int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
- *       size_t elem = pgmpi_type_bytes(dt), n = (size_t)count * elem;
- *       int alg = pgmpi_begin(PGMPI_COLL_ALLREDUCE, comm, n, elem);
- *       if (alg > 0) {
- *           int rc = ((allreduce_fn)allreduce_algs[alg].fn)(sb, rb, count, dt, op, comm);
- *           if (rc != PGMPI_FALLBACK) { pgmpi_end(PGMPI_COLL_ALLREDUCE, n, alg, 0); return rc; }
- *           pgmpi_end(PGMPI_COLL_ALLREDUCE, n, alg, 1);
- *       } else pgmpi_end(PGMPI_COLL_ALLREDUCE, n, 0, 0);
- *       return PMPI_Allreduce(sb, rb, count, dt, op, comm);
- *   }
- */
+/* Every collective file's MPI_<Collective> entry point is one PGMPI_DISPATCH (../collectives/mockups.h):
+ * ask the core which algorithm serves (n, p), run it, and run the library's default when it is the
+ * default or the mock-up declines (PGMPI_FALLBACK). */
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,7 @@ static char *g_msg_pool;
 static int *g_int_pool;
 static size_t g_msg_cap, g_int_cap;        /* agreed (minimum over ranks) capacities */
 static size_t g_msg_req, g_int_req;        /* requested sizes, for the report */
+static int g_pack_raw;                     /* agreed at MPI_Init: see pgmpi_pack_is_raw */
 static atomic_int g_pool_busy;
 static _Thread_local int t_pool_held __attribute__((tls_model("initial-exec")));
 static pgmpi_profset_t g_profiles;
@@ -117,6 +118,8 @@ int pgmpi_comm_is_inter(MPI_Comm comm)
     if (PMPI_Comm_test_inter(comm, &f) != MPI_SUCCESS) return 1;   /* unknown: be safe */
     return f;
 }
+
+int pgmpi_pack_is_raw(void) { return g_pack_raw; }
 
 void *pgmpi_pool_msg(void) { return g_msg_pool; }
 int *pgmpi_pool_int(void) { return g_int_pool; }
@@ -260,6 +263,20 @@ static void bcast_bytes(char **buf, size_t *len)
     }
 }
 
+/* Does MPI_Pack yield the raw signature bytes? Packs a strided int vector and looks at the bytes. */
+static int probe_pack_raw(void)
+{
+    int src[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8] = {0};
+    MPI_Datatype v;
+    if (PMPI_Type_vector(4, 1, 2, MPI_INT, &v) != MPI_SUCCESS) return 0;
+    int ok = 0, pos = 0, psz = 0;
+    if (PMPI_Type_commit(&v) == MPI_SUCCESS && PMPI_Pack_size(1, v, MPI_COMM_WORLD, &psz) == MPI_SUCCESS &&
+        psz >= 16 && PMPI_Pack(src, 1, v, out, (int)sizeof out, &pos, MPI_COMM_WORLD) == MPI_SUCCESS)
+        ok = pos == 16 && out[0] == 1 && out[1] == 3 && out[2] == 5 && out[3] == 7;
+    PMPI_Type_free(&v);
+    return ok;
+}
+
 static void setup_pools(pgmpi_options_t *o)
 {
     size_t msg = PGMPI_DEFAULT_MSG_POOL, ints = PGMPI_DEFAULT_INT_POOL;
@@ -296,7 +313,7 @@ static void setup_pools(pgmpi_options_t *o)
     PMPI_Bcast(sizes, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     g_msg_req = (size_t)sizes[0];
     g_int_req = (size_t)sizes[1];
-    uint64_t have[2] = {0, 0};
+    uint64_t have[3] = {0, 0, (uint64_t)probe_pack_raw()};
     if (g_msg_req) {
         g_msg_pool = malloc(g_msg_req);
         if (g_msg_pool) have[0] = g_msg_req;
@@ -305,8 +322,9 @@ static void setup_pools(pgmpi_options_t *o)
         g_int_pool = malloc(g_int_req);
         if (g_int_pool) have[1] = g_int_req;
     }
-    uint64_t agreed[2];
-    PMPI_Allreduce(have, agreed, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    uint64_t agreed[3];
+    PMPI_Allreduce(have, agreed, 3, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    g_pack_raw = agreed[2] == 1;
     if (agreed[0] < sizes[0]) warn("message pool of %zu bytes could not be allocated on every rank; pool disabled",
                                    g_msg_req);
     if (agreed[1] < sizes[1] && sizes[1] >= sizeof(int))
@@ -428,6 +446,7 @@ void pgmpitune_report(FILE *out)
     if (g_msg_cap != g_msg_req) fprintf(out, "#@pgmpi config usable_msg_buffer_bytes %zu\n", g_msg_cap);
     if (g_int_cap != g_int_req) fprintf(out, "#@pgmpi config usable_int_buffer_bytes %zu\n", g_int_cap);
     fprintf(out, "#@pgmpi config thread_multiple %d\n", g_thread_multiple);
+    if (!g_pack_raw) fprintf(out, "#@pgmpi config pack_is_raw 0\n");
     if (g_profile_dir[0]) fprintf(out, "#@pgmpi config profile_dir %s\n", g_profile_dir);
     if (g_config_file[0]) fprintf(out, "#@pgmpi config config_file %s\n", g_config_file);
     fprintf(out, "#@pgmpi config profiles %d\n", g_nprofiles);

@@ -12,8 +12,9 @@
  * also checks that send buffers stay unchanged and that nothing is written past the receive buffers;
  * non-roots pass NULL where MPI says the buffer is not significant.
  *
- * Fallback sections: a non-contiguous datatype (every mock-up that needs byte moves must fall back,
- * the others must run), an intercommunicator (all must fall back). Every section's result must equal
+ * Fallback sections: a non-contiguous datatype (reduction mock-ups that need byte moves must fall back,
+ * the others -- data-movement mock-ups pack locally -- must run), an intercommunicator (all must fall
+ * back). Every section's result must equal
  * the default's.
  *
  * Fallbacks are verified, not assumed: the program predicts, per (collective, bytes, mock-up), how
@@ -377,16 +378,17 @@ static void compare(const case_t *cs, const layout_t *L, int a, const unsigned c
 }
 
 /* ------------------------------------------------------------------ prediction --------------- */
-/* Mock-ups that need contiguous datatypes (byte moves, pool copies); 2 = only with MPI_IN_PLACE. */
+/* Reduction mock-ups that need a contiguous datatype (byte moves on the reduced vector; the datatype is
+ * the same on all ranks); 2 = only with MPI_IN_PLACE. Data-movement mock-ups pack and unpack a
+ * non-contiguous layout locally (rule 3 of lib/src/core/pgmpitune_core.h) and never fall back for it. */
 static int needs_contig(const char *name)
 {
     static const char *always[] = {
-        "allgather_as_alltoall", "allgather_as_allreduce", "allreduce_as_reducescatterblock_allgather",
-        "bcast_as_scatter_allgather", "gather_as_allgather", "gather_as_reduce", "reduce_as_allreduce",
+        "allreduce_as_reducescatterblock_allgather", "reduce_as_allreduce",
         "reduce_as_reducescatterblock_gather", "reduce_as_reducescatter_gatherv",
         "reducescatterblock_as_reduce_scatter", "reducescatterblock_as_allreduce",
         "reducescatter_as_allreduce", "reducescatter_as_reduce_scatterv", "scan_as_exscan_reducelocal",
-        "scatter_as_bcast", NULL};
+        NULL};
     for (int i = 0; always[i]; i++) if (!strcmp(name, always[i])) return 1;
     if (!strcmp(name, "allreduce_as_reducescatter_allgatherv")) return 2;
     return 0;
@@ -398,10 +400,16 @@ static int predict_fallback(const case_t *cs, const layout_t *L, int a, int inte
     if (inter) return 1;
     if (pgmpitune_algorithm_msg_memory(c, a, L->n, L->elem, P) > pgmpitune_pool_bytes(0)) return 1;
     if (pgmpitune_algorithm_int_memory(c, a, L->n, L->elem, P) > pgmpitune_pool_bytes(1)) return 1;
+    const char *name = pgmpitune_algorithm_name(c, a);
     if (cs->k == K_VEC) {
-        int nc = needs_contig(pgmpitune_algorithm_name(c, a));
+        int nc = needs_contig(name);
         if (nc == 1 || (nc == 2 && cs->inplace)) return 1;
     }
+    /* rule 7: zero padding (p does not divide count) only for predefined ops */
+    if (cs->op == O_USER && cs->count % P != 0 &&
+        (!strcmp(name, "allreduce_as_reducescatterblock_allgather") ||
+         !strcmp(name, "reduce_as_reducescatterblock_gather")))
+        return 1;
     return 0;
 }
 
