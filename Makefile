@@ -48,4 +48,4 @@ clean:
 	rm -rf build demo
 
 demo-stop:
-	@$(VENV)/bin/pgmpi demo-stop
+	@$(VENV)/bin/python deploy/demo.py stop

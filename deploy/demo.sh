@@ -13,4 +13,4 @@ deploy/install-packages.sh base
 deploy/venv.sh
 deploy/build-lib.sh all
 echo "demo: prepared in $(( $(date +%s) - t0 )) s"
-exec .venv/bin/pgmpi demo --workdir "$demo"
+exec .venv/bin/python deploy/demo.py run --workdir "$demo"

@@ -19,6 +19,8 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pgmpi_formats.results import ResultsFormatError
+
 from .backends import Backend, BackendUnavailable, Status, collect
 from .campaign import Campaign, Layout, Module
 from .planner import JobSpec, Launch, plan
@@ -224,7 +226,7 @@ class Agent:
                         "library": job.module.mpi, "module": job.module.name, "figures": figs,
                         "all_or_nothing": self.c.validation.all_or_nothing,
                         "upload_ids": [u for u, _ in uploads]}))
-            except (OSError, FileNotFoundError) as exc:
+            except (OSError, ResultsFormatError) as exc:
                 state, reason = "FAILED", f"collection failed: {exc}"
         history = [a for a in self.state.attempts(self.c.name, key) if a["attempt"] < row["attempt"]]
         retry = (state in self.c.retry.states and row["attempt"] < self.c.retry.max_attempts

@@ -12,16 +12,15 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pgmpi_formats.collectives import mpi_names as collectives   # key -> MPI name, from collectives.def
+
 ROOT = Path(__file__).resolve().parents[1]
-DEF_PATH = ROOT / "lib" / "src" / "core" / "collectives.def"
-_DEF_LINE = re.compile(r'^\s*PGMPI_COLLECTIVE\(\s*(\w+)\s*,\s*"([^"]+)"\s*,\s*"([^"]+)"\s*,\s*(\w+)\s*\)')
 
 # Size sets of the pgchecker thesis (listing 4.2): collectives whose total volume grows with p
 # (Allgather, Alltoall, Gather, Scatter) get the small set, the others the large one.
@@ -30,18 +29,6 @@ LARGE_SIZES = [1, 2, 8, 64, 512, 1024, 8192, 16384, 65536, 131072, 1048576, 8388
 SCALING = {"allgather", "alltoall", "gather", "scatter"}
 JOB_STATES = ("PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED")
 
-
-@lru_cache(maxsize=1)
-def collectives() -> dict[str, str]:
-    """key -> MPI name, from the one table lib/src/core/collectives.def."""
-    out = {}
-    for line in DEF_PATH.read_text().splitlines():
-        m = _DEF_LINE.match(line)
-        if m:
-            out[m.group(2)] = m.group(3)
-    if not out:
-        raise RuntimeError(f"{DEF_PATH}: no PGMPI_COLLECTIVE lines")
-    return out
 
 
 class CampaignError(ValueError):

@@ -1,4 +1,4 @@
-"""`pgmpi agent|campaign`: the nightly campaign agent (SCHEDULER owns this file).
+"""`pgmpi agent|campaign`: the nightly campaign agent.
 
     pgmpi campaign submit nightly.yaml [--dry-run] [--watch]   plan, print node-hours, submit
     pgmpi campaign status <name|file> [--watch] [--json]       jobs, states, reasons, spool

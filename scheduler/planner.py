@@ -112,27 +112,22 @@ def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorith
 
 
 def mockup_counts(c: Campaign, module: Module) -> dict[str, int]:
-    """Number of mock-ups per collective from `pgmpitune-check --list --json` of that build (1 if unknown)."""
+    """Number of mock-ups per collective from `pgmpitune-check --list --json` of that build
+    ({"collectives": [{"key": ..., "algorithms": [{"name": ...}, ...]}, ...]}, lib/tools/pgmpitune-check.c).
+    Without a checker next to pgmpi-bench (a dry run on a machine without the build) the estimate counts
+    one mock-up per collective; a checker whose output is not that document is an error."""
     check = c.bench_for(module).parent / "pgmpitune-check"
     counts = {k: 1 for k in collectives()}
-    if check.exists():
-        try:
-            out = subprocess.run([str(check), "--list", "--json"], capture_output=True, text=True, timeout=10)
-            data = json.loads(out.stdout)
-            items = data.get("collectives", data) if isinstance(data, dict) else data
-            if isinstance(items, dict):
-                for k, v in items.items():
-                    if k in counts:
-                        counts[k] = len([a for a in (v.get("algorithms", v) if isinstance(v, dict) else v)
-                                         if a != "default"])
-            elif isinstance(items, list):
-                for it in items:
-                    k = it.get("key")
-                    if k in counts:
-                        counts[k] = len([a for a in it.get("algorithms", it.get("mockups", [])) if
-                                         (a if isinstance(a, str) else a.get("name")) != "default"])
-        except (OSError, ValueError, subprocess.SubprocessError, AttributeError):
-            pass
+    if not check.exists():
+        return counts
+    out = subprocess.run([str(check), "--list", "--json"], capture_output=True, text=True, timeout=10)
+    try:
+        for item in json.loads(out.stdout)["collectives"]:
+            if item["key"] in counts:
+                counts[item["key"]] = sum(a["name"] != "default" for a in item["algorithms"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RuntimeError(f"{check} --list --json: not the document pgmpi-bench's checker prints ({exc!r}): "
+                           f"{out.stdout[:200]!r}") from None
     return counts
 
 

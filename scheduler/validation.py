@@ -1,28 +1,31 @@
 """Validation of a candidate profile: pgmpi-bench in tuned mode against the default.
 
-For every redirected range of the candidate (.prf ranges whose algorithm is not "default") the
-job measures the campaign's sizes inside the range and their neighbours, in launches with the
-default forced and in launches in tuned mode (PGMPITUNE_PROFILE_DIR set, nothing forced).
-The figures per (collective, size): median default time, median tuned time, speedup.
+For every redirected range of the candidate (.prf ranges whose algorithm is not "default") the job measures
+the campaign's sizes inside the range and their neighbours. With `validation.interleaved` (the default of the
+example campaign) every mpirun measures `default` and `tuned` interleaved (pgmpi-bench
+--algorithms=default,tuned, PGMPITUNE_PROFILE_DIR set); otherwise default and tuned run in separate launches.
+The figures (lib/python/pgmpi_formats/validation.py) go to the service, which judges them
+(service/analysis/validation.py).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from service.analysis.profiles import parse_prf   # one .prf reader for the agent and the service
+from pgmpi_formats.collectives import by_mpi_name
+from pgmpi_formats.prf import ProfileFormatError, parse_prf, redirected_ranges
+from pgmpi_formats.validation import figures as paired_figures
 
-from .campaign import Campaign, collectives
+from .campaign import Campaign
 from .planner import JobSpec, launches_for
-
-MPI_TO_KEY = {v.lower(): k for k, v in collectives().items()}
 
 
 def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:
     """(collective key, sizes to validate): campaign sizes in redirected ranges plus their neighbours."""
-    key = MPI_TO_KEY.get(prf["mpi_name"].lower())
-    if key is None:
+    coll = by_mpi_name(prf["mpi_name"])
+    if coll is None:
         return None
-    redirected = [(lo, hi) for lo, hi, alg in prf["ranges"] if alg != "default"]
+    key = coll.key
+    redirected = [(lo, hi) for lo, hi, _ in redirected_ranges(prf)]
     if not redirected:
         return None
     grid = sorted(set(c.sizes_for(key))) if key in c.collectives else []
@@ -44,8 +47,8 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
     for text in version.get("files", {}).values():
         try:
             prf = parse_prf(text)
-        except (StopIteration, ValueError, IndexError):
-            continue
+        except ProfileFormatError:
+            continue        # the service validated the set with pgmpitune-check; nothing to measure here
         got = redirected_sizes(c, prf)
         if got:
             key, sizes = got
@@ -78,5 +81,4 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
 
 def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
     """Per (collective, size): default vs tuned, paired per mpirun when both arms share one (role, text)."""
-    from service.analysis.validation import figures as paired_figures
     return paired_figures(files, nprocs)

@@ -17,7 +17,7 @@ from flask import Flask, g, jsonify, request
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from service.db import db, migrate
+from service.store.db import db, migrate
 
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("service.request")
@@ -82,11 +82,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"), render_as_batch=True, compare_type=True)
 
-    from service.auth import init_auth
     from service.api import api_bp
+    from service.auth import init_auth
+    from service.dashboards.routes import init_app as init_dashboards
     init_auth(app)
     app.register_blueprint(api_bp)
-    _register_dashboards(app)
+    init_dashboards(app)
 
     @app.get("/healthz")
     def healthz():
@@ -108,15 +109,3 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         return resp
 
     return app
-
-
-def _register_dashboards(app: Flask) -> None:
-    """DASHBOARDS' blueprint, when that area provides one (service.dashboards:bp or init_app)."""
-    try:
-        import service.dashboards as dash
-    except ModuleNotFoundError:
-        return
-    if hasattr(dash, "init_app"):
-        dash.init_app(app)
-    elif hasattr(dash, "bp"):
-        app.register_blueprint(dash.bp)

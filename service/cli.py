@@ -1,14 +1,13 @@
 """The `pgmpi` command: one entry point for admins, the agent and the analysis.
 
-Each area keeps its commands in its own module (COMMANDS list); this file only
-collects them, so areas never edit one shared file.
+Each area keeps its commands in its own module (a COMMANDS list) and names it in pyproject.toml under
+[project.entry-points."pgmpi.commands"]; this file only collects them, so the service never imports the
+agent (scheduler/) and areas never edit one shared file.  An area that is declared but fails to import
+is an error, not a missing command.
 """
-import importlib
+from importlib.metadata import entry_points
 
 import click
-
-AREAS = ["service.commands", "service.analysis.cli", "service.publish_cli", "scheduler.cli",
-         "service.demo"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,14 +16,8 @@ def main() -> None:
     """pgmpi-site: find MPI performance-guideline violations and repair them."""
 
 
-for _area in AREAS:
-    try:
-        _module = importlib.import_module(_area)
-    except ModuleNotFoundError as exc:  # an area not written yet
-        if exc.name != _area:
-            raise
-        continue
-    for _cmd in getattr(_module, "COMMANDS", []):
+for _area in sorted(entry_points(group="pgmpi.commands"), key=lambda e: e.name):
+    for _cmd in _area.load():
         main.add_command(_cmd)
 
 

@@ -1,4 +1,4 @@
-"""`pgmpi db|user|token|serve`: the service's command-line side (SERVICE owns this file).
+"""`pgmpi db|user|token|serve`: the service's command-line side.
 
 The database is DATABASE_URL (PostgreSQL, e.g. postgresql+psycopg://pgmpi:pgmpi@127.0.0.1:55432/pgmpi),
 or --database-url, else the embedded SQLite file of service.app.
@@ -80,7 +80,7 @@ def user() -> None:
 def user_add(username: str, role: str, password: str, database_url: str | None) -> None:
     """Add a user who logs in with USERNAME and a password (stored hashed)."""
     from service.auth import add_user
-    from service.db import db as sa
+    from service.store.db import db as sa
     with app_context(database_url):
         try:
             add_user(username, password, role)
@@ -106,7 +106,7 @@ def token_create(name: str, role: str, machine: str | None, username: str | None
                  database_url: str | None) -> None:
     """Create a bearer token. The secret is printed ONCE; only its hash is stored."""
     from service.auth import create_token
-    from service.db import db as sa
+    from service.store.db import db as sa
     with app_context(database_url):
         try:
             row, secret = create_token(name, role, machine, username)
@@ -127,7 +127,7 @@ def token_create(name: str, role: str, machine: str | None, username: str | None
 def token_revoke(token_id: int, database_url: str | None) -> None:
     """Revoke token TOKEN_ID (see `pgmpi token list`)."""
     from service.auth import revoke_token
-    from service.db import db as sa
+    from service.store.db import db as sa
     with app_context(database_url):
         try:
             revoke_token(token_id)
@@ -141,8 +141,8 @@ def token_revoke(token_id: int, database_url: str | None) -> None:
 @DB_OPT
 def token_list(database_url: str | None) -> None:
     """List tokens (id, name, role, machine, prefix, created, revoked); never the secrets."""
-    from service.db import db as sa
-    from service.models import ApiToken
+    from service.store.db import db as sa
+    from service.store.models import ApiToken
     with app_context(database_url):
         for t in sa.session.scalars(select(ApiToken).order_by(ApiToken.id)):
             click.echo("\t".join([str(t.id), t.name, t.role, t.machine.name if t.machine else "-", t.prefix + "...",

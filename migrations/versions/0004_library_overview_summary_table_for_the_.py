@@ -37,7 +37,7 @@ def upgrade():
     # fill the summary from the analyses already stored
     from sqlalchemy.orm import Session
 
-    from service.queries import refresh_overview
+    from service.store.queries import refresh_overview
     refresh_overview(Session(bind=op.get_bind()))
 
 

@@ -18,7 +18,7 @@ from .comparers import heatmap
 from .guidelines import analyze
 from .profiles import generate_profiles
 from .quality import quality
-from .reader import ResultSet, RunResult, parse_text
+from pgmpi_formats.results import ResultSet, RunResult, parse_text
 from .stats import DEFAULT_TEST
 
 

@@ -1,4 +1,4 @@
-"""`pgmpi analyze`: statistics, violations and profiles on the command line (ANALYSIS owns this file).
+"""`pgmpi analyze`: statistics, violations and profiles on the command line.
 
     pgmpi analyze violations FILES... [--view absolute|relative|violation|detailed|grouped|guidelines]
                                       [--format table|csv|json] [--alpha 0.05] [--test paired_t|wilcoxon|mannwhitney|welch|ks] [--fdr]
@@ -15,7 +15,7 @@ import sys
 import click
 
 from .comparers import VIEWS, render_table, to_csv, to_json, view
-from .reader import ResultsFormatError, read_files
+from pgmpi_formats.results import ResultsFormatError, read_files
 from .stats import DEFAULT_TEST, TESTS
 
 

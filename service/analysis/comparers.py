@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from .guidelines import Analysis
-from . import collectives as _colls
+from pgmpi_formats import collectives as _colls
 
 VIEWS = ("absolute", "relative", "violation", "detailed", "grouped", "guidelines")
 

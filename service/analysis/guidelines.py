@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import collectives as _colls
-from .reader import BARRIER, ResultSet
+from pgmpi_formats import collectives as _colls
+from pgmpi_formats.results import BARRIER, ResultSet
 from .stats import (DEFAULT_TEST, PAIRED_TESTS, TESTS, Cells, bh_adjust, build_cells, paired_log_ratios,
                     pvalues_greater, pvalues_paired_greater)
 from . import verdicts as _vd
@@ -131,7 +131,7 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = DEFAULT_TEST
     mem_cfg: dict[int, dict[str, int]] = {}
     dt_bytes: dict[int, int] = {}
     if isinstance(rs, ResultSet):
-        from .reader import DATATYPE_BYTES
+        from pgmpi_formats.results import DATATYPE_BYTES
         for ci, runs in enumerate(cells.config_runs):
             for ri in runs:
                 dt = rs.runs[ri].header.get("datatype")

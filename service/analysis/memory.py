@@ -5,7 +5,7 @@
 `msize` is the n of collectives.def (bytes). Table 1 counts n as the elements in the *send buffer of a
 process*; for Scatter that is the root's whole buffer (p blocks), so our per-rank block b becomes n = p*b
 there. Padding "c" (to a multiple of p) is ceil(n/p)*p - n. I = sizeof(int) = 4. The message pool is
-PGMPITuneLib's size_msg_buffer_bytes, the int pool size_int_buffer_bytes (LIB-CORE's pools).
+PGMPITuneLib's size_msg_buffer_bytes, the int pool size_int_buffer_bytes (the library's pools, lib/src/core/runtime.c).
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class MemoryModel:
 
     @classmethod
     def auto(cls) -> "MemoryModel":
-        from .profiles import find_checker
+        from pgmpi_formats.checker import find_checker
         return cls(find_checker())
 
     def _library(self, p: int, msize: int, elem: int) -> dict[str, tuple[int, int]]:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import collectives as _colls
+from pgmpi_formats import collectives as _colls
+from pgmpi_formats.checker import find_checker
+from pgmpi_formats.prf import effective_ranges, format_prf, meta_token as _tok
 from .guidelines import Analysis
 from .memory import MemoryModel
 from . import verdicts as _vd
@@ -154,9 +155,10 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
                 ranges[-1] = (ranges[-1][0], d.msize, d.winner)
             else:
                 ranges.append((d.msize, d.msize, d.winner))
+        coll = _colls.by_key(key)
+        ranges = effective_ranges(coll.mpi_name, p, ranges)     # as a .prf file can hold them
         if not ranges:
             continue
-        coll = _colls.by_key(key)
         prof = Profile(cfg=c, machine=cfg.machine, library=cfg.library, version=cfg.version, nprocs=p,
                        collective=key, mpi_name=coll.mpi_name, ranges=ranges, decisions=decisions)
         prof.text = render(prof, a, gain, mb, ib, campaign, created, memory.source)
@@ -171,34 +173,20 @@ def _adjacent(decisions: list[Decision], prev: int, cur: int) -> bool:
 
 def render(prof: Profile, a: Analysis, gain: float, mb: int, ib: int, campaign: str | None, created: str,
            mem_source: str = "table1") -> str:
-    names = []
-    for _, _, m in prof.ranges:
-        if m not in names:
-            names.append(m)
-    ids = {m: k + 1 for k, m in enumerate(names)}
+    """The .prf text (pgmpi_formats.prf writes it within PGMPITuneLib's reader's limits)."""
     test = a.test + (" + BH" if a.fdr else "")
-    lines = ["# pgtune profile", "#@pgmpi profile_version 1", f"#@pgmpi machine {_tok(prof.machine)}",
-             f"#@pgmpi mpi_library {_tok(prof.library)}"]
-    if prof.version:
-        lines.append(f"#@pgmpi mpi_version {_tok(prof.version)}")
-    if campaign:
-        lines.append(f"#@pgmpi campaign {_tok(campaign)}")
-    lines += [f"#@pgmpi created {created}", f"#@pgmpi generator {GENERATOR}",
-              f"# one-sided {test}, alpha={a.alpha}, gain>={gain:.0%}, memory budget {mb} B msg / {ib} B int"
-              f" ({mem_source} figures)",
-              "# ranges cover measured sizes and the sizes between two measured sizes with the same winner",
-              prof.mpi_name, f"{prof.nprocs} # nb. of processes", f"{len(names)} # nb. of mock-up impl."]
-    lines += [f"{ids[m]} {m}" for m in names]
-    lines.append(f"{len(prof.ranges)} # nb. of ranges")
     med = {d.msize: d for d in prof.decisions}
+    notes = []
     for lo, hi, m in prof.ranges:
         sl = [med[s].default_median / med[s].winner_median for s in med if lo <= s <= hi and med[s].winner == m]
-        lines.append(f"{lo} {hi} {ids[m]} # {m}, measured {min(sl):.2f}x-{max(sl):.2f}x faster than default")
-    return "\n".join(lines) + "\n"
-
-
-def _tok(s: str) -> str:
-    return "_".join(str(s).split()) or "unknown"
+        notes.append(f"{m}, measured {min(sl):.2f}x-{max(sl):.2f}x faster")
+    meta = {"machine": _tok(prof.machine), "mpi_library": _tok(prof.library),
+            "mpi_version": prof.version and _tok(prof.version), "campaign": campaign and _tok(campaign),
+            "created": created, "generator": GENERATOR}
+    comments = [f"one-sided {test}, alpha={a.alpha}, gain>={gain:.0%}, memory budget {mb} B msg / {ib} B int"
+                f" ({mem_source} figures)",
+                "ranges cover measured sizes and the sizes between two measured sizes with the same winner"]
+    return format_prf(prof.mpi_name, prof.nprocs, prof.ranges, meta=meta, comments=comments, range_notes=notes)
 
 
 def write_profiles(profiles: list[Profile], out_dir) -> list[Path]:
@@ -228,20 +216,6 @@ def refuse_control(text: str, source: str = "<profile>") -> None:
                              "enters a profile")
 
 
-def find_checker(root: Path | None = None) -> Path | None:
-    """pgmpitune-check: $PGMPITUNE_CHECK, then build/install/{openmpi,mpich}/bin, then PATH."""
-    env = os.environ.get("PGMPITUNE_CHECK")
-    if env and Path(env).is_file():
-        return Path(env)
-    root = root or Path(__file__).resolve().parents[2]
-    for mpi in ("openmpi", "mpich"):
-        c = root / "build" / "install" / mpi / "bin" / "pgmpitune-check"
-        if c.is_file() and os.access(c, os.X_OK):
-            return c
-    w = shutil.which("pgmpitune-check")
-    return Path(w) if w else None
-
-
 def check_profiles(paths, checker: Path | None = None) -> tuple[bool | None, str]:
     """(True/False, output) from pgmpitune-check; (None, why) when no checker is available."""
     checker = checker or find_checker()
@@ -250,51 +224,3 @@ def check_profiles(paths, checker: Path | None = None) -> tuple[bool | None, str
     args = [str(checker)] + [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
     r = subprocess.run(args, capture_output=True, text=True, timeout=60)
     return r.returncode == 0, (r.stdout + r.stderr).strip()
-
-
-def parse_prf(text: str, source: str = "<profile>") -> dict:
-    """Read one PGMPITuneLib .prf profile as the library's reader does: blank and `#` lines skipped,
-    anything after a line's first tokens is a comment.  Returns {mpi_name, nprocs, algorithms
-    {id: name}, ranges [(first byte, last byte, algorithm name)]}; raises ValueError naming
-    source:line.  (The library's own parser in pgmpitune-check stays the gate before publishing;
-    this is for reading profiles we generated.)"""
-    toks: list[tuple[int, list[str]]] = []
-    for no, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if s and not s.startswith("#"):
-            toks.append((no, s.split("#", 1)[0].split()))
-    pos = 0
-
-    def take(n: int, what: str) -> tuple[int, list[str]]:
-        nonlocal pos
-        if pos >= len(toks):
-            raise ValueError(f"{source}: ends before {what}")
-        no, t = toks[pos]
-        pos += 1
-        if len(t) < n:
-            raise ValueError(f"{source}:{no}: {what} needs {n} field(s)")
-        return no, t
-
-    try:
-        _, t = take(1, "the MPI name")
-        name = t[0]
-        _, t = take(1, "the number of processes")
-        nprocs = int(t[0])
-        _, t = take(1, "the number of algorithms")
-        algs = {}
-        for _ in range(int(t[0])):
-            _, t = take(2, "an `<id> <name>` line")
-            algs[int(t[0])] = t[1]
-        _, t = take(1, "the number of ranges")
-        ranges = []
-        for _ in range(int(t[0])):
-            no, t = take(3, "a `<first> <last> <id>` range")
-            alg = algs.get(int(t[2]))
-            if alg is None:
-                raise ValueError(f"{source}:{no}: range names algorithm id {t[2]}, not listed above")
-            ranges.append((int(t[0]), int(t[1]), alg))
-    except ValueError as exc:
-        if str(exc).startswith(source):
-            raise
-        raise ValueError(f"{source}: not a profile: {exc}") from None
-    return {"mpi_name": name, "nprocs": nprocs, "algorithms": algs, "ranges": ranges}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _st
 
-from .reader import ResultSet
+from pgmpi_formats.results import ResultSet
 
 # Paired tests (on the per-mpirun log ratios of two cells of the same mpiruns) first; "paired_t" is the default
 # (README.md, "Paired verdicts", and tests/bench/analysis_power.py for the measurement behind the choice).
@@ -153,7 +153,7 @@ def build_cells(rs: ResultSet) -> Cells:
     cell_median, nruns = _segment_medians(c_med, cstarts, m) if m else (np.zeros(0), np.zeros(0, dtype=np.int64))
     nmeas = np.add.reduceat(c_cnt, cstarts) if m else np.zeros(0, dtype=np.int64)
     tot = np.add.reduceat(c_sum, cstarts) if m else np.zeros(0)
-    from .reader import _coll_id
+    from pgmpi_formats.results import _coll_id
     coll_of_test = np.array([_coll_id(t) for t in rs.tests] or [0], dtype=np.int16)
     test_codes = c_test[cstarts]
     return Cells(configs=configs, tests=list(rs.tests), algorithms=list(rs.algorithms),

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import collectives as _colls
+from pgmpi_formats import collectives as _colls
 from .memory import KNOWN
-from .reader import RunResult
+from pgmpi_formats.results import RunResult
 from .verdicts import CONTROL
 
 # the noise structure measured here: a shared per-mpirun drift of 10-20 % and 1-3 % independent per-block noise

@@ -30,68 +30,12 @@ from __future__ import annotations
 import math
 import statistics
 
-from . import collectives as _colls
-from .profiles import parse_prf, refuse_control
-from .reader import ResultsFormatError, parse_text
+from pgmpi_formats import collectives as _colls
+from pgmpi_formats.prf import format_prf, parse_prf
+from pgmpi_formats.validation import TUNED, figures  # noqa: F401  (figures: the agent's half, re-exported)
+from .profiles import refuse_control
 
 TOLERANCE_FLOOR = 0.05     # the control sizes' ratio may miss 1.0 by this much when no null spread is known
-TUNED = "tuned"
-
-
-def _medians(text: str, name: str) -> tuple[dict[tuple[str, int, str], float], dict[tuple[str, int, str], int]]:
-    run = parse_text(text, name)
-    by: dict[tuple[str, int, str], list[float]] = {}
-    for t, m, x, a in zip(run.test.tolist(), run.msize.tolist(), run.runtime.tolist(), run.algorithm.tolist()):
-        call = run.tests[t]
-        if call == "MPI_Barrier":
-            continue
-        by.setdefault((call, m, run.algorithms[a]), []).append(x)
-    return ({k: statistics.median(v) for k, v in by.items()}, {k: len(v) for k, v in by.items()})
-
-
-def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
-    """Per (collective, size): paired ratio default / tuned over the mpiruns, with the per-mpirun ratios.
-
-    files: (role, raw text) per launch; role "tuned" / "default" for separate launches, anything else when a
-    launch measured both interleaved."""
-    per_run: dict[tuple[str, int], list[float]] = {}
-    times: dict[tuple[str, int, str], list[float]] = {}
-    counts: dict[tuple[str, int, str], int] = {}
-    separate: dict[str, list[dict]] = {"default": [], TUNED: []}
-    paired_keys: set[tuple[str, int]] = set()
-    for k, (role, text) in enumerate(files):
-        try:
-            med, cnt = _medians(text, f"{role}-{k}")
-        except ResultsFormatError:
-            continue
-        algs = {a for _, _, a in med}
-        if {"default", TUNED} <= algs:
-            for (call, m, a), x in med.items():
-                if a == "default" and (call, m, TUNED) in med and med[(call, m, TUNED)] > 0:
-                    per_run.setdefault((call, m), []).append(x / med[(call, m, TUNED)])
-                    paired_keys.add((call, m))
-        elif role in separate:
-            # older layout: one arm per launch; "default" or the tuned launch's rows (labelled by the library)
-            separate[role].append({(call, m): x for (call, m, a), x in med.items()})
-        for (call, m, a), x in med.items():
-            arm = TUNED if (a == TUNED or role == TUNED) else "default"
-            times.setdefault((call, m, arm), []).append(x)
-            counts[(call, m, arm)] = counts.get((call, m, arm), 0) + cnt[(call, m, a)]
-    for d, t in zip(separate["default"], separate[TUNED]):      # launch i of each arm
-        for key, x in d.items():
-            if key not in paired_keys and key in t and t[key] > 0:
-                per_run.setdefault(key, []).append(x / t[key])
-    out = []
-    for (call, m), ratios in sorted(per_run.items()):
-        coll = _colls.by_mpi_name(call)
-        dflt, tuned = times.get((call, m, "default"), []), times.get((call, m, TUNED), [])
-        out.append({"collective": coll.key if coll else call.lower(), "msize": m, "nprocs": nprocs,
-                    "default_time": statistics.median(dflt) if dflt else math.nan,
-                    "tuned_time": statistics.median(tuned) if tuned else math.nan,
-                    "speedup": math.exp(statistics.median(math.log(r) for r in ratios)),
-                    "run_ratios": [float(r) for r in ratios], "paired": (call, m) in paired_keys,
-                    "n_default": counts.get((call, m, "default"), 0), "n_tuned": counts.get((call, m, TUNED), 0)})
-    return out
 
 
 def _get(f, name, default=None):
@@ -128,20 +72,12 @@ def _size_failure(f, tol: float) -> str | None:
 
 
 def render_prf(text: str, keep: list[tuple[int, int, str]]) -> str:
-    """The profile `text` with only the ranges in `keep` (same header comments, algorithm list renumbered)."""
+    """The profile `text` with only the ranges in `keep` (same #@pgmpi keys; written by the one .prf writer,
+    so PGMPITuneLib's limits and its Reduce_scatter_block sizes hold)."""
     prf = parse_prf(text)
-    head = [ln for ln in text.splitlines() if ln.startswith("#")]
-    names: list[str] = []
-    for _, _, a in keep:
-        if a not in names:
-            names.append(a)
-    ids = {a: k + 1 for k, a in enumerate(names)}
-    lines = head + ["# validation dropped the sizes it measured slower (see the profile page)"]
-    lines += [prf["mpi_name"], f"{prf['nprocs']} # nb. of processes", f"{len(names)} # nb. of mock-up impl."]
-    lines += [f"{ids[a]} {a}" for a in names]
-    lines.append(f"{len(keep)} # nb. of ranges")
-    lines += [f"{lo} {hi} {ids[a]} # {a}" for lo, hi, a in keep]
-    return "\n".join(lines) + "\n"
+    meta = {k: v for k, v in prf["meta"].items() if k != "profile_version"}
+    return format_prf(prf["mpi_name"], prf["nprocs"], keep, meta=meta,
+                      comments=["validation dropped the sizes it measured slower (see the profile page)"])
 
 
 def judge(profile_files: dict[str, str], figs, null_spread: float | None = None,

@@ -1,6 +1,9 @@
-"""JSON API under /api/v1 (contract 6). Errors: {"error": {"code", "message", "field"?, "details"?}}."""
+"""JSON API under /api/v1 (docs/contracts.md, 8). Errors: {"error": {"code", "message", "field"?, "details"?}}.
+
+One module per resource; service/api/common.py holds what they share (errors, role checks, JSON forms)."""
 from flask import Blueprint
 
 api_bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
-from service.api import views  # noqa: E402,F401  (registers the routes)
+# importing the modules registers their routes and the error handlers
+from service.api import common, machines, campaigns, results, analyses, profiles  # noqa: E402,F401

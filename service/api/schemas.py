@@ -6,6 +6,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pgmpi_formats.results import format_results
+
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,119}$"
 JobState = Literal["PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED"]
 CampaignState = Literal["planned", "running", "completed", "failed", "cancelled"]
@@ -57,7 +59,7 @@ class JobIn(_In):
 
 
 class FileIn(_In):
-    """One mpirun's raw results: either `content` (the ReproMPI-format text, contract 3), or the same as
+    """One mpirun's raw results: either `content` (the ReproMPI-format text of docs/contracts.md), or the same as
     JSON: `headers` (the #@key=value pairs) and `rows` ([test, nrep, msize, runtime_sec, algorithm])."""
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
     name: str = Field(min_length=1, max_length=300)
@@ -77,10 +79,7 @@ class FileIn(_In):
         """The ReproMPI-format text of this file (JSON form converted, so both forms parse alike)."""
         if self.content is not None:
             return self.content
-        out = [f"#@{k}={v}" for k, v in (self.headers or {}).items()]
-        out.append("test nrep msize runtime_sec algorithm")
-        out.extend(f"{t} {n} {m} {r!r} {a}" for t, n, m, r, a in self.rows)
-        return "\n".join(out) + "\n"
+        return format_results(self.headers or {}, self.rows)
 
 
 class UploadIn(_In):

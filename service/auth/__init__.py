@@ -15,8 +15,8 @@ from flask_wtf.csrf import CSRFProtect
 from sqlalchemy import select
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from service.db import db
-from service.models import ROLE_RANK, ROLES, ApiToken, AuditLog, Machine, User
+from service.store.db import db
+from service.store.models import ROLE_RANK, ROLES, ApiToken, AuditLog, Machine, User
 
 login_manager = LoginManager()
 csrf = CSRFProtect()

@@ -10,7 +10,7 @@ from wtforms import PasswordField, StringField, SubmitField
 from wtforms.validators import DataRequired, Length
 
 from service.auth import audit, check_login
-from service.db import db
+from service.store.db import db
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 
@@ -50,7 +50,7 @@ def login():
 
 
 def _layout() -> str:
-    """DASHBOARDS' templates/base.html when it exists, else our minimal page."""
+    """templates/base.html when it exists, else our minimal page."""
     from flask import current_app
     try:
         current_app.jinja_env.get_template("base.html")

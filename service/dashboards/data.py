@@ -1,4 +1,4 @@
-"""Numbers behind the dashboard pages, computed from the database through SERVICE's models.
+"""Numbers behind the dashboard pages, computed from the database through service/store/models.py.
 
 Every function takes the SQLAlchemy session and returns plain dicts/lists, so pages, the JSON
 downloads and the timing script share one code path.  Queries aggregate the per-series summary
@@ -9,7 +9,7 @@ Definitions (stated on the pages):
 - brave: every violation of the analysis; cautious: those without a barrier warning (the barrier
   measured next to that size took at least as long as the faster of the two times compared),
   as in the pgchecker thesis, ch. 4.  When the analysis summary carries `brave`/`cautious`
-  counts (ANALYSIS), those are shown.
+  counts (service/analysis), those are shown.
 - quality score: 100 x (1 - brave / guidelines checked), or the summary's `quality` when present.
 - speed-up of a mock-up = median(default) / median(mock-up), medians over the per-mpirun medians.
 """
@@ -23,16 +23,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy import func, select
 
-from service.models import (Analysis, AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary,
+from pgmpi_formats.collectives import COLLECTIVES as _COLLS
+from service.store.models import (Analysis, AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary,
                             ProfileSet, ProfileVersion, Run, Series, Violation)
 
-try:  # the one table of collectives (contract 1)
-    from service.analysis.collectives import COLLECTIVES as _COLLS
-    COLL_ORDER = {c.mpi_name: c.id for c in _COLLS}
-    KEY_OF = {c.mpi_name: c.key for c in _COLLS}
-    MPI_OF = {c.key: c.mpi_name for c in _COLLS}
-except Exception:  # pragma: no cover - analysis package always present in this repo
-    COLL_ORDER, KEY_OF, MPI_OF = {}, {}, {}
+COLL_ORDER = {c.mpi_name: c.id for c in _COLLS}     # the one table of collectives (collectives.def)
+KEY_OF = {c.mpi_name: c.key for c in _COLLS}
+MPI_OF = {c.key: c.mpi_name for c in _COLLS}
 
 
 def coll_key(name: str) -> str:
@@ -89,8 +86,9 @@ def barrier_flags(s, analyses: list[Analysis]) -> dict[int, int]:
 
 
 def analysis_counts(a: Analysis, flags: dict[int, int]) -> dict[str, Any]:
-    """brave/cautious/quality of an analysis: ANALYSIS's summary when it has them (counts["all"],
-    quality per p = its README's score), else from the violation rows and barrier times."""
+    """brave/cautious/quality of an analysis: its summary's counts when it has them, else from the violation
+    rows and barrier times. Quality is the score of service/analysis/quality.py per p (the worst p shown);
+    None when the analysis stored none."""
     summ = a.summary if isinstance(a.summary, dict) else {}
     counts = summ.get("counts") if isinstance(summ.get("counts"), dict) else {}
     allc = counts.get("all") if isinstance(counts.get("all"), dict) else {}
@@ -98,16 +96,9 @@ def analysis_counts(a: Analysis, flags: dict[int, int]) -> dict[str, Any]:
     cautious = allc.get("cautious")
     if cautious is None:
         cautious = brave - flags.get(a.id, 0)
-    q = summ.get("quality")
-    per_p: dict[int, float] = {}
-    if isinstance(q, list):   # ANALYSIS: one entry per (machine, library, version, p)
-        per_p = {int(e["nprocs"]): float(e["score"]) for e in q
-                 if isinstance(e, dict) and e.get("score") is not None and e.get("nprocs") is not None}
-        quality = min(per_p.values()) if per_p else None
-    elif isinstance(q, (int, float)):
-        quality = float(q)
-    else:
-        quality = 100.0 * (1 - brave / a.n_checked) if a.n_checked else None
+    per_p = {int(e["nprocs"]): float(e["score"]) for e in summ.get("quality") or []
+             if e.get("score") is not None}
+    quality = min(per_p.values()) if per_p else None
     return {"analysis_id": a.id, "campaign_id": a.campaign_id, "at": a.created_at, "brave": brave,
             "cautious": cautious, "checked": allc.get("checks", a.n_checked), "quality": quality,
             "quality_per_p": per_p, "max_slowdown": a.max_slowdown}

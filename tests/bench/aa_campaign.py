@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from service.analysis.guidelines import analyze  # noqa: E402
-from service.analysis.reader import read_files  # noqa: E402
+from pgmpi_formats.results import read_files  # noqa: E402
 
 CALLS = "MPI_Allreduce,MPI_Bcast,MPI_Allgather,MPI_Reduce,MPI_Scan,MPI_Alltoall"
 SIZES = "8,64,1024,8192,65536,262144"

@@ -17,12 +17,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from service.analysis import collectives as C  # noqa: E402
+from pgmpi_formats import collectives as C  # noqa: E402
 from service.analysis.comparers import VIEWS, to_csv, to_json, view  # noqa: E402
 from service.analysis.guidelines import analyze  # noqa: E402
 from service.analysis.profiles import generate_profiles, write_profiles  # noqa: E402
 from service.analysis.quality import quality  # noqa: E402
-from service.analysis.reader import read_files  # noqa: E402
+from pgmpi_formats.results import read_files  # noqa: E402
 from service.analysis.stats import build_cells  # noqa: E402
 from service.analysis.synthetic import MOCKUPS, Design, simulate, to_text  # noqa: E402
 

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from service.analysis.guidelines import analyze  # noqa: E402
-from service.analysis.reader import ResultSet  # noqa: E402
+from pgmpi_formats.results import ResultSet  # noqa: E402
 from service.analysis.stats import build_cells  # noqa: E402
 from service.analysis.synthetic import Design, simulate  # noqa: E402
 from service.analysis.verdicts import CONTROL  # noqa: E402

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""NREP prediction vs fixed nrep: reproducibility between mpiruns and the time it costs (issue 3).
+"""NREP prediction vs fixed nrep: reproducibility between mpiruns and the time it costs.
 
 For Allreduce and Bcast at 8 B, 1 KiB, 64 KiB, 1 MiB on 2 ranks, with Open MPI and with MPICH, runs
 pgmpi-bench R times (default 5 mpiruns) per nrep policy and prints, per (call, size):
@@ -35,7 +35,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from service.analysis import reader  # noqa: E402  (the analysis reads the benchmark's files)
+from pgmpi_formats import results as reader  # noqa: E402  (the analysis reads the benchmark's files)
 
 CALLS = ("MPI_Allreduce", "MPI_Bcast")
 SIZES = (8, 1024, 65536, 1048576)

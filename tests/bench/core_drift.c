@@ -3,7 +3,7 @@
  * every 1 ms block is kept.  Printed: the spread of the block means, and the coefficient of variation
  * of averages over longer windows (10 ms ... 1 s).  If the CV of 1-second averages is above 2 %, no
  * benchmark whose mpiruns last about a second can reproduce its medians within 2 % between mpiruns:
- * the machine drifts, not the method (issue 3).  No MPI involved.
+ * the machine drifts, not the method.  No MPI involved.
  *   core_drift [SECONDS=20] [CPU_A=0] [CPU_B=1] */
 #define _GNU_SOURCE
 #include <pthread.h>

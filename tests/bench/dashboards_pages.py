@@ -5,7 +5,7 @@
 
 Without --url, a scratch PostgreSQL database is created on the server of deploy/postgres.sh, filled
 with a generated year and dropped at the end (--keep keeps it and prints its URL; pass it back with
---url --no-gen to time again).  If SERVICE's generator tests/bench/service_gen_year.py exists and
+--url --no-gen to time again).  If the service's generator tests/bench/service_gen_year.py exists and
 has `generate(url, days=...)`, it fills the database; otherwise the generator below does:
 2 machines x 2 MPI libraries, one nightly campaign per day, p in {4, 16}, 3 mpiruns each,
 10 collectives x (default + mock-ups) x 8 sizes, 20 timings per series (1 run = 1 file),
@@ -78,10 +78,10 @@ def drop_db(url: str) -> None:
 
 
 def generate(app, days: int) -> dict:
-    """Fill the database through SERVICE's models' tables (SQLAlchemy Core + COPY for the big tables)."""
+    """Fill the database through service/store/models.py's tables (SQLAlchemy Core + COPY for the big tables)."""
     from sqlalchemy import insert
-    from service.db import db
-    from service.models import (Analysis, AuditLog, Campaign, Job, Machine, MpiLibrary, ProfileSet,
+    from service.store.db import db
+    from service.store.models import (Analysis, AuditLog, Campaign, Job, Machine, MpiLibrary, ProfileSet,
                                 ProfileVersion, Run, Upload, Violation)
     rng = np.random.default_rng(1)
     t0 = time.time()
@@ -197,7 +197,7 @@ def main() -> int:
     ap.add_argument("--days", type=int, default=365)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--own-generator", action="store_true",
-                    help="use this script's generator (more series per run) even if SERVICE's exists")
+                    help="use this script's generator (more series per run) even if the service's exists")
     args = ap.parse_args()
     import logging
     logging.disable(logging.INFO)
@@ -225,15 +225,15 @@ def main() -> int:
                 counts = generate(app, args.days)
             print("database:", json.dumps(counts, default=str))
         from service.auth import add_user
-        from service.db import db
+        from service.store.db import db
         with app.app_context():
             from sqlalchemy import select
-            from service.models import MpiLibrary, ProfileSet, User
+            from service.store.models import MpiLibrary, ProfileSet, User
             if not db.session.scalar(select(User).where(User.username == "bench")):
                 add_user("bench", "bench-password", "admin")
                 db.session.commit()
             from sqlalchemy import func
-            from service.models import Run, Series
+            from service.store.models import Run, Series
             lib_id = db.session.scalar(select(Run.library_id).order_by(Run.id.desc()).limit(1))
             lib = db.session.get(MpiLibrary, lib_id)
             lk = f"{lib.machine.name}/{lib.name}-{lib.version}"
@@ -283,7 +283,7 @@ def main() -> int:
             print("database kept:", url)
         else:
             with app.app_context():
-                from service.db import db
+                from service.store.db import db
                 db.session.remove()
                 db.engine.dispose()
             drop_db(url)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from service.analysis.profiles import parse_prf  # noqa: E402
+from pgmpi_formats.prf import parse_prf  # noqa: E402
 from service.analysis.validation import figures  # noqa: E402
 
 

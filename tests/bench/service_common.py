@@ -50,5 +50,5 @@ def migrate(url: str) -> None:
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench"})
     with app.app_context():
         flask_migrate.upgrade(directory=str(ROOT / "migrations"))
-        from service.db import db
+        from service.store.db import db
         db.engine.dispose()

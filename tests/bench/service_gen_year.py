@@ -21,7 +21,7 @@ import numpy as np
 from sqlalchemy import create_engine, insert, select
 
 import service_common  # noqa: F401  (puts the repo on sys.path)
-from service.models import (Analysis, LibraryOverview, Campaign, Job, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
+from service.store.models import (Analysis, LibraryOverview, Campaign, Job, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
                             Series, Upload, Violation)
 
 COLLS = ["allgather", "allreduce", "alltoall", "bcast", "gather", "reduce", "reducescatterblock",
@@ -137,7 +137,7 @@ def generate(url: str, days: int = 365, machines: int = 4, libraries: int = 3, r
             if verbose and (day + 1) % 60 == 0:
                 print(f"  ... {day + 1}/{days} nights", flush=True)
         from sqlalchemy.orm import Session
-        from service.queries import refresh_overview
+        from service.store.queries import refresh_overview
         refresh_overview(Session(bind=conn))      # the summary table the overview reads
         conn.exec_driver_sql("ANALYZE") if eng.dialect.name == "postgresql" else None
     eng.dispose()

@@ -1,7 +1,7 @@
 """Benchmark: ingest 1,000,000 raw timings into PostgreSQL through the HTTP API (goal <= 10 s).
 
 Starts `pgmpi serve` (gunicorn, 2 workers) on a scratch database of deploy/postgres.sh's server, registers
-a machine and an agent token, then POSTs ReproMPI-format files (contract 3) to /api/v1/uploads:
+a machine and an agent token, then POSTs ReproMPI-format files (docs/contracts.md, 2) to /api/v1/uploads:
 `--uploads` uploads of `--files` files each, `--timings` timings in total, from `--clients` concurrent
 clients. File generation is not timed; the clock runs from the first request to the last answer.
 
@@ -78,8 +78,8 @@ def main() -> None:
         service_common.migrate(url)
         from service.app import create_app
         from service.auth import create_token
-        from service.db import db
-        from service.models import Machine
+        from service.store.db import db
+        from service.store.models import Machine
         app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench"})
         with app.app_context():
             db.session.add(Machine(name="bench", nodes=1, cores_per_node=2, interconnect="", notes=""))

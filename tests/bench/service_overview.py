@@ -1,4 +1,4 @@
-"""Benchmark: the query behind the violations overview (service.queries.violations_overview) on a
+"""Benchmark: the query behind the violations overview (service.store.queries.violations_overview) on a
 generated year of nightly campaigns (4 machines x 3 libraries), 16 concurrent clients; prints p50/p95/p99.
 Goal: p95 <= 100 ms.  Also times GET /api/v1/violations/overview through the app (WSGI, in-process).
 
@@ -49,7 +49,7 @@ def hammer(clients: int, queries: int, fn) -> list[float]:
 
 
 def _proc_client(url, queries, barrier, out):
-    from service.queries import violations_overview
+    from service.store.queries import violations_overview
     eng = create_engine(url, pool_size=1, max_overflow=0)
     with Session(eng) as s:
         violations_overview(s)     # connect + warm up
@@ -90,7 +90,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--queries", type=int, default=50, help="per client")
     a = ap.parse_args()
-    from service.queries import violations_overview
+    from service.store.queries import violations_overview
     with service_common.scratch_database("overview") as url:
         service_common.migrate(url)
         counts = generate(url, days=a.days, verbose=False)
@@ -127,7 +127,7 @@ def main() -> None:
 
         from service.app import create_app
         from service.auth import create_token
-        from service.db import db
+        from service.store.db import db
         app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench",
                           "SQLALCHEMY_ENGINE_OPTIONS": {"pool_size": a.clients, "max_overflow": 0}})
         with app.app_context():

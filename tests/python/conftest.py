@@ -3,7 +3,7 @@
 Real components only: a test that needs PostgreSQL, Slurm, an MPI build or Lmod
 gets it from the services that tests/run-all.sh started (deploy/ scripts), and
 FAILS with a clear message when it is missing -- it never skips silently.
-The only skip allowed is Spack, which no package registry here carries (issue 8).
+The only skip allowed is Spack, which no package registry here carries (tests/python/packaging/test_spack.py).
 """
 from __future__ import annotations
 

@@ -15,14 +15,15 @@ def test_pgmpi_command_answers_help():
 
 
 @pytest.mark.parametrize("folder", ["spack-repo", "lib", "scheduler", "service", "migrations",
-                                    "templates", "tests", "deploy"])
+                                    "templates", "tests", "deploy", "docs"])
 def test_top_level_layout(folder):
     assert (ROOT / folder).is_dir()
 
 
 def test_collective_table_is_shared_with_the_library():
-    # One table for library, benchmark and analysis: the Python side reads the C file.
-    link = ROOT / "service/analysis/collectives.def"
+    # One table for library, benchmark, agent and service: the Python side reads the C file (and the wheel
+    # ships a copy of it as pgmpi_formats' package data).
+    link = ROOT / "lib/python/pgmpi_formats/collectives.def"
     assert link.resolve() == (ROOT / "lib/src/core/collectives.def").resolve()
 
 

@@ -37,7 +37,8 @@ typedef struct {
     int            coll;        /* pgmpi_coll_t */
     int            nprocs;      /* line 2 */
     int            plo, phi;    /* process-count range (nprocs, nprocs without extension) */
-    int            version;     /* #@pgmpi profile_version, 0 = genuine PGMPITuneLib file */
+    int            version;     /* #@pgmpi profile_version, 0 = none (a genuine PGMPITuneLib file); the
+                                 * message sizes mean the same either way (pgmpi_profile_key_bytes) */
     int            nranges;
     pgmpi_range_t *ranges;      /* sorted by lo, non-overlapping */
     /* Search index (pgmpi_profile_find_alg): message sizes are cut into log-linear buckets (each
@@ -66,6 +67,15 @@ int  pgmpi_profset_add(pgmpi_profset_t *s, pgmpi_profile_t *p, pgmpi_diag_fn dia
 void pgmpi_profset_free(pgmpi_profset_t *s);
 const pgmpi_profile_t *pgmpi_profset_find(const pgmpi_profset_t *s, int c, int p);
 int  pgmpi_profile_find_alg(const pgmpi_profile_t *p, uint64_t n);
+/* The message size a .prf file is keyed on, from the library's n (collectives.def). One meaning for every
+ * file, whoever wrote it: PGMPITuneLib keys MPI_Reduce_scatter_block on the block each process receives
+ * (recvcount x type size), where n is the whole vector (block x p); every other collective's file size is
+ * n. The one conversion in C (inline: it is on the tuned call path); lib/python/pgmpi_formats/prf.py makes
+ * the same in Python. */
+static inline uint64_t pgmpi_profile_key_bytes(int c, size_t n, int p)
+{
+    return (c == PGMPI_COLL_REDUCE_SCATTER_BLOCK && p > 0) ? (uint64_t)n / (uint64_t)p : (uint64_t)n;
+}
 
 /* Directory blob: the *.prf files of a directory (name order), as records
  *   <u32 name length><name><u64 text length><text>

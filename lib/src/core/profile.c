@@ -364,15 +364,6 @@ int pgmpi_profile_parse(const char *file, const char *text, size_t len, pgmpi_pr
     } else {
         out->plo = out->phi = out->nprocs;
     }
-    /* PGMPITuneLib measured Reduce_scatter_block by one block; our n is the whole vector. */
-    if (out->version == 0 && out->coll == PGMPI_COLL_REDUCE_SCATTER_BLOCK) {
-        uint64_t P = (uint64_t)out->nprocs;
-        for (long long i = 0; i < nranges; i++) {
-            pgmpi_range_t *r = &out->ranges[i];
-            r->lo = r->lo > UINT64_MAX / P ? UINT64_MAX : r->lo * P;
-            r->hi = r->hi > UINT64_MAX / P ? UINT64_MAX : r->hi * P;
-        }
-    }
     out->nranges = (int)nranges;
     if (nranges > 1) {
         /* remember file lines for overlap messages: sort a copy of indexes would cost memory; instead

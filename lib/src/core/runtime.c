@@ -178,7 +178,7 @@ int pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n, size_t elem)
     } else {
         const pgmpi_profile_t *pr = find_profile(s, p);
         if (!pr) return 0;
-        a = pgmpi_profile_find_alg(pr, (uint64_t)n);
+        a = pgmpi_profile_find_alg(pr, pgmpi_profile_key_bytes(c, n, p));
     }
     if (a <= 0) return 0;
     const pgmpi_alg_t *alg = &pgmpi_descs[c]->algs[a];
@@ -518,7 +518,7 @@ int pgmpitune_selected(int c, size_t n_bytes, int p)
     if (pgmpi_fast.mode[c] == MODE_FORCED) return s->forced;
     if (pgmpi_fast.mode[c] != MODE_PROFILE) return 0;
     const pgmpi_profile_t *pr = find_profile(s, p);
-    return pr ? pgmpi_profile_find_alg(pr, (uint64_t)n_bytes) : 0;
+    return pr ? pgmpi_profile_find_alg(pr, pgmpi_profile_key_bytes(c, n_bytes, p)) : 0;
 }
 
 size_t pgmpitune_pool_bytes(int which)

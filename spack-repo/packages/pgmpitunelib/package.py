@@ -24,11 +24,13 @@ def _pool_bytes(value):
 
 def site_profile_dir(mpi_label, environ=None):
     """The same rule as pgmpitune-site.lua (which Lmod modules evaluate at load time):
-    <profile root>/<machine>/<mpi label>/current, from PGMPI_SITE_PROFILE_ROOT,
-    PGMPI_SITE_MACHINE and the site file (PGMPI_SITE_CONFIG or /etc/pgmpi-site/site.conf)."""
+    <profile root>/<machine>/<mpi label>/current, from the site file (PGMPI_SITE_CONFIG, else
+    <PGMPI_SITE_CONFIG_DIR or /etc/pgmpi-site>/site.conf), PGMPI_SITE_MACHINE and the deprecated root
+    variables PGMPI_PROFILE_ROOT / PGMPI_SITE_PROFILE_ROOT (pgmpi_formats/site.py states the rule)."""
     environ = os.environ if environ is None else environ
     conf = {}
-    path = environ.get("PGMPI_SITE_CONFIG") or "/etc/pgmpi-site/site.conf"
+    path = environ.get("PGMPI_SITE_CONFIG") or \
+        (environ.get("PGMPI_SITE_CONFIG_DIR") or "/etc/pgmpi-site") + "/site.conf"
     try:
         with open(path) as f:
             for line in f:
@@ -37,7 +39,8 @@ def site_profile_dir(mpi_label, environ=None):
                     conf[m.group(1)] = m.group(2)
     except OSError:
         pass
-    root = environ.get("PGMPI_SITE_PROFILE_ROOT") or conf.get("profile_root") or "/opt/pgmpi-site/profiles"
+    root = environ.get("PGMPI_PROFILE_ROOT") or environ.get("PGMPI_SITE_PROFILE_ROOT") \
+        or conf.get("profile_root") or "/opt/pgmpi-site/profiles"
     machine = environ.get("PGMPI_SITE_MACHINE") or conf.get("machine")
     if not machine:
         host = socket.gethostname().split(".")[0]

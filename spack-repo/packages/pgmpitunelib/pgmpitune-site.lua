@@ -6,12 +6,14 @@
 --
 --   PGMPITUNE_PROFILE_DIR = <profile root>/<machine>/<mpi name>-<mpi version>/current
 --
--- profile root: $PGMPI_SITE_PROFILE_ROOT, else `profile_root` of the site file,
---               else /opt/pgmpi-site/profiles
+-- profile root: `profile_root` of the site file, else /opt/pgmpi-site/profiles
+--               ($PGMPI_PROFILE_ROOT and $PGMPI_SITE_PROFILE_ROOT still win over the file for one
+--               release, with a deprecation message at load: the rule of pgmpi_formats/site.py)
 -- machine:      $PGMPI_SITE_MACHINE, else `machine` of the site file, else the short
 --               host name matched against `machine_pattern` (a Lua pattern whose first
 --               capture is the machine; default: trailing digits and "-login" removed)
--- site file:    $PGMPI_SITE_CONFIG, else /etc/pgmpi-site/site.conf; lines `key = value`,
+-- site file:    $PGMPI_SITE_CONFIG, else <config dir>/site.conf with the config dir
+--               $PGMPI_SITE_CONFIG_DIR, else /etc/pgmpi-site; lines `key = value`,
 --               `#` starts a comment.  A missing file is fine (defaults apply).
 -- Users override the result after loading with `export PGMPITUNE_PROFILE_DIR=...`
 -- or per run with the library's --ppath=<dir> argument.
@@ -22,7 +24,10 @@ M.default_root = "/opt/pgmpi-site/profiles"
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 
 function M.site_config()
-  local path = os.getenv("PGMPI_SITE_CONFIG") or "/etc/pgmpi-site/site.conf"
+  local dir = os.getenv("PGMPI_SITE_CONFIG_DIR")
+  if not dir or dir == "" then dir = "/etc/pgmpi-site" end
+  local path = os.getenv("PGMPI_SITE_CONFIG")
+  if not path or path == "" then path = dir .. "/site.conf" end
   local conf = {}
   local f = io.open(path, "r")
   if not f then return conf, path end
@@ -56,9 +61,19 @@ function M.machine(conf)
   return name
 end
 
+M.deprecated_root_vars = {"PGMPI_PROFILE_ROOT", "PGMPI_SITE_PROFILE_ROOT"}
+
 function M.profile_root(conf)
-  local r = os.getenv("PGMPI_SITE_PROFILE_ROOT")
-  if r and r ~= "" then return r end
+  for _, var in ipairs(M.deprecated_root_vars) do
+    local r = os.getenv(var)
+    if r and r ~= "" then
+      if LmodMessage and mode and mode() == "load" then
+        LmodMessage("pgmpitunelib: $" .. var .. " is deprecated and will be ignored in the next release; "
+                    .. "set profile_root in the site file, or export PGMPITUNE_PROFILE_DIR after loading")
+      end
+      return r
+    end
+  end
   return conf.profile_root or M.default_root
 end
 

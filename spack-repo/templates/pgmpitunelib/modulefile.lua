@@ -25,8 +25,8 @@ unsetenv("{{ cmd.name }}")
 -- One build of pgmpitunelib at a time (the MPI hierarchy swaps it when the MPI is swapped).
 family("pgmpitunelib")
 
--- Computed when the module is loaded: $PGMPI_SITE_PROFILE_ROOT, $PGMPI_SITE_MACHINE and the site
--- file /etc/pgmpi-site/site.conf (or $PGMPI_SITE_CONFIG); see pgmpitune-site.lua.
+-- Computed when the module is loaded from the site file and $PGMPI_SITE_MACHINE (docs/configuration.md):
+-- /etc/pgmpi-site/site.conf (or $PGMPI_SITE_CONFIG); see pgmpitune-site.lua.
 local pgmpi_site = loadfile("{{ spec.prefix }}/share/pgmpitunelib/pgmpitune-site.lua")()
 setenv("PGMPITUNE_PROFILE_DIR", pgmpi_site.profile_dir("{{ spec['mpi'].name }}-{{ spec['mpi'].version }}"))
 {% if spec.variants['preload'].value %}

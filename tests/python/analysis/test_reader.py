@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from service.analysis.reader import BARRIER, ResultsFormatError, ResultSet, parse_text, read_files
+from pgmpi_formats.results import BARRIER, ResultsFormatError, ResultSet, parse_text, read_files
 
 OURS = """#@pgmpi_format=1
 #@machine=box
@@ -130,7 +130,7 @@ def test_no_data_rows_is_empty_run():
 
 def test_genuine_reprompi_mockup_tests_map_to_our_names():
     from service.analysis.memory import KNOWN
-    from service.analysis.reader import gl_mockup
+    from pgmpi_formats.results import gl_mockup
     assert gl_mockup("GL_Allreduce_as_ReduceBcast") == ("MPI_Allreduce", "allreduce_as_reduce_bcast")
     assert gl_mockup("GL_Reduce_scatter_block_as_ReduceScatter") == ("MPI_Reduce_scatter_block",
                                                                      "reducescatterblock_as_reduce_scatter")

@@ -22,7 +22,7 @@ import pytest
 from service.analysis.comparers import to_json, view
 from service.analysis.guidelines import analyze
 from service.analysis.profiles import check_profiles, generate_profiles, write_profiles
-from service.analysis.reader import read_files
+from pgmpi_formats.results import read_files
 
 pytestmark = pytest.mark.mpi
 

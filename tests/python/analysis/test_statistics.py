@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from service.analysis.guidelines import analyze
-from service.analysis.reader import ResultSet
+from pgmpi_formats.results import ResultSet
 from service.analysis.synthetic import MEASURED, Design, simulate
 from service.analysis.verdicts import CONTROL
 

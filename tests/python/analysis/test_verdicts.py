@@ -11,7 +11,7 @@ import pytest
 
 from service.analysis.guidelines import analyze
 from service.analysis.profiles import Profile, generate_profiles, refuse_control, write_profiles
-from service.analysis.reader import ResultSet, parse_text, read_file
+from pgmpi_formats.results import ResultSet, parse_text, read_file
 from service.analysis.synthetic import Design, simulate
 from service.analysis.validation import figures, judge
 from service.analysis.verdicts import CONTROL, ControlSummary, parse_check_line, redirect_refusal
@@ -164,7 +164,7 @@ def test_paired_validation_from_interleaved_fixture_repairs_the_profile():
     assert [c["msize"] for c in v["control"]] == [1048576] and v["control"][0]["ok"]
     kept = v["files"]["scan_p2.prf"]
     assert "16384 16384" not in kept and "8 8 1" in kept and "131072 131072 1" in kept
-    from service.analysis.profiles import parse_prf
+    from pgmpi_formats.prf import parse_prf
     assert [r[:2] for r in parse_prf(kept)["ranges"]] == [(8, 8), (131072, 131072)]
     # all-or-nothing: the same figures fail the whole candidate
     assert judge({"scan_p2.prf": PRF}, figs, all_or_nothing=True)["state"] == "failed"
@@ -181,7 +181,7 @@ def test_repair_splits_a_range_around_the_size_measured_slower():
     one = PRF.replace("3 # nb. of ranges\n8 8 1\n16384 16384 1\n131072 131072 1\n", "1 # nb. of ranges\n8 131072 1\n")
     v = judge({"scan_p2.prf": one}, figs)
     assert v["state"] == "repaired"
-    from service.analysis.profiles import parse_prf
+    from pgmpi_formats.prf import parse_prf
     assert parse_prf(v["files"]["scan_p2.prf"])["ranges"] == [(8, 8, "scan_as_exscan_reducelocal"),
                                                               (131072, 131072, "scan_as_exscan_reducelocal")]
     assert [(d["range"], d["why"][:18]) for d in v["dropped"]] == [([16384, 16384], "tuned slower at 16")]

@@ -13,9 +13,10 @@ from service.analysis.cli import analyze as analyze_cli
 from service.analysis.comparers import VIEWS, fmt_bytes, fmt_time, heatmap, render_table, to_csv, to_json, view
 from service.analysis.guidelines import analyze
 from service.analysis.memory import KNOWN, MemoryModel, extra_bytes
-from service.analysis.profiles import check_profiles, find_checker, generate_profiles, write_profiles
+from pgmpi_formats.checker import find_checker
+from service.analysis.profiles import check_profiles, generate_profiles, write_profiles
 from service.analysis.quality import quality
-from service.analysis.reader import ResultSet
+from pgmpi_formats.results import ResultSet
 from service.analysis.synthetic import Design, simulate, to_text
 
 SIZES = [8, 64, 512, 4096, 32768, 262144]

@@ -58,7 +58,7 @@ class Bench:
         return Run(p.returncode, p.stdout, p.stderr)
 
     def algorithms(self) -> dict[str, list[str]]:
-        """MPI name -> algorithm names, from pgmpitune-check --list --json (LIB-CORE's table)."""
+        """MPI name -> algorithm names, from pgmpitune-check --list --json (the library's tables)."""
         out = subprocess.run([str(self.prefix / "bin" / "pgmpitune-check"), "--list", "--json"],
                              capture_output=True, text=True, check=True, env=self.env()).stdout
         data = json.loads(out)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from service.analysis import reader
+from pgmpi_formats import results as reader
 
 from test_pgmpi_bench import pgmpi_lines, strict_parse
 

@@ -1,7 +1,7 @@
-"""pgmpi-bench against the real Open MPI and MPICH builds of lib/ (issue 3).
+"""pgmpi-bench against the real Open MPI and MPICH builds of lib/.
 
-The output is read with the analysis code (service.analysis.reader), plus a strict line-by-line check
-of contract 3 here, so a format drift on either side fails.
+The output is read with the one raw-results reader (pgmpi_formats.results), plus a strict line-by-line check
+of docs/contracts.md (raw results) here, so a format drift on either side fails.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.analysis import reader
+from pgmpi_formats import results as reader
 
 pytestmark = pytest.mark.mpi
 

@@ -14,7 +14,7 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from dash_helpers import _conninfo, add_users_and_tokens, make_app  # noqa: E402
-from service.db import db  # noqa: E402
+from service.store.db import db  # noqa: E402
 
 
 @pytest.fixture

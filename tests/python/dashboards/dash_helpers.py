@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from service.app import create_app
-from service.db import db
+from service.store.db import db
 
 ROOT = Path(__file__).resolve().parents[3]
 MIGRATIONS = str(ROOT / "migrations")
@@ -76,7 +76,7 @@ SPEEDUP = {  # (mock-up, size) -> how much faster than default the mock-up is (d
 
 def raw_file(machine, library, version, nprocs, mpirun, campaign, sizes=(8, 1024, 65536, 1048576),
              nrep=12, seed=0, scale=1.0) -> str:
-    """A raw-results file (contract 3) with a known violation of Allreduce <= Reduce + Bcast."""
+    """A raw-results file (docs/contracts.md, 2) with a known violation of Allreduce <= Reduce + Bcast."""
     import random
     rnd = random.Random(hash((seed, nprocs, mpirun, library)) & 0xffff)
     lines = ["#@pgmpi_format=1", f"#@machine={machine}", f"#@mpi_library={library}", f"#@mpi_version={version}",
@@ -107,10 +107,10 @@ def upload(client, headers, files: dict[str, str], campaign: str | None = None):
 
 
 def analyse(app, client, headers, machine: str, library: str, campaign: str | None = None) -> int:
-    """Analysis of a campaign through POST /api/v1/analyses (ANALYSIS + SERVICE).  While ANALYSIS's
+    """Analysis of a campaign through POST /api/v1/analyses (service/analysis through service/store/analyses.py).  While the analysis's
     module is not installed yet that endpoint answers 4xx/5xx; then the violations are computed here
     with scipy's Mann-Whitney U test on the per-mpirun medians (default slower than a mock-up,
-    alpha 0.05) and stored with SERVICE's models, plus one candidate profile per library."""
+    alpha 0.05) and stored with service/store/models.py, plus one candidate profile per library."""
     r = client.post("/api/v1/analyses", headers=headers,
                     json={"machine": machine, "library": library, "campaign": campaign, "alpha": 0.05,
                           "test": "mannwhitney", "fdr": False})
@@ -119,7 +119,7 @@ def analyse(app, client, headers, machine: str, library: str, campaign: str | No
     import numpy as np
     from scipy.stats import mannwhitneyu
     from sqlalchemy import select
-    from service.models import (Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
+    from service.store.models import (Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
                                 Series, Violation)
     with app.app_context():
         m = db.session.scalar(select(Machine).where(Machine.name == machine))

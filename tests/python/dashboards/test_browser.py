@@ -180,8 +180,8 @@ def seed_candidate(app, c, tokens):
            "n1")
     analyse(app, c, A, "m1", "openmpi", "n1")
     from datetime import datetime, timezone
-    from service.db import db
-    from service.models import ProfileSet, ValidationFigure
+    from service.store.db import db
+    from service.store.models import ProfileSet, ValidationFigure
     with app.app_context():   # what the agent's validation run reports: tuned not slower where it redirects
         ps = db.session.query(ProfileSet).one()
         v = ps.versions[-1]

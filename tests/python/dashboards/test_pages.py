@@ -81,9 +81,9 @@ def test_heatmap_side_by_side(app, tokens):
 
 
 def test_publish_roles(app, seeded):
-    from service.models import ProfileSet
+    from service.store.models import ProfileSet
     with app.app_context():
-        from service.db import db
+        from service.store.db import db
         ps = db.session.query(ProfileSet).one()
         set_id, vid = ps.id, ps.versions[-1].id
     viewer = login(app.test_client(), "viewer1", "viewer-password")
@@ -157,9 +157,9 @@ def test_alert_feed_reports_a_regression_in_the_latest_campaign(app, tokens):
 
 def test_cli_publishes_a_stored_candidate(app, seeded, tmp_path, monkeypatch):
     from click.testing import CliRunner
-    from service.models import ProfileSet
-    from service.publish_cli import profile
-    from service.db import db
+    from service.store.models import ProfileSet
+    from service.profiles.cli import profile
+    from service.store.db import db
     with app.app_context():
         vid = db.session.query(ProfileSet).one().versions[-1].id
     url = app.config["SQLALCHEMY_DATABASE_URI"]
@@ -170,17 +170,26 @@ def test_cli_publishes_a_stored_candidate(app, seeded, tmp_path, monkeypatch):
     r = CliRunner().invoke(profile, args + ["--force", "--reason", "urgent"])
     assert r.exit_code == 0 and "[FORCED]" in r.output, r.output
     with app.app_context():
-        from service.models import AuditLog, ProfileVersion
+        from service.store.models import AuditLog, ProfileVersion
         assert db.session.get(ProfileVersion, vid).state == "published"
         e = db.session.query(AuditLog).filter_by(action="publish-forced").one()
         assert e.actor == "ops" and e.details["reason"] == "urgent"
     assert (root / "m1" / "openmpi-4.1.4" / "current").is_symlink()
+    # `pgmpi profile rollback` changes the database with the files, as the profile page does
+    base = ["--root", str(root), "--machine", "m1", "--mpi", "openmpi", "--mpi-version", "4.1.4",
+            "--database-url", url, "--actor", "ops"]
+    r = CliRunner().invoke(profile, ["rollback", *base])
+    assert r.exit_code == 0 and "rolled back to version 0" in r.output and "files only" not in r.output, r.output
+    with app.app_context():
+        from service.store.models import AuditLog, ProfileVersion
+        assert db.session.get(ProfileVersion, vid).state == "rolled-back"
+        assert db.session.query(AuditLog).filter_by(action="rollback").one().actor == "ops"
 
 
 def _refuse_state(app, state: str | None) -> None:
     """Make the real database refuse (or stop refusing, state=None) to set a profile version's state."""
     from sqlalchemy import text
-    from service.db import db
+    from service.store.db import db
     with app.app_context():
         sqlite = db.engine.dialect.name == "sqlite"
         with db.engine.begin() as conn:
@@ -202,9 +211,9 @@ def test_database_refusal_undoes_the_swap(db_app):
     """Publishing and rolling back change the profile root and the database together: when the database
     refuses the commit after `current` was swapped, `current` is swapped back and the admin is told."""
     from dash_helpers import add_users_and_tokens
-    from service import publish as pub
-    from service.db import db
-    from service.models import AuditLog, ProfileSet, ProfileVersion
+    from service.profiles import publish as pub
+    from service.store.db import db
+    from service.store.models import AuditLog, ProfileSet, ProfileVersion
     app = db_app
     tokens = add_users_and_tokens(app)
     c = app.test_client()

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from service import publish as pub
-from service import site_config
-from service.publish_cli import profile
+from service.profiles import publish as pub
+from pgmpi_formats import site as site_config
+from service.profiles.cli import profile
 
 ACCEPT_ALL = ["/bin/true"]
 PRF_V1 = {"MPI_Allreduce.prf": "MPI_Allreduce\n2\n2\n0 default\n1 allreduce_as_reduce_bcast\n1\n1 1024 1\n"}
@@ -112,7 +112,7 @@ def test_crash_by_exception_at_every_step(tmp_path, monkeypatch, step):
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from service import publish as pub
+    from service.profiles import publish as pub
     step = sys.argv[2]
     def hook(s):
         if s == step:
@@ -203,6 +203,16 @@ def test_symlink_escape_refused(tmp_path):
     assert list(outside.iterdir()) == []
 
 
+def migrated_sqlite(tmp_path) -> str:
+    import flask_migrate
+    from service.app import create_app
+    url = f"sqlite:///{tmp_path / 'cli.sqlite'}"
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "INSTANCE_PATH": str(tmp_path / "instance")})
+    with app.app_context():
+        flask_migrate.upgrade(directory=str(Path(__file__).resolve().parents[3] / "migrations"))
+    return url
+
+
 def test_cli_publish_rollback_status(tmp_path, monkeypatch):
     monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
     for var in ("PGMPI_PROFILE_ROOT", "PGMPI_SITE_PROFILE_ROOT"):
@@ -214,6 +224,7 @@ def test_cli_publish_rollback_status(tmp_path, monkeypatch):
         (src / k).write_text(v)
     root = tmp_path / "root"
     base = ["--root", str(root), "--machine", "m1", "--mpi", "openmpi", "--mpi-version", "4.1.4"]
+    monkeypatch.setenv("DATABASE_URL", migrated_sqlite(tmp_path))    # rollback asks the database
     run = CliRunner().invoke
     r = run(profile, ["publish", *base, "--dir", str(src), "--actor", "carol"])
     assert r.exit_code != 0 and "validation" in r.output
@@ -225,12 +236,14 @@ def test_cli_publish_rollback_status(tmp_path, monkeypatch):
     assert r.exit_code == 0 and "FORCED" in r.output
     r = run(profile, ["rollback", *base, "--actor", "dave"])
     assert r.exit_code == 0 and "rolled back to version 1" in r.output, r.output
+    assert "no profile set in the database: files only" in r.output
     r = run(profile, ["status", *base, "--json"])
     st = json.loads(r.output)
     assert st["current"] == 1 and st["versions"] == [1, 2]
     assert [e["actor"] for e in st["history"]] == ["carol", "carol", "dave"]
+    # no --root and no site file: the one default root, the one the modules read too
     r = run(profile, ["status", *base[2:]])
-    assert r.exit_code != 0 and "no profile root" in r.output and "no-site.conf" in r.output
+    assert r.exit_code == 0 and r.output.startswith(f"{site_config.DEFAULT_PROFILE_ROOT}/m1/openmpi-4.1.4:"), r.output
 
 
 def test_cli_takes_the_profile_root_of_the_site_file(tmp_path, monkeypatch):
@@ -249,17 +262,19 @@ def test_cli_takes_the_profile_root_of_the_site_file(tmp_path, monkeypatch):
     r = CliRunner().invoke(profile, ["publish", *base, "--dir", str(src), "--force", "--reason", "t", "--actor", "x"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "siteroot" / "m1" / "openmpi-4.1.4" / "current").is_symlink()
-    # the modules' override beats the file, the service's own variable beats both
+    # the deprecated variables still beat the file for one release, with a warning; explicit beats all
     monkeypatch.setenv("PGMPI_SITE_PROFILE_ROOT", str(tmp_path / "userroot"))
-    assert site_config.profile_root() == tmp_path / "userroot"
+    with pytest.warns(DeprecationWarning, match="PGMPI_SITE_PROFILE_ROOT"):
+        assert site_config.profile_root() == tmp_path / "userroot"
     monkeypatch.setenv("PGMPI_PROFILE_ROOT", str(tmp_path / "svcroot"))
-    assert site_config.profile_root() == tmp_path / "svcroot"
+    with pytest.warns(DeprecationWarning, match="PGMPI_PROFILE_ROOT"):
+        assert site_config.profile_root() == tmp_path / "svcroot"
     assert site_config.profile_root(tmp_path / "explicit") == tmp_path / "explicit"
     assert site_config.read_site_config(conf) == {"profile_root": str(tmp_path / "siteroot"), "machine": "m1"}
 
 
 def test_concurrent_publishers_get_distinct_versions(tmp_path, repo_root):
-    code = ("import sys; from service import publish as p; "
+    code = ("import sys; from service.profiles import publish as p; "
             "[p.publish(sys.argv[1], 'm1', 'openmpi', '4.1.4', {'a.prf': str(i)}, actor='x', validated=True, "
             "checker=['/bin/true']) for i in range(10)]")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=repo_root) for _ in range(3)]

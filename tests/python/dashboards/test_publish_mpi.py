@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dash_helpers import mpirun_cmd, mpi_install
-from service import publish as pub
+from service.profiles import publish as pub
 
 pytestmark = pytest.mark.mpi
 

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.mpi
 
 FIXTURES = Path(__file__).resolve().parents[2] / "c" / "core" / "profiles"
 
-# The 24 mock-ups of issue 9 (lib/docs/mockup-names.md); PGMPITuneLib's names where it has them.
+# The 24 mock-ups (lib/docs/mockup-names.md); PGMPITuneLib's names where it has them.
 PLANNED = {
     "allgather": ["allgather_as_gather_bcast", "allgather_as_alltoall", "allgather_as_allreduce",
                   "allgather_as_allgatherv"],

@@ -198,8 +198,8 @@ echo "C=${{PGMPITUNE_PROFILE_DIR:-unset}}"
     assert res.returncode == 0, out
     assert f"A={eb_site['profiles']}/{MACHINE}/openmpi-4.1.4/current" in out
     assert "B=/srv/from-site-file/filemachine/openmpi-4.1.4/current" in out
-    # the publisher (service.site_config) reads the same file to the same root
-    from service import site_config
+    # the publisher (pgmpi_formats.site) reads the same file to the same root
+    from pgmpi_formats import site as site_config
     for var in ("PGMPI_PROFILE_ROOT", "PGMPI_SITE_PROFILE_ROOT"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PGMPI_SITE_CONFIG", str(conf))

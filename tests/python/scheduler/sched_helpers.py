@@ -128,8 +128,8 @@ def service(pg_database, tmp_path_factory):
 
 def add_machine(live: LiveService, machine: str, role: str = "admin") -> str:
     from service.auth import create_token
-    from service.db import db
-    from service.models import Machine
+    from service.store.db import db
+    from service.store.models import Machine
 
     def _do():
         db.session.add(Machine(name=machine, nodes=1, cores_per_node=8, interconnect="shm", notes="test"))

@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.slurm, pytest.mark.postgres, pytest.mark.mpi, pytest.m
 def stored(service, campaign: str):
     """(runs as (library, mpirun_index, file), uploads, jobs {key: (state, reason)}) in the service."""
     from sqlalchemy import select
-    from service.db import db
-    from service.models import Campaign, Job, Run, Upload
+    from service.store.db import db
+    from service.store.models import Campaign, Job, Run, Upload
 
     def _q():
         cid = db.session.scalar(select(Campaign.id).where(Campaign.name == campaign))
@@ -153,8 +153,8 @@ def test_service_down_spools_then_drains(tmp_path, slurm_env, mpi_modulepath, be
     s = agent.run(interval=0.5, timeout=120)
     def _campaigns():
         from sqlalchemy import select
-        from service.db import db
-        from service.models import Campaign
+        from service.store.db import db
+        from service.store.models import Campaign
         return [(c.name, c.id) for c in db.session.scalars(select(Campaign))]
     assert s["done"] and s["spooled"] == 0 and s["uploaded"] == 4, (
         s, service.query(_campaigns), [dict(r) for r in agent.state.db.execute("SELECT id, sent_at FROM sent")],

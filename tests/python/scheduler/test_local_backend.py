@@ -32,8 +32,8 @@ def sqlite_app(tmp_path):
     import flask_migrate
     from service.app import create_app
     from service.auth import create_token
-    from service.db import db
-    from service.models import Machine
+    from service.store.db import db
+    from service.store.models import Machine
     app = create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'svc.sqlite'}", "SECRET_KEY": "t",
                       "INSTANCE_PATH": str(tmp_path / "instance")})
     with app.app_context():
@@ -53,8 +53,8 @@ def test_local_campaign_into_app(tmp_path, bench_root, sqlite_app):
     # 2 MPIs x R=2 x 2 size groups = 8 raw files, each uploaded once
     assert len(s["result_files"]) == 8 and s["uploaded"] == 8
     from sqlalchemy import func, select
-    from service.db import db
-    from service.models import Job, Run
+    from service.store.db import db
+    from service.store.models import Job, Run
     with app.app_context():
         libs = db.session.execute(select(Run.mpirun_index, func.count()).group_by(Run.mpirun_index)).all()
         assert dict(libs) == {0: 4, 1: 4}

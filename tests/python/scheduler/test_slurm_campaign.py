@@ -4,7 +4,7 @@ plans a validation job for every candidate (tuned mode against the default).
 
 On this 2-core machine at 2 ranks both MPIs keep the guidelines at these sizes inside Slurm (measured:
 Open MPI's 256 KiB Allreduce ~0.1 ms, no faster mock-up), so the analysis normally finds no violation and
-no candidate; the validation job itself is covered by test_validation.py and the report of issue 7."""
+no candidate; the validation job itself is covered by test_validation.py and test_slurm_violation.py."""
 from __future__ import annotations
 
 import subprocess
@@ -24,8 +24,8 @@ R = 5          # mpiruns: the one-sided rank test over R medians needs R >= 4 to
 
 def service_counts(service, campaign: str):
     from sqlalchemy import func, select
-    from service.db import db
-    from service.models import Campaign, Job, Run, Upload
+    from service.store.db import db
+    from service.store.models import Campaign, Job, Run, Upload
 
     def _q():
         cid = db.session.scalar(select(Campaign.id).where(Campaign.name == campaign))

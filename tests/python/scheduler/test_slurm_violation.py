@@ -7,10 +7,10 @@ marks the candidate validated, so it may be published."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
+import delay_interposer
 from scheduler.runner import make_agent
 
 from sched_helpers import add_machine, campaign_file, tiny_campaign
@@ -18,31 +18,8 @@ from sched_helpers import add_machine, campaign_file, tiny_campaign
 pytestmark = [pytest.mark.slurm, pytest.mark.postgres, pytest.mark.mpi, pytest.mark.lmod]
 
 SLOWED = 1024
-INTERPOSER = r"""
-#define _GNU_SOURCE
-#include <mpi.h>
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <time.h>
-typedef int (*fn_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    static fn_t next;
-    if (!next) next = (fn_t)dlsym(RTLD_NEXT, "PMPI_Allreduce");
-    const char *s = getenv("PGMPI_TEST_DELAY_BYTES");
-    if (dt == MPI_BYTE && s && count == atoi(s)) {
-        struct timespec ts = {0, 20 * 1000 * 1000};   /* sleep, not spin: keep the 2 cores free */
-        nanosleep(&ts, NULL);
-    }
-    return next(sb, rb, count, dt, op, comm);
-}
-"""
-
-
 def test_violation_becomes_a_validated_candidate(tmp_path, slurm_env, mpi_modulepath, bench_root, service):
-    so = tmp_path / "libdelay.so"
-    (tmp_path / "delay.c").write_text(INTERPOSER)
-    subprocess.run(["mpicc.openmpi", "-O1", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "delay.c"), "-ldl"],
-                   check=True)
+    so = delay_interposer.build(tmp_path)
     token = add_machine(service, "violbox", role="agent")
     (tmp_path / "token").write_text(token)
     launcher = f"mpirun -x LD_PRELOAD={so} -x PGMPI_TEST_DELAY_BYTES={SLOWED}"
@@ -77,8 +54,8 @@ def test_violation_becomes_a_validated_candidate(tmp_path, slurm_env, mpi_module
     assert 1 <= len(val) <= 3 and all(r["state"] == "COMPLETED" for r in val), [dict(r) for r in jobs.values()]
 
     def _version():
-        from service.db import db
-        from service.models import ProfileVersion
+        from service.store.db import db
+        from service.store.models import ProfileVersion
         v = db.session.get(ProfileVersion, version_id)
         return v.state, dict(v.files), [(f.collective, f.msize, f.default_time, f.tuned_time) for f in v.figures]
     state, files, figures = service.query(_version)

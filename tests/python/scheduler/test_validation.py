@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from scheduler.campaign import parse_campaign
-from scheduler.validation import figures, parse_prf, redirected_sizes, validation_job
+from pgmpi_formats.prf import parse_prf
+from scheduler.validation import figures, redirected_sizes, validation_job
 
 PRF = """# pgtune profile
 #@pgmpi profile_version=1

@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 
 import flask_migrate
 from service.app import create_app
-from service.db import db
+from service.store.db import db
 
 ROOT = Path(__file__).resolve().parents[3]
 MIGRATIONS = str(ROOT / "migrations")
@@ -112,7 +112,7 @@ def seeded(app):
     """Machines m1, m2 and tokens: admin, viewer, agent1 (machine m1), agent2 (machine m2).
     Returns {name: Authorization header dict}."""
     from service.auth import create_token
-    from service.models import Machine
+    from service.store.models import Machine
     with app.app_context():
         db.session.add_all([Machine(name="m1", nodes=2, cores_per_node=8, interconnect="tcp", notes=""),
                             Machine(name="m2", nodes=4, cores_per_node=16, interconnect="ib", notes="")])

@@ -6,7 +6,7 @@ def results_file(machine: str = "m1", library: str = "openmpi", version: str = "
                  nrep: int = 5, sizes=(8, 1024), calls=(("MPI_Allreduce", "default"),
                                                         ("MPI_Allreduce", "allreduce_as_reduce_bcast")),
                  campaign: str = "", base: float = 1e-5, barrier: bool = True) -> str:
-    """A raw-results file in our ReproMPI-format (contract 3) with predictable timings."""
+    """A raw-results file in our ReproMPI format (docs/contracts.md, 2) with predictable timings."""
     lines = ["#@pgmpi_format=1", f"#@machine={machine}", f"#@mpi_library={library}", f"#@mpi_version={version}",
              f"#@module={library}/{version}", "#@nodes=1", f"#@ppn={nprocs}", f"#@nprocs={nprocs}",
              "#@mpirun_index=0", "#@slurm_job_id=", f"#@campaign={campaign}", "#@clock=MPI_Wtime",

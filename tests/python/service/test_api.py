@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from service.db import db
-from service.models import (AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series,
+from service.store.db import db
+from service.store.models import (AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series,
                             Upload)
 
 from svc_data import results_file
@@ -226,7 +226,7 @@ def test_upload_links_campaign_and_job(client, seeded, app):
 def test_violations_overview_reads_latest_analysis(client, seeded, app):
     from types import SimpleNamespace
 
-    from service.analysis_bridge import store_result
+    from service.store.analyses import store_result
     client.post("/api/v1/uploads", headers=seeded["agent1"],
                 json={"upload_id": "u", "files": [{"name": "a", "content": results_file()}]})
     with app.app_context():
@@ -251,7 +251,7 @@ def test_violations_overview_reads_latest_analysis(client, seeded, app):
 
 
 def test_analysis_finds_injected_violation_and_stores_candidate_profile(client, seeded, app):
-    """Synthetic raw results (ANALYSIS's generator) with a mock-up 1.5x faster than the default at
+    """Synthetic raw results (service/analysis/synthetic.py) with a mock-up 1.5x faster than the default at
     1024 bytes: POST /analyses verifies it and stores the violation and a candidate profile."""
     from service.analysis.synthetic import Design, simulate, to_text
     d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
@@ -396,9 +396,9 @@ def test_overview_history_windows(client, seeded, app):
     from datetime import datetime, timedelta, timezone
     from types import SimpleNamespace
 
-    from service.analysis_bridge import store_result
-    from service.models import Analysis
-    from service.queries import refresh_overview
+    from service.store.analyses import store_result
+    from service.store.models import Analysis
+    from service.store.queries import refresh_overview
     client.post("/api/v1/uploads", headers=seeded["agent1"],
                 json={"upload_id": "u", "files": [{"name": "a", "content": results_file()}]})
     with app.app_context():

@@ -6,8 +6,8 @@ import re
 from sqlalchemy import select
 
 from service.auth import add_user
-from service.db import db
-from service.models import User
+from service.store.db import db
+from service.store.models import User
 
 
 def _csrf(html: str) -> str:

@@ -5,7 +5,7 @@ import flask_migrate
 import pytest
 from sqlalchemy import inspect
 
-from service.db import db
+from service.store.db import db
 
 from conftest import MIGRATIONS, create_pg_database, drop_pg_database, make_app
 

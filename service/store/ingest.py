@@ -1,6 +1,6 @@
-"""Store an upload of raw-result files (contract 3) in one transaction.
+"""Store an upload of raw-result files (docs/contracts.md, 2) in one transaction.
 
-Parsing is ANALYSIS's reader (service.analysis.reader.parse_text); this module groups each run's
+Parsing is the one reader (pgmpi_formats.results.parse_text); this module groups each run's
 measurements into series (run x call x algorithm x size) and writes them.  Nothing is committed
 here: the caller commits or rolls back, so an upload is all-or-nothing.
 """
@@ -13,9 +13,9 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from service.analysis.reader import ResultsFormatError, RunResult, parse_text
-from service.db import db
-from service.models import BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series, Upload
+from pgmpi_formats.results import ResultsFormatError, RunResult, parse_text
+from service.store.db import db
+from service.store.models import BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series, Upload
 
 
 class UploadError(ValueError):

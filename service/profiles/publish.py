@@ -1,6 +1,6 @@
 """Publishing tuned profile sets into a site's profile root (plain Python, no Flask).
 
-Layout (DESIGN.md contract 4)::
+Layout (docs/contracts.md, 5)::
 
     <root>/<machine>/<mpi name>-<mpi version>/
         versions/<n>/*.prf      complete, validated, never changed once there
@@ -39,8 +39,8 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-CHECKER_NAME = "pgmpitune-check"
+from pgmpi_formats.checker import CHECKER_NAME, find_checker
+
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 _FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,123}\.prf$")
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -144,24 +144,12 @@ def check_file_name(name: str) -> str:
 
 # ----------------------------------------------------------------- checker
 
-def find_checker(mpi: str | None = None) -> str | None:
-    """pgmpitune-check from build/install/<mpi>/bin (any MPI if None), else PATH."""
-    env = os.environ.get("PGMPITUNE_CHECK")
-    if env:
-        return env
-    mpis = [mpi] if mpi else ["openmpi", "mpich"]
-    for m in mpis:
-        c = REPO_ROOT / "build" / "install" / m / "bin" / CHECKER_NAME
-        if c.is_file() and os.access(c, os.X_OK):
-            return str(c)
-    return shutil.which(CHECKER_NAME)
-
-
 def run_checker(directory: Path, checker: str | Sequence[str] | None = None,
                 mpi: str | None = None, timeout: float = 60) -> CheckResult:
     """Validate every profile in directory with pgmpitune-check (exit 0 = valid)."""
     if checker is None:
-        checker = find_checker(mpi)
+        found = find_checker(mpi)
+        checker = str(found) if found else None
         if checker is None:
             raise PublishError(
                 f"{CHECKER_NAME} not found in build/install/<mpi>/bin nor on PATH: "

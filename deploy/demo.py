@@ -1,4 +1,6 @@
-"""`pgmpi demo`: the whole product on this machine, with the embedded defaults.
+"""`make demo` (deploy/demo.sh runs `python deploy/demo.py run`): the whole product on this machine, with the
+embedded defaults.  It lives in deploy/ because it is the one place that drives the agent and the service in
+one process; neither package imports the other (tests/python/formats/test_import_graph.py).
 
 One short local tuning campaign per MPI library (local mpirun, no Slurm) goes
 through the same code a site runs nightly:
@@ -110,7 +112,7 @@ def _write_modules(workdir: Path, profile_root: Path, machine: str, versions: di
         mdir = tree / "pgmpitunelib"
         mdir.mkdir(parents=True, exist_ok=True)
         (mdir / f"{mpi}.lua").write_text(f"""\
--- pgmpitunelib for Debian's {mpi} {version} (written by `pgmpi demo`)
+-- pgmpitunelib for Debian's {mpi} {version} (written by `make demo`)
 whatis("libpgmpitune: redirects violated MPI collectives to faster equivalents")
 family("pgmpitunelib")
 local root = os.getenv("PGMPI_SITE_PROFILE_ROOT") or "{profile_root}"
@@ -129,11 +131,11 @@ setenv("PGMPITUNE_PRELOAD", "{prefix}/lib/libpgmpitune.so")
 def demo(workdir: str, port: int, no_serve: bool) -> None:
     """Run a short local tuning campaign end to end and serve the dashboard."""
     from scheduler.runner import run_local_campaign
-    from service import publish as pub
+    from service.profiles import publish as pub
     from service.app import create_app
     from service.auth import add_user, create_token
-    from service.db import db
-    from service.models import Machine, MpiLibrary, ProfileSet, ProfileVersion, User
+    from service.store.db import db
+    from service.store.models import Machine, MpiLibrary, ProfileSet, ProfileVersion, User
     from sqlalchemy import select
     import flask_migrate
 
@@ -158,7 +160,7 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
             pw_file.chmod(0o600)
         if db.session.scalar(select(Machine).where(Machine.name == machine)) is None:
             m = Machine(name=machine, nodes=1, cores_per_node=os.cpu_count() or 2,
-                        interconnect="shared memory", notes="created by pgmpi demo")
+                        interconnect="shared memory", notes="created by make demo")
             db.session.add(m)
         db.session.commit()
         _row, admin_token = create_token("demo-admin", "admin", actor="demo")
@@ -174,7 +176,7 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
 
     # Publish every validated candidate (the agent measured tuned vs default with it) through the same
     # path as the profile page, so the dashboard shows it as published.
-    from service.dashboards.actions import publish_candidate
+    from service.profiles.lifecycle import publish_candidate
     with app.app_context():
         for mpi in MPIS:
             lib = db.session.scalar(select(MpiLibrary).join(Machine).where(
@@ -183,7 +185,7 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
                 _log(f"{mpi}: no results stored")
                 continue
             versions[mpi] = lib.version
-            from service.models import Analysis
+            from service.store.models import Analysis
             an = db.session.scalars(select(Analysis).where(Analysis.library_id == lib.id)
                                     .order_by(Analysis.id.desc())).first()
             if an is not None:
@@ -214,7 +216,7 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
             try:
                 res = publish_candidate(cand, profile_root, actor="demo")
                 _log(f"{mpi}: published profile version {res.version} -> {res.target}/current")
-                from service.analysis.profiles import parse_prf
+                from pgmpi_formats.prf import parse_prf
                 for fname, text in sorted((cand.files or {}).items()):
                     prf = parse_prf(text, fname)
                     _log(f"{mpi}: published {prf['mpi_name']} p={prf['nprocs']}: " + ", ".join(
@@ -255,9 +257,18 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
 @click.command("demo-stop")
 @click.option("--workdir", default=str(ROOT / "demo"), show_default=True, type=click.Path(file_okay=False))
 def demo_stop(workdir: str) -> None:
-    """Stop the dashboard that `pgmpi demo` started."""
+    """Stop the dashboard that `make demo` started."""
     _stop_server(Path(workdir).resolve())
     _log("dashboard stopped")
 
 
-COMMANDS = [demo, demo_stop]
+@click.group()
+def main() -> None:
+    """The pgmpi-site demo: `run` it, `stop` its dashboard."""
+
+
+main.add_command(demo, "run")
+main.add_command(demo_stop, "stop")
+
+if __name__ == "__main__":
+    main()

@@ -17,7 +17,7 @@ from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integ
                         String, Text, UniqueConstraint)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from service.db import db
+from service.store.db import db
 
 ROLES = ("viewer", "agent", "admin")
 ROLE_RANK = {r: i for i, r in enumerate(ROLES)}
@@ -302,7 +302,7 @@ class ValidationFigure(db.Model):
 class LibraryOverview(db.Model):
     """Summary table behind the violations overview: one row per MPI library (= machine x library) with its
     latest analysis and the violation counts of its recent analyses.  Rewritten by
-    service.queries.refresh_overview whenever an analysis of that library is stored, so the overview reads
+    service.store.queries.refresh_overview whenever an analysis of that library is stored, so the overview reads
     a handful of rows however long the history grows."""
     __tablename__ = "library_overview"
     library_id: Mapped[int] = mapped_column(ForeignKey("mpi_libraries.id", ondelete="CASCADE"), primary_key=True)

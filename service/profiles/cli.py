@@ -1,8 +1,9 @@
-"""`pgmpi profile`: publish and roll back tuned profiles (DASHBOARDS owns this file).
+"""`pgmpi profile`: publish, roll back and show tuned profiles.
 
-The work is done by service.publish (plain Python); this module only parses options
-and prints results.  The profile root comes from --root, $PGMPI_PROFILE_ROOT, $PGMPI_SITE_PROFILE_ROOT or
-`profile_root` of the site file (service.site_config), in that order.
+The work is done by service/profiles/lifecycle.py (a set stored in the database: files and database change
+together) and service/profiles/publish.py (files only, for a directory of .prf files from elsewhere); this
+module parses options and prints results.  The profile root is --root, else the site's
+(pgmpi_formats.site.profile_root: site.conf's profile_root, else /opt/pgmpi-site/profiles).
 """
 from __future__ import annotations
 
@@ -12,20 +13,27 @@ from pathlib import Path
 
 import click
 
-from service import publish as pub
-from service import site_config
+from pgmpi_formats import site
+from pgmpi_formats.checker import mpi_flavor
+from service.profiles import publish as pub
+
+ROOT_HELP = "site profile root (default: profile_root of the site file, else /opt/pgmpi-site/profiles)"
 
 
 def _root(root: str | None) -> str:
-    found = site_config.profile_root(root)
-    if found is None:
-        raise click.UsageError(f"no profile root: give --root, set PGMPI_PROFILE_ROOT, or set profile_root in "
-                               f"{site_config.site_config_path()}")
-    return str(found)
+    return str(site.profile_root(root))
 
+
+def _app(database_url: str | None):
+    from service.app import create_app
+    return create_app({"SQLALCHEMY_DATABASE_URI": database_url} if database_url else {})
+
+
+_database = click.option("--database-url", envvar="DATABASE_URL", default=None,
+                         help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
 
 _common = [
-    click.option("--root", help="site profile root (default $PGMPI_PROFILE_ROOT, else the site file's profile_root)"),
+    click.option("--root", help=ROOT_HELP),
     click.option("--machine", required=True, help="machine name, e.g. vsc5"),
     click.option("--mpi", "mpi_name", required=True, help="MPI library name, e.g. openmpi"),
     click.option("--mpi-version", required=True, help="MPI library version, e.g. 4.1.4"),
@@ -67,7 +75,7 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
     try:
         res = pub.publish(_root(root), machine, mpi_name, mpi_version, files,
                           actor=actor or getpass.getuser(), validated=validated, force=force,
-                          reason=reason, validation=vdata, mpi=_mpi_flavor(mpi_name))
+                          reason=reason, validation=vdata, mpi=mpi_flavor(mpi_name))
     except pub.PublishError as exc:
         raise click.ClickException(str(exc))
     click.echo(f"published version {res.version} (was {res.previous}) -> {res.target}/current"
@@ -79,14 +87,25 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
 @click.option("--to", "to", type=int, default=None, help="version to make current (default: previous)")
 @click.option("--reason", default="")
 @click.option("--actor", default=None)
-def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor):
-    """Swap current back to the previous version."""
-    try:
-        res = pub.rollback(_root(root), machine, mpi_name, mpi_version,
-                           actor=actor or getpass.getuser(), to=to, reason=reason)
-    except pub.PublishError as exc:
-        raise click.ClickException(str(exc))
-    click.echo(f"rolled back to version {res.version} (was {res.previous}) -> {res.target}/current")
+@_database
+def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, database_url):
+    """Swap current back to the previous version; the database records it as the profile page does
+    (a set the database does not know, published with `pgmpi profile publish --dir`, changes on disk only)."""
+    from service.store.db import db
+    from service.profiles import lifecycle
+    actor = actor or f"cli:{getpass.getuser()}"
+    with _app(database_url).app_context():
+        ps = lifecycle.find_set(machine, mpi_name, mpi_version)
+        try:
+            if ps is not None:
+                res = lifecycle.rollback_set(ps, Path(_root(root)), actor, reason=reason, to=to)
+            else:
+                res = pub.rollback(_root(root), machine, mpi_name, mpi_version, actor=actor, to=to, reason=reason)
+        except pub.PublishError as exc:
+            db.session.rollback()
+            raise click.ClickException(str(exc))
+    click.echo(f"rolled back to version {res.version} (was {res.previous}) -> {res.target}/current"
+               + ("" if ps is not None else " (no profile set in the database: files only)"))
 
 
 @profile.command("status")
@@ -94,8 +113,9 @@ def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor):
 @click.option("--json", "as_json", is_flag=True)
 def status_cmd(root, machine, mpi_name, mpi_version, as_json):
     """Show the current version, all versions and the history."""
+    from service.profiles import lifecycle
     try:
-        st = pub.status(_root(root), machine, mpi_name, mpi_version)
+        st = lifecycle.history(Path(_root(root)), machine, mpi_name, mpi_version)
     except pub.PublishError as exc:
         raise click.ClickException(str(exc))
     if as_json:
@@ -109,20 +129,17 @@ def status_cmd(root, machine, mpi_name, mpi_version, as_json):
 
 @profile.command("publish-candidate")
 @click.argument("version_id", type=int)
-@click.option("--root", help="site profile root (default $PGMPI_PROFILE_ROOT, else the site file's profile_root)")
+@click.option("--root", help=ROOT_HELP)
 @click.option("--force", is_flag=True, help="publish without a passing validation run (recorded)")
 @click.option("--reason", default="", help="why (required with --force)")
 @click.option("--actor", default=None, help="who (default: cli:<login name>)")
-@click.option("--database-url", envvar="DATABASE_URL", default=None,
-              help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
+@_database
 def publish_candidate_cmd(version_id, root, force, reason, actor, database_url):
     """Publish the candidate profile version VERSION_ID stored in the database (as the profile page does)."""
-    from service.app import create_app
-    from service.db import db
-    from service.dashboards.actions import publish_candidate
-    from service.models import ProfileVersion
-    app = create_app({"SQLALCHEMY_DATABASE_URI": database_url} if database_url else {})
-    with app.app_context():
+    from service.store.db import db
+    from service.store.models import ProfileVersion
+    from service.profiles.lifecycle import publish_candidate
+    with _app(database_url).app_context():
         v = db.session.get(ProfileVersion, version_id)
         if v is None:
             raise click.ClickException(f"no profile version {version_id} (see GET /api/v1/profiles)")
@@ -134,15 +151,6 @@ def publish_candidate_cmd(version_id, root, force, reason, actor, database_url):
             raise click.ClickException(str(exc))
     click.echo(f"published version {res.version} (was {res.previous}) -> {res.target}/current"
                + (" [FORCED]" if res.forced else ""))
-
-
-def _mpi_flavor(mpi_name: str) -> str | None:
-    n = mpi_name.lower().replace(" ", "").replace("-", "").replace("_", "")
-    if n.startswith("openmpi") or n == "ompi":
-        return "openmpi"
-    if n.startswith("mpich"):
-        return "mpich"
-    return None
 
 
 COMMANDS = [profile]

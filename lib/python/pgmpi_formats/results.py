@@ -1,12 +1,13 @@
 """Reader for raw results in ReproMPI's text format (ours from pgmpi-bench and genuine ReproMPI output).
 
-Stable API (SERVICE, the scheduler and the CLI use it):
+Stable API (the service, the agent and the CLI use it; the agent's validation figures come from here too):
 
     parse_text(text: str, source: str) -> RunResult      # one file = one mpirun
     read_file(path) -> RunResult
     read_files(paths) -> ResultSet                       # many mpiruns, node counts, libraries, machines
     ResultSet.from_runs(runs: list[RunResult]) -> ResultSet
     ResultsFormatError(source, line, message)            # str(e) == "source:line: message"
+    format_results(header, rows) -> str                  # the writer: our layout, read back by parse_text
 
 A file is: `#@key=value` header lines (spaces around '=' accepted), a column line, one line per measurement,
 and `#@pgmpi ...` footer lines. Columns are found by name, so all of these layouts work:
@@ -14,9 +15,14 @@ and `#@pgmpi ...` footer lines. Columns are found by name, so all of these layou
     test nrep msize runtime_sec algorithm          (ours; `algorithm` is our extension)
     test nrep msize runtime_sec                    (genuine ReproMPI)
     test nrep count msize runtime_sec              (ReproMPI versions that print the count)
-    test errorcode nrep msize runtime_sec          (window-based sync: rows with errorcode != 0 are dropped)
-    p test nrep msize loc_tstart_sec loc_tend_sec  (per-process output: runtime = max over processes)
-    ... gl_tstart_sec gl_tend_sec                  (global clocks preferred over local ones when both exist)
+    test errorcode nrep msize runtime_sec          (window-based sync: rows with errorcode != 0 are dropped;
+                                                    per-process rows: the whole measurement is dropped)
+    p test nrep msize loc_tstart_sec loc_tend_sec  (per-process rows, local clocks: runtime = max over
+                                                    processes of loc_tend - loc_tstart)
+    p test nrep msize gl_tstart_sec gl_tend_sec    (per-process rows, global clocks: runtime = max over
+                                                    processes of gl_tend - min over processes of gl_tstart,
+                                                    as ReproMPI defines it; global clocks are preferred over
+                                                    local ones when both exist)
     test nrep count runtime_sec                    (no msize: msize = count x size of #@datatype)
 
 The algorithm of a row is its `algorithm` column, else the `#@pgmpi alg <MPI_Name> <bytes> <alg>` footer
@@ -39,7 +45,7 @@ import numpy as np
 from . import collectives as _colls
 
 __all__ = ["ResultsFormatError", "RunResult", "ResultSet", "parse_text", "read_file", "read_files",
-           "BARRIER", "OTHER"]
+           "format_results", "BARRIER", "OTHER"]
 
 BARRIER = -1   # ResultSet.coll value of MPI_Barrier rows
 OTHER = -2     # ResultSet.coll value of calls outside collectives.def
@@ -82,7 +88,7 @@ class RunResult:
     def __len__(self) -> int:
         return int(self.runtime.shape[0])
 
-    # metadata with the names of contract 3 (empty string / 0 when the file does not say)
+    # metadata keys of docs/contracts.md, raw results (empty string / 0 when the file does not say)
     def meta(self, key: str, default: str = "") -> str:
         return self.header.get(key, default)
 
@@ -323,10 +329,12 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
         raise ResultsFormatError(source, col_lineno, f"no 'msize' or 'count' column (columns: {' '.join(columns)})")
 
     # runtime
+    t_start = t_end = None      # global clocks: kept for the per-process reduction below
     if "runtime_sec" in cidx:
         runtime = numeric("runtime_sec", np.float64)
     elif "gl_tstart_sec" in cidx and "gl_tend_sec" in cidx:
-        runtime = numeric("gl_tend_sec", np.float64) - numeric("gl_tstart_sec", np.float64)
+        t_start, t_end = numeric("gl_tstart_sec", np.float64), numeric("gl_tend_sec", np.float64)
+        runtime = t_end - t_start
     elif "loc_tstart_sec" in cidx and "loc_tend_sec" in cidx:
         runtime = numeric("loc_tend_sec", np.float64) - numeric("loc_tstart_sec", np.float64)
     else:
@@ -417,15 +425,34 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
             if any(v != "all" for v in pv):
                 per_proc = pc
             break
+    if keep is not None and per_proc is not None and not keep.all() and runtime.size:
+        # a measurement is out of its window when any process was (ReproMPI drops it whole)
+        key = np.stack([test_codes.astype(np.int64), alg_codes.astype(np.int64), msize, nrep])
+        _, inv = np.unique(key, axis=1, return_inverse=True)
+        inv = inv.ravel()
+        bad = np.zeros(inv.max() + 1, dtype=bool)
+        bad[inv[~keep]] = True
+        keep = ~bad[inv]
     if keep is not None and not keep.all():
         test_codes, nrep, msize, runtime, alg_codes = (a[keep] for a in (test_codes, nrep, msize, runtime, alg_codes))
+        if t_start is not None:
+            t_start, t_end = t_start[keep], t_end[keep]
     if per_proc is not None and runtime.size:
-        # one row per process: the measurement is the maximum over processes
+        # one row per process and measurement: with global clocks the measurement lasts from the earliest
+        # start to the latest end over the processes; local clocks cannot be compared across processes, so
+        # there it is the longest of the processes' own durations
         key = np.stack([test_codes.astype(np.int64), alg_codes.astype(np.int64), msize, nrep])
         uniq, inv = np.unique(key, axis=1, return_inverse=True)
         inv = inv.ravel()
-        mx = np.full(uniq.shape[1], -np.inf)
-        np.maximum.at(mx, inv, runtime)
+        if t_start is not None:
+            first = np.full(uniq.shape[1], np.inf)
+            last = np.full(uniq.shape[1], -np.inf)
+            np.minimum.at(first, inv, t_start)
+            np.maximum.at(last, inv, t_end)
+            mx = last - first
+        else:
+            mx = np.full(uniq.shape[1], -np.inf)
+            np.maximum.at(mx, inv, runtime)
         test_codes, alg_codes, msize, nrep = (uniq[k].astype(t) for k, t in
                                               zip(range(4), (np.int32, np.int32, np.int64, np.int64)))
         runtime = mx
@@ -460,6 +487,17 @@ def _codes(values: list[str]) -> tuple[list[str], np.ndarray]:
     for k, name in enumerate(table):
         table[name] = k
     return list(table), np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
+
+
+def format_results(header: dict, rows: Iterable[tuple[str, int, int, float, str]],
+                   footer: Iterable[str] = ()) -> str:
+    """Raw results in our layout: `#@key=value` lines, the column line, one row per measurement
+    (test, nrep, msize, runtime in seconds, algorithm), then `#@pgmpi ...` footer lines."""
+    out = [f"#@{k}={v}" for k, v in header.items()]
+    out.append("test nrep msize runtime_sec algorithm")
+    out.extend(f"{t} {n} {m} {r!r} {a}" for t, n, m, r, a in rows)
+    out.extend(footer)
+    return "\n".join(out) + "\n"
 
 
 def read_file(path) -> RunResult:

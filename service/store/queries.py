@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from service.models import Analysis, LibraryOverview, Machine, MpiLibrary, Violation
+from service.store.models import Analysis, LibraryOverview, Machine, MpiLibrary, Violation
 
 HISTORY_KEEP_DAYS = 35   # the summary keeps this much history; longer windows read analyses (indexed)
 

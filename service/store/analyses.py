@@ -1,4 +1,4 @@
-"""POST /api/v1/analyses: rebuild the stored runs as ANALYSIS's ResultSet, run ANALYSIS's verdicts and
+"""POST /api/v1/analyses: rebuild the stored runs as a pgmpi_formats.results.ResultSet, run service/analysis's verdicts and
 profile generation (service.analysis), store the analysis, its violations and candidate profiles."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Optional
 import numpy as np
 from sqlalchemy import select
 
-from service.analysis.reader import ResultSet, RunResult
-from service.db import db
-from service.models import (Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run, Series,
+from pgmpi_formats.results import ResultSet, RunResult
+from service.store.db import db
+from service.store.models import (Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run, Series,
                             Violation)
 
 
@@ -68,7 +68,7 @@ def select_runs(machine: Machine, data) -> tuple[MpiLibrary, Optional[Campaign],
 
 def run_analysis(machine: Machine, data, actor: str) -> Analysis:
     lib, campaign, runs = select_runs(machine, data)
-    from service.analysis import api as analysis_api  # ANALYSIS's entry point
+    from service.analysis import api as analysis_api  # the analysis' one entry point
     from service.analysis.stats import TESTS
     if data.test not in TESTS:
         raise AnalysisInputError(f"unknown test {data.test!r}; valid: {', '.join(TESTS)}", field="test")
@@ -155,6 +155,6 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
         db.session.add(ProfileVersion(profile_set_id=ps.id, number=number, state="candidate", analysis_id=a.id,
                                       files=dict(profiles), actor=actor))
     db.session.flush()
-    from service.queries import refresh_overview
+    from service.store.queries import refresh_overview
     refresh_overview(db.session, [lib.id])
     return a

@@ -1,9 +1,10 @@
-"""The table of collectives, read from collectives.def (a symlink to lib/src/core/collectives.def).
+"""The table of collectives, read from collectives.def (a symlink to lib/src/core/collectives.def that
+the wheel ships as package data, so an installed copy reads the same table as a checkout).
 
-    from service.analysis.collectives import COLLECTIVES, by_key, by_mpi_name
+    from pgmpi_formats.collectives import COLLECTIVES, by_key, by_mpi_name
     COLLECTIVES[1].key == "allreduce"; by_mpi_name("MPI_Allreduce").size_rule == "BLOCK"
 
-The C library, pgmpi-bench and this package all read the same file, so ids, keys and the
+The C library, pgmpi-bench, the agent and the service all read the same file, so ids, keys and the
 message-size rule cannot drift apart.
 """
 from __future__ import annotations
@@ -55,6 +56,11 @@ def by_key(key: str) -> Collective:
 def by_mpi_name(name: str) -> Collective | None:
     """MPI_Allreduce (any case) -> Collective, None for calls outside the table (e.g. MPI_Barrier)."""
     return _BY_MPI.get(name.lower())
+
+
+def mpi_names() -> dict[str, str]:
+    """key -> MPI name, in table order (allreduce -> MPI_Allreduce)."""
+    return {c.key: c.mpi_name for c in COLLECTIVES}
 
 
 def key_of_mockup(name: str) -> str | None:

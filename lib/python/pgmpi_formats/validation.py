@@ -1,0 +1,72 @@
+"""The figures of a validation job, read from its raw results (the agent computes them, the service judges
+them: service/analysis/validation.py).
+
+    figs = figures(files, nprocs)   # [(role, raw text)] per launch -> one figure per (collective, size)
+
+A launch that measured `default` and `tuned` interleaved (pgmpi-bench --algorithms=default,tuned) gives one
+ratio default / tuned per (collective, size) from the medians of that launch; launches of the older layout
+(one arm per launch, role "default" / "tuned") are paired launch by launch and marked paired=False. A size's
+figure is the median of its per-launch ratios, with the ratios themselves (the regime check needs them).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from . import collectives as _colls
+from .results import parse_text
+
+TUNED = "tuned"
+
+
+def _medians(text: str, name: str) -> tuple[dict[tuple[str, int, str], float], dict[tuple[str, int, str], int]]:
+    run = parse_text(text, name)
+    by: dict[tuple[str, int, str], list[float]] = {}
+    for t, m, x, a in zip(run.test.tolist(), run.msize.tolist(), run.runtime.tolist(), run.algorithm.tolist()):
+        call = run.tests[t]
+        if call == "MPI_Barrier":
+            continue
+        by.setdefault((call, m, run.algorithms[a]), []).append(x)
+    return ({k: statistics.median(v) for k, v in by.items()}, {k: len(v) for k, v in by.items()})
+
+
+def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
+    """Per (collective, size): paired ratio default / tuned over the mpiruns, with the per-mpirun ratios.
+
+    files: (role, raw text) per launch; role "tuned" / "default" for separate launches, anything else when a
+    launch measured both interleaved."""
+    per_run: dict[tuple[str, int], list[float]] = {}
+    times: dict[tuple[str, int, str], list[float]] = {}
+    counts: dict[tuple[str, int, str], int] = {}
+    separate: dict[str, list[dict]] = {"default": [], TUNED: []}
+    paired_keys: set[tuple[str, int]] = set()
+    for k, (role, text) in enumerate(files):
+        med, cnt = _medians(text, f"{role} launch {k}")      # a malformed file raises, naming file:line
+        algs = {a for _, _, a in med}
+        if {"default", TUNED} <= algs:
+            for (call, m, a), x in med.items():
+                if a == "default" and (call, m, TUNED) in med and med[(call, m, TUNED)] > 0:
+                    per_run.setdefault((call, m), []).append(x / med[(call, m, TUNED)])
+                    paired_keys.add((call, m))
+        elif role in separate:
+            # older layout: one arm per launch; "default" or the tuned launch's rows (labelled by the library)
+            separate[role].append({(call, m): x for (call, m, a), x in med.items()})
+        for (call, m, a), x in med.items():
+            arm = TUNED if (a == TUNED or role == TUNED) else "default"
+            times.setdefault((call, m, arm), []).append(x)
+            counts[(call, m, arm)] = counts.get((call, m, arm), 0) + cnt[(call, m, a)]
+    for d, t in zip(separate["default"], separate[TUNED]):      # launch i of each arm
+        for key, x in d.items():
+            if key not in paired_keys and key in t and t[key] > 0:
+                per_run.setdefault(key, []).append(x / t[key])
+    out = []
+    for (call, m), ratios in sorted(per_run.items()):
+        coll = _colls.by_mpi_name(call)
+        dflt, tuned = times.get((call, m, "default"), []), times.get((call, m, TUNED), [])
+        out.append({"collective": coll.key if coll else call.lower(), "msize": m, "nprocs": nprocs,
+                    "default_time": statistics.median(dflt) if dflt else math.nan,
+                    "tuned_time": statistics.median(tuned) if tuned else math.nan,
+                    "speedup": math.exp(statistics.median(math.log(r) for r in ratios)),
+                    "run_ratios": [float(r) for r in ratios], "paired": (call, m) in paired_keys,
+                    "n_default": counts.get((call, m, "default"), 0), "n_tuned": counts.get((call, m, TUNED), 0)})
+    return out

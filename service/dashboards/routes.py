@@ -1,0 +1,277 @@
+"""The dashboard routes: pages (Jinja2, templates/) and the admin's publish/rollback actions.
+
+Charts use plotly.js from the installed `plotly` Python package (a dependency already), served by
+this blueprint at /dashboards-static/plotly.min.js with a long cache lifetime: no CDN, no npm
+step, and the file's version moves with the Python package that the venv pins.
+"""
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from flask import (Blueprint, Flask, Response, abort, current_app, flash, jsonify, redirect,
+                   render_template, request, send_file, url_for)
+from functools import wraps
+
+from flask_login import current_user, login_required
+from sqlalchemy import select
+
+from pgmpi_formats import site
+from service.profiles import lifecycle
+from service.profiles import publish as pub
+from service.dashboards import data
+from service.store.db import db
+from service.store.models import MpiLibrary, ProfileSet, ProfileVersion
+
+bp = Blueprint("dash", __name__)
+
+
+def init_app(app: Flask) -> None:
+    app.register_blueprint(bp)
+    app.jinja_env.filters["dur"] = fmt_duration
+    app.jinja_env.filters["bytes"] = fmt_bytes
+
+
+def fmt_duration(sec) -> str:
+    if sec is None:
+        return "–"
+    sec = float(sec)
+    for unit, f in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(sec) >= f:
+            return f"{sec / f:.3g} {unit}"
+    return f"{sec / 1e-9:.3g} ns"
+
+
+def fmt_bytes(n) -> str:
+    n = int(n)
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
+
+
+def profile_root() -> Path:
+    """The app's PGMPI_PROFILE_ROOT setting, else the site's (pgmpi_formats.site: the modules' root)."""
+    return site.profile_root(current_app.config.get("PGMPI_PROFILE_ROOT"))
+
+
+def read_access(fn):
+    """Pages are readable by anyone when PUBLIC_DASHBOARDS is on (the default: a site's violation
+    figures are no secret, and "anyone browsing the dashboards" is a user); otherwise a login is
+    needed. Writes (publish, rollback) always need an admin login."""
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        if current_app.config.get("PUBLIC_DASHBOARDS", True) or current_user.is_authenticated:
+            return fn(*args, **kwargs)
+        return current_app.login_manager.unauthorized()
+    return wrapper
+
+
+def is_admin() -> bool:
+    return bool(current_user and current_user.is_authenticated and current_user.role == "admin")
+
+
+@bp.app_context_processor
+def _ctx():
+    return {"is_admin": is_admin()}
+
+
+@bp.get("/dashboards-static/plotly.min.js")
+def plotly_js():
+    import plotly
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    resp = send_file(path, mimetype="application/javascript", max_age=7 * 86400, conditional=True)
+    return resp
+
+
+def _lib_or_404(machine: str, lib: str):
+    try:
+        return data.library(db.session, machine, lib)
+    except LookupError as exc:
+        abort(404, description=str(exc))
+
+
+def _campaign(lib: MpiLibrary, name: str | None):
+    if name:
+        for c in data.campaigns_of(db.session, lib):
+            if c.name == name:
+                return c
+        abort(404, description=f"campaign {name!r} has no runs of {lib.name}-{lib.version}")
+    return data.latest_campaign(db.session, lib)
+
+
+# ----------------------------------------------------------------- pages
+
+@bp.get("/")
+@read_access
+def overview():
+    return render_template("overview.html", ov=data.overview(db.session))
+
+
+@bp.get("/m/<machine>/<lib>/heatmap")
+@read_access
+def heatmap(machine: str, lib: str):
+    m, l = _lib_or_404(machine, lib)
+    camp = _campaign(l, request.args.get("campaign"))
+    ps = data.nprocs_of(db.session, l, camp)
+    p = request.args.get("p", type=int) or (ps[-1] if ps else None)
+    panels = []
+    if p is not None:
+        panels.append({"title": f"{l.name}-{l.version} · {camp.name if camp else 'all runs'}",
+                       "lib": l, "campaign": camp, "hm": data.heatmap(db.session, l, camp, p)})
+        # side by side: another campaign of this library, or another library of this machine
+        other_c = request.args.get("vs_campaign")
+        other_l = request.args.get("vs_lib")
+        if other_c or other_l:
+            l2 = _lib_or_404(machine, other_l)[1] if other_l else l
+            c2 = _campaign(l2, other_c) if (other_c or other_l) else None
+            panels.append({"title": f"{l2.name}-{l2.version} · {c2.name if c2 else 'all runs'}",
+                           "lib": l2, "campaign": c2, "hm": data.heatmap(db.session, l2, c2, p)})
+    return render_template("heatmap.html", machine=m, lib=l, campaign=camp, p=p, ps=ps, panels=panels,
+                           campaigns=data.campaigns_of(db.session, l)[:60],
+                           libs=[x for x in m.libraries if x.id != l.id])
+
+
+@bp.get("/m/<machine>/<lib>/detail/<key>")
+@read_access
+def detail(machine: str, lib: str, key: str):
+    m, l = _lib_or_404(machine, lib)
+    camp = _campaign(l, request.args.get("campaign"))
+    ps = data.nprocs_of(db.session, l, camp)
+    p = request.args.get("p", type=int) or (ps[-1] if ps else 0)
+    d = data.detail(db.session, l, camp, key, p)
+    fmt = request.args.get("format")
+    if fmt == "json":
+        return jsonify(machine=m.name, library=l.name, version=l.version,
+                       campaign=camp.name if camp else None, collective=key, nprocs=p,
+                       measurements=d["rows"], violations=d["violations"])
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=["collective", "algorithm", "msize", "nprocs", "mpiruns",
+                                            "median_s", "min_s", "max_s"])
+        w.writeheader()
+        w.writerows(d["rows"])
+        name = f"{m.name}_{l.name}-{l.version}_{key}_p{p}.csv"
+        return Response(buf.getvalue(), mimetype="text/csv",
+                        headers={"Content-Disposition": f"attachment; filename={name}"})
+    return render_template("detail.html", machine=m, lib=l, campaign=camp, p=p, ps=ps, d=d,
+                           keys=sorted(data.MPI_OF))
+
+
+@bp.get("/m/<machine>/<lib>/trends")
+@read_access
+def trends(machine: str, lib: str):
+    m, l = _lib_or_404(machine, lib)
+    ps = data.nprocs_of(db.session, l, None)
+    key = request.args.get("key", "allreduce")
+    p = request.args.get("p", type=int) or (ps[-1] if ps else 0)
+    msize = request.args.get("msize", type=int) or 1024
+    alg = request.args.get("algorithm", "default")
+    t = data.trend(db.session, l, key, msize, alg, p)
+    if request.args.get("format") == "json":
+        return jsonify({k: v for k, v in t.items()})
+    return render_template("trends.html", machine=m, lib=l, t=t, ps=ps, keys=sorted(data.MPI_OF))
+
+
+@bp.get("/alerts.json")
+def alerts_feed():
+    from service.auth import current_principal
+    pr = current_principal()
+    if pr is None:
+        return jsonify(error="authentication required (bearer token or login)"), 401
+    return jsonify(generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                   alerts=data.alerts(db.session))
+
+
+@bp.get("/campaigns")
+@read_access
+def campaigns():
+    return render_template("campaigns.html", rows=data.campaigns(db.session))
+
+
+@bp.get("/profiles")
+@read_access
+def profiles():
+    root = profile_root()
+    rows = []
+    for d in data.profile_sets(db.session):
+        st = lifecycle.history(root, d["machine"].name, d["library"].name, d["library"].version)
+        rows.append({**d, "status": st})
+    return render_template("profiles.html", rows=rows, root=root)
+
+
+def _set_or_404(set_id: int) -> ProfileSet:
+    ps = db.session.get(ProfileSet, set_id)
+    if ps is None:
+        abort(404, description=f"no profile set {set_id}")
+    return ps
+
+
+@bp.get("/profiles/<int:set_id>")
+@read_access
+def profile_set(set_id: int):
+    ps = _set_or_404(set_id)
+    st = lifecycle.history(profile_root(), ps.machine.name, ps.library.name, ps.library.version)
+    from sqlalchemy.orm import selectinload
+    versions = db.session.scalars(select(ProfileVersion).where(ProfileVersion.profile_set_id == ps.id)
+                                  .options(selectinload(ProfileVersion.figures))
+                                  .order_by(ProfileVersion.number)).all()
+    cand_id = request.args.get("candidate", type=int)
+    cand = next((v for v in versions if v.id == cand_id), None) if cand_id else None
+    if cand is None:
+        cand = next((v for v in reversed(versions) if v.state in ("candidate", "validated")), None)
+    diff = []
+    if cand is not None:
+        names = sorted(set(st["files"]) | set(cand.files or {}))
+        for n in names:
+            a = (st["files"].get(n) or "").splitlines()
+            b = ((cand.files or {}).get(n) or "").splitlines()
+            if a != b:
+                diff.extend(difflib.unified_diff(a, b, f"current/{n}", f"candidate/{n}", lineterm=""))
+    hist = data.history(db.session, [str(v.id) for v in versions] + [f"set:{ps.id}"])
+    return render_template("profile_set.html", ps=ps, st=st, versions=versions, cand=cand, diff=diff,
+                           hist=hist)
+
+
+def _require_admin():
+    if not is_admin():
+        abort(403, description="only admins publish or roll back profiles")
+
+
+@bp.post("/profiles/<int:set_id>/publish")
+@login_required
+def publish_version(set_id: int):
+    _require_admin()
+    ps = _set_or_404(set_id)
+    v = db.session.get(ProfileVersion, request.form.get("version_id", type=int) or -1)
+    if v is None or v.profile_set_id != ps.id:
+        abort(400, description="version_id: not a version of this profile set")
+    force = request.form.get("force") == "1"
+    reason = request.form.get("reason", "").strip()
+    try:
+        res = lifecycle.publish_candidate(v, profile_root(), f"user:{current_user.username}", force=force, reason=reason)
+    except pub.PublishError as exc:
+        db.session.rollback()
+        flash(f"Not published: {exc}", "error")
+        return redirect(url_for("dash.profile_set", set_id=ps.id, candidate=v.id)), 303
+    flash(f"Published as version {res.version}" + (" (forced)" if res.forced else ""), "ok")
+    return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
+
+
+@bp.post("/profiles/<int:set_id>/rollback")
+@login_required
+def rollback_set(set_id: int):
+    _require_admin()
+    ps = _set_or_404(set_id)
+    try:
+        res = lifecycle.rollback_set(ps, profile_root(), f"user:{current_user.username}", reason=request.form.get("reason", ""))
+    except pub.PublishError as exc:
+        db.session.rollback()
+        flash(f"Not rolled back: {exc}", "error")
+        return redirect(url_for("dash.profile_set", set_id=ps.id)), 303
+    flash(f"Rolled back to version {res.version}", "ok")
+    return redirect(url_for("dash.profile_set", set_id=ps.id)), 303

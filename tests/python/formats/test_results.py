@@ -1,0 +1,37 @@
+"""The one raw-results reader on ReproMPI's per-process layouts (fixtures written from ReproMPI's documented
+output: `process test nrep msize [errorcode] loc_tstart_sec loc_tend_sec [gl_tstart_sec gl_tend_sec]`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgmpi_formats.results import format_results, parse_text, read_file
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_global_clocks_span_from_first_start_to_last_end():
+    """Window-based sync, --runtime-type=global: a measurement lasts from the earliest global start to the
+    latest global end over the processes (not the longest single process), and one out-of-window process
+    (errorcode != 0) drops the whole measurement."""
+    run = read_file(FIXTURES / "reprompi_window_global_perproc.txt")
+    assert run.tests == ["MPI_Allreduce"] and run.nrep.tolist() == [0, 1, 3] and set(run.msize.tolist()) == {8}
+    assert run.runtime == pytest.approx([12e-6, 8e-6, 9e-6], abs=1e-12)
+    # per process the longest duration would have been 10, 7 and 9 us: the definitions differ
+    assert run.runtime[0] > 10e-6 and run.runtime[1] > 7e-6
+
+
+def test_local_clocks_take_the_longest_process():
+    run = read_file(FIXTURES / "reprompi_local_perproc.txt")
+    assert run.runtime == pytest.approx([10e-6, 7e-6], abs=1e-12)
+
+
+def test_writer_round_trips():
+    text = format_results({"machine": "m1", "nprocs": 2}, [("MPI_Bcast", 0, 8, 1.5e-6, "default"),
+                                                           ("MPI_Bcast", 1, 8, 2.5e-6, "bcast_as_allgatherv")],
+                          footer=["#@pgmpi config size_msg_buffer_bytes 100"])
+    run = parse_text(text, "w.txt")
+    assert run.machine == "m1" and run.nprocs == 2 and run.runtime.tolist() == [1.5e-6, 2.5e-6]
+    assert [run.algorithms[a] for a in run.algorithm] == ["default", "bcast_as_allgatherv"]
+    assert run.config == {"size_msg_buffer_bytes": "100"}
