@@ -76,6 +76,23 @@ static int allreduce_as_reducescatter_allgatherv(const void *sb, void *rb, int c
     return PMPI_Allgatherv(MPI_IN_PLACE, 0, dt, rb, counts, displs, dt, comm);
 }
 
+/* Node-aware: Reduce to the first rank of every node, Allreduce among those leaders, Bcast within
+ * every node. Typed calls with the user's datatype and op (the same on all ranks), no scratch memory;
+ * rank order is kept when ranks are numbered node by node, otherwise only commutative ops (pm_nodes). */
+static int allreduce_as_nodereduce_leaderallreduce_nodebcast(const void *sb, void *rb, int count,
+                                                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    const pgmpi_nodes_t *N = pm_nodes(comm, op);
+    if (!N) return PGMPI_FALLBACK;
+    const void *in = sb == MPI_IN_PLACE ? rb : sb;
+    if (N->lrank == 0)
+        PM_TRY(PMPI_Reduce(sb == MPI_IN_PLACE ? MPI_IN_PLACE : sb, rb, count, dt, op, 0, N->node_comm));
+    else
+        PM_TRY(PMPI_Reduce(in, NULL, count, dt, op, 0, N->node_comm));
+    if (N->leaders != MPI_COMM_NULL) PM_TRY(PMPI_Allreduce(MPI_IN_PLACE, rb, count, dt, op, N->leaders));
+    return PMPI_Bcast(rb, count, dt, 0, N->node_comm);
+}
+
 /* Padded vector of GL6 when p does not divide the count. */
 static size_t need_padded(size_t n, size_t e, int p)
 {
@@ -92,6 +109,8 @@ static const pgmpi_alg_t allreduce_algs[] = {
      need_padded, NULL},
     {"allreduce_as_reducescatter_allgatherv", (void (*)(void))allreduce_as_reducescatter_allgatherv, NULL,
      need_2p_ints},
+    {"allreduce_as_nodereduce_leaderallreduce_nodebcast",
+     (void (*)(void))allreduce_as_nodereduce_leaderallreduce_nodebcast, NULL, NULL},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLREDUCE = {
