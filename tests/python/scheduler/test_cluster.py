@@ -127,3 +127,25 @@ def test_two_and_three_node_campaigns_reach_the_service_with_their_layout(cluste
                    ",".join(f"{i}:{p}" for i in range(n)), "measured")
                   for lib in ("openmpi", "mpich") for n, p in ((2, 2), (3, 1)))
     assert got == want
+
+
+def test_profile_for_2x2_applies_on_2x2_and_not_on_1x4(cluster_env, mpi, tmp_path):
+    """A profile keyed by layout (#@pgmpi layout 2x2, lib/docs/profile-format.md) serves MPI_Allreduce on
+    two nodes x two ranks; four ranks on one node run the default."""
+    prof = tmp_path / "prof"
+    prof.mkdir()
+    (prof / "allreduce_p4_2x2.prf").write_text(
+        "# pgtune profile\n#@pgmpi profile_version 1\n#@pgmpi layout 2x2\nMPI_Allreduce\n4\n1\n"
+        "1 allreduce_as_reduce_bcast\n1\n0 1000000 1\n")
+    app = str(ROOT / "build" / mpi / "tests" / "core" / "core_app")
+    env = dict(cluster_env, PGMPITUNE_VERBOSE="1", PGMPITUNE_PROFILE_DIR=str(prof))
+    on_2x2 = subprocess.run(["srun", "-N2", "--ntasks-per-node=2", f"--mpi={PLUGIN[mpi]}", app],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert on_2x2.returncode == 0 and "core_app: OK" in on_2x2.stdout, on_2x2.stdout + on_2x2.stderr
+    assert "#@pgmpi alg MPI_Allreduce 4 allreduce_as_reduce_bcast" in on_2x2.stdout, on_2x2.stdout
+    assert "#@pgmpi alg MPI_Allreduce 4 default" not in on_2x2.stdout
+    on_1x4 = subprocess.run(["srun", "-N1", "-n4", f"--mpi={PLUGIN[mpi]}", app],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert on_1x4.returncode == 0 and "core_app: OK" in on_1x4.stdout, on_1x4.stdout + on_1x4.stderr
+    assert "#@pgmpi alg MPI_Allreduce 4 default" in on_1x4.stdout, on_1x4.stdout
+    assert "allreduce_as_reduce_bcast" not in on_1x4.stdout
