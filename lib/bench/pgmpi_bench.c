@@ -1060,7 +1060,8 @@ static void mpi_identity(char *lib, size_t ll, char *ver, size_t vl, char *full,
 /* The layout as the launcher really made it, measured from inside the run (never copied from the
  * request or from Slurm's variables): nodes = MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) groups, named by
  * their lowest rank's processor name, in that order; placement = each rank's node index, run-length
- * encoded ("0:2,1:2" = ranks 0-1 on node 0, 2-3 on node 1). Collective; the strings on rank 0 only. */
+ * encoded ("0:2,1:2" = ranks 0-1 on node 0, 2-3 on node 1). Collective; the numbers on every rank, the
+ * strings on rank 0 only. */
 typedef struct { int nodes, ppn, ppn_min; const char *source; char *hosts, *placement; } layout_t;
 
 static layout_t layout(void)
@@ -1079,7 +1080,12 @@ static layout_t layout(void)
     char *names = g_rank == 0 ? calloc((size_t)g_size, MPI_MAX_PROCESSOR_NAME) : NULL;
     PMPI_Gather(&first, 1, MPI_INT, firsts, 1, MPI_INT, 0, MPI_COMM_WORLD);
     PMPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (g_rank != 0) return L;
+    if (g_rank != 0) {
+        int v[3];
+        PMPI_Bcast(v, 3, MPI_INT, 0, MPI_COMM_WORLD);
+        L.nodes = v[0]; L.ppn = v[1]; L.ppn_min = v[2];
+        return L;
+    }
     int *idx = calloc((size_t)g_size, sizeof(int)), *cnt = calloc((size_t)g_size, sizeof(int));
     size_t hl = 1, pl = 1;
     L.nodes = 0;
@@ -1106,6 +1112,8 @@ static layout_t layout(void)
         i = j;
     }
     free(idx); free(cnt); free(firsts); free(names);
+    int v[3] = {L.nodes, L.ppn, L.ppn_min};
+    PMPI_Bcast(v, 3, MPI_INT, 0, MPI_COMM_WORLD);
     return L;
 }
 
@@ -1336,6 +1344,25 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     g_print = g_rank == 0;
     if (O.root >= g_size) die_usage("--root=%d but there are only %d ranks", O.root, g_size);
+    layout_t L = layout();
+    /* Node-aware mock-ups fall back on one node: their rows would carry the default's timings under
+     * their names. Not measured there (named in the header). */
+    char skipped[2048] = "";
+    if (L.nodes == 1)
+        for (int i = 0; i < O.ncalls; i++) {
+            call_t *c = &O.calls[i];
+            int k = 0;
+            for (int a = 0; a < c->nalg; a++) {
+                if (c->alg[a] != ALG_TUNED && c->coll >= 0 && pgmpitune_algorithm_node_aware(c->coll, c->alg[a])) {
+                    size_t o = strlen(skipped);
+                    snprintf(skipped + o, sizeof skipped - o, "%s%s", o ? "," : "",
+                             pgmpitune_algorithm_name(c->coll, c->alg[a]));
+                    continue;
+                }
+                c->alg[k++] = c->alg[a];
+            }
+            c->nalg = k;
+        }
     double limit; size_t ms, mr, msc; int wj;
     check_plan(&limit, &ms, &mr, &msc, &wj);
     check_pools();
@@ -1376,7 +1403,6 @@ int main(int argc, char **argv)
     }
     seed = hdr[1];
     rng_state = seed;
-    layout_t L = layout();
     {   /* a launcher that did not make the requested layout is an error of this run, not a relabel */
         char why[1024] = "";
         int bad = g_rank == 0 ? layout_mismatch(&L, why, sizeof why) : 0;
@@ -1438,6 +1464,7 @@ int main(int argc, char **argv)
         put("nodes_source", L.source);
         put("hosts", L.hosts);
         put("placement", L.placement);
+        if (*skipped) put("skipped_on_one_node", skipped);
         putl("nprocs", g_size);
         putl("mpirun_index", O.mpirun_index);
         put("slurm_job_id", job ? job : "");

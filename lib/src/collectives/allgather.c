@@ -139,13 +139,13 @@ static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (siz
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t allgather_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"allgather_as_gather_bcast", (void (*)(void))allgather_as_gather_bcast, need_pn, NULL},
-    {"allgather_as_alltoall", (void (*)(void))allgather_as_alltoall, need_2pn, NULL},
-    {"allgather_as_allreduce", (void (*)(void))allgather_as_allreduce, need_pn, NULL},
-    {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, need_pn, need_2p_ints},
+    {"default", NULL, NULL, NULL, 0},
+    {"allgather_as_gather_bcast", (void (*)(void))allgather_as_gather_bcast, need_pn, NULL, 0},
+    {"allgather_as_alltoall", (void (*)(void))allgather_as_alltoall, need_2pn, NULL, 0},
+    {"allgather_as_allreduce", (void (*)(void))allgather_as_allreduce, need_pn, NULL, 0},
+    {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, need_pn, need_2p_ints, 0},
     {"allgather_as_nodegather_leaderallgatherv_nodebcast",
-     (void (*)(void))allgather_as_nodegather_leaderallgatherv_nodebcast, need_2pn, need_2p_ints},
+     (void (*)(void))allgather_as_nodegather_leaderallgatherv_nodebcast, need_2pn, need_2p_ints, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLGATHER = {

@@ -103,14 +103,14 @@ static size_t need_padded(size_t n, size_t e, int p)
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t allreduce_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"allreduce_as_reduce_bcast", (void (*)(void))allreduce_as_reduce_bcast, NULL, NULL},
+    {"default", NULL, NULL, NULL, 0},
+    {"allreduce_as_reduce_bcast", (void (*)(void))allreduce_as_reduce_bcast, NULL, NULL, 0},
     {"allreduce_as_reducescatterblock_allgather", (void (*)(void))allreduce_as_reducescatterblock_allgather,
-     need_padded, NULL},
+     need_padded, NULL, 0},
     {"allreduce_as_reducescatter_allgatherv", (void (*)(void))allreduce_as_reducescatter_allgatherv, NULL,
-     need_2p_ints},
+     need_2p_ints, 0},
     {"allreduce_as_nodereduce_leaderallreduce_nodebcast",
-     (void (*)(void))allreduce_as_nodereduce_leaderallreduce_nodebcast, NULL, NULL},
+     (void (*)(void))allreduce_as_nodereduce_leaderallreduce_nodebcast, NULL, NULL, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLREDUCE = {

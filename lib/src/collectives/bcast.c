@@ -83,10 +83,10 @@ static size_t need_padded_bytes(size_t n, size_t e, int p)
 }
 
 static const pgmpi_alg_t bcast_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, need_n, need_2p_ints},
-    {"bcast_as_scatter_allgather", (void (*)(void))bcast_as_scatter_allgather, need_padded_bytes, NULL},
-    {"bcast_as_leaderbcast_nodebcast", (void (*)(void))bcast_as_leaderbcast_nodebcast, need_n, NULL},
+    {"default", NULL, NULL, NULL, 0},
+    {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, need_n, need_2p_ints, 0},
+    {"bcast_as_scatter_allgather", (void (*)(void))bcast_as_scatter_allgather, need_padded_bytes, NULL, 0},
+    {"bcast_as_leaderbcast_nodebcast", (void (*)(void))bcast_as_leaderbcast_nodebcast, need_n, NULL, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_BCAST = {

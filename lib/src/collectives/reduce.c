@@ -123,13 +123,13 @@ static size_t need_rs_block(size_t n, size_t e, int p)
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t reduce_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"reduce_as_allreduce", (void (*)(void))reduce_as_allreduce, need_n, NULL},
+    {"default", NULL, NULL, NULL, 0},
+    {"reduce_as_allreduce", (void (*)(void))reduce_as_allreduce, need_n, NULL, 0},
     {"reduce_as_reducescatterblock_gather", (void (*)(void))reduce_as_reducescatterblock_gather,
-     need_rsb_gather, NULL},
+     need_rsb_gather, NULL, 0},
     {"reduce_as_reducescatter_gatherv", (void (*)(void))reduce_as_reducescatter_gatherv, need_rs_block,
-     need_2p_ints},
-    {"reduce_as_nodereduce_leaderreduce", (void (*)(void))reduce_as_nodereduce_leaderreduce, need_2n, NULL},
+     need_2p_ints, 0},
+    {"reduce_as_nodereduce_leaderreduce", (void (*)(void))reduce_as_nodereduce_leaderreduce, need_2n, NULL, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_REDUCE = {

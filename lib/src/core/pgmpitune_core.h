@@ -66,6 +66,7 @@ typedef struct pgmpi_alg {
     void        (*fn)(void);/* the mock-up, cast to the collective's signature; NULL for default */
     pgmpi_need_fn msg_need; /* message-buffer pool bytes */
     pgmpi_need_fn int_need; /* int/count pool bytes (counts, displacements) */
+    int           node_aware; /* 1: decomposes by nodes (pm_nodes), falls back on one node */
 } pgmpi_alg_t;
 
 typedef struct pgmpi_coll_desc {

@@ -4,7 +4,9 @@
 #ifndef PGMPI_TEST_NODES_H
 #define PGMPI_TEST_NODES_H
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include "pgmpitune.h"
 #include <string.h>
 
 static int g_nnodes = 1, g_node_contig = 1;
@@ -28,12 +30,21 @@ static void nodes_measure(void)
     MPI_Comm_free(&node);
 }
 
-static int node_mockup(const char *name) { return strstr(name, "_as_node") || strstr(name, "_as_leader"); }
+/* The library's flag (pgmpitune_algorithm_node_aware) for a mock-up "<key>_as_<parts>". */
+static int node_aware(const char *name)
+{
+    const char *as = strstr(name, "_as_");
+    char key[64];
+    if (!as || as - name >= (long)sizeof key) return 0;
+    snprintf(key, sizeof key, "%.*s", (int)(as - name), name);
+    int c = pgmpitune_collective_lookup(key);
+    return c >= 0 && pgmpitune_algorithm_node_aware(c, pgmpitune_algorithm_lookup(c, name));
+}
 
 /* noncommutative: the call's op is a user op created with commute = 0 */
 static int node_falls_back(const char *name, int noncommutative)
 {
-    if (!node_mockup(name)) return 0;
+    if (!node_aware(name)) return 0;
     return g_nnodes < 2 || (noncommutative && !g_node_contig);
 }
 #endif
