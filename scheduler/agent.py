@@ -11,6 +11,7 @@ transaction that marks it collected, so nothing is lost and nothing is collected
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -52,6 +53,9 @@ def log_tail(attempt_dir: Path, n: int = 30) -> str:
             except OSError:
                 pass
     return "\n".join(parts[-n:])
+
+
+VALIDATION_REPEATS = 2   # an inconclusive validation is measured again at most this many times
 
 
 def mark_validation(content: str, role: str, key: str) -> str:
@@ -218,6 +222,7 @@ class Agent:
                     extra.append((f"validation:{self.c.name}:{key}", "validation", {
                         "_path": f"/api/v1/profiles/{vid}/validation", "campaign": self.c.name, "job": key,
                         "library": job.module.mpi, "module": job.module.name, "figures": figs,
+                        "all_or_nothing": self.c.validation.all_or_nothing,
                         "upload_ids": [u for u, _ in uploads]}))
             except (OSError, FileNotFoundError) as exc:
                 state, reason = "FAILED", f"collection failed: {exc}"
@@ -247,10 +252,37 @@ class Agent:
     def upload(self) -> dict:
         t0 = time.perf_counter()
         res = drain(self.state, self.client, self.log)
+        for payload, resp in res.pop("validations", []):
+            self.repeat_inconclusive(payload, resp)
         dt = time.perf_counter() - t0
         if res["sent"]:
             self.costs["_upload"] = self.costs.get("_upload", 0.0) + dt
         return res
+
+    def repeat_inconclusive(self, payload: dict, resp: dict) -> None:
+        """An inconclusive validation (the sizes the candidate leaves alone did not come out at 1.0) is no
+        verdict: plan the same validation again, up to VALIDATION_REPEATS more times."""
+        verdict = (resp or {}).get("validation") or {}
+        if verdict.get("state") != "inconclusive":
+            return
+        key, vid = payload.get("job", ""), resp.get("id")
+        base, _, n = key.partition("-r")
+        n = int(n) if n.isdigit() else 0
+        if n >= VALIDATION_REPEATS or vid is None:
+            self.log(f"{key}: validation inconclusive, {n} repeat(s) done; the candidate stays unvalidated")
+            return
+        pdir = self.root / "profiles" / f"v{vid}"
+        files = {p.name: p.read_text() for p in sorted(pdir.glob("*.prf"))} if pdir.is_dir() else {}
+        job = validation_job(self.c, {"id": vid, "library": payload.get("library"), "files": files},
+                             pdir.resolve(), self.c.slurm.walltime_seconds)
+        if job is None:
+            return
+        job = dataclasses.replace(job, key=f"{base}-r{n + 1}")
+        spec = spec_to_json(job)
+        spec["profile_version"] = vid
+        with self.state.tx():
+            if self.state.add_job(self.c.name, job.key, spec, kind="validate"):
+                self.log(f"{job.key}: validation of candidate {vid} inconclusive; measured again")
 
     # ------------------------------------------------------- analysis + validation
     def analysis_due(self) -> bool:
@@ -268,7 +300,8 @@ class Agent:
         """Ask the service for verdicts + candidate profiles per library; plan validation jobs."""
         results = {}
         for lib in sorted({m.mpi for m in self.c.modules}):
-            body = {"machine": self.c.machine, "library": lib, "campaign": self.c.name}
+            body = {"machine": self.c.machine, "library": lib, "campaign": self.c.name,
+                    "confirmations": self.c.validation.confirmations}
             try:
                 _, data = self.client.request("POST", "/api/v1/analyses", body)
             except Unreachable as exc:

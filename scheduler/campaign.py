@@ -174,6 +174,12 @@ class Validation(_Strict):
     enabled: bool = True
     nrep: int = Field(50, ge=1)
     mpiruns: int = Field(1, ge=1)
+    interleaved: bool = Field(False, description="default and tuned interleaved in one mpirun "
+                              "(pgmpi-bench --algorithms=default,tuned), paired per mpirun")
+    all_or_nothing: bool = Field(False, description="one failed range fails the whole candidate "
+                                 "(default: failed ranges are dropped, the rest is kept)")
+    confirmations: int = Field(1, ge=1, le=100, description="K: a redirection enters a candidate only when "
+                               "K campaigns (nights) found it, this one included")
 
 
 class Budget(_Strict):

@@ -152,6 +152,8 @@ def drain(state: State, client: ServiceClient | None, log=None, quick_retries: i
             try:
                 dup, resp = client.send(row["kind"], dict(payload))
                 state.mark_sent(row, dup, resp)
+                if row["kind"] == "validation":
+                    out.setdefault("validations", []).append((payload, resp))
                 out["sent"] += 1
                 out["duplicates"] += int(dup)
                 break

@@ -7,7 +7,6 @@ The figures per (collective, size): median default time, median tuned time, spee
 """
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
 from service.analysis.profiles import parse_prf   # one .prf reader for the agent and the service
@@ -60,6 +59,13 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
     layouts = [lay for lay in c.layouts if lay.nprocs == nprocs] or list(c.layouts)
     layout = layouts[0]
     nrep = c.validation.nrep
+    if c.validation.interleaved:      # paired: both arms in every mpirun (service/analysis/validation.py)
+        launches = launches_for(c, module, c.validation.mpiruns, calls, {k: ["default", "tuned"] for k in calls},
+                                nrep, prefix="validate", env={"PGMPITUNE_PROFILE_DIR": str(profile_dir)},
+                                role="paired")
+        vid = version.get("id", "x")
+        return JobSpec(f"validate-{module.key}-n{layout.nodes}x{layout.ppn}-v{vid}", module, layout, launches,
+                       walltime_seconds, kind="validate")
     launches = (launches_for(c, module, c.validation.mpiruns, calls, {k: ["default"] for k in calls}, nrep,
                              prefix="validate-default", role="default")
                 + launches_for(c, module, c.validation.mpiruns, calls, {k: ["tuned"] for k in calls}, nrep,
@@ -70,33 +76,7 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
                    walltime_seconds, kind="validate")
 
 
-def read_rows(text: str) -> list[tuple[str, int, float]]:
-    rows = []
-    for line in text.splitlines():
-        if not line or line.startswith("#") or line.startswith("test "):
-            continue
-        parts = line.split()
-        if len(parts) >= 4 and parts[0] != "MPI_Barrier":
-            try:
-                rows.append((parts[0], int(parts[2]), float(parts[3])))
-            except ValueError:
-                continue
-    return rows
-
-
 def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
-    """Per (collective, size): median default vs median tuned time, from (role, file text) pairs."""
-    times: dict[tuple[str, int, str], list[float]] = {}
-    for role, text in files:
-        for name, size, t in read_rows(text):
-            times.setdefault((name, size, role), []).append(t)
-    out = []
-    for (name, size, role) in sorted(times):
-        if role != "default" or (name, size, "tuned") not in times:
-            continue
-        d = statistics.median(times[(name, size, "default")])
-        t = statistics.median(times[(name, size, "tuned")])
-        out.append({"collective": MPI_TO_KEY.get(name.lower(), name), "msize": size, "nprocs": nprocs,
-                    "default_time": d, "tuned_time": t, "speedup": (d / t) if t > 0 else None,
-                    "n_default": len(times[(name, size, "default")]), "n_tuned": len(times[(name, size, "tuned")])})
-    return out
+    """Per (collective, size): default vs tuned, paired per mpirun when both arms share one (role, text)."""
+    from service.analysis.validation import figures as paired_figures
+    return paired_figures(files, nprocs)

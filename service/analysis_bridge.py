@@ -75,10 +75,30 @@ def run_analysis(machine: Machine, data, actor: str) -> Analysis:
     rs = load_resultset(runs)
     try:
         out = analysis_api.run(rs, alpha=data.alpha, test=data.test, fdr=data.fdr,
-                               campaign=campaign.name if campaign else None)
+                               gain=getattr(data, "min_gain", 0.10), campaign=campaign.name if campaign else None,
+                               confirmations=getattr(data, "confirmations", 1),
+                               confirmed_before=confirmed_before(lib, campaign))
+        data.fdr = out["fdr"]    # None (the default) resolved: on for a campaign's analysis
     except ValueError as e:
         raise AnalysisInputError(str(e)) from None
     return store_result(machine, lib, campaign, data, actor, convert(out))
+
+
+def confirmed_before(lib: MpiLibrary, campaign: Optional[Campaign]) -> dict[tuple[str, int, int, str], int]:
+    """(collective, nprocs, msize, mock-up) -> how many other campaigns' latest analyses of this library found
+    that pattern violation (replication across nights; the control arm is never stored as a violation)."""
+    latest: dict[int, int] = {}
+    for a_id, c_id in db.session.execute(select(Analysis.id, Analysis.campaign_id).where(
+            Analysis.library_id == lib.id, Analysis.campaign_id.is_not(None)).order_by(Analysis.id)):
+        if campaign is None or c_id != campaign.id:
+            latest[c_id] = a_id
+    counts: dict[tuple[str, int, int, str], int] = {}
+    if latest:
+        for v in db.session.scalars(select(Violation).where(Violation.analysis_id.in_(list(latest.values())),
+                                                            Violation.kind == "pattern")):
+            k = (v.collective, v.nprocs, v.msize, v.mockup)
+            counts[k] = counts.get(k, 0) + 1
+    return counts
 
 
 def convert(out: dict) -> dict:
@@ -86,8 +106,8 @@ def convert(out: dict) -> dict:
     configs = out.get("configs", [])
     viols = []
     for v in out.get("verdicts", []):
-        if not v.get("violated"):
-            continue
+        if not v.get("violated") or v.get("control"):
+            continue    # the control arm's flags are false alarms by construction: summary["control"]
         nprocs = configs[v["cfg"]]["nprocs"] if v.get("cfg") is not None and v["cfg"] < len(configs) else 0
         viols.append({"kind": v["kind"], "collective": v["collective"], "mockup": v["algorithm"],
                       "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": nprocs,
@@ -95,7 +115,8 @@ def convert(out: dict) -> dict:
                       "slowdown": v["slowdown"], "p_value": v.get("p_adjusted") if v.get("p_adjusted") is not None
                       else v.get("p_value"), "barrier_warning": v.get("barrier_warning")})
     summary = {"counts": out.get("counts"), "quality": out.get("quality"), "configs": configs,
-               "gain": out.get("gain")}
+               "gain": out.get("gain"), "control": out.get("control"), "defects": out.get("defects"),
+               "confirmations": out.get("confirmations")}
     return {"checked": len(out.get("verdicts", [])), "violations": viols, "summary": summary,
             "profiles": {p["filename"]: p["text"] for p in out.get("profiles", []) if p.get("text")}}
 

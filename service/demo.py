@@ -53,7 +53,8 @@ collectives:
 algorithms: all
 repetitions: {{policy: fixed, nrep: 30}}
 mpiruns: 5
-validation: {{enabled: true, nrep: 30, mpiruns: 3}}
+# validation: default and tuned interleaved in each mpirun, paired (service/analysis/validation.py)
+validation: {{enabled: true, nrep: 30, mpiruns: 5, interleaved: true}}
 """
 
 
@@ -182,6 +183,17 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
                 _log(f"{mpi}: no results stored")
                 continue
             versions[mpi] = lib.version
+            from service.models import Analysis
+            an = db.session.scalars(select(Analysis).where(Analysis.library_id == lib.id)
+                                    .order_by(Analysis.id.desc())).first()
+            if an is not None:
+                summ = an.summary or {}
+                _log(f"{mpi}: analysis {an.id} ({an.test}{' + BH' if an.fdr else ''}, alpha {an.alpha}): "
+                     f"{an.n_violations} violation(s) of {an.n_checked} checks; "
+                     + ((summ.get("control") or {}).get("line") or "control: none measured"))
+                for d in (summ.get("defects") or [])[:10]:
+                    _log(f"{mpi}: library defect: {d['call']} {d['msize']} B {d['algorithm']} failed the results "
+                         f"check ({d['why']})")
             cand = db.session.scalars(select(ProfileVersion).join(ProfileSet)
                                       .where(ProfileSet.library_id == lib.id)
                                       .order_by(ProfileVersion.id.desc())).first()
@@ -191,14 +203,22 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
             if cand.state == "published":
                 _log(f"{mpi}: candidate {cand.id} is already published ({cand.published_path})")
                 continue
+            for f in sorted(cand.figures, key=lambda f: (f.collective, f.msize)):
+                _log(f"{mpi}: validation {f.collective} {f.msize} B: default/tuned {f.speedup:.2f}x"
+                     + (f" (per mpirun {', '.join(f'{r:.2f}' for r in (f.details or {}).get('run_ratios') or [])})"
+                        if (f.details or {}).get("run_ratios") else ""))
             if cand.state != "validated":
-                worst = min((f.speedup for f in cand.figures), default=None)
-                _log(f"{mpi}: candidate {cand.id} not published: its validation run did not confirm it"
-                     + (f" (worst tuned/default speed-up {worst:.2f})" if worst is not None else " (no figures)"))
+                _log(f"{mpi}: candidate {cand.id} not published: {cand.notes or 'no validation run reported'}")
                 continue
+            _log(f"{mpi}: candidate {cand.id} {cand.notes}")
             try:
                 res = publish_candidate(cand, profile_root, actor="demo")
                 _log(f"{mpi}: published profile version {res.version} -> {res.target}/current")
+                from service.analysis.profiles import parse_prf
+                for fname, text in sorted((cand.files or {}).items()):
+                    prf = parse_prf(text, fname)
+                    _log(f"{mpi}: published {prf['mpi_name']} p={prf['nprocs']}: " + ", ".join(
+                        f"{lo}-{hi} B -> {alg}" for lo, hi, alg in prf["ranges"] if alg != "default"))
             except pub.PublishError as exc:
                 _log(f"{mpi}: not published: {exc}")
     modules = _write_modules(work, profile_root, machine, versions)

@@ -335,6 +335,11 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
         if len(data) > MAX_FILE_BYTES:
             raise PublishError(f"{name}: {len(data)} bytes is more than {MAX_FILE_BYTES}")
         checked[check_file_name(name)] = data
+        try:    # the control arm's label is no algorithm: even a forced publication refuses it
+            from service.analysis.profiles import refuse_control
+            refuse_control(data.decode("utf-8", "replace"), name)
+        except ValueError as exc:
+            raise PublishError(str(exc)) from None
     if not checked:
         raise PublishError("empty candidate: no profile files to publish")
     target = target_dir(root, machine, mpi_name, mpi_version)

@@ -1,7 +1,7 @@
 """`pgmpi analyze`: statistics, violations and profiles on the command line (ANALYSIS owns this file).
 
     pgmpi analyze violations FILES... [--view absolute|relative|violation|detailed|grouped|guidelines]
-                                      [--format table|csv|json] [--alpha 0.05] [--test mannwhitney|welch|ks] [--fdr]
+                                      [--format table|csv|json] [--alpha 0.05] [--test paired_t|wilcoxon|mannwhitney|welch|ks] [--fdr]
     pgmpi analyze quality FILES... [--format table|json]
     pgmpi analyze profile FILES... --out DIR [--gain 0.10] [--memory-budget BYTES] [--int-budget BYTES]
                                    [--cautious] [--check/--no-check]
@@ -16,7 +16,7 @@ import click
 
 from .comparers import VIEWS, render_table, to_csv, to_json, view
 from .reader import ResultsFormatError, read_files
-from .stats import TESTS
+from .stats import DEFAULT_TEST, TESTS
 
 
 def _load(files):
@@ -33,7 +33,8 @@ def _common(f):
     f = click.option("--split-tolerance", type=click.FloatRange(0, 10), default=0.05, show_default=True,
                      help="relative tolerance of the split-robustness guideline")(f)
     f = click.option("--fdr", is_flag=True, help="Benjamini-Hochberg across all tests (alpha = FDR target)")(f)
-    f = click.option("--test", "test", type=click.Choice(TESTS), default="mannwhitney", show_default=True)(f)
+    f = click.option("--test", "test", type=click.Choice(TESTS), default=DEFAULT_TEST, show_default=True,
+                     help="paired_t/wilcoxon: paired per mpirun (default); mannwhitney/welch/ks: unpaired")(f)
     f = click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
                      show_default=True)(f)
     f = click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))(f)
@@ -68,6 +69,7 @@ def violations(files, alpha, test, fdr, split_tolerance, view_name, fmt):
     for kind in ("pattern", "monotony", "split"):
         con.print(f"{kind:9s}: {c[kind]['checks']:5d} checks, {c[kind]['brave']:4d} violations brave, "
                   f"{c[kind]['cautious']:4d} cautious ({c[kind]['barrier_warnings']} with barrier warning)")
+    con.print(a.control.line())
 
 
 @analyze.command("quality")
@@ -123,8 +125,10 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, gain, memory_
     for p, path in zip(profs, paths):
         rng = ", ".join(f"{lo}-{hi}:{m}" for lo, hi, m in p.ranges)
         click.echo(f"{path}: {p.mpi_name} p={p.nprocs} {rng}")
+    click.echo(a.control.line())
     if not profs:
-        click.echo("no profile: no mock-up is significantly and sufficiently faster within the memory budget")
+        click.echo("no profile: " + ("the control arm is untrustworthy" if not a.control.trustworthy else
+                   "no mock-up is significantly and sufficiently faster within the memory budget"))
     if check and paths:
         ok, out = check_profiles(paths)
         if ok is None:

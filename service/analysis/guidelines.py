@@ -1,16 +1,20 @@
 """Guideline verification: pattern, monotony and split-robustness verdicts with barrier warnings.
 
-    a = analyze(result_set, alpha=0.05, test="mannwhitney", fdr=False, split_tolerance=0.05)
+    a = analyze(result_set, alpha=0.05, test="paired_t", fdr=False, split_tolerance=0.05)
     a.verdicts        -> list[Verdict] (every check made, violated or not)
     a.violations()    -> the violated ones;  a.counts() -> brave / cautious counts per kind
+    a.control         -> verdicts.ControlSummary (the default_control arm: false alarms, null ratio spread)
+    a.defects         -> {(cfg, MPI call, msize, algorithm): why} from failed results checks
 
 Pattern (PGMPI IV-C3): for every collective, size and mock-up, H0 "the default is not slower than the mock-up"
-is tested against H1 "the default's per-mpirun medians are stochastically greater" with the chosen one-sided
-test; a rejection at level alpha is a violation. Monotony (IV-C1): for adjacent measured sizes m_i < m_j of the
-default, H1 "T(m_i) is stochastically greater than T(m_j)". Split-robustness (IV-C2): for every size m_j and
-every smaller m_i, k = ceil(m_j / m_i) (the smallest multiple with k*m_i >= m_j); violated when
-k * median(m_i) * (1 + tolerance) < median(m_j) (medians, no test, as the paper does); only the largest violating
-m_i is reported for each m_j. With fdr=True the p-values of all pattern and monotony tests of the analysis (one
+is tested against H1 "the default is slower" with the chosen one-sided test; a rejection at level alpha is a
+violation. The paired tests (default) compare, mpirun by mpirun, the two cells' medians of the same mpirun
+(stats.paired_log_ratios); the unpaired ones compare the two sets of per-mpirun medians. Monotony (IV-C1): for
+adjacent measured sizes m_i < m_j of the default, H1 "T(m_i) is greater than T(m_j)" (paired: in the same
+mpirun). Split-robustness (IV-C2): for every size m_j and every smaller m_i, k = ceil(m_j / m_i) (the smallest
+multiple with k*m_i >= m_j); violated when T(m_j) / (k T(m_i)) > 1 + tolerance, with the paired tests as the
+median over mpiruns of that ratio in each mpirun, otherwise on the medians (no test, as the paper does); only
+the largest violating m_i is reported for each m_j. With fdr=True the p-values of all pattern and monotony tests of the analysis (one
 campaign) are Benjamini-Hochberg adjusted and compared against alpha (then the FDR target).
 
 Barrier warnings (pgchecker thesis ch. 3/4): when MPI_Barrier rows exist, a measured cell is flagged when the
@@ -26,7 +30,9 @@ import numpy as np
 
 from . import collectives as _colls
 from .reader import BARRIER, ResultSet
-from .stats import TESTS, Cells, bh_adjust, build_cells, pvalues_greater
+from .stats import (DEFAULT_TEST, PAIRED_TESTS, TESTS, Cells, bh_adjust, build_cells, paired_log_ratios,
+                    pvalues_greater, pvalues_paired_greater)
+from . import verdicts as _vd
 
 KINDS = ("pattern", "monotony", "split")
 
@@ -56,6 +62,13 @@ class Verdict:
     slowdown: float           # pattern: default/mock-up; monotony: T(m_i)/T(m_j); split: T(m_j)/(k T(m_i))
     barrier_warning: bool | None   # None: no barrier measurements
     barrier_median: float | None
+    # paired view: per-mpirun ratio (default / mock-up; monotony T(m_i)/T(m_j); split T(m_j)/(k T(m_i))) in the
+    # mpiruns that measured both cells, and its median (None: no common mpirun)
+    paired_ratio: float | None = None
+    run_ratios: list[float] | None = None
+    regime: dict | None = None        # verdicts.run_regimes: how the mpiruns split (faster / even / slower)
+    defect: str | None = None         # the mock-up failed pgmpi-bench's results check here
+    control: bool = False             # the verdict compares the default with its own control arm
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -76,20 +89,24 @@ class Analysis:
     barrier: dict[tuple[int, int], float] = field(default_factory=dict)   # (cfg, msize) -> barrier median
     memory_config: dict[int, dict[str, int]] = field(default_factory=dict)  # cfg -> #@pgmpi config ints
     datatype_bytes: dict[int, int] = field(default_factory=dict)            # cfg -> bytes of #@datatype
+    control: _vd.ControlSummary = field(default_factory=_vd.ControlSummary)
+    defects: dict[tuple[int, str, int, str], str] = field(default_factory=dict)
 
     @property
     def configs(self):
         return self.cells.configs
 
-    def violations(self, kind: str | None = None, cautious: bool = False) -> list[Verdict]:
+    def violations(self, kind: str | None = None, cautious: bool = False, control: bool = False) -> list[Verdict]:
+        """Violated verdicts; the control arm's (false alarms by construction) only with control=True."""
         return [v for v in self.verdicts if v.violated and (kind is None or v.kind == kind)
-                and not (cautious and v.barrier_warning)]
+                and not (cautious and v.barrier_warning) and (control or not v.control)]
 
     def counts(self) -> dict[str, dict[str, int]]:
-        """{kind: {checks, brave, cautious, barrier_warnings}} plus "all"."""
+        """{kind: {checks, brave, cautious, barrier_warnings}} plus "all" (the control arm is counted apart,
+        in Analysis.control)."""
         out = {}
         for kind in KINDS + ("all",):
-            vs = [v for v in self.verdicts if kind == "all" or v.kind == kind]
+            vs = [v for v in self.verdicts if (kind == "all" or v.kind == kind) and not v.control]
             out[kind] = {"checks": len(vs), "brave": sum(v.violated for v in vs),
                          "cautious": sum(v.violated and not v.barrier_warning for v in vs),
                          "barrier_warnings": sum(bool(v.barrier_warning) for v in vs)}
@@ -98,10 +115,13 @@ class Analysis:
     def to_dict(self) -> dict:
         return {"alpha": self.alpha, "test": self.test, "fdr": self.fdr, "split_tolerance": self.split_tolerance,
                 "configs": [asdict(c) | {"label": c.label} for c in self.configs],
-                "counts": self.counts(), "verdicts": [v.to_dict() for v in self.verdicts]}
+                "counts": self.counts(), "verdicts": [v.to_dict() for v in self.verdicts],
+                "control": self.control.to_dict(),
+                "defects": [{"cfg": c, "call": call, "msize": ms, "algorithm": alg, "why": why}
+                            for (c, call, ms, alg), why in sorted(self.defects.items())]}
 
 
-def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = "mannwhitney", fdr: bool = False,
+def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: bool = False,
             split_tolerance: float = 0.05, kinds=KINDS) -> Analysis:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -121,6 +141,9 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = "mannwhitney
                     if val.strip().isdigit():
                         mem_cfg.setdefault(ci, {})[key] = min(int(val), mem_cfg.get(ci, {}).get(key, int(val)))
     alg_default = cells.algorithms.index("default") if "default" in cells.algorithms else -1
+    paired = test in PAIRED_TESTS
+    if paired and cells.runs is None:
+        raise ValueError(f"the paired test {test!r} needs the mpirun of each median (cells from build_cells)")
 
     # barrier medians per (cfg, msize)
     barrier: dict[tuple[int, int], float] = {}
@@ -169,7 +192,7 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = "mannwhitney
                         continue
                     k = -(-mj // mi)
                     ci = dflt[mi]
-                    if k * cells.median[ci] * (1 + split_tolerance) < cells.median[cj]:
+                    if _split_ratio(cells, cj, ci, k, paired) > 1 + split_tolerance:
                         chosen = (mi, k, ci)
                         break
                 if chosen is None and jj > 0:
@@ -187,12 +210,19 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = "mannwhitney
                 mi, k, ci = chosen
                 w1, b1 = bwarn(cj)
                 w2, _ = bwarn(ci)
-                split_verdicts.append(_verdict(cells, "split", c, coll, cj, ci, "default", mi, k, None, None,
-                                               violated, cells.median[cj] / (k * cells.median[ci]),
-                                               _or(w1, w2), b1, other_scale=k))
-    xs = [cells.sample(x) for _, x, _, _ in pairs]
-    ys = [cells.sample(y) for _, _, y, _ in pairs]
-    p, stat = pvalues_greater(xs, ys, test)
+                d, _ = paired_log_ratios(cells, cj, ci)
+                sv = _verdict(cells, "split", c, coll, cj, ci, "default", mi, k, None, None,
+                              violated, cells.median[cj] / (k * cells.median[ci]), _or(w1, w2), b1, other_scale=k)
+                _set_paired(sv, d - math.log(k))
+                split_verdicts.append(sv)
+    # per-mpirun log ratios x / y of every tested pair (also kept with an unpaired test: the gain and regime
+    # rules of verdicts.redirect_refusal use them)
+    ds = [paired_log_ratios(cells, x, y)[0] for _, x, y, _ in pairs]
+    if paired:
+        p, stat = pvalues_paired_greater(ds, test)
+    else:
+        p, stat = pvalues_greater([cells.sample(x) for _, x, _, _ in pairs],
+                                  [cells.sample(y) for _, _, y, _ in pairs], test)
     padj = bh_adjust(p) if fdr else np.full(len(p), np.nan)
     decide = padj if fdr else p
     verdicts: list[Verdict] = []
@@ -202,20 +232,46 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = "mannwhitney
         wx, bx = bwarn(x)
         wy, _ = bwarn(y)
         if kind == "pattern":
-            verdicts.append(_verdict(cells, "pattern", c, coll, x, y, cells.algorithms[int(cells.alg[y])], None,
-                                     None, stat[t], p[t], violated, cells.median[x] / cells.median[y],
-                                     _or(wx, wy), bx, padj=padj[t]))
+            alg = cells.algorithms[int(cells.alg[y])]
+            v = _verdict(cells, "pattern", c, coll, x, y, alg, None, None, stat[t], p[t], violated,
+                         cells.median[x] / cells.median[y], _or(wx, wy), bx, padj=padj[t])
+            v.control = _vd.is_control(alg)
         else:   # monotony: x = smaller size (slower under H1), y = larger size
             wy2, by = bwarn(y)
-            verdicts.append(_verdict(cells, "monotony", c, coll, y, x, "default", int(cells.msize[x]), None,
-                                     stat[t], p[t], violated, cells.median[x] / cells.median[y],
-                                     _or(wx, wy2), by, padj=padj[t]))
+            v = _verdict(cells, "monotony", c, coll, y, x, "default", int(cells.msize[x]), None,
+                         stat[t], p[t], violated, cells.median[x] / cells.median[y],
+                         _or(wx, wy2), by, padj=padj[t])
+        _set_paired(v, ds[t])
+        verdicts.append(v)
     verdicts.extend(split_verdicts)
     order = {k: n for n, k in enumerate(KINDS)}
     verdicts.sort(key=lambda v: (v.cfg, v.collective, order[v.kind], v.msize, v.algorithm))
+    control = _vd.control_summary(verdicts, alpha, fdr)
+    tol = _vd.run_tolerance(control)
+    defects = _vd.check_failures(rs, cells) if isinstance(rs, ResultSet) else {}
+    for v in verdicts:
+        if v.run_ratios:
+            v.regime = _vd.run_regimes(v.run_ratios, tol)
+        if v.kind == "pattern":
+            v.defect = defects.get((v.cfg, v.mpi_name, v.msize, v.algorithm))
     return Analysis(cells=cells, verdicts=verdicts, alpha=alpha, test=test, fdr=fdr,
                     split_tolerance=split_tolerance, barrier=barrier, memory_config=mem_cfg,
-                    datatype_bytes=dt_bytes)
+                    datatype_bytes=dt_bytes, control=control, defects=defects)
+
+
+def _set_paired(v: Verdict, d: np.ndarray) -> None:
+    if d.size:
+        v.run_ratios = [float(r) for r in np.exp(d)]
+        v.paired_ratio = float(np.exp(np.median(d)))
+
+
+def _split_ratio(cells: Cells, cj: int, ci: int, k: int, paired: bool) -> float:
+    """T(m_j) / (k T(m_i)): median over mpiruns of the ratio in each mpirun (paired), else of the medians."""
+    if paired:
+        d, _ = paired_log_ratios(cells, cj, ci)
+        if d.size:
+            return float(np.exp(np.median(d))) / k
+    return float(cells.median[cj] / (k * cells.median[ci]))
 
 
 def _or(a, b):

@@ -29,6 +29,7 @@ from pathlib import Path
 from . import collectives as _colls
 from .guidelines import Analysis
 from .memory import MemoryModel
+from . import verdicts as _vd
 
 DEFAULT_MSG_POOL = 100_000_000
 DEFAULT_INT_POOL = 200_000
@@ -70,8 +71,11 @@ class Profile:
 
 def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = None, int_budget: int | None = None,
                       cautious: bool = False, campaign: str | None = None, created: str | None = None,
-                      memory: MemoryModel | None = None, elem: dict[int, int] | None = None) -> list[Profile]:
-    """elem: bytes per element per config (default: from the runs' #@datatype, else 1)."""
+                      memory: MemoryModel | None = None, elem: dict[int, int] | None = None,
+                      confirmations: int = 1, confirmed_before: dict | None = None) -> list[Profile]:
+    """elem: bytes per element per config (default: from the runs' #@datatype, else 1).
+    confirmations: K, the campaigns that must have found a redirection (this one included);
+    confirmed_before: (collective key, nprocs, msize, mock-up) -> earlier campaigns that found it."""
     if not 0 <= gain < 1:
         raise ValueError(f"gain must be in [0, 1), got {gain}")
     memory = memory or MemoryModel.auto()
@@ -88,6 +92,8 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
         dmed[(v.cfg, v.collective, v.msize)] = v.default_median
         cand.setdefault((v.cfg, v.collective, v.msize), []).append(v)
     profiles: list[Profile] = []
+    if not a.control.trustworthy:
+        return profiles     # the control arm was flagged more often than alpha: no verdict of it is trusted
     seen: set[tuple] = set()
     for (c, key), ss in sorted(sizes.items()):
         cfg = a.configs[c]
@@ -106,13 +112,19 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
             d0 = dmed[(c, key, s)]
             best, reason = None, "no significantly faster mock-up"
             for v in sorted(cand[(c, key, s)], key=lambda v: v.other_median):
-                if not v.violated:
+                if not v.violated or v.control:
                     continue
                 if cautious and v.barrier_warning:
                     reason = f"{v.algorithm}: barrier warning (cautious)"
                     continue
-                if v.other_median > (1 - gain) * v.default_median:
-                    reason = f"{v.algorithm}: gain {1 - v.other_median / v.default_median:.1%} < {gain:.0%}"
+                why = _vd.redirect_refusal(v, a.control, gain, a.defects)
+                if why:
+                    reason = why
+                    continue
+                seen_before = (confirmed_before or {}).get((key, p, s, v.algorithm), 0)
+                if seen_before + 1 < confirmations:
+                    reason = (f"{v.algorithm}: found by {seen_before + 1} of the {confirmations} campaigns "
+                              "required (replication across nights)")
                     continue
                 try:
                     m, i = memory.needs(v.algorithm, s, p, elem.get(c, a.datatype_bytes.get(c, 1)))
@@ -128,8 +140,12 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
             if best is None:
                 decisions.append(Decision(s, "default", d0, d0, reason))
             else:
+                r = best.paired_ratio or d0 / best.other_median
+                reg = best.regime or {}
                 decisions.append(Decision(s, best.algorithm, d0, best.other_median,
-                                          f"{d0 / best.other_median:.2f}x faster, p={best.p_value:.3g}"))
+                                          f"{r:.2f}x faster (paired), p={best.p_value:.3g}"
+                                          + (f", faster in {reg['faster']} of {reg['runs']} mpiruns, worst "
+                                             f"{reg['worst']:.2f}x" if reg else "")))
         ranges: list[tuple[int, int, str]] = []
         for d in decisions:
             if d.winner == "default":
@@ -188,6 +204,8 @@ def _tok(s: str) -> str:
 def write_profiles(profiles: list[Profile], out_dir) -> list[Path]:
     """Write atomically (temporary dot-file + rename). One (machine, library, version): files directly in
     out_dir; several: out_dir/<machine>/<library>-<version>/."""
+    for p in profiles:
+        refuse_control(p.text, p.filename)
     out = Path(out_dir)
     groups = {(p.machine, p.library, p.version) for p in profiles}
     paths = []
@@ -199,6 +217,15 @@ def write_profiles(profiles: list[Profile], out_dir) -> list[Path]:
         os.replace(tmp, d / p.filename)
         paths.append(d / p.filename)
     return paths
+
+
+def refuse_control(text: str, source: str = "<profile>") -> None:
+    """Raise ValueError when a profile names the control arm's label (it measures the default a second time
+    and is no algorithm of the library): such a profile is never written, stored or published."""
+    for no, line in enumerate(text.splitlines(), 1):
+        if _vd.CONTROL in line.split("#", 1)[0].split():
+            raise ValueError(f"{source}:{no}: names {_vd.CONTROL!r}, the control arm's label, which never "
+                             "enters a profile")
 
 
 def find_checker(root: Path | None = None) -> Path | None:

@@ -9,6 +9,15 @@ A *config* is one (machine, mpi_library, mpi_version, nprocs, nodes, ppn). Follo
 measurements of one (mpirun, call, msize, algorithm) are first reduced to their median; the R medians of the
 R mpiruns form the sample a test compares. Tests: "mannwhitney" (Wilcoxon rank-sum / Mann-Whitney U, default),
 "welch" (Welch's t-test), "ks" (two-sample Kolmogorov-Smirnov); all one-sided.
+
+Paired tests (the default): the mpirun-to-mpirun drift of a node (7-19 % here) is shared by every algorithm
+measured interleaved in one mpirun, while the ratio of two algorithms in one mpirun varies by 1-3 %. So the
+sample of a comparison is d_r = log(median_r(x) / median_r(y)) over the mpiruns r that measured both cells;
+"paired_t" is the one-sample t-test of mean(d) > 0, "wilcoxon" the Wilcoxon signed-rank test of d > 0
+(scipy.stats.ttest_1samp / wilcoxon, one-sided).
+
+    d, runs = paired_log_ratios(cells, x, y)           # per-mpirun log(x / y) over the mpiruns both measured
+    pvalues_paired_greater(ds, test="paired_t")        # H1: x slower than y (d > 0), per list entry
 """
 from __future__ import annotations
 
@@ -19,7 +28,12 @@ from scipy import stats as _st
 
 from .reader import ResultSet
 
-TESTS = ("mannwhitney", "welch", "ks")
+# Paired tests (on the per-mpirun log ratios of two cells of the same mpiruns) first; "paired_t" is the default
+# (README.md, "Paired verdicts", and tests/bench/analysis_power.py for the measurement behind the choice).
+PAIRED_TESTS = ("paired_t", "wilcoxon")
+UNPAIRED_TESTS = ("mannwhitney", "welch", "ks")
+TESTS = PAIRED_TESTS + UNPAIRED_TESTS
+DEFAULT_TEST = "paired_t"
 
 
 @dataclass
@@ -56,12 +70,17 @@ class Cells:
     offsets: np.ndarray       # sample of cell i = values[offsets[i]:offsets[i+1]]
     values: np.ndarray        # per-mpirun medians, grouped by cell
     config_runs: list[list[int]]   # run indices (into ResultSet.runs) per config
+    runs: np.ndarray | None = None  # run index (into ResultSet.runs) of each entry of `values`
 
     def __len__(self) -> int:
         return int(self.cfg.shape[0])
 
     def sample(self, i: int) -> np.ndarray:
         return self.values[self.offsets[i]:self.offsets[i + 1]]
+
+    def sample_runs(self, i: int) -> np.ndarray:
+        """The run index of each value of sample(i) (same order)."""
+        return self.runs[self.offsets[i]:self.offsets[i + 1]]
 
     def index(self) -> dict[tuple[int, int, int, int], int]:
         """(cfg, test code, msize, alg code) -> cell index."""
@@ -127,6 +146,7 @@ def build_cells(rs: ResultSet) -> Cells:
     # 2) cells = (cfg, test, msize, alg); sample = medians over runs
     order2 = np.lexsort((med, g_msize, g_alg, g_test, g_cfg))
     c_cfg, c_test, c_alg, c_msize, c_med = g_cfg[order2], g_test[order2], g_alg[order2], g_msize[order2], med[order2]
+    c_run = g_run[order2] if n else np.zeros(0, dtype=np.int64)
     c_cnt, c_sum = cnt[order2], sums[order2]
     m = c_cfg.shape[0]
     cstarts = _group_starts([c_cfg, c_test, c_alg, c_msize]) if m else np.zeros(0, dtype=np.int64)
@@ -140,7 +160,7 @@ def build_cells(rs: ResultSet) -> Cells:
                  cfg=c_cfg[cstarts], coll=coll_of_test[test_codes] if m else np.zeros(0, dtype=np.int16),
                  test=test_codes, msize=c_msize[cstarts], alg=c_alg[cstarts], median=cell_median, mean=tot / nmeas
                  if m else np.zeros(0), nmeas=nmeas, nruns=nruns, offsets=np.r_[cstarts, m].astype(np.int64),
-                 values=c_med, config_runs=config_runs)
+                 values=c_med, config_runs=config_runs, runs=c_run)
 
 
 def pvalues_greater(xs: list[np.ndarray], ys: list[np.ndarray], test: str = "mannwhitney") -> tuple[np.ndarray, np.ndarray]:
@@ -175,6 +195,45 @@ def pvalues_greater(xs: list[np.ndarray], ys: list[np.ndarray], test: str = "man
             # identical constant samples give nan; no evidence of a difference
             same = np.all(X == X[:, :1], axis=1) & np.all(Y == Y[:, :1], axis=1)
             pv = np.where(same & np.isnan(pv), np.where(X[:, 0] > Y[:, 0], 0.0, 1.0), pv)
+        p[idx] = pv
+        stat[idx] = sv
+    return p, stat
+
+
+def paired_log_ratios(cells: Cells, x: int, y: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-mpirun log(median_x / median_y) over the mpiruns that measured both cells, and those runs."""
+    rx, ry = cells.sample_runs(x), cells.sample_runs(y)
+    common, ix, iy = np.intersect1d(rx, ry, assume_unique=True, return_indices=True)
+    vx, vy = cells.sample(x)[ix], cells.sample(y)[iy]
+    ok = (vx > 0) & (vy > 0)
+    return np.log(vx[ok]) - np.log(vy[ok]), common[ok]
+
+
+def pvalues_paired_greater(ds: list[np.ndarray], test: str = DEFAULT_TEST) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided p-values and statistics for H1 "d > 0" (x slower than y in the same mpiruns), per entry.
+
+    Entries with the same length are tested in one vectorised scipy call; fewer than two values give nan.
+    A sample whose values are all equal (no spread) gets p = 0 when they are > 0, else 1."""
+    if test not in PAIRED_TESTS:
+        raise ValueError(f"unknown paired test {test!r}; valid: {', '.join(PAIRED_TESTS)}")
+    k = len(ds)
+    p = np.full(k, np.nan)
+    stat = np.full(k, np.nan)
+    groups: dict[int, list[int]] = {}
+    for i in range(k):
+        if len(ds[i]) >= 2:
+            groups.setdefault(len(ds[i]), []).append(i)
+    for n, idx in groups.items():
+        D = np.stack([ds[i] for i in idx])
+        with np.errstate(all="ignore"):
+            if test == "paired_t":
+                r = _st.ttest_1samp(D, 0.0, alternative="greater", axis=1)
+            else:
+                r = _st.wilcoxon(D, alternative="greater", axis=1, zero_method="zsplit")
+        pv = np.asarray(r.pvalue, dtype=float).reshape(-1)
+        sv = np.asarray(r.statistic, dtype=float).reshape(-1)
+        flat = np.all(D == D[:, :1], axis=1)
+        pv = np.where(flat, np.where(D[:, 0] > 0, 0.0, 1.0), pv)
         p[idx] = pv
         stat[idx] = sv
     return p, stat

@@ -96,9 +96,15 @@ class AnalysisIn(_In):
     version: Optional[str] = Field(default=None, pattern=NAME, description="version; default: the newest stored")
     campaign: Optional[str] = Field(default=None, pattern=NAME)
     alpha: float = Field(default=0.05, gt=0, lt=1)
-    test: str = Field(default="mannwhitney", pattern=r"^[a-z][a-z0-9_-]{0,39}$",
-                      description="mannwhitney (Wilcoxon rank-sum), welch or ks")
-    fdr: bool = False
+    test: str = Field(default="paired_t", pattern=r"^[a-z][a-z0-9_-]{0,39}$",
+                      description="paired_t (default: one-sample t on the per-mpirun log ratios), wilcoxon "
+                      "(signed-rank on them), or unpaired: mannwhitney (Wilcoxon rank-sum), welch or ks")
+    fdr: Optional[bool] = Field(default=None, description="Benjamini-Hochberg across the analysis; default: on "
+                                "for a campaign's analysis, off otherwise")
+    min_gain: float = Field(default=0.10, ge=0, lt=1, description="a redirection must be at least this much "
+                            "faster (and above the control arm's null ratio spread)")
+    confirmations: int = Field(default=1, ge=1, le=100, description="K: a redirection enters a candidate only "
+                               "when K campaigns (this one included) found it")
 
 
 class ValidationFigureIn(_In):
@@ -111,6 +117,9 @@ class ValidationFigureIn(_In):
     speedup: Optional[float] = Field(default=None, ge=0, lt=1e9)
     n_default: int = Field(default=0, ge=0, le=10**9)
     n_tuned: int = Field(default=0, ge=0, le=10**9)
+    run_ratios: Optional[list[float]] = Field(default=None, max_length=10_000,
+                                              description="per mpirun: default / tuned median of that mpirun")
+    paired: bool = Field(default=False, description="default and tuned measured interleaved in the same mpiruns")
 
 
 class ValidationIn(_In):
@@ -120,6 +129,8 @@ class ValidationIn(_In):
     library: str = Field(default="", max_length=80)
     module: Optional[str] = Field(default=None, max_length=200)
     figures: list[ValidationFigureIn] = Field(max_length=100_000)
+    all_or_nothing: bool = Field(default=False, description="one failed range fails the whole candidate "
+                                 "(default: failed ranges are dropped and the rest is kept)")
     upload_ids: list[str] = Field(default_factory=list, max_length=10_000)
 
 

@@ -614,38 +614,17 @@ def list_profiles():
     return jsonify(items=out)
 
 
-def validation_verdict(v: ProfileVersion, figures, tolerance: float) -> dict:
-    """Is the candidate not slower anywhere it redirects?  Every (collective, p, size) inside a
-    redirected range of its profiles must have a figure with tuned <= default x (1 + tolerance);
-    a redirected range without any measured size counts as missing, i.e. not validated."""
-    from service.analysis import collectives
-    from service.analysis.profiles import parse_prf
-    slower, missing, checked = [], [], 0
-    for fname, text in sorted((v.files or {}).items()):
-        try:
-            prf = parse_prf(text, fname)
-        except ValueError as exc:
-            missing.append({"file": fname, "error": str(exc)})
-            continue
-        coll = collectives.by_mpi_name(prf["mpi_name"])   # the one table (collectives.def)
-        if coll is None:
-            missing.append({"file": fname, "error": f"unknown collective {prf['mpi_name']!r}"})
-            continue
-        key = coll.key
-        for lo, hi, alg in prf["ranges"]:
-            if alg == "default":
-                continue
-            inside = [f for f in figures if f.collective == key and f.nprocs == prf["nprocs"]
-                      and lo <= f.msize <= hi]
-            if not inside:
-                missing.append({"collective": key, "nprocs": prf["nprocs"], "range": [lo, hi]})
-            for f in inside:
-                checked += 1
-                if f.tuned_time > f.default_time * (1 + tolerance):
-                    slower.append({"collective": key, "nprocs": f.nprocs, "msize": f.msize,
-                                   "default_time": f.default_time, "tuned_time": f.tuned_time})
-    return {"ok": not slower and not missing and checked > 0, "checked": checked, "slower": slower,
-            "missing": missing, "tolerance": tolerance}
+def validation_verdict(v: ProfileVersion, figures, tolerance: float | None = None,
+                       all_or_nothing: bool = False) -> dict:
+    """service.analysis.validation.judge on the candidate's files, with the null ratio spread its
+    campaign's control arm measured (README.md, "Validation")."""
+    from service.analysis.validation import judge
+    analysis = db.session.get(Analysis, v.analysis_id) if v.analysis_id else None
+    control = ((analysis.summary or {}).get("control") or {}) if analysis is not None else {}
+    spread = control.get("null_spread")
+    if tolerance is not None:
+        spread = max(spread or 0.0, tolerance)
+    return judge(v.files or {}, figures, null_spread=spread, all_or_nothing=all_or_nothing)
 
 
 @api_bp.post("/profiles/<int:version_id>/validation")
@@ -658,27 +637,29 @@ def post_validation(version_id: int):
     if v.state not in ("candidate", "validated"):
         raise ApiError(409, "conflict", f"profile version {v.id} is {v.state}; only candidates are validated",
                        field="version_id")
-    tolerance = float(current_app.config.get("PGMPI_VALIDATION_TOLERANCE", 0.05))
+    tolerance = current_app.config.get("PGMPI_VALIDATION_TOLERANCE")
     for old in list(v.figures):
         db.session.delete(old)
+    verdict = validation_verdict(v, data.figures, None if tolerance is None else float(tolerance),
+                                 data.all_or_nothing)
     rows = [ValidationFigure(version=v, collective=f.collective, msize=f.msize, nprocs=f.nprocs,
                              default_time=f.default_time, tuned_time=f.tuned_time,
                              speedup=f.speedup if f.speedup is not None else f.default_time / f.tuned_time,
                              details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": data.job,
-                                      "campaign": data.campaign})
+                                      "campaign": data.campaign, "run_ratios": f.run_ratios, "paired": f.paired,
+                                      "verdict": verdict["state"]})
             for f in data.figures]
     db.session.add_all(rows)
-    verdict = validation_verdict(v, rows, tolerance)
+    from service.analysis.validation import apply_verdict
+    apply_verdict(v, verdict, data.job)
     if verdict["ok"]:
-        v.state, v.validated_at = "validated", datetime.now(timezone.utc)
+        v.validated_at = datetime.now(timezone.utc)
     else:
-        v.state, v.validated_at = "candidate", None
-    v.notes = ("validation: " + ("passed" if verdict["ok"] else
-               f"failed ({len(verdict['slower'])} slower, {len(verdict['missing'])} missing)")
-               + f"; job {data.job}")[:2000]
+        v.validated_at = None
     audit(g.principal.name, "validate", "profile", str(v.id),
-          {"ok": verdict["ok"], "figures": len(rows), "slower": verdict["slower"][:20],
-           "missing": verdict["missing"][:20], "job": data.job, "upload_ids": data.upload_ids[:100]})
+          {"ok": verdict["ok"], "state": verdict["state"], "figures": len(rows), "slower": verdict["slower"][:20],
+           "missing": verdict["missing"][:20], "dropped": verdict["dropped"][:20], "job": data.job,
+           "upload_ids": data.upload_ids[:100]})
     commit()
     out = version_json(v)
     out["validation"] = verdict

@@ -458,6 +458,10 @@ def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
             jobs[j.campaign_id].append(j)
     nruns = dict(s.execute(select(Run.campaign_id, func.count(Run.id)).where(Run.campaign_id.in_(ids))
                            .group_by(Run.campaign_id)).all()) if ids else {}
+    analyses = defaultdict(dict)      # campaign -> library id -> its latest analysis
+    if ids:
+        for a in s.scalars(select(Analysis).where(Analysis.campaign_id.in_(ids)).order_by(Analysis.id)):
+            analyses[a.campaign_id][a.library_id] = a
     out = []
     for c in cs:
         js = jobs.get(c.id, [])
@@ -465,8 +469,17 @@ def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
         expected = (c.definition or {}).get("jobs") if isinstance(c.definition, dict) else None
         total = max(len(js), expected if isinstance(expected, int) else 0)
         out.append({"campaign": c, "jobs": js, "done": done, "total": total, "runs": nruns.get(c.id, 0),
-                    "failed": sum(j.state in ("FAILED", "TIMEOUT", "NODE_FAIL") for j in js)})
+                    "failed": sum(j.state in ("FAILED", "TIMEOUT", "NODE_FAIL") for j in js),
+                    "verdicts": [campaign_verdict(a) for a in analyses.get(c.id, {}).values()]})
     return out
+
+
+def campaign_verdict(a: Analysis) -> dict[str, Any]:
+    """What a campaign's analysis is worth: the control arm's line (service/analysis/verdicts.py)."""
+    ctrl = (a.summary or {}).get("control") or {}
+    return {"analysis": a, "library": a.library.name, "test": a.test, "fdr": a.fdr,
+            "control": ctrl.get("line") or "control: none measured",
+            "trustworthy": ctrl.get("trustworthy", True), "defects": len((a.summary or {}).get("defects") or [])}
 
 
 def profile_sets(s) -> list[dict[str, Any]]:

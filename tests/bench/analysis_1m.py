@@ -31,7 +31,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=125)
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--test", default="mannwhitney")
+    ap.add_argument("--test", default="paired_t")
     ap.add_argument("--keep", default=None)
     args = ap.parse_args()
     sizes = [int(round(2 ** (k * 22 / 19))) for k in range(20)]     # 1 B .. 4 MiB, 20 sizes

@@ -1,4 +1,6 @@
-"""Known truth: power for 1.2x and 2x slowdowns at R=10, A/A violation rate, campaign-wide FDR with BH.
+"""Known truth: power for 1.2x and 2x slowdowns at R=10, A/A violation rate, campaign-wide FDR with BH; and on
+the noise structure measured here (a shared per-mpirun drift, MEASURED in synthetic.py) the paired default's
+power at 1.1x and 1.2x against the unpaired test's, its A/A rate and the control arm's.
 
 Noise (service/analysis/synthetic.py): 5 % mpirun-to-mpirun (log-normal), 5 % per measurement, 2 % outliers
 with 1 + Exp(1) extra; 125 repetitions per mpirun; R = 10 mpiruns. Each simulated campaign is one config
@@ -11,7 +13,8 @@ import pytest
 
 from service.analysis.guidelines import analyze
 from service.analysis.reader import ResultSet
-from service.analysis.synthetic import Design, simulate
+from service.analysis.synthetic import MEASURED, Design, simulate
+from service.analysis.verdicts import CONTROL
 
 SIZES = [8, 1024, 65536, 1048576]
 M_SLOW12 = "allreduce_as_reduce_bcast"                 # the default is 1.2x slower than this one
@@ -56,7 +59,7 @@ def aa_sim():
     return ResultSet.from_runs(runs)
 
 
-@pytest.mark.parametrize("test", ["mannwhitney", "welch", "ks"])
+@pytest.mark.parametrize("test", ["paired_t", "wilcoxon", "mannwhitney", "welch", "ks"])
 def test_power(sim, test):
     a = analyze(sim, alpha=0.05, test=test, kinds=("pattern",))
     p12, n12 = _rate(a.verdicts, M_SLOW12)
@@ -66,7 +69,7 @@ def test_power(sim, test):
     assert p12 >= 0.95 and p2 >= 0.95
 
 
-@pytest.mark.parametrize("test", ["mannwhitney", "welch", "ks"])
+@pytest.mark.parametrize("test", ["paired_t", "wilcoxon", "mannwhitney", "welch", "ks"])
 def test_aa_rate(aa_sim, test):
     a = analyze(aa_sim, alpha=0.05, test=test, kinds=("pattern",))
     n = len(a.verdicts)
@@ -96,7 +99,7 @@ def test_power_harsh_noise():
     a = analyze(ResultSet.from_runs(runs), alpha=0.05, kinds=("pattern",))
     p12, n12 = _rate(a.verdicts, M_SLOW12)
     p2, _ = _rate(a.verdicts, M_SLOW2)
-    print(f"\n[mannwhitney, harsh noise] power 1.2x = {p12:.3f} (n={n12}), power 2x = {p2:.3f}")
+    print(f"\n[{a.test}, harsh noise] power 1.2x = {p12:.3f} (n={n12}), power 2x = {p2:.3f}")
     assert p12 >= 0.95 and p2 >= 0.95
 
 
@@ -131,3 +134,46 @@ def test_fdr_campaign_wide():
     print(f"\ncampaign-wide FDR with BH (q={q}): {fdr_bh:.4f}; without adjustment: {fdr_raw:.4f}")
     assert fdr_bh <= q
     assert fdr_raw > fdr_bh   # the adjustment does something
+
+
+@pytest.fixture(scope="module")
+def measured_sim():
+    """100 campaigns x 3 sizes, R = 10, shared drift 15 % + 2 % independent: the default 1.1x and 1.2x slower
+    than two mock-ups, a third exactly as fast (A/A), and the control arm."""
+    rng = np.random.default_rng(2611)
+    m11, m12, m10 = M_SLOW12, M_SLOW2, M_NULL
+    fac = {("allreduce", m11, s): 1 / 1.1 for s in SIZES[:3]} | {("allreduce", m12, s): 1 / 1.2 for s in SIZES[:3]}
+    runs = []
+    for c in range(100):
+        d = Design(collectives=["allreduce"], sizes=SIZES[:3], mockups={"allreduce": [m11, m12, m10]},
+                   factors=fac, nruns=10, nrep=30, control=True, machine=f"s{c}", **MEASURED)
+        runs += simulate(d, rng)
+    return ResultSet.from_runs(runs), (m11, m12, m10)
+
+
+def test_paired_beats_unpaired_under_shared_drift(measured_sim):
+    rs, (m11, m12, m10) = measured_sim
+    rates = {}
+    for test in ("paired_t", "mannwhitney"):
+        a = analyze(rs, alpha=0.05, test=test, kinds=("pattern",))
+        rates[test] = {m: _rate(a.verdicts, m)[0] for m in (m11, m12, m10, CONTROL)}
+        print(f"\n[{test}, shared drift 15 %, 2 % independent, R=10] power 1.1x = {rates[test][m11]:.3f}, "
+              f"1.2x = {rates[test][m12]:.3f}, A/A = {rates[test][m10]:.3f}, control = {rates[test][CONTROL]:.3f}")
+    p, u = rates["paired_t"], rates["mannwhitney"]
+    assert p[m11] >= 0.95 and p[m12] >= 0.95
+    assert u[m11] < 0.5                      # the drift hides a 10 % effect from the unpaired test
+    assert p[m10] <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 300) and p[CONTROL] <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 300)
+    assert p[m10] + p[CONTROL] > 0.005       # not simply blind
+
+
+def test_control_arm_measures_the_false_alarm_rate(measured_sim):
+    """Per campaign (one analysis each, BH on): the control arm's flags estimate alpha; no sound campaign is
+    called untrustworthy more often than alpha."""
+    rs, _ = measured_sim
+    a = analyze(rs, alpha=0.05, kinds=("pattern",))
+    assert a.control.tested == 300 and a.control.false_alarm_rate <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 300)
+    assert a.control.null_spread is not None and a.control.null_spread < 0.10
+    untrusted = sum(not analyze(ResultSet.from_runs([rs.runs[i] for i in range(10 * c, 10 * c + 10)]),
+                                alpha=0.05, fdr=True, kinds=("pattern",)).control.trustworthy for c in range(100))
+    print(f"\ncontrol: {a.control.line()}; untrustworthy campaigns {untrusted} of 100")
+    assert untrusted <= 5

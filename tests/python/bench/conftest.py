@@ -51,6 +51,12 @@ class Bench:
         p = subprocess.run(cmd, capture_output=True, text=True, env=self.env(env), timeout=timeout)
         return Run(p.returncode, p.stdout, p.stderr)
 
+    def launch(self, program: list[str], np: int = 2, timeout: float = 180) -> Run:
+        """Another MPI program under the same mpirun line and environment as pgmpi-bench."""
+        p = subprocess.run(_mpirun_cmd(self.mpi, np) + [str(a) for a in program], capture_output=True, text=True,
+                           env=self.env(), timeout=timeout)
+        return Run(p.returncode, p.stdout, p.stderr)
+
     def algorithms(self, one_node: bool = True) -> dict[str, list[str]]:
         """MPI name -> algorithm names, from pgmpitune-check --list --json (LIB-CORE's table); on one node
         without the node-aware mock-ups, which pgmpi-bench does not measure there."""

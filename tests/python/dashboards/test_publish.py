@@ -151,6 +151,15 @@ def test_validation_gate_and_forced_audit(tmp_path):
     assert e["forced"] is True and e["reason"] == "urgent fix for user X" and e["validated"] is False
 
 
+def test_control_label_never_published(tmp_path):
+    """default_control is the default measured a second time: even a checker that accepts everything and a
+    forced publication cannot put it into a profile."""
+    bad = {"MPI_Allreduce.prf": PRF_V1["MPI_Allreduce.prf"].replace("allreduce_as_reduce_bcast", "default_control")}
+    with pytest.raises(pub.PublishError, match="default_control"):
+        do_publish(tmp_path, bad, validated=False, force=True, reason="try")
+    assert not (tmp_path / "m1" / "openmpi-4.1.4" / "current").exists()
+
+
 def test_checker_rejection_changes_nothing(tmp_path):
     do_publish(tmp_path, PRF_V1)
     with pytest.raises(pub.PublishError, match="rejected"):

@@ -61,4 +61,28 @@ def test_figures_medians_per_size():
     tuned = hdr + "".join(f"MPI_Allreduce {i} 1024 {t} tuned\n" for i, t in enumerate([2e-6, 2.5e-6, 9e-6]))
     figs = figures([("default", default), ("tuned", tuned)], 2)
     assert figs == [{"collective": "allreduce", "msize": 1024, "nprocs": 2, "default_time": 5e-6,
-                     "tuned_time": 2.5e-6, "speedup": 2.0, "n_default": 3, "n_tuned": 3}]
+                     "tuned_time": 2.5e-6, "speedup": 2.0, "run_ratios": [2.0], "paired": False,
+                     "n_default": 3, "n_tuned": 3}]
+
+
+def test_figures_paired_when_both_arms_share_an_mpirun():
+    """--algorithms=default,tuned: the ratio is taken inside each mpirun, so a slow launch (x3 on both arms)
+    does not move it, while medians over launches would mix the two launches' speeds."""
+    hdr = "#@pgmpi_format=1\ntest nrep msize runtime_sec algorithm\n"
+
+    def run(scale):
+        rows = "".join(f"MPI_Allreduce {i} 1024 {scale * t} default\nMPI_Allreduce {i} 1024 {scale * t / 1.25} tuned\n"
+                       for i, t in enumerate([4e-6, 5e-6, 6e-6]))
+        return hdr + rows
+    figs = figures([("paired", run(1.0)), ("paired", run(3.0))], 2)
+    assert len(figs) == 1 and figs[0]["paired"] is True
+    assert [round(r, 9) for r in figs[0]["run_ratios"]] == [1.25, 1.25]
+    assert abs(figs[0]["speedup"] - 1.25) < 1e-9 and figs[0]["n_default"] == 6 and figs[0]["n_tuned"] == 6
+
+
+def test_validation_job_interleaved(tmp_path):
+    c = campaign().model_copy(update={"validation": campaign().validation.model_copy(update={"interleaved": True})})
+    job = validation_job(c, {"id": 3, "library": "openmpi", "files": {"allreduce_p2.prf": PRF}}, tmp_path, 600)
+    assert [ln.role for ln in job.launches] == ["paired", "paired"]
+    for ln in job.launches:
+        assert "--algorithms=default,tuned" in ln.argv and ln.env == {"PGMPITUNE_PROFILE_DIR": str(tmp_path)}

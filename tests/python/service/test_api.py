@@ -298,10 +298,16 @@ def test_validation_figures_decide_whether_a_candidate_is_validated(client, seed
     url = f"/api/v1/profiles/{cand['id']}/validation"
     fig = {"collective": "allreduce", "msize": 1024, "nprocs": 2, "default_time": 3e-5}
     slower = client.post(url, headers=seeded["agent1"], json={"job": "v1", "figures": [
-        {**fig, "tuned_time": 4e-5}, {**fig, "msize": 8, "tuned_time": 1e-6}]})
+        {**fig, "tuned_time": 4e-5}, {**fig, "msize": 8, "tuned_time": 3.05e-5}]})
     assert slower.status_code == 200, slower.json
     assert slower.json["validation"]["ok"] is False and slower.json["state"] == "candidate"
+    assert slower.json["validation"]["state"] == "failed"
     assert [s["msize"] for s in slower.json["validation"]["slower"]] == [1024]
+    # a size the candidate leaves alone (8 B) measured 30x apart: the run itself is noise, not a verdict
+    noise = client.post(url, headers=seeded["agent1"], json={"job": "v1b", "figures": [
+        {**fig, "tuned_time": 2e-5}, {**fig, "msize": 8, "tuned_time": 1e-6}]})
+    assert noise.json["validation"]["state"] == "inconclusive" and noise.json["state"] == "candidate"
+    assert "inconclusive" in noise.json["validation"]["state"]
     missing = client.post(url, headers=seeded["agent1"], json={"job": "v2", "figures": [
         {**fig, "msize": 8, "tuned_time": 1e-6}]})
     assert missing.json["validation"]["ok"] is False and missing.json["validation"]["missing"]
@@ -410,3 +416,51 @@ def test_overview_history_windows(client, seeded, app):
     get = lambda d: [h[1] for h in client.get(f"/api/v1/violations/overview?days={d}",
                                               headers=seeded["viewer"]).json["items"][0]["history"]]
     assert get(30) == [3, 4] and get(60) == [2, 3, 4] and get(365) == [1, 2, 3, 4]
+
+
+def test_campaign_analysis_runs_paired_with_bh_and_shows_its_control_arm(client, seeded):
+    """A campaign's analysis: paired test, BH on by default; the control arm is tested but never stored as a
+    violation; the campaign page shows 'control: k of n flagged; null ratio spread x %'."""
+    from service.analysis.synthetic import MEASURED, Design, simulate, to_text
+    assert client.post("/api/v1/campaigns", headers=seeded["agent1"],
+                       json={"name": "ctl", "machine": "m1", "definition": {}}).status_code in (200, 201)
+    d = Design(collectives=["allreduce"], sizes=[8, 1024, 65536], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
+               factors={("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.3}, nruns=8, nrep=20,
+               machine="m1", campaign="ctl", control=True, p_outlier=0.0, **MEASURED)
+    files = [{"name": f"ctl{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(2)))]
+    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
+                       json={"upload_id": "ctl", "campaign": "ctl", "files": files}).status_code == 201
+    r = client.post("/api/v1/analyses", headers=seeded["agent1"],
+                    json={"machine": "m1", "library": "openmpi", "campaign": "ctl"})
+    assert r.status_code == 201, r.json
+    assert r.json["test"] == "paired_t" and r.json["fdr"] is True
+    assert all(v["mockup"] != "default_control" for v in r.json["violations"])
+    assert [(v["mockup"], v["msize"]) for v in r.json["violations"] if v["kind"] == "pattern"] == \
+        [("allreduce_as_reduce_bcast", 1024)]
+    assert all("default_control" not in t for p in r.json["profiles"] for t in p["files"].values())
+    page = client.get("/campaigns").get_data(as_text=True)
+    assert "control: 0 of 3 flagged; null ratio spread" in page
+
+
+def test_candidates_need_k_confirming_campaigns(client, seeded):
+    """confirmations=2: the first night that finds a redirection proposes nothing, the second proposes it."""
+    from service.analysis.synthetic import MEASURED, Design, simulate, to_text
+    fac = {("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.4}
+    profiles = []
+    for night in ("n1", "n2"):
+        assert client.post("/api/v1/campaigns", headers=seeded["agent1"],
+                           json={"name": night, "machine": "m1", "definition": {}}).status_code in (200, 201)
+        d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
+                   factors=fac, nruns=6, nrep=20, machine="m1", campaign=night, control=True, p_outlier=0.0,
+                   **MEASURED)
+        files = [{"name": f"{night}-{i}.txt", "content": to_text(r)}
+                 for i, r in enumerate(simulate(d, np.random.default_rng(len(night) + ord(night[1]))))]
+        assert client.post("/api/v1/uploads", headers=seeded["agent1"],
+                           json={"upload_id": night, "campaign": night, "files": files}).status_code == 201
+        r = client.post("/api/v1/analyses", headers=seeded["agent1"],
+                        json={"machine": "m1", "library": "openmpi", "campaign": night, "confirmations": 2})
+        assert r.status_code == 201, r.json
+        assert [(v["mockup"], v["msize"]) for v in r.json["violations"] if v["kind"] == "pattern"] == \
+            [("allreduce_as_reduce_bcast", 1024)]
+        profiles.append(r.json["profiles"])
+    assert profiles[0] == [] and len(profiles[1]) == 1

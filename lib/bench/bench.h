@@ -1,0 +1,171 @@
+/* pgmpi-bench's shared declarations.  The program is split by concern, as bench_stats.c is:
+ *   bench_options.c  command line (--help, parsing, the calls/algorithms/sizes lists, --nrep-from files)
+ *   bench_plan.c     per (call, size) buffers and counts, memory and pool checks, --dry-run, nrep policy
+ *   bench_measure.c  synchronisation, the calls themselves, the interleaved measurement rounds
+ *   bench_output.c   the raw file: header (#@key=value), rows, footer, metadata of the run
+ *   pgmpi_bench.c    main: the order of the steps above
+ * Method and output format: lib/bench/README.md. */
+#ifndef PGMPI_BENCH_H
+#define PGMPI_BENCH_H
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "bench_stats.h"
+
+#define BENCH_VERSION "1.0"
+#define MAXCALLS 64
+#define MAXALGS 32
+#define MAXSIZES 256
+
+/* ------------------------------------------------------------------ the calls */
+enum kind { K_ALLGATHER, K_ALLREDUCE, K_ALLTOALL, K_BCAST, K_GATHER, K_REDUCE, K_RSB, K_RS, K_SCAN,
+            K_SCATTER, K_BARRIER, K_UNKNOWN };
+
+typedef struct {
+    int coll;                 /* library collective index; -1 for MPI_Barrier */
+    int kind;
+    const char *mpi_name;
+    int nalg;
+    int alg[MAXALGS];         /* selected algorithm indices of the library (0 = default) */
+} call_t;
+
+/* Pseudo-algorithm "tuned": nothing forced, the library follows its profiles
+ * (PGMPITUNE_PROFILE_DIR) -- what a user gets; validation jobs measure it against "default". */
+#define ALG_TUNED (-1)
+/* Pseudo-algorithm "default_control": the default measured a second time under its own label,
+ * interleaved like any algorithm (a control arm: its ratio to "default" is a null ratio). */
+#define ALG_CONTROL (-2)
+
+/* ------------------------------------------------------------------ datatypes and ops */
+typedef struct { const char *name; size_t size; int cls; } dtinfo_t;   /* cls: 0 byte, 1 char, 2 int, 3 float */
+extern const dtinfo_t dtypes[];
+extern const int NDTYPES;
+extern const char *opnames[];
+#define NOPS 7
+MPI_Datatype dtype_handle(int i);
+MPI_Op op_handle(int i);
+int kind_is_reduction(int k);
+
+/* ------------------------------------------------------------------ options */
+enum policy { P_FIXED, P_PREDICT, P_TIME, P_FROM };
+enum { R_RSE = 1, R_COVMEAN = 2, R_COVMEDIAN = 4 };
+
+typedef struct {
+    /* what */
+    call_t calls[MAXCALLS]; int ncalls;
+    size_t req_sizes[MAXSIZES]; int nsizes;
+    int barrier_rows;
+    /* how many */
+    int policy;
+    long nrep;
+    double budget;                 /* seconds per (call, size); 0 = none */
+    int rules;                     /* R_* mask */
+    double thr_rse, thr_covmean, thr_covmedian;
+    long w_covmean, w_covmedian;
+    long pmin, pmax, pstep;
+    double t_rse1, t_rse2; long b1, b2, K, tmax, tmin1, tmax1; double tnrep1_given;
+    const char *nrep_from;         /* --nrep-from files */
+    /* how */
+    int sync_mpi_barrier;
+    int interleave_size;           /* 1: all calls of a size interleaved; 0: one (call, size) at a time */
+    int buf_cell;                  /* 1: buffers per (call, size); 0: once for the largest */
+    long buf_align;                /* 0: malloc's own; else posix_memalign to this power of two */
+    int buf_touch;                 /* write the buffers before measuring */
+    int check;                     /* check round before timing each cell */
+    int order_rr;
+    unsigned long long seed; int seed_given;
+    int dt, op, root;
+    /* output and metadata */
+    const char *output;
+    const char *machine, *module_name, *campaign;
+    long mpirun_index;
+    double mem_limit;              /* bytes per rank; 0 = MemAvailable / local ranks */
+    int dry_run;
+    /* for the header */
+    char calls_arg[4096], algs_arg[4096], sizes_arg[4096];
+} opts_t;
+
+extern opts_t O;
+extern int g_rank, g_size;
+extern int g_print;            /* this process prints messages (rank 0, or before MPI_Init a guess) */
+extern int g_mpi_up;
+
+/* bench_options.c */
+void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void parse_args(int argc, char **argv);
+int rank_guess_before_init(void);
+long nrep_lookup(const char *name, size_t bytes);
+const char *alg_label(const call_t *c, int a);
+void fmt_bytes(double b, char *buf, size_t len);
+
+/* bench_plan.c */
+typedef struct {
+    size_t req, n;        /* requested and actual message bytes (collectives.def) */
+    size_t count;         /* element count handed to the call (per block / per rank / whole) */
+    size_t sbytes, rbytes;/* send / receive buffer bytes, maximum over ranks */
+    size_t scratch;       /* mock-up scratch memory, maximum over the selected algorithms */
+    int ok;               /* 0: does not fit an int count */
+} cplan_t;
+extern cplan_t g_plan[MAXCALLS][MAXSIZES];
+extern char g_policy[512];
+void plan_call(const call_t *c, size_t req, int p, cplan_t *cp);
+void reserve_pools(void);
+void check_plan(double *limit_out, size_t *maxs, size_t *maxr, size_t *maxscr, int *worst_size);
+void check_nrep_from(void);
+void check_pools(void);
+void rounding_notes(char *buf, size_t len);
+void dry_run(double limit, size_t ms, size_t mr, size_t msc, int wj);
+void describe_policy(void);
+
+/* bench_measure.c */
+typedef struct {
+    const call_t *call;
+    cplan_t plan;
+    int active;
+    long done, target;           /* measurements per algorithm so far / at most */
+    double elapsed;              /* global (max over ranks) seconds spent incl. synchronisation */
+    const char *stop;            /* why it stopped */
+    series_t s[MAXALGS];
+    int skip[MAXALGS];           /* 1: failed the check round in this cell, not timed */
+    long nrep_final;
+} cstate_t;
+
+typedef struct {
+    int record;                  /* write rows */
+    int rules;                   /* R_* to check (0: fixed targets) */
+    double thr_rse, thr_covmean, thr_covmedian;
+    long w_covmean, w_covmedian, min, step;
+    double budget;
+} phase_t;
+extern uint64_t rng_state;
+extern MPI_Datatype g_dt;
+extern MPI_Op g_op;
+void alloc_buffers(void);
+void free_buffers(void);
+void buffer_page_offsets(long *s, long *r);
+void fill_rcounts(const call_t *c, const cplan_t *cp);
+void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256]);
+void measure_all(void);
+int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf);
+
+/* bench_check.c */
+void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok);
+
+/* bench_output.c */
+/* The layout the launcher made, measured (layout(): numbers on every rank, strings on rank 0); skipped:
+ * the node-aware mock-ups not measured on one node. */
+typedef struct { int nodes, ppn, ppn_min; const char *source; char *hosts, *placement; char skipped[2048]; } layout_t;
+extern FILE *g_out;
+void out_fail(void) __attribute__((noreturn));
+int open_output(void);
+void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L);
+void write_row(const call_t *c, long idx, size_t n, double t, int a);
+layout_t layout(void);
+int layout_mismatch(const layout_t *L, char *why, size_t wl);
+void footer_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void write_footer(time_t start_wall);
+void finish_output(void);
+#endif

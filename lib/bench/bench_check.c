@@ -1,0 +1,191 @@
+/* pgmpi-bench: the check round (see bench.h for the split, lib/bench/README.md "Check round").
+ * Before a cell is timed, every algorithm of it (the default included) runs once on deterministic
+ * data; each rank compares its output with a reference it computes itself from the same data
+ * (every rank knows what every other rank sent).  The values are small integers, so every operation
+ * is exact in every datatype and any association order: the comparison is bitwise.  A wrong result
+ * or an error code is written as '#@pgmpi check <MPI_Name> <bytes> <alg> fail <reason> <details>'
+ * and the algorithm is not timed in that cell.  The round runs outside every timed region; it also
+ * brings the buffers' and the library pools' pages in before the first timed call. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pgmpitune.h"
+#include "bench.h"
+
+/* byte k of rank r's send buffer for the data-moving calls */
+static unsigned char move_byte(int r, size_t k) { return (unsigned char)(r * 37 + (int)(k % 251) * 11 + 5); }
+
+/* element e of rank r's send buffer for the reductions: 0/1 for sums of narrow types (no overflow up
+ * to 127 ranks), 1/2 on the first 6 ranks for products, 1..5 otherwise */
+static long long red_value(int r, size_t e)
+{
+    switch (O.op) {
+    case 3: return dtypes[O.dt].size == 1 ? (long long)((e + (size_t)r) % 2) : (long long)(1 + (e * 7 + (size_t)r * 3) % 5);
+    case 4: return (r < 6 && (e + (size_t)r) % 3 == 0) ? 2 : 1;
+    default: return (long long)(1 + (e * 7 + (size_t)r * 3) % 5);
+    }
+}
+
+static long long fold(long long a, long long b)
+{
+    switch (O.op) {
+    case 0: return a | b;
+    case 1: return a & b;
+    case 2: return a ^ b;
+    case 3: return a + b;
+    case 4: return a * b;
+    case 5: return a > b ? a : b;
+    default: return a < b ? a : b;
+    }
+}
+
+/* store value v as element e of buf in the run's datatype */
+static void put_elem(char *buf, size_t e, long long v)
+{
+    switch (O.dt) {
+    case 0: case 1: case 3: ((unsigned char *)buf)[e] = (unsigned char)v; break;
+    case 2: ((signed char *)buf)[e] = (signed char)v; break;
+    case 4: ((short *)buf)[e] = (short)v; break;
+    case 5: ((int *)buf)[e] = (int)v; break;
+    case 6: ((unsigned *)buf)[e] = (unsigned)v; break;
+    case 7: ((long *)buf)[e] = (long)v; break;
+    case 8: ((long long *)buf)[e] = v; break;
+    case 9: ((float *)buf)[e] = (float)v; break;
+    default: ((double *)buf)[e] = (double)v; break;
+    }
+}
+
+/* rank r's send data into buf (sbytes of it) */
+static void fill_send(const call_t *c, const cplan_t *cp, int r, char *buf)
+{
+    if (kind_is_reduction(c->kind)) {
+        size_t ne = cp->sbytes / dtypes[O.dt].size;
+        for (size_t e = 0; e < ne; e++) put_elem(buf, e, red_value(r, e));
+    } else {
+        for (size_t k = 0; k < cp->sbytes; k++) buf[k] = (char)move_byte(r, k);
+    }
+}
+
+/* reduction over ranks lo..hi of element e */
+static long long reduced(int lo, int hi, size_t e)
+{
+    long long v = red_value(lo, e);
+    for (int q = lo + 1; q <= hi; q++) v = fold(v, red_value(q, e));
+    return v;
+}
+
+/* What this rank's output must be: *out (bytes) and where it lives (send or receive buffer);
+ * 0 bytes when this rank has no output (non-roots of Gather/Reduce, Barrier). */
+static size_t expected(const call_t *c, const cplan_t *cp, char *exp, int *in_sbuf)
+{
+    int r = g_rank, p = g_size, root = O.root;
+    size_t n = cp->n, es = dtypes[O.dt].size;
+    *in_sbuf = 0;
+    switch (c->kind) {
+    case K_BCAST:
+        *in_sbuf = 1;
+        for (size_t k = 0; k < n; k++) exp[k] = (char)move_byte(root, k);
+        return n;
+    case K_ALLGATHER: case K_GATHER:
+        if (c->kind == K_GATHER && r != root) return 0;
+        for (int q = 0; q < p; q++) for (size_t k = 0; k < n; k++) exp[(size_t)q * n + k] = (char)move_byte(q, k);
+        return n * (size_t)p;
+    case K_ALLTOALL:
+        for (int q = 0; q < p; q++) for (size_t k = 0; k < n; k++) exp[(size_t)q * n + k] = (char)move_byte(q, (size_t)r * n + k);
+        return n * (size_t)p;
+    case K_SCATTER:
+        for (size_t k = 0; k < n; k++) exp[k] = (char)move_byte(root, (size_t)r * n + k);
+        return n;
+    case K_ALLREDUCE: case K_REDUCE: case K_SCAN: {
+        if (c->kind == K_REDUCE && r != root) return 0;
+        size_t ne = cp->count;
+        for (size_t e = 0; e < ne; e++) put_elem(exp, e, reduced(0, c->kind == K_SCAN ? r : p - 1, e));
+        return ne * es;
+    }
+    case K_RSB: {
+        size_t ne = cp->count;
+        for (size_t e = 0; e < ne; e++) put_elem(exp, e, reduced(0, p - 1, (size_t)r * ne + e));
+        return ne * es;
+    }
+    case K_RS: {
+        size_t q = cp->count / (size_t)p, rem = cp->count % (size_t)p, off = 0;
+        for (int i = 0; i < r; i++) off += q + ((size_t)i < rem ? 1 : 0);
+        size_t ne = q + ((size_t)r < rem ? 1 : 0);
+        for (size_t e = 0; e < ne; e++) put_elem(exp, e, reduced(0, p - 1, off + e));
+        return ne * es;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Runs the check round of one call at its installed plan; ok[a] = 0 for each algorithm that failed
+ * on any rank.  Collective: every rank calls it with the same arguments. */
+void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok)
+{
+    for (int a = 0; a < c->nalg; a++) ok[a] = 1;
+    if (c->kind == K_BARRIER) return;
+    size_t cap = cp->sbytes > cp->rbytes ? cp->sbytes : cp->rbytes;
+    char *exp = malloc(cap ? cap : 1);
+    if (!exp) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    MPI_Errhandler saved;
+    PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved);
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int in_sbuf = 0;
+    size_t nexp = expected(c, cp, exp, &in_sbuf);
+    for (int a = 0; a < c->nalg; a++) {
+        int alg = c->alg[a];
+        /* the same selection as a timed measurement */
+        if (alg == ALG_TUNED) pgmpitune_unforce(c->coll);
+        else if (c->coll >= 0) pgmpitune_force(c->coll, alg == ALG_CONTROL ? 0 : alg);
+        if (c->kind == K_BCAST && g_rank != O.root) memset(sbuf, 0xA5, cp->sbytes);
+        else fill_send(c, cp, g_rank, sbuf);
+        memset(rbuf, 0xA5, cp->rbytes);
+        int rc = run_call_on(c, cp, sbuf, rbuf);
+        /* local verdict: 0 ok, 1 error code, 2 wrong result; then the worst over ranks */
+        long bad = -1;
+        int code = 0;
+        char detail[200] = "";
+        if (rc != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING]; int len = 0;
+            MPI_Error_string(rc, msg, &len);
+            for (char *q = msg; *q; q++) if (*q == '\n' || *q == '\r') *q = ' ';
+            code = 1;
+            snprintf(detail, sizeof detail, "rank=%d %.150s", g_rank, msg);
+        } else if (nexp) {
+            const char *got = in_sbuf ? sbuf : rbuf;
+            for (size_t k = 0; k < nexp; k++)
+                if (got[k] != exp[k]) { bad = (long)k; break; }
+            if (bad >= 0) {
+                code = 2;
+                snprintf(detail, sizeof detail, "rank=%d byte=%ld got=0x%02x expected=0x%02x", g_rank, bad,
+                         (unsigned char)got[bad], (unsigned char)exp[bad]);
+            }
+        }
+        int codes[2] = {code, code ? g_rank : g_size}, worst[2];
+        PMPI_Allreduce(codes, worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
+        if (worst[0] == 0) {
+            footer_add("#@pgmpi check %s %zu %s ok\n", c->mpi_name, cp->n, alg_label(c, alg));
+            continue;
+        }
+        ok[a] = 0;
+        /* the failing rank with the lowest number tells rank 0 what it saw */
+        char why[200] = "";
+        if (worst[1] == 0 || g_rank == worst[1]) memcpy(why, detail, sizeof why);
+        if (worst[1] != 0) {
+            if (g_rank == worst[1]) PMPI_Send(why, (int)sizeof why, MPI_CHAR, 0, 0x5048, MPI_COMM_WORLD);
+            if (g_rank == 0) PMPI_Recv(why, (int)sizeof why, MPI_CHAR, worst[1], 0x5048, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        why[sizeof why - 1] = 0;
+        footer_add("#@pgmpi check %s %zu %s fail %s %s\n", c->mpi_name, cp->n, alg_label(c, alg),
+                   worst[0] == 1 ? "error" : "wrong_result", why);
+        if (g_rank == 0)
+            fprintf(stderr, "pgmpi-bench: %s %zu B %s failed its check (%s %s): not timed\n", c->mpi_name, cp->n,
+                    alg_label(c, alg), worst[0] == 1 ? "error" : "wrong_result", why);
+    }
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
+    free(exp);
+}

@@ -1,0 +1,417 @@
+/* pgmpi-bench: the measurement -- synchronisation, the calls, interleaved rounds, the nrep
+ * policies' phases (see bench.h for the split). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "pgmpitune.h"
+#include "bench.h"
+
+/* ------------------------------------------------------------------ PRNG (same sequence on all ranks) */
+uint64_t rng_state;
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ------------------------------------------------------------------ synchronisation and calls */
+static void dissem_barrier(void)
+{
+    char s = 0, r;
+    for (int d = 1; d < g_size; d <<= 1)
+        PMPI_Sendrecv(&s, 1, MPI_CHAR, (g_rank + d) % g_size, 0x5047,
+                      &r, 1, MPI_CHAR, (g_rank - d + g_size) % g_size, 0x5047, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
+static void sync_procs(void)
+{
+    if (O.sync_mpi_barrier) PMPI_Barrier(MPI_COMM_WORLD);
+    else dissem_barrier();
+}
+
+static char *g_sbuf, *g_rbuf;
+static int *g_rcounts;
+MPI_Datatype g_dt;
+MPI_Op g_op;
+
+int run_call_on(const call_t *c, const cplan_t *cp, char *g_sbuf, char *g_rbuf)
+{
+    int cnt = (int)cp->count;
+    MPI_Comm w = MPI_COMM_WORLD;
+    switch (c->kind) {
+    case K_ALLGATHER: return MPI_Allgather(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, w);
+    case K_ALLREDUCE: return MPI_Allreduce(g_sbuf, g_rbuf, cnt, g_dt, g_op, w);
+    case K_ALLTOALL:  return MPI_Alltoall(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, w);
+    case K_BCAST:     return MPI_Bcast(g_sbuf, cnt, g_dt, O.root, w);
+    case K_GATHER:    return MPI_Gather(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, O.root, w);
+    case K_REDUCE:    return MPI_Reduce(g_sbuf, g_rbuf, cnt, g_dt, g_op, O.root, w);
+    case K_RSB:       return MPI_Reduce_scatter_block(g_sbuf, g_rbuf, cnt, g_dt, g_op, w);
+    case K_RS:        return MPI_Reduce_scatter(g_sbuf, g_rbuf, g_rcounts, g_dt, g_op, w);   /* fill_rcounts() */
+    case K_SCAN:      return MPI_Scan(g_sbuf, g_rbuf, cnt, g_dt, g_op, w);
+    case K_SCATTER:   return MPI_Scatter(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, O.root, w);
+    case K_BARRIER:   return MPI_Barrier(w);
+    default: return MPI_ERR_OTHER;
+    }
+}
+
+static int run_call(const call_t *c, const cplan_t *cp) { return run_call_on(c, cp, g_sbuf, g_rbuf); }
+
+/* MPI_Reduce_scatter's recvcounts: count elements in blocks, the first count % p ranks get one more.
+ * Called whenever a plan is installed (outside timed regions); only one Reduce_scatter per size. */
+void fill_rcounts(const call_t *c, const cplan_t *cp)
+{
+    if (c->kind != K_RS) return;
+    size_t q = cp->count / (size_t)g_size, r = cp->count % (size_t)g_size;
+    for (int i = 0; i < g_size; i++) g_rcounts[i] = (int)(q + ((size_t)i < r ? 1 : 0));
+}
+
+
+/* ------------------------------------------------------------------ the measurement engine */
+
+static double *g_loc, *g_glob;
+static int *g_jobcall, *g_jobalg;
+static size_t g_bufcap;
+static long g_round_counter;
+
+static int rules_pass(const cstate_t *cs, const phase_t *ph, char *why, size_t len)
+{
+    double worst_rse = 0, worst_cm = 0, worst_cd = 0;
+    int pass = 1;
+    for (int a = 0; a < cs->call->nalg; a++) {
+        if (cs->skip[a]) continue;
+        const series_t *s = &cs->s[a];
+        if (ph->rules & R_RSE) { double v = series_rse(s); if (v > worst_rse) worst_rse = v; if (!(v < ph->thr_rse)) pass = 0; }
+        if (ph->rules & R_COVMEAN) { double v = series_cov_means(s, (size_t)ph->w_covmean); if (v > worst_cm) worst_cm = v; if (!(v < ph->thr_covmean)) pass = 0; }
+        if (ph->rules & R_COVMEDIAN) { double v = series_cov_medians(s, (size_t)ph->w_covmedian); if (v > worst_cd) worst_cd = v; if (!(v < ph->thr_covmedian)) pass = 0; }
+    }
+    size_t o = snprintf(why, len, "rules");
+    if (ph->rules & R_RSE) o += snprintf(why + o, len - o, " rse=%.4g", worst_rse);
+    if (ph->rules & R_COVMEAN) o += snprintf(why + o, len - o, " covmean=%.4g", worst_cm);
+    if (ph->rules & R_COVMEDIAN) snprintf(why + o, len - o, " covmedian=%.4g", worst_cd);
+    return pass;
+}
+
+static void ensure_buf(size_t n)
+{
+    if (n <= g_bufcap) return;
+    size_t cap = n * 2;
+    g_loc = realloc(g_loc, cap * sizeof *g_loc);
+    g_glob = realloc(g_glob, cap * sizeof *g_glob);
+    g_jobcall = realloc(g_jobcall, cap * sizeof *g_jobcall);
+    g_jobalg = realloc(g_jobalg, cap * sizeof *g_jobalg);
+    if (!g_loc || !g_glob || !g_jobcall || !g_jobalg) {
+        fprintf(stderr, "pgmpi-bench: error: out of memory for the time buffers\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    g_bufcap = cap;
+}
+
+/* Runs rounds over the calls cs[0..nc) that have active=1 until each stops (target reached, rules
+ * passed, budget spent).  Every round measures each active (call, algorithm) once, in a new order. */
+void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
+{
+    for (int i = 0; i < nc; i++) {
+        cs[i].done = 0; cs[i].elapsed = 0; cs[i].stop = NULL; why[i][0] = 0;
+        for (int a = 0; a < cs[i].call->nalg; a++) series_clear(&cs[i].s[a]);
+        if (cs[i].target <= 0) cs[i].active = 0;
+        int timed = 0;
+        for (int a = 0; a < cs[i].call->nalg; a++) timed += !cs[i].skip[a];
+        if (!timed && cs[i].active) { cs[i].active = 0; cs[i].stop = "check"; }
+    }
+    int jc[MAXCALLS * MAXALGS], ja[MAXCALLS * MAXALGS];
+    for (;;) {
+        int nj = 0;
+        long B = LONG_MAX;
+        for (int i = 0; i < nc; i++) {
+            if (!cs[i].active) continue;
+            for (int a = 0; a < cs[i].call->nalg; a++) if (!cs[i].skip[a]) { jc[nj] = i; ja[nj] = a; nj++; }
+            long next = cs[i].done + ph->step;                       /* next checkpoint */
+            if (ph->rules && cs[i].done < ph->min) next = ph->min;
+            if (next > cs[i].target) next = cs[i].target;
+            if (next - cs[i].done < B) B = next - cs[i].done;
+        }
+        if (nj == 0) break;
+        if (B < 1) B = 1;
+        size_t nmeas = (size_t)B * (size_t)nj;
+        ensure_buf(nmeas + (size_t)nc);
+        double *el = g_loc + nmeas;                                  /* per-call elapsed of this batch */
+        for (int i = 0; i < nc; i++) el[i] = 0;
+        size_t k = 0;
+        for (long r = 0; r < B; r++, g_round_counter++) {
+            int perm[MAXCALLS * MAXALGS];
+            for (int j = 0; j < nj; j++) perm[j] = j;
+            if (O.order_rr) {
+                for (int j = 0; j < nj; j++) perm[j] = (int)((j + g_round_counter) % nj);
+            } else {
+                for (int j = nj - 1; j > 0; j--) {
+                    int q = (int)(rng_next() % (uint64_t)(j + 1));
+                    int t = perm[j]; perm[j] = perm[q]; perm[q] = t;
+                }
+            }
+            for (int j = 0; j < nj; j++) {
+                int i = jc[perm[j]], a = ja[perm[j]];
+                const call_t *c = cs[i].call;
+                if (c->coll >= 0) {
+                    if (c->alg[a] == ALG_TUNED) pgmpitune_unforce(c->coll);
+                    else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL ? 0 : c->alg[a]);
+                }
+                double ts = MPI_Wtime();
+                sync_procs();
+                double t0 = MPI_Wtime();
+                int rc = run_call(c, &cs[i].plan);
+                double t1 = MPI_Wtime();
+                if (rc != MPI_SUCCESS) {
+                    char msg[MPI_MAX_ERROR_STRING]; int len = 0;
+                    MPI_Error_string(rc, msg, &len);
+                    fprintf(stderr, "pgmpi-bench: error: rank %d: %s %zu B %s returned %s\n", g_rank,
+                            c->mpi_name, cs[i].plan.n, alg_label(c, c->alg[a]), msg);
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+                }
+                g_loc[k] = t1 - t0;
+                g_jobcall[k] = i; g_jobalg[k] = a;
+                el[i] += t1 - ts;
+                k++;
+            }
+        }
+        /* one reduction per batch, outside every timed region: max over ranks */
+        PMPI_Allreduce(g_loc, g_glob, (int)(nmeas + (size_t)nc), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        long base[MAXCALLS];
+        for (int i = 0; i < nc; i++) base[i] = cs[i].done;
+        long idx[MAXCALLS][MAXALGS];
+        for (int i = 0; i < nc; i++) for (int a = 0; a < MAXALGS; a++) idx[i][a] = base[i];
+        for (size_t m = 0; m < nmeas; m++) {
+            int i = g_jobcall[m], a = g_jobalg[m];
+            if (series_push(&cs[i].s[a], g_glob[m])) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+            if (ph->record && g_rank == 0) {
+                const call_t *c = cs[i].call;
+                write_row(c, idx[i][a], cs[i].plan.n, g_glob[m], c->alg[a]);
+            }
+            idx[i][a]++;
+        }
+        for (int i = 0; i < nc; i++) {
+            if (!cs[i].active) continue;
+            cs[i].done += B;
+            cs[i].elapsed += g_glob[nmeas + (size_t)i];
+            if (ph->rules && cs[i].done >= ph->min && rules_pass(&cs[i], ph, why[i], sizeof why[i])) {
+                cs[i].active = 0; cs[i].stop = "rules";
+            } else if (cs[i].done >= cs[i].target) {
+                cs[i].active = 0; cs[i].stop = ph->rules ? "max" : "nrep";
+                if (ph->rules) rules_pass(&cs[i], ph, why[i], sizeof why[i]);
+            } else if (ph->budget > 0 && cs[i].elapsed >= ph->budget) {
+                cs[i].active = 0; cs[i].stop = "budget";
+                if (ph->rules) rules_pass(&cs[i], ph, why[i], sizeof why[i]);
+            }
+        }
+    }
+}
+
+/* The measured buffers (lib/bench/README.md, "Buffers").  --buffers=once: one send and one receive
+ * buffer sized for the largest (call, size), allocated before the header is written and reused by
+ * every cell; --buffers=cell: a fresh pair for each (call, size) group, as ReproMPI allocates per job.
+ * --buffer-align: malloc (what an application gets from malloc/calloc: 16 bytes, and for blocks above
+ * glibc's mmap threshold a page plus 16 bytes) or a power of two (posix_memalign).  --buffer-touch=yes
+ * writes every page before measuring, so no page fault falls into a timed region.  The default and
+ * every mock-up of a cell run on the same pair. */
+static size_t g_sbytes, g_rbytes;
+
+static char *alloc_one(size_t n)
+{
+    void *p = NULL;
+    if (n == 0) n = 1;
+    if (O.buf_align == 0) p = calloc(n, 1);
+    else if (posix_memalign(&p, (size_t)O.buf_align, n) != 0) p = NULL;
+    else if (!O.buf_touch) memset(p, 0, 1);
+    if (p && O.buf_touch) memset(p, 0, n);
+    return p;
+}
+
+static void alloc_pair(size_t sb, size_t rb)
+{
+    free(g_sbuf); free(g_rbuf);
+    g_sbuf = alloc_one(sb);
+    g_rbuf = alloc_one(rb);
+    g_sbytes = sb; g_rbytes = rb;
+    if (!g_sbuf || !g_rbuf) {
+        fprintf(stderr, "pgmpi-bench: error: rank %d: cannot allocate %zu + %zu buffer bytes\n", g_rank, sb, rb);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+void alloc_buffers(void)
+{
+    g_rcounts = calloc((size_t)g_size, sizeof *g_rcounts);
+    if (!g_rcounts) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    if (O.buf_cell) return;
+    /* buffers for the largest plan; only the root needs the big side of Gather/Scatter, but the
+     * memory check assumed the worst rank, so every rank allocates the same */
+    size_t sb = 0, rb = 0;
+    for (int i = 0; i < O.ncalls; i++) for (int j = 0; j < O.nsizes; j++) {
+        if (g_plan[i][j].sbytes > sb) sb = g_plan[i][j].sbytes;
+        if (g_plan[i][j].rbytes > rb) rb = g_plan[i][j].rbytes;
+    }
+    alloc_pair(sb, rb);
+}
+
+/* Offsets of the measured buffers within their 4 KiB page (4 KiB aliasing between a copy's source
+ * and destination depends on their difference); -1 before the first allocation. */
+void buffer_page_offsets(long *s, long *r)
+{
+    *s = g_sbuf ? (long)((uintptr_t)g_sbuf % 4096) : -1;
+    *r = g_rbuf ? (long)((uintptr_t)g_rbuf % 4096) : -1;
+}
+
+/* Before a group of calls is measured: its buffers (--buffers=cell) and MPI_Reduce_scatter's counts. */
+static void install_buffers(cstate_t *cs, int nc)
+{
+    if (O.buf_cell) {
+        size_t sb = 0, rb = 0;
+        for (int i = 0; i < nc; i++) {
+            if (cs[i].plan.sbytes > sb) sb = cs[i].plan.sbytes;
+            if (cs[i].plan.rbytes > rb) rb = cs[i].plan.rbytes;
+        }
+        alloc_pair(sb, rb);
+    }
+    for (int i = 0; i < nc; i++) fill_rcounts(cs[i].call, &cs[i].plan);
+}
+
+void free_buffers(void)
+{
+    free(g_sbuf); free(g_rbuf); free(g_rcounts); free(g_loc); free(g_glob); free(g_jobcall); free(g_jobalg);
+}
+
+/* One group of calls at one size, interleaved round by round: cs[0..nc) have their plan installed.
+ * The nrep policy decides the targets (the time rule's pilots run first, unrecorded). */
+static void measure_group(cstate_t *cs, int nc, char (*why)[256], const double *tnrep1)
+{
+    phase_t ph = {0};
+    ph.step = O.pstep; ph.min = O.pmin;
+    ph.record = 1; ph.budget = O.budget;
+    if (O.policy == P_FIXED || O.policy == P_FROM) {
+        for (int i = 0; i < nc; i++) {
+            cs[i].active = 1;
+            cs[i].target = O.policy == P_FIXED ? O.nrep : nrep_lookup(cs[i].call->mpi_name, cs[i].plan.n);
+        }
+        ph.rules = 0;
+    } else if (O.policy == P_PREDICT) {
+        ph.rules = O.rules; ph.thr_rse = O.thr_rse; ph.thr_covmean = O.thr_covmean;
+        ph.thr_covmedian = O.thr_covmedian; ph.w_covmean = O.w_covmean; ph.w_covmedian = O.w_covmedian;
+        for (int i = 0; i < nc; i++) { cs[i].active = 1; cs[i].target = O.pmax; }
+    } else {
+        /* step (2): pilot batches b1 (+ b2) per call, not recorded */
+        double lmin[MAXCALLS][MAXALGS];
+        phase_t pil = {0}; pil.step = O.b1;
+        for (int i = 0; i < nc; i++) { cs[i].active = 1; cs[i].target = O.b1; }
+        run_phase(cs, nc, &pil, why);
+        int more = 0;
+        for (int i = 0; i < nc; i++) {
+            int need = 0;
+            for (int a = 0; a < cs[i].call->nalg; a++) {
+                lmin[i][a] = series_min(&cs[i].s[a]);
+                if (!(series_rse(&cs[i].s[a]) < O.t_rse2)) need = 1;
+            }
+            cs[i].active = need && O.b2 > 0; cs[i].target = O.b2;
+            more |= cs[i].active;
+        }
+        if (more) {
+            pil.step = O.b2;
+            run_phase(cs, nc, &pil, why);
+            for (int i = 0; i < nc; i++)
+                for (int a = 0; a < cs[i].call->nalg; a++)
+                    if (cs[i].s[a].n && series_min(&cs[i].s[a]) < lmin[i][a]) lmin[i][a] = series_min(&cs[i].s[a]);
+        }
+        /* step (3): nrep = max(ceil(t_nrep1 / l_min), K), the largest over the call's algorithms */
+        for (int i = 0; i < nc; i++) {
+            long nrep = O.K;
+            for (int a = 0; a < cs[i].call->nalg; a++) {
+                double l = lmin[i][a];
+                double r = l > 0 ? ceil(tnrep1[i] / l) : (double)O.tmax;
+                if (r > (double)O.tmax) r = (double)O.tmax;
+                if ((long)r > nrep) nrep = (long)r;
+            }
+            cs[i].active = 1; cs[i].target = nrep;
+        }
+        ph.rules = 0;
+    }
+    run_phase(cs, nc, &ph, why);
+}
+
+/* Every (call, size) of the plan, sizes ascending.  --interleave=cell (default) measures one call at
+ * a time (its algorithms interleaved), as ReproMPI measures one (call, size) job at a time;
+ * --interleave=size interleaves every call of a size (each call then runs in the cache and protocol
+ * state the other calls leave behind: see lib/bench/README.md).  Rows are written as each batch is
+ * reduced; the footer lines are collected for the end. */
+void measure_all(void)
+{
+    cstate_t cs[MAXCALLS];
+    memset(cs, 0, sizeof cs);
+    char (*why)[256] = calloc(MAXCALLS, sizeof *why);
+    int nc = O.ncalls, gstep = O.interleave_size ? nc : 1;
+    for (int i = 0; i < nc; i++) { cs[i].call = &O.calls[i]; for (int a = 0; a < MAXALGS; a++) series_init(&cs[i].s[a]); }
+    double tnrep1[MAXCALLS];
+
+    if (O.policy == P_TIME) {
+        /* step (1): t_nrep1 per call at 1 byte (rounded to one element of the call) */
+        for (int i = 0; i < nc; i++) {
+            plan_call(&O.calls[i], 1, g_size, &cs[i].plan);
+            tnrep1[i] = O.tnrep1_given;
+        }
+        if (O.tnrep1_given < 0) {
+            phase_t cal = {0};
+            cal.rules = R_RSE; cal.thr_rse = O.t_rse1; cal.min = O.tmin1; cal.step = O.pstep;
+            for (int g = 0; g < nc; g += gstep) {
+                int gn = g + gstep > nc ? nc - g : gstep;
+                for (int i = g; i < g + gn; i++) { cs[i].active = 1; cs[i].target = O.tmax1; memset(cs[i].skip, 0, sizeof cs[i].skip); }
+                install_buffers(cs + g, gn);
+                run_phase(cs + g, gn, &cal, why + g);
+            }
+            for (int i = 0; i < nc; i++) {
+                double t = 0;
+                for (int a = 0; a < O.calls[i].nalg; a++) if (cs[i].s[a].sum > t) t = cs[i].s[a].sum;
+                tnrep1[i] = t;
+                footer_add("#@pgmpi tnrep1 %s %zu %.9f %ld\n", O.calls[i].mpi_name, cs[i].plan.n, t, cs[i].done);
+                footer_add("# tnrep1 %s: %ld measurements at %zu B until %s (%s)\n", O.calls[i].mpi_name, cs[i].done,
+                           cs[i].plan.n, cs[i].stop, why[i]);
+            }
+        }
+    }
+
+    for (int j = 0; j < O.nsizes; j++) {
+        for (int i = 0; i < nc; i++) cs[i].plan = g_plan[i][j];
+        for (int g = 0; g < nc; g += gstep) {
+            int gn = g + gstep > nc ? nc - g : gstep;
+            install_buffers(cs + g, gn);
+            for (int i = g; i < g + gn; i++) {
+                int ok[MAXALGS];
+                for (int a = 0; a < MAXALGS; a++) cs[i].skip[a] = 0;
+                if (!O.check) continue;
+                check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
+                for (int a = 0; a < cs[i].call->nalg; a++) cs[i].skip[a] = !ok[a];
+            }
+            measure_group(cs + g, gn, why + g, tnrep1 + g);
+        }
+        if (g_rank == 0 && fflush(g_out)) out_fail();   /* a killed job keeps the sizes it finished */
+        for (int i = 0; i < nc; i++) {
+            footer_add("#@pgmpi nrep %s %zu %ld\n", O.calls[i].mpi_name, cs[i].plan.n, cs[i].done);
+            footer_add("# nrep %s %zu %ld stop=%s elapsed_sec=%.6f%s%s\n", O.calls[i].mpi_name, cs[i].plan.n,
+                       cs[i].done, cs[i].stop ? cs[i].stop : "none", cs[i].elapsed, why[i][0] ? " " : "", why[i]);
+        }
+    }
+
+    for (int i = 0; i < nc; i++) for (int a = 0; a < MAXALGS; a++) series_free(&cs[i].s[a]);
+    free(why);
+}

@@ -1,0 +1,252 @@
+"""Validation of a candidate profile that can be believed: paired, with its own control, per range, repaired.
+
+    figs = figures(files, nprocs)            # [(role, raw text)] of a validation job -> figures per (call, size)
+    v = judge(profile_files, figs, null_spread=None, all_or_nothing=False)
+    v["state"]  passed | repaired | failed | inconclusive;  v["files"]: the profile files to keep (repaired)
+    v["kept"], v["dropped"] (ranges with their figures and why), v["control"] (the sizes left alone)
+
+Measurement (scheduler/validation.py plans it): pgmpi-bench measures `default` and `tuned` interleaved in one
+mpirun (`--algorithms=default,tuned` with PGMPITUNE_PROFILE_DIR set), at every redirected range's ends and
+middle and just outside. Per mpirun the ratio default / tuned of the two medians of that mpirun; a size's
+figure is the median of those ratios over the mpiruns (and the ratios themselves, for the regime check).
+Files from the older layout (default and tuned in separate launches, role "default" / "tuned") still give
+figures, marked paired=False: their ratio carries the whole mpirun-to-mpirun drift.
+
+The verdict:
+1. Control: sizes the candidate leaves alone (outside every redirected range) run the default in both arms, so
+   their ratio must come out at 1.0 within the tolerance (the campaign's null spread, at least 5 %). If one
+   does not, the validation run itself is noise: "inconclusive", to be repeated, never a verdict.
+2. Per redirected range, at every measured size inside: tuned not slower (paired ratio >= 1) and no mpirun in
+   which tuned lost by more than the tolerance (a regime the users would meet). A range without a measured
+   size inside is "missing" and counts as failed.
+3. Repair: the failing sizes are dropped (recorded with their figures and why); the runs of consecutive
+   passing sizes stay as ranges (a range's own ends kept where they pass), so no kept range contains a size
+   the validation measured slower. The kept ranges form the profile files to publish ("repaired"; "passed"
+   when nothing was dropped). With all_or_nothing one failure fails the whole candidate. A profile file
+   left without ranges is dropped.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from . import collectives as _colls
+from .profiles import parse_prf, refuse_control
+from .reader import ResultsFormatError, parse_text
+
+TOLERANCE_FLOOR = 0.05     # the control sizes' ratio may miss 1.0 by this much when no null spread is known
+TUNED = "tuned"
+
+
+def _medians(text: str, name: str) -> tuple[dict[tuple[str, int, str], float], dict[tuple[str, int, str], int]]:
+    run = parse_text(text, name)
+    by: dict[tuple[str, int, str], list[float]] = {}
+    for t, m, x, a in zip(run.test.tolist(), run.msize.tolist(), run.runtime.tolist(), run.algorithm.tolist()):
+        call = run.tests[t]
+        if call == "MPI_Barrier":
+            continue
+        by.setdefault((call, m, run.algorithms[a]), []).append(x)
+    return ({k: statistics.median(v) for k, v in by.items()}, {k: len(v) for k, v in by.items()})
+
+
+def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
+    """Per (collective, size): paired ratio default / tuned over the mpiruns, with the per-mpirun ratios.
+
+    files: (role, raw text) per launch; role "tuned" / "default" for separate launches, anything else when a
+    launch measured both interleaved."""
+    per_run: dict[tuple[str, int], list[float]] = {}
+    times: dict[tuple[str, int, str], list[float]] = {}
+    counts: dict[tuple[str, int, str], int] = {}
+    separate: dict[str, list[dict]] = {"default": [], TUNED: []}
+    paired_keys: set[tuple[str, int]] = set()
+    for k, (role, text) in enumerate(files):
+        try:
+            med, cnt = _medians(text, f"{role}-{k}")
+        except ResultsFormatError:
+            continue
+        algs = {a for _, _, a in med}
+        if {"default", TUNED} <= algs:
+            for (call, m, a), x in med.items():
+                if a == "default" and (call, m, TUNED) in med and med[(call, m, TUNED)] > 0:
+                    per_run.setdefault((call, m), []).append(x / med[(call, m, TUNED)])
+                    paired_keys.add((call, m))
+        elif role in separate:
+            # older layout: one arm per launch; "default" or the tuned launch's rows (labelled by the library)
+            separate[role].append({(call, m): x for (call, m, a), x in med.items()})
+        for (call, m, a), x in med.items():
+            arm = TUNED if (a == TUNED or role == TUNED) else "default"
+            times.setdefault((call, m, arm), []).append(x)
+            counts[(call, m, arm)] = counts.get((call, m, arm), 0) + cnt[(call, m, a)]
+    for d, t in zip(separate["default"], separate[TUNED]):      # launch i of each arm
+        for key, x in d.items():
+            if key not in paired_keys and key in t and t[key] > 0:
+                per_run.setdefault(key, []).append(x / t[key])
+    out = []
+    for (call, m), ratios in sorted(per_run.items()):
+        coll = _colls.by_mpi_name(call)
+        dflt, tuned = times.get((call, m, "default"), []), times.get((call, m, TUNED), [])
+        out.append({"collective": coll.key if coll else call.lower(), "msize": m, "nprocs": nprocs,
+                    "default_time": statistics.median(dflt) if dflt else math.nan,
+                    "tuned_time": statistics.median(tuned) if tuned else math.nan,
+                    "speedup": math.exp(statistics.median(math.log(r) for r in ratios)),
+                    "run_ratios": [float(r) for r in ratios], "paired": (call, m) in paired_keys,
+                    "n_default": counts.get((call, m, "default"), 0), "n_tuned": counts.get((call, m, TUNED), 0)})
+    return out
+
+
+def _get(f, name, default=None):
+    return f.get(name, default) if isinstance(f, dict) else getattr(f, name, default)
+
+
+def _ratio(f) -> float | None:
+    rr = _get(f, "run_ratios")
+    if rr:
+        return math.exp(statistics.median(math.log(r) for r in rr if r > 0))
+    d, t = _get(f, "default_time"), _get(f, "tuned_time")
+    return d / t if d and t and t > 0 else None
+
+
+def _fig(f) -> dict:
+    return {"msize": _get(f, "msize"), "ratio": _ratio(f), "default_time": _get(f, "default_time"),
+            "tuned_time": _get(f, "tuned_time"), "run_ratios": _get(f, "run_ratios"),
+            "paired": bool(_get(f, "paired", False))}
+
+
+def _size_failure(f, tol: float) -> str | None:
+    """Why tuned failed at this measured size (None: it held): slower on the median over mpiruns, or lost by
+    more than the tolerance in some mpirun (a regime users would meet)."""
+    r = _ratio(f)
+    if r is None:
+        return f"no ratio at {_get(f, 'msize')} B"
+    if r < 1.0:
+        return f"tuned slower at {_get(f, 'msize')} B: {r:.3f}x"
+    rr = _get(f, "run_ratios") or []
+    lost = [x for x in rr if x < 1 / (1 + tol)]
+    if lost:
+        return f"tuned lost at {_get(f, 'msize')} B in {len(lost)} of {len(rr)} mpiruns (worst {min(lost):.2f}x)"
+    return None
+
+
+def render_prf(text: str, keep: list[tuple[int, int, str]]) -> str:
+    """The profile `text` with only the ranges in `keep` (same header comments, algorithm list renumbered)."""
+    prf = parse_prf(text)
+    head = [ln for ln in text.splitlines() if ln.startswith("#")]
+    names: list[str] = []
+    for _, _, a in keep:
+        if a not in names:
+            names.append(a)
+    ids = {a: k + 1 for k, a in enumerate(names)}
+    lines = head + ["# validation dropped the sizes it measured slower (see the profile page)"]
+    lines += [prf["mpi_name"], f"{prf['nprocs']} # nb. of processes", f"{len(names)} # nb. of mock-up impl."]
+    lines += [f"{ids[a]} {a}" for a in names]
+    lines.append(f"{len(keep)} # nb. of ranges")
+    lines += [f"{lo} {hi} {ids[a]} # {a}" for lo, hi, a in keep]
+    return "\n".join(lines) + "\n"
+
+
+def judge(profile_files: dict[str, str], figs, null_spread: float | None = None,
+          all_or_nothing: bool = False) -> dict:
+    """The verdict of one validation run on a candidate's profile files (see the module doc)."""
+    tol = max(null_spread or 0.0, TOLERANCE_FLOOR)
+    kept_files: dict[str, str] = {}
+    kept, dropped, control, errors = [], [], [], []
+    checked = 0
+    for fname, text in sorted(profile_files.items()):
+        try:
+            refuse_control(text, fname)
+            prf = parse_prf(text, fname)
+        except ValueError as exc:
+            errors.append({"file": fname, "error": str(exc)})
+            continue
+        coll = _colls.by_mpi_name(prf["mpi_name"])
+        if coll is None:
+            errors.append({"file": fname, "error": f"unknown collective {prf['mpi_name']!r}"})
+            continue
+        mine = [f for f in figs if _get(f, "collective") == coll.key and _get(f, "nprocs") == prf["nprocs"]]
+        redirected = [r for r in prf["ranges"] if r[2] != "default"]
+        for f in mine:
+            if not any(lo <= _get(f, "msize") <= hi for lo, hi, _ in redirected):
+                r = _ratio(f)
+                control.append({"collective": coll.key, "nprocs": prf["nprocs"], **_fig(f),
+                                "ok": r is not None and abs(r - 1.0) <= tol})
+        keep = []
+        for lo, hi, alg in redirected:
+            inside = sorted((f for f in mine if lo <= _get(f, "msize") <= hi), key=lambda f: _get(f, "msize"))
+            base = {"file": fname, "collective": coll.key, "nprocs": prf["nprocs"], "algorithm": alg}
+            checked += len(inside)
+            if not inside:
+                dropped.append(base | {"range": [lo, hi], "figures": [], "why": "no measured size inside the range"})
+                continue
+            verdicts = [(f, _size_failure(f, tol)) for f in inside]
+            # repair: the measured sizes that failed are dropped; each run of consecutive passing sizes stays a
+            # range (from the range's own end when it starts / ends the range), so no kept range contains a
+            # size the validation measured slower
+            k = 0
+            while k < len(verdicts):
+                j = k
+                while j < len(verdicts) and (verdicts[j][1] is None) == (verdicts[k][1] is None):
+                    j += 1
+                group = verdicts[k:j]
+                first = lo if k == 0 else _get(group[0][0], "msize")
+                last = hi if j == len(verdicts) else _get(group[-1][0], "msize")
+                figs_ = [_fig(f) for f, _ in group]
+                if group[0][1] is None:
+                    kept.append(base | {"range": [first, last], "figures": figs_})
+                    keep.append((first, last, alg))
+                else:
+                    dropped.append(base | {"range": [_get(group[0][0], "msize"), _get(group[-1][0], "msize")],
+                                           "figures": figs_, "why": "; ".join(w for _, w in group)})
+                k = j
+        if keep:
+            kept_files[fname] = text if keep == [tuple(r) for r in redirected] else render_prf(text, keep)
+    bad_control = [c for c in control if not c["ok"]]
+    if bad_control:
+        state = "inconclusive"
+    elif errors or not kept or (dropped and all_or_nothing):
+        state = "failed"
+    elif dropped:
+        state = "repaired"
+    else:
+        state = "passed"
+    slower = [{"collective": d["collective"], "nprocs": d["nprocs"], "msize": f["msize"],
+               "default_time": f["default_time"], "tuned_time": f["tuned_time"], "ratio": f["ratio"]}
+              for d in dropped for f in d["figures"] if f["ratio"] is not None and f["ratio"] < 1.0]
+    missing = [{"collective": d["collective"], "nprocs": d["nprocs"], "range": d["range"]}
+               for d in dropped if not d["figures"]] + errors
+    return {"state": state, "ok": state in ("passed", "repaired"), "checked": checked, "tolerance": tol,
+            "slower": slower, "missing": missing,
+            "kept": kept, "dropped": dropped, "control": control, "errors": errors,
+            "all_or_nothing": all_or_nothing, "files": kept_files if state in ("passed", "repaired") else {},
+            "paired": all(_get(f, "paired", False) for f in figs) if figs else False}
+
+
+def summary_line(verdict: dict) -> str:
+    """One line for the profile version's notes: the state, what was dropped and why."""
+    st = verdict["state"]
+    if st == "inconclusive":
+        bad = [c for c in verdict["control"] if not c["ok"]]
+        s = ("inconclusive (repeat it): sizes the candidate leaves alone came out at "
+             + ", ".join(f"{c['collective']} {c['msize']} B {c['ratio']:.2f}x" if c["ratio"] else
+                         f"{c['collective']} {c['msize']} B ?" for c in bad[:5])
+             + f" (tolerance {verdict['tolerance']:.0%} around 1.0)")
+    else:
+        s = f"{st}: kept {len(verdict['kept'])} range(s)"
+    if verdict["dropped"] and st != "inconclusive":
+        s += "; dropped " + "; ".join(f"{d['collective']} p={d['nprocs']} {d['range'][0]}-{d['range'][1]} "
+                                     f"{d['algorithm']} ({d['why']})" for d in verdict["dropped"][:10])
+    if verdict["errors"]:
+        s += "; errors: " + "; ".join(e.get("error", "") for e in verdict["errors"][:5])
+    if not verdict.get("paired"):
+        s += "; unpaired (default and tuned in separate launches)"
+    return s
+
+
+def apply_verdict(version, verdict: dict, job: str = "") -> None:
+    """Set a profile version's state, files and notes from a judge() verdict: validated with the kept ranges
+    only when it passed or was repaired; otherwise it stays a candidate (the files untouched)."""
+    if verdict["ok"]:
+        version.state = "validated"
+        version.files = dict(verdict["files"])
+    else:
+        version.state = "candidate"
+    version.notes = (f"validation: {summary_line(verdict)}; job {job}")[:2000]

@@ -1,0 +1,57 @@
+/* The smallest honest timing loop, independent of pgmpi-bench's code: for each size (ascending) and
+ * each call, a fresh send/receive pair from calloc, written once, then N times: MPI_Barrier, MPI_Wtime,
+ * the call, MPI_Wtime.  Run-time of a measurement = maximum over ranks (reduced once at the end).
+ * Output: ReproMPI's row layout, `<MPI_Name> <i> <bytes> <seconds>`, so tests/bench/reprompi_compare.py
+ * and tests/python/bench/test_bench_vs_min_loop.py read it like ReproMPI's.
+ *   mpirun -np 2 min_loop NREP CALL[,CALL...] SIZE[,SIZE...]     (CALL: allreduce, bcast, allgather)
+ * MPI_BYTE, MPI_BOR, root 0: pgmpi-bench's defaults. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    if (argc != 4) {
+        if (!rank) fprintf(stderr, "usage: min_loop NREP CALLS SIZES\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    int nrep = atoi(argv[1]);
+    double *t = malloc((size_t)nrep * sizeof *t), *tmax = malloc((size_t)nrep * sizeof *tmax);
+    char sizes[4096];
+    snprintf(sizes, sizeof sizes, "%s", argv[3]);
+    for (char *ss, *sp = strtok_r(sizes, ",", &ss); sp; sp = strtok_r(NULL, ",", &ss)) {
+        int n = atoi(sp);
+        char calls[4096];
+        snprintf(calls, sizeof calls, "%s", argv[2]);
+        for (char *cs, *c = strtok_r(calls, ",", &cs); c; c = strtok_r(NULL, ",", &cs)) {
+            size_t sb = (size_t)n, rb = strcmp(c, "allgather") == 0 ? (size_t)n * (size_t)p : (size_t)n;
+            char *s = calloc(sb, 1), *r = calloc(rb, 1);
+            memset(s, 0, sb);
+            memset(r, 0, rb);
+            const char *name = NULL;
+            for (int i = 0; i < nrep; i++) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                if (strcmp(c, "allreduce") == 0) { name = "MPI_Allreduce"; MPI_Allreduce(s, r, n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD); }
+                else if (strcmp(c, "bcast") == 0) { name = "MPI_Bcast"; MPI_Bcast(s, n, MPI_BYTE, 0, MPI_COMM_WORLD); }
+                else if (strcmp(c, "allgather") == 0) { name = "MPI_Allgather"; MPI_Allgather(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD); }
+                else { if (!rank) fprintf(stderr, "min_loop: unknown call %s\n", c); MPI_Abort(MPI_COMM_WORLD, 2); }
+                t[i] = MPI_Wtime() - t0;
+            }
+            MPI_Reduce(t, tmax, nrep, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (!rank)
+                for (int i = 0; i < nrep; i++) printf("%s %d %d %.10f\n", name, i, n, tmax[i]);
+            free(s);
+            free(r);
+        }
+    }
+    free(t);
+    free(tmax);
+    MPI_Finalize();
+    return 0;
+}
