@@ -151,7 +151,7 @@ case "${1:-}" in
       sleep 0.25
     done
     nodes_idle || { sinfo -N -l >&2 || true; tail -n 20 "$state/log/slurmctld.log" >&2; die "nodes never became idle"; }
-    say "up: $nodes nodes in $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)") s (SLURM_CONF=$conf)"
+    say "up: $nodes nodes in $(awk -v a="$t0" -v b="$(date +%s.%N)" "BEGIN{printf \"%.1f\", b - a}") s (SLURM_CONF=$conf)"
     ;;
   down)
     if [ -f "$conf" ] && pid_alive "$state/run/slurmctld.pid"; then

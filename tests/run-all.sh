@@ -41,7 +41,7 @@ cluster_was_up=0; deploy/cluster.sh status && cluster_was_up=1
 c0=$(date +%s.%N)
 deploy/cluster.sh up || die "the virtual cluster could not come up; the multi-node tests cannot run"
 [ $cluster_was_up = 0 ] && started+=(cluster)
-echo "virtual cluster up in $(echo "$(date +%s.%N) - $c0" | bc) s"
+echo "virtual cluster up in $(awk -v a="$c0" -v b="$(date +%s.%N)" "BEGIN{printf \"%.1f\", b - a}") s"
 
 rc=0
 for mpi in openmpi mpich; do

@@ -35,7 +35,7 @@ for mpi in $mpis; do
       # shellcheck disable=SC2086
       out=$(timeout 900 srun $opts --mpi=$plug "$top/build/$mpi/tests/matrix/"$prog 2>&1); rc=$?
       line=$(grep -E '^(matrix|mixed) p=' <<<"$out" | tail -n1)
-      secs=$(echo "$(date +%s.%N) - $t0" | bc)
+      secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" "BEGIN{print b - a}")
       ok=1
       [ $rc = 0 ] || ok=0
       grep -q "mismatches=0 report_mismatches=0" <<<"$line" || ok=0
