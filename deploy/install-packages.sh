@@ -11,7 +11,7 @@ what=${1:-all}
 
 base_pkgs=(build-essential gfortran cmake pkg-config python3-venv python3-dev
            openmpi-bin libopenmpi-dev mpich libmpich-dev)
-cluster_pkgs=(postgresql postgresql-contrib munge slurmctld slurmd slurm-client lmod)
+cluster_pkgs=(postgresql postgresql-contrib munge slurmctld slurmd slurm-client lmod iproute2 util-linux)  # iproute2, util-linux: deploy/cluster.sh (ip netns, nsenter, unshare)
 browser_pkgs=(chromium chromium-driver)
 
 case "$what" in

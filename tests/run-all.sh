@@ -36,6 +36,13 @@ deploy/slurm.sh up || die "Slurm could not start; tests that need it cannot run"
 eval "$(deploy/slurm.sh env)"
 export PGMPI_TEST_DATABASE_URL SLURM_CONF
 
+step "services: virtual multi-node Slurm cluster (namespaces on this machine)"
+cluster_was_up=0; deploy/cluster.sh status && cluster_was_up=1
+c0=$(date +%s.%N)
+deploy/cluster.sh up || die "the virtual cluster could not come up; the multi-node tests cannot run"
+[ $cluster_was_up = 0 ] && started+=(cluster)
+echo "virtual cluster up in $(awk -v a="$c0" -v b="$(date +%s.%N)" "BEGIN{printf \"%.1f\", b - a}") s"
+
 rc=0
 for mpi in openmpi mpich; do
   step "ctest: C tests under mpirun ($mpi)"

@@ -155,13 +155,16 @@ int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf);
 void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok);
 
 /* bench_output.c */
-typedef struct { int nodes, ppn, ppn_min; const char *source; } layout_t;
+/* The layout the launcher made, measured (layout(): numbers on every rank, strings on rank 0); skipped:
+ * the node-aware mock-ups not measured on one node. */
+typedef struct { int nodes, ppn, ppn_min; const char *source; char *hosts, *placement; char skipped[2048]; } layout_t;
 extern FILE *g_out;
 void out_fail(void) __attribute__((noreturn));
 int open_output(void);
 void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L);
 void write_row(const call_t *c, long idx, size_t n, double t, int a);
 layout_t layout(void);
+int layout_mismatch(const layout_t *L, char *why, size_t wl);
 void footer_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void write_footer(time_t start_wall);
 void finish_output(void);

@@ -76,48 +76,80 @@ static void mpi_identity(char *lib, size_t ll, char *ver, size_t vl, char *full,
 }
 
 
-/* nodes and processes per node: Slurm's view when this run is Slurm's whole job step layout,
- * else distinct MPI_Get_processor_name values (one PMPI_Gather). */
+/* The layout as the launcher really made it, measured from inside the run (never copied from the
+ * request or from Slurm's variables): nodes = MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) groups, named by
+ * their lowest rank's processor name, in that order; placement = each rank's node index, run-length
+ * encoded ("0:2,1:2" = ranks 0-1 on node 0, 2-3 on node 1). Collective; the numbers on every rank, the
+ * strings on rank 0 only. */
 layout_t layout(void)
 {
-    layout_t L = {1, g_size, g_size, "processor_name"};
+    layout_t L = {1, g_size, g_size, "measured", NULL, NULL, ""};
+    MPI_Comm node;
+    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node);
+    int lrank = 0, first = g_rank;
+    PMPI_Comm_rank(node, &lrank);
+    PMPI_Allreduce(&g_rank, &first, 1, MPI_INT, MPI_MIN, node);
+    PMPI_Comm_free(&node);
     char name[MPI_MAX_PROCESSOR_NAME] = {0};
     int len = 0;
     MPI_Get_processor_name(name, &len);
-    char *all = NULL;
-    if (g_rank == 0) all = calloc((size_t)g_size, MPI_MAX_PROCESSOR_NAME);
-    PMPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (g_rank == 0) {
-        int distinct = 0, maxc = 0, minc = INT_MAX;
-        for (int i = 0; i < g_size; i++) {
-            int seen = 0;
-            for (int j = 0; j < i && !seen; j++)
-                if (strncmp(all + (size_t)i * MPI_MAX_PROCESSOR_NAME, all + (size_t)j * MPI_MAX_PROCESSOR_NAME, MPI_MAX_PROCESSOR_NAME) == 0) seen = 1;
-            if (seen) continue;
-            distinct++;
-            int cnt = 0;
-            for (int j = 0; j < g_size; j++)
-                if (strncmp(all + (size_t)i * MPI_MAX_PROCESSOR_NAME, all + (size_t)j * MPI_MAX_PROCESSOR_NAME, MPI_MAX_PROCESSOR_NAME) == 0) cnt++;
-            if (cnt > maxc) maxc = cnt;
-            if (cnt < minc) minc = cnt;
-        }
-        L.nodes = distinct; L.ppn = maxc; L.ppn_min = minc;
-        free(all);
-        /* Slurm may run several logical nodes on one host: trust its layout when it describes this run */
-        const char *nn = getenv("SLURM_JOB_NUM_NODES");
-        if (!nn) nn = getenv("SLURM_NNODES");
-        const char *nt = getenv("SLURM_NTASKS");
-        if (!nt) nt = getenv("SLURM_NPROCS");
-        if (nn && nt && atoi(nn) > 0 && atoi(nt) == g_size && atoi(nn) != L.nodes) {
-            L.nodes = atoi(nn);
-            L.ppn = (g_size + L.nodes - 1) / L.nodes;
-            L.ppn_min = g_size / L.nodes;
-            L.source = "slurm";
-        }
+    int *firsts = g_rank == 0 ? calloc((size_t)g_size, sizeof(int)) : NULL;
+    char *names = g_rank == 0 ? calloc((size_t)g_size, MPI_MAX_PROCESSOR_NAME) : NULL;
+    PMPI_Gather(&first, 1, MPI_INT, firsts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    PMPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (g_rank != 0) {
+        int v[3];
+        PMPI_Bcast(v, 3, MPI_INT, 0, MPI_COMM_WORLD);
+        L.nodes = v[0]; L.ppn = v[1]; L.ppn_min = v[2];
+        return L;
     }
+    int *idx = calloc((size_t)g_size, sizeof(int)), *cnt = calloc((size_t)g_size, sizeof(int));
+    size_t hl = 1, pl = 1;
+    L.nodes = 0;
+    for (int i = 0; i < g_size; i++) {          /* node index = order of the nodes' lowest ranks */
+        if (firsts[i] == i) { idx[i] = L.nodes++; hl += strlen(names + (size_t)i * MPI_MAX_PROCESSOR_NAME) + 1; }
+        else idx[i] = idx[firsts[i]];
+        cnt[idx[i]]++;
+    }
+    L.ppn = 0; L.ppn_min = INT_MAX;
+    for (int k = 0; k < L.nodes; k++) { if (cnt[k] > L.ppn) L.ppn = cnt[k]; if (cnt[k] < L.ppn_min) L.ppn_min = cnt[k]; }
+    pl = (size_t)g_size * 24 + 1;
+    L.hosts = calloc(hl, 1);
+    L.placement = calloc(pl, 1);
+    for (int i = 0; i < g_size; i++)
+        if (firsts[i] == i) {
+            if (*L.hosts) strcat(L.hosts, ",");
+            strcat(L.hosts, names + (size_t)i * MPI_MAX_PROCESSOR_NAME);
+        }
+    size_t o = 0;
+    for (int i = 0; i < g_size;) {
+        int j = i;
+        while (j < g_size && idx[j] == idx[i]) j++;
+        o += (size_t)snprintf(L.placement + o, pl - o, "%s%d:%d", o ? "," : "", idx[i], j - i);
+        i = j;
+    }
+    free(idx); free(cnt); free(firsts); free(names);
+    int v[3] = {L.nodes, L.ppn, L.ppn_min};
+    PMPI_Bcast(v, 3, MPI_INT, 0, MPI_COMM_WORLD);
     return L;
 }
 
+/* PGMPI_EXPECT_LAYOUT=<nodes>x<ppn> (the scheduler sets it from the request): the measured layout must
+ * be exactly that, every node with ppn ranks. Returns 0 when it is, or when nothing is expected. */
+int layout_mismatch(const layout_t *L, char *why, size_t wl)
+{
+    const char *e = getenv("PGMPI_EXPECT_LAYOUT");
+    int en = 0, ep = 0;
+    if (!e || !*e) return 0;
+    if (sscanf(e, "%dx%d", &en, &ep) != 2 || en < 1 || ep < 1) {
+        snprintf(why, wl, "PGMPI_EXPECT_LAYOUT=%s is not <nodes>x<ppn>", e);
+        return 1;
+    }
+    if (L->nodes == en && L->ppn == ep && L->ppn_min == ep) return 0;
+    snprintf(why, wl, "requested %dx%d, the launcher made %d node(s) x %d%s ppn (hosts %s, placement %s)", en, ep,
+             L->nodes, L->ppn, L->ppn_min != L->ppn ? "(uneven)" : "", L->hosts, L->placement);
+    return 1;
+}
 
 static void put(const char *k, const char *v)
 {
@@ -188,6 +220,9 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     putl("ppn", L->ppn);
     if (L->ppn_min != L->ppn) putl("ppn_min", L->ppn_min);
     put("nodes_source", L->source);
+    put("hosts", L->hosts);
+    put("placement", L->placement);
+    if (L->skipped[0]) put("skipped_on_one_node", L->skipped);
     putl("nprocs", g_size);
     putl("mpirun_index", O.mpirun_index);
     put("slurm_job_id", job ? job : "");

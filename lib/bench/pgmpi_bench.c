@@ -46,6 +46,24 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     g_print = g_rank == 0;
     if (O.root >= g_size) die_usage("--root=%d but there are only %d ranks", O.root, g_size);
+    layout_t L = layout();
+    /* Node-aware mock-ups fall back on one node: their rows would carry the default's timings under
+     * their names. Not measured there (named in the header). */
+    if (L.nodes == 1)
+        for (int i = 0; i < O.ncalls; i++) {
+            call_t *c = &O.calls[i];
+            int k = 0;
+            for (int a = 0; a < c->nalg; a++) {
+                if (c->alg[a] != ALG_TUNED && c->coll >= 0 && pgmpitune_algorithm_node_aware(c->coll, c->alg[a])) {
+                    size_t o = strlen(L.skipped);
+                    snprintf(L.skipped + o, sizeof L.skipped - o, "%s%s", o ? "," : "",
+                             pgmpitune_algorithm_name(c->coll, c->alg[a]));
+                    continue;
+                }
+                c->alg[k++] = c->alg[a];
+            }
+            c->nalg = k;
+        }
     double limit; size_t ms, mr, msc; int wj;
     check_plan(&limit, &ms, &mr, &msc, &wj);
     check_pools();
@@ -77,7 +95,19 @@ int main(int argc, char **argv)
     }
     seed = hdr[1];
     rng_state = seed;
-    layout_t L = layout();
+    {   /* a launcher that did not make the requested layout is an error of this run, not a relabel */
+        char why[1024] = "";
+        int bad = g_rank == 0 ? layout_mismatch(&L, why, sizeof why) : 0;
+        PMPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (bad) {
+            if (g_rank == 0) fprintf(stderr, "pgmpi-bench: error: layout: %s\n", why);
+            fflush(stdout);
+            int fd = open("/dev/null", O_WRONLY);
+            if (fd >= 0) { dup2(fd, 1); close(fd); }
+            MPI_Finalize();
+            return 3;
+        }
+    }
     g_dt = dtype_handle(O.dt);
     g_op = op_handle(O.op);
     { int sz; MPI_Type_size(g_dt, &sz);

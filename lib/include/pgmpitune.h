@@ -19,6 +19,8 @@ int         pgmpitune_collective_lookup(const char *key_or_mpi_name);
 int         pgmpitune_nalgorithms(int c);           /* including "default" at index 0 */
 const char *pgmpitune_algorithm_name(int c, int a);
 int         pgmpitune_algorithm_lookup(int c, const char *name);      /* -1 if unknown */
+/* 1 when algorithm a decomposes by nodes: on a communicator of one node it falls back to the default. */
+int         pgmpitune_algorithm_node_aware(int c, int a);
 /* Memory (bytes) algorithm a needs at most on any rank for n message bytes, p ranks:
  * message pool + int pool, and each pool separately. */
 size_t      pgmpitune_algorithm_memory(int c, int a, size_t n_bytes, size_t elem_bytes, int p);

@@ -60,9 +60,11 @@ static int list(int json, int p, size_t n, size_t e)
             if (json) {
                 printf("%s{\"index\": %d, \"name\": ", a ? ", " : "", a);
                 json_str(pgmpitune_algorithm_name(c, a));
-                printf(", \"msg_pool_bytes\": %zu, \"int_pool_bytes\": %zu}", m, i);
+                printf(", \"msg_pool_bytes\": %zu, \"int_pool_bytes\": %zu, \"node_aware\": %s}", m, i,
+                       pgmpitune_algorithm_node_aware(c, a) ? "true" : "false");
             } else {
-                printf("  %d %s msg_pool_bytes=%zu int_pool_bytes=%zu\n", a, pgmpitune_algorithm_name(c, a), m, i);
+                printf("  %d %s msg_pool_bytes=%zu int_pool_bytes=%zu%s\n", a, pgmpitune_algorithm_name(c, a), m, i,
+                       pgmpitune_algorithm_node_aware(c, a) ? " node_aware" : "");
             }
         }
         if (json) printf("]}");

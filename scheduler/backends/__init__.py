@@ -70,7 +70,8 @@ def launcher(job: JobSpec, in_slurm: bool) -> str:
 
 
 def job_env(job: JobSpec, in_slurm: bool) -> dict[str, str]:
-    env: dict[str, str] = {}
+    # pgmpi-bench measures the layout the launcher made and refuses to measure under another one
+    env: dict[str, str] = {"PGMPI_EXPECT_LAYOUT": f"{job.nodes}x{job.ppn}"}
     if job.module.mpi == "openmpi":
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")

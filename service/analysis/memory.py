@@ -52,10 +52,20 @@ def _table(n: int, b: int, pad: int, p: int) -> dict[str, tuple[int, int]]:
 KNOWN = tuple(_table(1, 1, 1, 1))
 
 
+def _node_aware(n: int, p: int) -> dict[str, tuple[int, int]]:
+    """The node-aware mock-ups (not in table 1; their need functions in lib/src/collectives/)."""
+    return {
+        "allgather_as_nodegather_leaderallgatherv_nodebcast": (2 * p * n, 2 * p * INT),
+        "allreduce_as_nodereduce_leaderallreduce_nodebcast": (0, 0),
+        "bcast_as_leaderbcast_nodebcast": (n, 0),
+        "reduce_as_nodereduce_leaderreduce": (2 * n, 0),
+    }
+
+
 def extra_bytes(mockup: str, msize: int, p: int) -> tuple[int, int]:
     if mockup == "default":
         return (0, 0)
-    table = _table(msize, msize, _padded(msize, p), p)
+    table = _table(msize, msize, _padded(msize, p), p) | _node_aware(msize, p)
     if mockup not in table:
         raise KeyError(f"no memory rule for mock-up {mockup!r}; known: {', '.join(sorted(table))}")
     return table[mockup]

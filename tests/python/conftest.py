@@ -28,6 +28,7 @@ COMPONENTS = {
     "browser": "headless Chromium",
     "easybuild": "EasyBuild + Lmod",
     "spack": "Spack",
+    "cluster": "virtual multi-node Slurm cluster (deploy/cluster.sh)",
 }
 ALLOWED_SKIP_MARKERS = {"spack"}
 

@@ -96,16 +96,56 @@ static int allgather_as_allgatherv(const void *sb, int sc, MPI_Datatype st, void
     return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
 }
 
+/* Node-aware: Gather of the n-byte blocks to the first rank of every node, Allgatherv of the nodes'
+ * runs among those leaders, Bcast of the whole vector within every node; in bytes (rule 3). The vector
+ * is gathered in node-major order: straight into V (the receive buffer, or its staging copy when the
+ * type is not contiguous) when ranks are numbered node by node, else into the pool and put into rank
+ * order by every rank afterwards (the order is in the node structure, the same on all ranks). */
+static int allgather_as_nodegather_leaderallgatherv_nodebcast(const void *sb, int sc, MPI_Datatype st, void *rb,
+                                                             int rc, MPI_Datatype rt, MPI_Comm comm)
+{
+    if (pm_inter(comm)) return PGMPI_FALLBACK;
+    const pgmpi_nodes_t *N = pm_nodes(comm, MPI_OP_NULL);
+    if (!N) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *pool = pgmpi_pool_msg();
+    char *V = pm_landing(rb, rt, pool), *W = N->contiguous ? V : pool + all;
+    PM_TRY(allgather_place_own(sb, sc, st, rb, rc, rt, V, r, n, comm));
+    char *mine = V + (size_t)r * n, *nodeblk = W + (size_t)N->first[N->node] * n;
+    if (N->lrank != 0) {
+        PM_TRY(PMPI_Gather(mine, (int)n, MPI_BYTE, NULL, 0, MPI_BYTE, 0, N->node_comm));
+    } else if (nodeblk == mine) {
+        PM_TRY(PMPI_Gather(MPI_IN_PLACE, (int)n, MPI_BYTE, nodeblk, (int)n, MPI_BYTE, 0, N->node_comm));
+    } else {
+        PM_NOALIAS(mine, n, nodeblk, n * (size_t)N->lsize);
+        PM_TRY(PMPI_Gather(mine, (int)n, MPI_BYTE, nodeblk, (int)n, MPI_BYTE, 0, N->node_comm));
+    }
+    if (N->leaders != MPI_COMM_NULL) {
+        int *counts = pgmpi_pool_int(), *displs = counts + N->nnodes;
+        for (int k = 0; k < N->nnodes; k++) { counts[k] = N->count[k] * (int)n; displs[k] = N->first[k] * (int)n; }
+        PM_TRY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, W, counts, displs, MPI_BYTE, N->leaders));
+    }
+    PM_TRY(PMPI_Bcast(W, (int)all, MPI_BYTE, 0, N->node_comm));
+    if (W != V)
+        for (int j = 0; j < p; j++) memcpy(V + (size_t)N->order[j] * n, W + (size_t)j * n, n);
+    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
+}
+
 static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
 static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (size_t)p; }
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t allgather_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"allgather_as_gather_bcast", (void (*)(void))allgather_as_gather_bcast, need_pn, NULL},
-    {"allgather_as_alltoall", (void (*)(void))allgather_as_alltoall, need_2pn, NULL},
-    {"allgather_as_allreduce", (void (*)(void))allgather_as_allreduce, need_pn, NULL},
-    {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, need_pn, need_2p_ints},
+    {"default", NULL, NULL, NULL, 0},
+    {"allgather_as_gather_bcast", (void (*)(void))allgather_as_gather_bcast, need_pn, NULL, 0},
+    {"allgather_as_alltoall", (void (*)(void))allgather_as_alltoall, need_2pn, NULL, 0},
+    {"allgather_as_allreduce", (void (*)(void))allgather_as_allreduce, need_pn, NULL, 0},
+    {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, need_pn, need_2p_ints, 0},
+    {"allgather_as_nodegather_leaderallgatherv_nodebcast",
+     (void (*)(void))allgather_as_nodegather_leaderallgatherv_nodebcast, need_2pn, need_2p_ints, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLGATHER = {

@@ -76,6 +76,23 @@ static int allreduce_as_reducescatter_allgatherv(const void *sb, void *rb, int c
     return PMPI_Allgatherv(MPI_IN_PLACE, 0, dt, rb, counts, displs, dt, comm);
 }
 
+/* Node-aware: Reduce to the first rank of every node, Allreduce among those leaders, Bcast within
+ * every node. Typed calls with the user's datatype and op (the same on all ranks), no scratch memory;
+ * rank order is kept when ranks are numbered node by node, otherwise only commutative ops (pm_nodes). */
+static int allreduce_as_nodereduce_leaderallreduce_nodebcast(const void *sb, void *rb, int count,
+                                                             MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    const pgmpi_nodes_t *N = pm_nodes(comm, op);
+    if (!N) return PGMPI_FALLBACK;
+    const void *in = sb == MPI_IN_PLACE ? rb : sb;
+    if (N->lrank == 0)
+        PM_TRY(PMPI_Reduce(sb == MPI_IN_PLACE ? MPI_IN_PLACE : sb, rb, count, dt, op, 0, N->node_comm));
+    else
+        PM_TRY(PMPI_Reduce(in, NULL, count, dt, op, 0, N->node_comm));
+    if (N->leaders != MPI_COMM_NULL) PM_TRY(PMPI_Allreduce(MPI_IN_PLACE, rb, count, dt, op, N->leaders));
+    return PMPI_Bcast(rb, count, dt, 0, N->node_comm);
+}
+
 /* Padded vector of GL6 when p does not divide the count. */
 static size_t need_padded(size_t n, size_t e, int p)
 {
@@ -86,12 +103,14 @@ static size_t need_padded(size_t n, size_t e, int p)
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t allreduce_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"allreduce_as_reduce_bcast", (void (*)(void))allreduce_as_reduce_bcast, NULL, NULL},
+    {"default", NULL, NULL, NULL, 0},
+    {"allreduce_as_reduce_bcast", (void (*)(void))allreduce_as_reduce_bcast, NULL, NULL, 0},
     {"allreduce_as_reducescatterblock_allgather", (void (*)(void))allreduce_as_reducescatterblock_allgather,
-     need_padded, NULL},
+     need_padded, NULL, 0},
     {"allreduce_as_reducescatter_allgatherv", (void (*)(void))allreduce_as_reducescatter_allgatherv, NULL,
-     need_2p_ints},
+     need_2p_ints, 0},
+    {"allreduce_as_nodereduce_leaderallreduce_nodebcast",
+     (void (*)(void))allreduce_as_nodereduce_leaderallreduce_nodebcast, NULL, NULL, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLREDUCE = {

@@ -46,6 +46,33 @@ static int bcast_as_scatter_allgather(void *buf, int count, MPI_Datatype dt, int
     return MPI_SUCCESS;
 }
 
+/* Node-aware: the root hands its n bytes to the first rank of its node (when it is not that rank),
+ * Bcast among the nodes' first ranks, Bcast within every node; in bytes on every rank (rule 3), on the
+ * buffer itself when its type is contiguous, else on a packed copy in the message pool. */
+static int bcast_as_leaderbcast_nodebcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    if (pm_inter(comm)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    if (root < 0 || root >= p) return PGMPI_FALLBACK;
+    const pgmpi_nodes_t *N = pm_nodes(comm, MPI_OP_NULL);
+    if (!N) return PGMPI_FALLBACK;
+    size_t n = (size_t)count * pgmpi_type_bytes(dt);            /* the same on every rank */
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(n) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *V = pm_landing(buf, dt, pgmpi_pool_msg());
+    if (r == root && V != (char *)buf) PM_TRY(pm_pack(buf, count, dt, V, n, comm));
+    int K = N->node_of[root];
+    if (N->lrank_of[root] != 0 && N->node == K) {
+        if (r == root) PM_TRY(PMPI_Send(V, (int)n, MPI_BYTE, 0, PM_NODE_TAG, N->node_comm));
+        else if (N->lrank == 0)
+            PM_TRY(PMPI_Recv(V, (int)n, MPI_BYTE, N->lrank_of[root], PM_NODE_TAG, N->node_comm, MPI_STATUS_IGNORE));
+    }
+    if (N->leaders != MPI_COMM_NULL) PM_TRY(PMPI_Bcast(V, (int)n, MPI_BYTE, K, N->leaders));
+    PM_TRY(PMPI_Bcast(V, (int)n, MPI_BYTE, 0, N->node_comm));
+    if (r != root && V != (char *)buf) return pm_unpack(V, n, buf, count, dt, comm);
+    return MPI_SUCCESS;
+}
+
 static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 /* Any rank may need the padded vector (its own type may not be contiguous): the need is the same for all. */
@@ -56,9 +83,10 @@ static size_t need_padded_bytes(size_t n, size_t e, int p)
 }
 
 static const pgmpi_alg_t bcast_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, need_n, need_2p_ints},
-    {"bcast_as_scatter_allgather", (void (*)(void))bcast_as_scatter_allgather, need_padded_bytes, NULL},
+    {"default", NULL, NULL, NULL, 0},
+    {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, need_n, need_2p_ints, 0},
+    {"bcast_as_scatter_allgather", (void (*)(void))bcast_as_scatter_allgather, need_padded_bytes, NULL, 0},
+    {"bcast_as_leaderbcast_nodebcast", (void (*)(void))bcast_as_leaderbcast_nodebcast, need_n, NULL, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_BCAST = {

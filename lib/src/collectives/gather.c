@@ -108,10 +108,10 @@ static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (siz
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t gather_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"gather_as_allgather", (void (*)(void))gather_as_allgather, need_n_pn, NULL},
-    {"gather_as_gatherv", (void (*)(void))gather_as_gatherv, need_pn, need_2p_ints},
-    {"gather_as_reduce", (void (*)(void))gather_as_reduce, need_2pn, NULL},
+    {"default", NULL, NULL, NULL, 0},
+    {"gather_as_allgather", (void (*)(void))gather_as_allgather, need_n_pn, NULL, 0},
+    {"gather_as_gatherv", (void (*)(void))gather_as_gatherv, need_pn, need_2p_ints, 0},
+    {"gather_as_reduce", (void (*)(void))gather_as_reduce, need_2pn, NULL, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_GATHER = {

@@ -201,6 +201,28 @@ static inline int pm_op_is_predefined(MPI_Op op)
 /* Common early checks: intercommunicators always go to the default. */
 static inline int pm_inter(MPI_Comm comm) { return pgmpi_comm_is_inter(comm); }
 
+/* The node structure for a node-aware mock-up, or NULL when it must fall back: an intercommunicator, one
+ * node (nothing to gain), or a non-commutative op on ranks that are not numbered node by node (then no
+ * hierarchical order is the rank order). All of it is the same on every rank (rule 3); the first call on
+ * a communicator builds the structure collectively, which every rank reaches alike because nothing
+ * before this point differs between ranks. op == MPI_OP_NULL for data movement. */
+static inline const pgmpi_nodes_t *pm_nodes(MPI_Comm comm, MPI_Op op)
+{
+    if (pm_inter(comm)) return NULL;
+    const pgmpi_nodes_t *N = pgmpi_nodes(comm);
+    if (!N || N->nnodes < 2) return NULL;
+    if (op != MPI_OP_NULL && !N->contiguous) {
+        int commute = 0;
+        PMPI_Op_commutative(op, &commute);
+        if (!commute) return NULL;
+    }
+    return N;
+}
+
+/* Tag of the node-aware mock-ups' point-to-point steps on their node communicator (private to the
+ * library: nobody else sends there). */
+#define PM_NODE_TAG 0x5048
+
 static inline int pm_fits_int(size_t v) { return v <= (size_t)INT_MAX; }
 
 #endif

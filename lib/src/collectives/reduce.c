@@ -75,7 +75,40 @@ static int reduce_as_reducescatter_gatherv(const void *sb, void *rb, int count, 
     return PMPI_Gatherv(MPI_IN_PLACE, 0, dt, rb, counts, displs, dt, root, comm);
 }
 
+/* Node-aware: Reduce to the first rank of every node (into the message pool), Reduce among those
+ * leaders to the leader of the root's node, which passes the result on to the root when it is not the
+ * root itself. No MPI_IN_PLACE in any inner call (the root's input is its own send buffer; MPICH 4.0.2's
+ * in-place Reduce at a root other than 0 crashes), no aliasing: the leader's node result and the
+ * leaders' result are two pool blocks. Contiguous datatypes (byte-sized pool blocks; the datatype is the
+ * same on all ranks). Rank order as allreduce_as_nodereduce_leaderallreduce_nodebcast. */
+static int reduce_as_nodereduce_leaderreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op,
+                                             int root, MPI_Comm comm)
+{
+    if (pm_inter(comm) || !pm_contig(dt)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    if (root < 0 || root >= p) return PGMPI_FALLBACK;
+    const pgmpi_nodes_t *N = pm_nodes(comm, op);
+    if (!N) return PGMPI_FALLBACK;
+    size_t n = (size_t)count * pgmpi_type_bytes(dt);
+    if (n == 0) return MPI_SUCCESS;
+    const void *in = (r == root && sb == MPI_IN_PLACE) ? rb : sb;
+    char *nodesum = pgmpi_pool_msg(), *total = nodesum + n;
+    int K = N->node_of[root], root_leads = N->lrank_of[root] == 0;
+    PM_NOALIAS(in, n, nodesum, n);
+    PM_TRY(PMPI_Reduce(in, N->lrank == 0 ? nodesum : NULL, count, dt, op, 0, N->node_comm));
+    if (N->leaders != MPI_COMM_NULL) {
+        void *dst = N->node == K ? (r == root ? rb : total) : NULL;
+        PM_TRY(PMPI_Reduce(nodesum, dst, count, dt, op, K, N->leaders));
+    }
+    if (root_leads || N->node != K) return MPI_SUCCESS;
+    if (N->lrank == 0)
+        return PMPI_Send(total, count, dt, N->lrank_of[root], PM_NODE_TAG, N->node_comm);
+    if (r == root) return PMPI_Recv(rb, count, dt, 0, PM_NODE_TAG, N->node_comm, MPI_STATUS_IGNORE);
+    return MPI_SUCCESS;
+}
+
 static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
+static size_t need_2n(size_t n, size_t e, int p) { (void)e; (void)p; return 2 * n; }
 static size_t need_rsb_gather(size_t n, size_t e, int p)
 {
     if (e == 0) return 0;
@@ -90,12 +123,13 @@ static size_t need_rs_block(size_t n, size_t e, int p)
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t reduce_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"reduce_as_allreduce", (void (*)(void))reduce_as_allreduce, need_n, NULL},
+    {"default", NULL, NULL, NULL, 0},
+    {"reduce_as_allreduce", (void (*)(void))reduce_as_allreduce, need_n, NULL, 0},
     {"reduce_as_reducescatterblock_gather", (void (*)(void))reduce_as_reducescatterblock_gather,
-     need_rsb_gather, NULL},
+     need_rsb_gather, NULL, 0},
     {"reduce_as_reducescatter_gatherv", (void (*)(void))reduce_as_reducescatter_gatherv, need_rs_block,
-     need_2p_ints},
+     need_2p_ints, 0},
+    {"reduce_as_nodereduce_leaderreduce", (void (*)(void))reduce_as_nodereduce_leaderreduce, need_2n, NULL, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_REDUCE = {

@@ -67,9 +67,9 @@ static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t scatter_algs[] = {
-    {"default", NULL, NULL, NULL},
-    {"scatter_as_bcast", (void (*)(void))scatter_as_bcast, need_pn, NULL},
-    {"scatter_as_scatterv", (void (*)(void))scatter_as_scatterv, need_pn, need_2p_ints},
+    {"default", NULL, NULL, NULL, 0},
+    {"scatter_as_bcast", (void (*)(void))scatter_as_bcast, need_pn, NULL, 0},
+    {"scatter_as_scatterv", (void (*)(void))scatter_as_scatterv, need_pn, need_2p_ints, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_SCATTER = {

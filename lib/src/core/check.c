@@ -68,6 +68,12 @@ int pgmpitune_check_paths(int npaths, const char *const *paths, FILE *out, int v
                 fprintf(ctx.out, "%s: ok: %s p=%d..%d, %d range(s)%s\n", p->file, pgmpi_coll_mpi_names[c], p->plo,
                         p->phi, p->nranges, p->version ? "" : " (PGMPITuneLib format)");
             }
+        for (int c = 0; c < PGMPI_NCOLL; c++)
+            for (int i = 0; i < set.nlprofs[c]; i++) {
+                const pgmpi_profile_t *p = &set.lprofs[c][i];
+                fprintf(ctx.out, "%s: ok: %s p=%d layout %dx%d, %d range(s)\n", p->file, pgmpi_coll_mpi_names[c],
+                        p->nprocs, p->lnodes, p->lppn, p->nranges);
+            }
     }
     pgmpi_profset_free(&set);
     return ctx.errors;

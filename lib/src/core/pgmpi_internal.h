@@ -39,6 +39,7 @@ typedef struct {
     int            plo, phi;    /* process-count range (nprocs, nprocs without extension) */
     int            version;     /* #@pgmpi profile_version, 0 = none (a genuine PGMPITuneLib file); the
                                  * message sizes mean the same either way (pgmpi_profile_key_bytes) */
+    int            lnodes, lppn;/* #@pgmpi layout <nodes>x<ppn>: only communicators of that layout; 0 = any */
     int            nranges;
     pgmpi_range_t *ranges;      /* sorted by lo, non-overlapping */
     /* Search index (pgmpi_profile_find_alg): message sizes are cut into log-linear buckets (each
@@ -57,10 +58,13 @@ int  pgmpi_profile_parse(const char *file, const char *text, size_t len, pgmpi_p
                          pgmpi_diag_fn diag, void *ctx);
 void pgmpi_profile_free(pgmpi_profile_t *p);
 
-/* A set of profiles, per collective sorted by plo, process ranges non-overlapping. */
+/* A set of profiles, per collective sorted by plo, process ranges non-overlapping; the profiles with a
+ * layout apart (lprofs: one per layout, looked up before profs for a communicator of that layout). */
 typedef struct {
     pgmpi_profile_t *profs[PGMPI_NCOLL];
     int              nprofs[PGMPI_NCOLL];
+    pgmpi_profile_t *lprofs[PGMPI_NCOLL];
+    int              nlprofs[PGMPI_NCOLL];
 } pgmpi_profset_t;
 /* Adds (takes ownership) or rejects with one error through diag (then frees p). 0 / -1. */
 int  pgmpi_profset_add(pgmpi_profset_t *s, pgmpi_profile_t *p, pgmpi_diag_fn diag, void *ctx);

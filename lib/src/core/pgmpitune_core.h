@@ -66,6 +66,7 @@ typedef struct pgmpi_alg {
     void        (*fn)(void);/* the mock-up, cast to the collective's signature; NULL for default */
     pgmpi_need_fn msg_need; /* message-buffer pool bytes */
     pgmpi_need_fn int_need; /* int/count pool bytes (counts, displacements) */
+    int           node_aware; /* 1: decomposes by nodes (pm_nodes), falls back on one node */
 } pgmpi_alg_t;
 
 typedef struct pgmpi_coll_desc {
@@ -136,6 +137,25 @@ PGMPI_INTERNAL int    pgmpi_comm_is_inter(MPI_Comm comm);
  * MPI: both Debian builds), agreed by all ranks at MPI_Init: then a rank may pack its own layout into
  * bytes and another unpack them with its own (rule 3). 0 = mock-ups that need it fall back everywhere. */
 PGMPI_INTERNAL int    pgmpi_pack_is_raw(void);
+
+/* The node structure of an intracommunicator (nodes.c), the same knowledge on every rank: built
+ * collectively (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), one Allgather) by the first call on the
+ * communicator that asks for it, then cached on it as an attribute (freed with it), never per call.
+ * Nodes are numbered by their lowest rank; within a node ranks keep the communicator's order. Since
+ * building it is collective, a mock-up asks for it only where every rank of the communicator is in the
+ * same call and reaches the same point (rule 3 makes that so: ask before any rank-local decision). */
+typedef struct {
+    int nnodes;
+    int node, lrank, lsize;  /* this rank's node, its rank and the rank count there */
+    int contiguous;          /* every node holds consecutive ranks: node-major order = rank order */
+    MPI_Comm node_comm;      /* the ranks of this node */
+    MPI_Comm leaders;        /* lrank 0 of every node, in node order; MPI_COMM_NULL elsewhere */
+    int *node_of, *lrank_of; /* [p] */
+    int *first, *count;      /* [nnodes]: node-major position of a node's first rank, its rank count */
+    int *order;              /* [p]: the rank at node-major position j */
+} pgmpi_nodes_t;
+/* NULL when the structure cannot be built (the caller falls back; it failed on every rank alike). */
+PGMPI_INTERNAL const pgmpi_nodes_t *pgmpi_nodes(MPI_Comm comm);
 
 /* Every collective file's MPI_<Collective> entry point is one PGMPI_DISPATCH (../collectives/mockups.h):
  * ask the core which algorithm serves (n, p), run it, and run the library's default when it is the

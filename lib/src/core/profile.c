@@ -195,6 +195,22 @@ static int extension(const diag_t *d, int line, const char *s, const char *e, pg
         out->phi = (int)hi;
         *have_prange = 1;
         *prange_line = line;
+    } else if (kl == 6 && !strncmp(k, "layout", kl)) {
+        const char *t = token(&s, e, &vl);
+        char buf[64], *x;
+        long nodes = 0, ppn = 0;
+        if (t && vl < sizeof buf) {
+            memcpy(buf, t, vl);
+            buf[vl] = 0;
+            nodes = strtol(buf, &x, 10);
+            if (*x == 'x') ppn = strtol(x + 1, &x, 10); else nodes = 0;
+            if (*x) nodes = 0;
+        }
+        if (nodes < 1 || ppn < 1 || nodes > 0x7fffffff / ppn)
+            return fail(d, line, "#@pgmpi layout needs <nodes>x<ppn>, e.g. 2x2 (positive integers)");
+        out->lnodes = (int)nodes;
+        out->lppn = (int)ppn;
+        *prange_line = *prange_line ? *prange_line : line;
     } else if ((kl == 7 && !strncmp(k, "machine", kl)) || (kl == 11 && !strncmp(k, "mpi_library", kl)) ||
                (kl == 11 && !strncmp(k, "mpi_version", kl)) || (kl == 6 && !strncmp(k, "module", kl)) ||
                (kl == 8 && !strncmp(k, "campaign", kl)) || (kl == 7 && !strncmp(k, "created", kl)) ||
@@ -364,6 +380,13 @@ int pgmpi_profile_parse(const char *file, const char *text, size_t len, pgmpi_pr
     } else {
         out->plo = out->phi = out->nprocs;
     }
+    if (out->lnodes) {    /* a layout is one process count: that of line 2 */
+        if (out->lnodes * out->lppn != out->nprocs || out->plo != out->phi) {
+            fail(&d, prange_line, "layout %dx%d is %d processes, the profile is for %d..%d (line 2, nprocs_range)",
+                 out->lnodes, out->lppn, out->lnodes * out->lppn, out->plo, out->phi);
+            goto bad;
+        }
+    }
     out->nranges = (int)nranges;
     if (nranges > 1) {
         /* remember file lines for overlap messages: sort a copy of indexes would cost memory; instead
@@ -418,6 +441,28 @@ int pgmpi_profset_add(pgmpi_profset_t *s, pgmpi_profile_t *p, pgmpi_diag_fn diag
 {
     diag_t d = {p->file, diagfn, ctx};
     int c = p->coll, n = s->nprofs[c];
+    if (p->lnodes) {
+        int m = s->nlprofs[c];
+        for (int i = 0; i < m; i++) {
+            const pgmpi_profile_t *q = &s->lprofs[c][i];
+            if (q->lnodes == p->lnodes && q->lppn == p->lppn) {
+                fail(&d, p->line, "%s profile for layout %dx%d conflicts with %s, which is used instead",
+                     pgmpi_coll_mpi_names[c], p->lnodes, p->lppn, q->file);
+                pgmpi_profile_free(p);
+                return -1;
+            }
+        }
+        pgmpi_profile_t *nl = realloc(s->lprofs[c], (size_t)(m + 1) * sizeof *nl);
+        if (!nl) {
+            fail(&d, 0, "out of memory");
+            pgmpi_profile_free(p);
+            return -1;
+        }
+        nl[m] = *p;
+        s->lprofs[c] = nl;
+        s->nlprofs[c] = m + 1;
+        return 0;
+    }
     for (int i = 0; i < n; i++) {
         const pgmpi_profile_t *q = &s->profs[c][i];
         if (p->plo <= q->phi && q->plo <= p->phi) {
@@ -448,6 +493,10 @@ void pgmpi_profset_free(pgmpi_profset_t *s)
         free(s->profs[c]);
         s->profs[c] = NULL;
         s->nprofs[c] = 0;
+        for (int i = 0; i < s->nlprofs[c]; i++) pgmpi_profile_free(&s->lprofs[c][i]);
+        free(s->lprofs[c]);
+        s->lprofs[c] = NULL;
+        s->nlprofs[c] = 0;
     }
 }
 

@@ -128,6 +128,12 @@ const char *pgmpitune_algorithm_name(int c, int a)
     return pgmpi_descs[c]->algs[a].name;
 }
 
+int pgmpitune_algorithm_node_aware(int c, int a)
+{
+    if (c < 0 || c >= PGMPI_NCOLL || a < 0 || a >= pgmpi_descs[c]->nalgs) return 0;
+    return pgmpi_descs[c]->algs[a].node_aware;
+}
+
 int pgmpitune_algorithm_lookup(int c, const char *name)
 {
     return name ? pgmpi_alg_lookup(c, name, strlen(name)) : -1;

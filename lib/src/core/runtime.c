@@ -27,6 +27,8 @@ typedef struct {
     const pgmpi_profile_t *profs;  /* MODE_PROFILE: sorted by process range */
     int nprofs;
     int16_t *pidx;                 /* [PTAB + 1]: index into profs for p <= PTAB, -1 = none */
+    const pgmpi_profile_t *lprofs; /* MODE_PROFILE: profiles for one layout (#@pgmpi layout) */
+    int nlprofs;
 } cstate_t;
 
 typedef struct {
@@ -165,6 +167,24 @@ static inline const pgmpi_profile_t *find_profile(const cstate_t *s, int p)
     return (best >= 0 && p <= s->profs[best].phi) ? &s->profs[best] : NULL;
 }
 
+/* The profile for comm's layout (nodes x ranks per node, every node alike), if there is one for p.
+ * The layout comes from the communicator's node structure (nodes.c), built collectively by the first
+ * call on comm that gets here: every rank of comm is in the same collective, with the same p and the
+ * same profiles (broadcast at MPI_Init), so all of them get here together (rule 3). */
+static const pgmpi_profile_t *find_layout_profile(const cstate_t *s, MPI_Comm comm, int p)
+{
+    int any = 0;
+    for (int i = 0; i < s->nlprofs && !any; i++) any = s->lprofs[i].nprocs == p;
+    if (!any || pgmpi_comm_is_inter(comm)) return NULL;
+    const pgmpi_nodes_t *N = pgmpi_nodes(comm);
+    if (!N) return NULL;
+    int ppn = N->count[0];
+    for (int k = 1; k < N->nnodes; k++) if (N->count[k] != ppn) return NULL;   /* uneven: no layout */
+    for (int i = 0; i < s->nlprofs; i++)
+        if (s->lprofs[i].lnodes == N->nnodes && s->lprofs[i].lppn == ppn) return &s->lprofs[i];
+    return NULL;
+}
+
 int pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n, size_t elem)
 {
     const cstate_t *s = &cs[c];
@@ -176,7 +196,8 @@ int pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n, size_t elem)
     if (mode == MODE_FORCED) {
         a = s->forced;
     } else {
-        const pgmpi_profile_t *pr = find_profile(s, p);
+        const pgmpi_profile_t *pr = s->nlprofs ? find_layout_profile(s, comm, p) : NULL;
+        if (!pr && s->pidx) pr = find_profile(s, p);
         if (!pr) return 0;
         a = pgmpi_profile_find_alg(pr, pgmpi_profile_key_bytes(c, n, p));
     }
@@ -357,7 +378,9 @@ static void setup_profiles(pgmpi_options_t *o)
     g_nbad_profiles = pgmpi_profset_load_blob(&g_profiles, blob, len, profile_diag, NULL);
     free(blob);
     for (int c = 0; c < PGMPI_NCOLL; c++) {
-        g_nprofiles += g_profiles.nprofs[c];
+        g_nprofiles += g_profiles.nprofs[c] + g_profiles.nlprofs[c];
+        cs[c].lprofs = g_profiles.lprofs[c];
+        cs[c].nlprofs = g_profiles.nlprofs[c];
         if (!g_profiles.nprofs[c]) continue;
         cs[c].profs = g_profiles.profs[c];
         cs[c].nprofs = g_profiles.nprofs[c];
@@ -420,7 +443,7 @@ static void setup(int *argc, char ***argv)
         if (o.forced[c] >= 0) {
             cs[c].forced = o.forced[c];
             pgmpi_fast.mode[c] = o.forced[c] > 0 ? MODE_FORCED : MODE_DEFAULT;
-        } else if (cs[c].nprofs && cs[c].pidx) {
+        } else if ((cs[c].nprofs && cs[c].pidx) || cs[c].nlprofs) {
             pgmpi_fast.mode[c] = MODE_PROFILE;
         }
         if (o.forced[c] >= 0) cs[c].forced = o.forced[c];
@@ -506,7 +529,7 @@ int pgmpitune_unforce(int c)
 {
     if (c < 0 || c >= PGMPI_NCOLL) return -1;
     if (g_disabled) return 0;
-    pgmpi_fast.mode[c] = (cs[c].nprofs && cs[c].pidx) ? MODE_PROFILE : MODE_DEFAULT;
+    pgmpi_fast.mode[c] = ((cs[c].nprofs && cs[c].pidx) || cs[c].nlprofs) ? MODE_PROFILE : MODE_DEFAULT;
     update_any();
     return 0;
 }

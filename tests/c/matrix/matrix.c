@@ -28,7 +28,7 @@
  * is not called; the reference is the default without MPI_IN_PLACE, and the case is reported as a
  * library defect.
  *
- * Usage: pgmpi-matrix [--counts=0,1,7,1000,100003] [--big-combos=all|some] [--only=<key>]
+ * Usage: pgmpi-matrix [--counts=0,1,7,1000,100003] [--big-combos=all|some] [--only=<key>[,<key>...]]
  *   --big-combos=some runs count 100003 for a subset of type/op combinations only (see big_combo;
  *   marked in the summary line); default all.
  * Exit status 0 only if there is no mismatch and the report matches the prediction. */
@@ -40,6 +40,7 @@
 #include <math.h>
 
 #include "pgmpitune.h"
+#include "nodes.h"
 
 enum { C_ALLGATHER, C_ALLREDUCE, C_ALLTOALL, C_BCAST, C_GATHER, C_REDUCE, C_RSB, C_RS, C_SCAN, C_SCATTER, NC };
 static const char *ckey[NC] = {"allgather", "allreduce", "alltoall", "bcast", "gather", "reduce",
@@ -388,7 +389,7 @@ static int needs_contig(const char *name)
         "reduce_as_reducescatterblock_gather", "reduce_as_reducescatter_gatherv",
         "reducescatterblock_as_reduce_scatter", "reducescatterblock_as_allreduce",
         "reducescatter_as_allreduce", "reducescatter_as_reduce_scatterv", "scan_as_exscan_reducelocal",
-        NULL};
+        "reduce_as_nodereduce_leaderreduce", NULL};
     for (int i = 0; always[i]; i++) if (!strcmp(name, always[i])) return 1;
     if (!strcmp(name, "allreduce_as_reducescatter_allgatherv")) return 2;
     return 0;
@@ -401,6 +402,7 @@ static int predict_fallback(const case_t *cs, const layout_t *L, int a, int inte
     if (pgmpitune_algorithm_msg_memory(c, a, L->n, L->elem, P) > pgmpitune_pool_bytes(0)) return 1;
     if (pgmpitune_algorithm_int_memory(c, a, L->n, L->elem, P) > pgmpitune_pool_bytes(1)) return 1;
     const char *name = pgmpitune_algorithm_name(c, a);
+    if (node_falls_back(name, cs->op == O_USER)) return 1;
     if (cs->k == K_VEC) {
         int nc = needs_contig(name);
         if (nc == 1 || (nc == 2 && cs->inplace)) return 1;
@@ -533,6 +535,20 @@ static long check_report(void)
     return bad;
 }
 
+/* key is one of the comma-separated words of list */
+static int in_list(const char *list, const char *key)
+{
+    size_t k = strlen(key);
+    for (const char *s = list; *s;) {
+        const char *e = strchr(s, ',');
+        size_t l = e ? (size_t)(e - s) : strlen(s);
+        if (l == k && !strncmp(s, key, k)) return 1;
+        if (!e) break;
+        s = e + 1;
+    }
+    return 0;
+}
+
 /* --big-combos=some: the largest count (100003) only for these type/op combinations (every collective,
  * mock-up, root and MPI_IN_PLACE variant still runs it): data movement with MPI_INT and with the
  * mixed derived/int pair; reductions with MPI_INT+SUM, MPI_DOUBLE+SUM and int2+user op. */
@@ -548,9 +564,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
+    nodes_measure();
     double t0 = MPI_Wtime();
     int counts[16] = {0, 1, 7, 1000, 100003}, ncounts = 5, big_some = 0;
-    const char *only = NULL;   /* --only=<key>: one collective (debugging) */
+    const char *only = NULL;   /* --only=<key>[,<key>...]: these collectives only */
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "--counts=", 9)) {
             ncounts = 0;
@@ -561,7 +578,7 @@ int main(int argc, char **argv)
         } else if (!strncmp(argv[i], "--only=", 7)) only = argv[i] + 7;
         else if (!strcmp(argv[i], "--big-combos=some")) big_some = 1;
         else if (!strcmp(argv[i], "--big-combos=all")) big_some = 0;
-        else { if (!R) fprintf(stderr, "usage: %s [--counts=a,b,..] [--big-combos=all|some] [--only=<collective key>]\n", argv[0]); MPI_Abort(MPI_COMM_WORLD, 2); }
+        else { if (!R) fprintf(stderr, "usage: %s [--counts=a,b,..] [--big-combos=all|some] [--only=<key>[,<key>...]]\n", argv[0]); MPI_Abort(MPI_COMM_WORLD, 2); }
     }
     char ver[MPI_MAX_LIBRARY_VERSION_STRING];
     int vlen;
@@ -588,7 +605,7 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     long mock_algs = 0;
     for (int c = 0; c < NC; c++) {
-        if (only && strcmp(only, ckey[c])) continue;
+        if (only && !in_list(only, ckey[c])) continue;
         mock_algs += pgmpitune_nalgorithms(cid[c]) - 1;
         int roots[2] = {0, P - 1}, nroots = rooted[c] && P > 1 ? 2 : 1;
         for (int ri = 0; ri < nroots; ri++)
@@ -610,7 +627,7 @@ int main(int argc, char **argv)
 
     /* fallback section 1: a non-contiguous datatype (vector of 2 ints, stride 2) */
     for (int c = 0; c < NC; c++) {
-        if (only && strcmp(only, ckey[c])) continue;
+        if (only && !in_list(only, ckey[c])) continue;
         int roots[2] = {0, P - 1}, nroots = rooted[c] && P > 1 ? 2 : 1;
         for (int ri = 0; ri < nroots; ri++)
             for (int ip = 0; ip <= (inplace_kind[c] ? 1 : 0); ip++) {
@@ -657,10 +674,10 @@ int main(int argc, char **argv)
     PMPI_Bcast(&rep_bad, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     double t1 = MPI_Wtime();
     if (R == 0) {
-        printf("matrix p=%d mpi=%s mockups=%ld: cases=%ld (main %ld, non-contiguous %ld, intercomm %ld) "
+        printf("matrix p=%d nodes=%d%s mpi=%s mockups=%ld: cases=%ld (main %ld, non-contiguous %ld, intercomm %ld) "
                "mockup_runs=%ld fallbacks=%ld (main %ld) mismatches=%ld report_mismatches=%ld "
                "library_defects=%ld%s time=%.1fs\n",
-               P, g_is_mpich ? "mpich" : "openmpi", mock_algs, totals[0], main_cases,
+               P, g_nnodes, g_node_contig ? "" : "(interleaved)", g_is_mpich ? "mpich" : "openmpi", mock_algs, totals[0], main_cases,
                totals[0] - main_cases - inter_cases, inter_cases, totals[1], totals[2], main_fb,
                sums[3], rep_bad, totals[4], big_some ? " big-count=subset(int,int2/user,double/sum)" : "", t1 - t0);
         for (int i = 0; i < NDEFECT; i++)

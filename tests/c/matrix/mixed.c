@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "pgmpitune.h"
+#include "nodes.h"
 #include "watchdog.h"
 
 static int P, R;
@@ -237,7 +238,8 @@ static void run_a(const acase_t *a)
         wd_leave();
         pgmpitune_force(c, 0);
         g_runs[0]++;
-        if (R == 0) g_pred_used[a->c][alg]++;      /* rule 3: never a fallback for a layout */
+        /* rule 3: never a fallback for a layout; node-aware ones on one node */
+        if (R == 0) { if (node_falls_back(name, 0)) g_pred_fb[a->c][alg]++; else g_pred_used[a->c][alg]++; }
         if (rc != MPI_SUCCESS) mismatch(what, name, "returned an error");
         if (memcmp(REF, RB, cmp)) mismatch(what, name, "receive buffer differs from the default's");
         if (memcmp(S0, SB, CAP)) mismatch(what, name, "send buffer changed");
@@ -385,6 +387,7 @@ static size_t b_result_bytes(const bcase_t *b, size_t rbytes)
 /* Rule 7 of lib/src/core/pgmpitune_core.h: padded decompositions are not offered for user ops. */
 static int b_predict_fallback(const bcase_t *b, const char *name)
 {
+    if (node_falls_back(name, 1)) return 1;   /* every op here is a non-commutative user op */
     if (b->count % P == 0) return 0;
     return !strcmp(name, "allreduce_as_reducescatterblock_allgather") ||
            !strcmp(name, "reduce_as_reducescatterblock_gather");
@@ -501,6 +504,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &R);
+    nodes_measure();
     wd_start(R, P);
     double t0 = MPI_Wtime();
     for (int i = 0; i < NC; i++) {
@@ -523,10 +527,10 @@ int main(int argc, char **argv)
     MPI_Allreduce(&local, &mism, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     long rep = check_report();
     if (R == 0)
-        printf("mixed p=%d: class A (per-rank datatypes of one signature) cases=%ld mockup_runs=%ld; "
+        printf("mixed p=%d nodes=%d%s: class A (per-rank datatypes of one signature) cases=%ld mockup_runs=%ld; "
                "class B (derived elements, non-commutative user ops, adjacent buffers) cases=%ld mockup_runs=%ld; "
                "mismatches=%ld report_mismatches=%ld hangs=0 time=%.1fs\n",
-               P, g_cases[0], g_runs[0], g_cases[1], g_runs[1], mism, rep, MPI_Wtime() - t0);
+               P, g_nnodes, g_node_contig ? "" : "(interleaved)", g_cases[0], g_runs[0], g_cases[1], g_runs[1], mism, rep, MPI_Wtime() - t0);
     for (int i = 0; i < NOPS; i++) MPI_Op_free(&g_ops[i]);
     MPI_Type_free(&g_elem);
     MPI_Finalize();

@@ -57,12 +57,14 @@ class Bench:
                            env=self.env(), timeout=timeout)
         return Run(p.returncode, p.stdout, p.stderr)
 
-    def algorithms(self) -> dict[str, list[str]]:
-        """MPI name -> algorithm names, from pgmpitune-check --list --json (the library's tables)."""
+    def algorithms(self, one_node: bool = True) -> dict[str, list[str]]:
+        """MPI name -> algorithm names, from pgmpitune-check --list --json (the library's tables); on one node
+        without the node-aware mock-ups, which pgmpi-bench does not measure there."""
         out = subprocess.run([str(self.prefix / "bin" / "pgmpitune-check"), "--list", "--json"],
                              capture_output=True, text=True, check=True, env=self.env()).stdout
         data = json.loads(out)
-        return {c["mpi_name"]: [a["name"] for a in c["algorithms"]] for c in data["collectives"]}
+        return {c["mpi_name"]: [a["name"] for a in c["algorithms"] if not (one_node and a["node_aware"])]
+                for c in data["collectives"]}
 
 
 @pytest.fixture(scope="session")

@@ -363,18 +363,25 @@ def test_mockup_that_would_fall_back_for_a_small_pool_is_refused(bench, tmp_path
     assert not out.exists()
 
 
-def test_sync_option_and_slurm_layout_in_header(bench):
-    # Slurm's layout (e.g. two logical nodes on one host) wins when it describes this run (SLURM_NTASKS == p)
+def test_sync_option_and_measured_layout_in_header(bench):
+    # the layout is measured inside the run; Slurm's variables never relabel it
     r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2", "--sync=mpi_barrier"],
                   env={"SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS": "2"})
     assert r.rc == 0, r.stderr
     h, _, _ = strict_parse(r.stdout)
     assert (h["sync"], h["procsync"]) == ("MPI_Barrier", "MPI_Barrier")
-    assert (h["nodes"], h["ppn"], h["nodes_source"]) == ("2", "1", "slurm")
-    # a Slurm allocation that is not this run's layout (mpirun -np 2 inside -n 8) is not trusted
-    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2"], env={"SLURM_JOB_NUM_NODES": "4", "SLURM_NTASKS": "8"})
-    h, _, _ = strict_parse(r.stdout)
-    assert (h["nodes"], h["ppn"], h["nodes_source"]) == ("1", "2", "processor_name")
+    assert (h["nodes"], h["ppn"], h["nodes_source"], h["placement"]) == ("1", "2", "measured", "0:2")
+    assert h["hosts"] == h["hostname"]
+
+
+def test_layout_other_than_requested_is_an_error(bench, tmp_path):
+    out = tmp_path / "never.txt"
+    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2", f"--output={out}"], env={"PGMPI_EXPECT_LAYOUT": "2x1"})
+    assert r.rc == 3, r.stderr
+    assert "requested 2x1, the launcher made 1 node(s) x 2 ppn" in r.stderr
+    assert not out.exists() or out.stat().st_size == 0
+    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2"], env={"PGMPI_EXPECT_LAYOUT": "1x2"})
+    assert r.rc == 0, r.stderr
 
 
 @pytest.mark.slurm

@@ -52,6 +52,7 @@ def test_listing1_and_extensions_are_valid(mpi_prefix):
     ("bad_garbled/allreduce_p2.prf", r":8: error: range 2 of 2: expected '<first byte> <last byte> <id>'"),
     ("bad_overlap/allreduce_p2.prf", r":\d+: error: overlapping ranges 0\.\.100 and 50\.\.2000"),
     ("bad_wrongp/allreduce_p2.prf", r":3: error: number of processes: expected an integer > 0, got '-2'"),
+    ("bad_layout/allreduce_p4.prf", r":3: error: layout 2x3 is 6 processes, the profile is for 4\.\.4"),
     ("bad_unknownalg/allreduce_p2.prf",
      r":4: error: unknown mock-up 'allreduce_as_allreduce_lane' for MPI_Allreduce \(valid: default, "),
 ])

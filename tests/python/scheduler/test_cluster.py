@@ -1,0 +1,152 @@
+"""The virtual multi-node cluster of deploy/cluster.sh (network + UTS namespaces on one machine, one
+slurmd each): nodes with their own names and addresses, both MPIs across nodes by srun and by mpirun
+inside an allocation, the layout the launcher made recorded by pgmpi-bench, the node-aware mock-ups'
+matrices over several layouts (tests/cluster/node-matrix.sh), and 2- and 3-node campaigns through the
+agent and Slurm into the service on PostgreSQL. make test brings the cluster up; without it these
+tests fail, they do not skip. Timings across virtual nodes on 2 cores are not performance figures."""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from scheduler.runner import make_agent
+
+from sched_helpers import add_machine, campaign_file, tiny_campaign
+
+ROOT = Path(__file__).resolve().parents[3]
+CLUSTER = ROOT / "deploy" / "cluster.sh"
+pytestmark = [pytest.mark.cluster, pytest.mark.mpi]
+PLUGIN = {"openmpi": "pmix", "mpich": "pmi2"}
+
+
+@pytest.fixture(scope="session")
+def cluster_env() -> dict:
+    env = dict(os.environ)
+    if subprocess.run([str(CLUSTER), "status"]).returncode != 0:
+        pytest.fail("the virtual cluster is not up: start it with `deploy/cluster.sh up` (make test does)")
+    for line in subprocess.check_output([str(CLUSTER), "env"], text=True).splitlines():
+        for word in shlex.split(line)[1:]:          # export K=V K=V
+            k, _, v = word.partition("=")
+            env[k] = v
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
+
+
+def headers(text: str) -> dict:
+    return dict(line[2:].split("=", 1) for line in text.splitlines() if line.startswith("#@") and "=" in line)
+
+
+def test_nodes_have_their_own_names_and_addresses(cluster_env):
+    out = subprocess.run(["srun", "-N3", "--ntasks-per-node=1", "sh", "-c",
+                          "echo $(hostname) $(ip -4 -o addr show eth0 | awk '{print $4}')"],
+                         capture_output=True, text=True, env=cluster_env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = sorted(tuple(line.split()) for line in out.stdout.splitlines())
+    assert [h for h, _ in got] == ["node1", "node2", "node3"]
+    assert len({a for _, a in got}) == 3, got
+
+
+@pytest.mark.parametrize("launch", ["srun", "mpirun-in-sbatch"])
+def test_mpi_across_nodes_records_the_layout(cluster_env, mpi, mpi_prefix, launch, tmp_path):
+    bench = f"{mpi_prefix}/bin/pgmpi-bench --calls=allreduce,bcast --sizes=8,4096 --nrep=3"
+    if launch == "srun":
+        cmd = ["srun", "-N2", "--ntasks-per-node=2", f"--mpi={PLUGIN[mpi]}"] + bench.split()
+        res = subprocess.run(cmd, capture_output=True, text=True, env=cluster_env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        text = res.stdout
+    else:
+        out = tmp_path / "out.txt"
+        script = tmp_path / "job.sh"
+        script.write_text(f"#!/bin/bash\nmpirun.{mpi} -np 4 {bench} --output={out}\n")
+        res = subprocess.run(["sbatch", "--wait", "-N2", "--ntasks-per-node=2", f"-o{tmp_path}/slurm.out", str(script)],
+                             capture_output=True, text=True, env=cluster_env, timeout=300)
+        assert res.returncode == 0, res.stderr + (tmp_path / "slurm.out").read_text()
+        text = out.read_text()
+    h = headers(text)
+    assert h["mpi_library"] == mpi
+    assert (h["nprocs"], h["nodes"], h["ppn"], h["nodes_source"]) == ("4", "2", "2", "measured")
+    assert (h["hosts"], h["placement"]) == ("node1,node2", "0:2,1:2")
+
+
+def test_layout_other_than_requested_fails_the_run(cluster_env, mpi, mpi_prefix):
+    env = dict(cluster_env, PGMPI_EXPECT_LAYOUT="2x2")
+    res = subprocess.run(["srun", "-N2", "-n3", f"--mpi={PLUGIN[mpi]}", f"{mpi_prefix}/bin/pgmpi-bench",
+                          "--calls=bcast", "--sizes=8", "--nrep=2"], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode != 0
+    assert "requested 2x2, the launcher made 2 node(s) x 2(uneven) ppn" in res.stderr, res.stderr
+
+
+def test_node_aware_mockups_matrix_on_layouts(cluster_env):
+    """matrix.c (allreduce, bcast, reduce, allgather) and mixed.c at 2x1, 2x2, 3x2, 2x3, 3+2 and
+    interleaved 2x2 (MPICH: four of them), both MPIs: 0 mismatches, the library's report as predicted.
+    The full run (all counts, all layouts on both MPIs) is `tests/cluster/node-matrix.sh all`."""
+    t0 = time.time()
+    res = subprocess.run([str(ROOT / "tests/cluster/node-matrix.sh"), "--quick", "all"], capture_output=True,
+                         text=True, env=cluster_env, timeout=3000)
+    print(res.stdout, res.stderr, f"node matrix wall time: {time.time() - t0:.0f} s (loaded 2-core machine)")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("mismatches=0 report_mismatches=0") == 2 * (6 + 4)
+
+
+@pytest.mark.postgres
+@pytest.mark.lmod
+def test_two_and_three_node_campaigns_reach_the_service_with_their_layout(cluster_env, mpi_modulepath, bench_root,
+                                                                        service, tmp_path):
+    from sqlalchemy import select
+    from service.db import db
+    from service.models import Campaign, Run
+
+    token = add_machine(service, "vcluster")
+    (tmp_path / "token").write_text(token)
+    cdef = tiny_campaign("layouts", "vcluster", mpi_modulepath, bench_root,
+                         layouts=[{"nodes": 2, "ppn": 2}, {"nodes": 3, "ppn": 1}],
+                         collectives={"allreduce": {"sizes": [8, 4096]}}, mpiruns=1,
+                         repetitions={"policy": "fixed", "nrep": 4},
+                         slurm={"partition": "vc", "walltime": "00:05:00"},
+                         service={"url": service.url, "token_file": str(tmp_path / "token")})
+    agent = make_agent(campaign_file(tmp_path / "c.yaml", **cdef), tmp_path / "state", env=cluster_env, log=print)
+    t0 = time.time()
+    s = agent.run(interval=1.0, timeout=900)
+    print(f"2- and 3-node campaign on both MPIs: {time.time() - t0:.1f} s (virtual nodes on 2 cores)")
+    measure = {r["key"]: r["state"] for r in agent.state.jobs("layouts") if r["kind"] == "measure"}
+    assert measure == {f"{m}-n{n}x{p}": "COMPLETED" for m in ("openmpi-4.1.4", "mpich-4.0.2")
+                       for n, p in ((2, 2), (3, 1))}, measure
+    assert s["done"] and s["rejected"] == 0, s
+
+    def _runs():
+        cid = db.session.scalar(select(Campaign.id).where(Campaign.name == "layouts"))
+        return [(r.library.name, r.nodes, r.ppn, r.nprocs, r.headers.get("hosts"), r.headers.get("placement"),
+                 r.headers.get("nodes_source")) for r in db.session.scalars(select(Run).where(Run.campaign_id == cid))]
+    got = sorted(service.query(_runs))
+    want = sorted((lib, n, p, n * p, ",".join(f"node{i + 1}" for i in range(n)),
+                   ",".join(f"{i}:{p}" for i in range(n)), "measured")
+                  for lib in ("openmpi", "mpich") for n, p in ((2, 2), (3, 1)))
+    assert got == want
+
+
+def test_profile_for_2x2_applies_on_2x2_and_not_on_1x4(cluster_env, mpi, tmp_path):
+    """A profile keyed by layout (#@pgmpi layout 2x2, lib/docs/profile-format.md) serves MPI_Allreduce on
+    two nodes x two ranks; four ranks on one node run the default."""
+    prof = tmp_path / "prof"
+    prof.mkdir()
+    (prof / "allreduce_p4_2x2.prf").write_text(
+        "# pgtune profile\n#@pgmpi profile_version 1\n#@pgmpi layout 2x2\nMPI_Allreduce\n4\n1\n"
+        "1 allreduce_as_reduce_bcast\n1\n0 1000000 1\n")
+    app = str(ROOT / "build" / mpi / "tests" / "core" / "core_app")
+    env = dict(cluster_env, PGMPITUNE_VERBOSE="1", PGMPITUNE_PROFILE_DIR=str(prof))
+    on_2x2 = subprocess.run(["srun", "-N2", "--ntasks-per-node=2", f"--mpi={PLUGIN[mpi]}", app],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert on_2x2.returncode == 0 and "core_app: OK" in on_2x2.stdout, on_2x2.stdout + on_2x2.stderr
+    assert "#@pgmpi alg MPI_Allreduce 4 allreduce_as_reduce_bcast" in on_2x2.stdout, on_2x2.stdout
+    assert "#@pgmpi alg MPI_Allreduce 4 default" not in on_2x2.stdout
+    on_1x4 = subprocess.run(["srun", "-N1", "-n4", f"--mpi={PLUGIN[mpi]}", app],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert on_1x4.returncode == 0 and "core_app: OK" in on_1x4.stdout, on_1x4.stdout + on_1x4.stderr
+    assert "#@pgmpi alg MPI_Allreduce 4 default" in on_1x4.stdout, on_1x4.stdout
+    assert "allreduce_as_reduce_bcast" not in on_1x4.stdout
