@@ -99,8 +99,8 @@ def test_node_aware_mockups_matrix_on_layouts(cluster_env):
 def test_two_and_three_node_campaigns_reach_the_service_with_their_layout(cluster_env, mpi_modulepath, bench_root,
                                                                         service, tmp_path):
     from sqlalchemy import select
-    from service.db import db
-    from service.models import Campaign, Run
+    from service.store.db import db
+    from service.store.models import Campaign, Run
 
     token = add_machine(service, "vcluster")
     (tmp_path / "token").write_text(token)
