@@ -40,6 +40,7 @@
 #include <math.h>
 
 #include "pgmpitune.h"
+#include "report.h"
 #include "nodes.h"
 
 enum { C_ALLGATHER, C_ALLREDUCE, C_ALLTOALL, C_BCAST, C_GATHER, C_REDUCE, C_RSB, C_RS, C_SCAN, C_SCATTER, NC };
@@ -490,34 +491,25 @@ static int ops_for(int k, int *ops)
 }
 
 /* ------------------------------------------------------------------ report check ------------- */
+static void got_line(void *ctx, int c, int a, size_t n, int fell_back, long v, const char *line)
+{
+    long *bad = ctx;
+    if (a == 0) return;                        /* default calls: references and fallbacks */
+    int found = 0;
+    for (int i = 0; i < g_nexp; i++)
+        if (g_exp[i].c == c && g_exp[i].a == a && g_exp[i].n == n) {
+            if (fell_back) g_exp[i].got_fb += v; else g_exp[i].got_used += v;
+            found = 1;
+        }
+    if (!found) { (*bad)++; fprintf(stderr, "REPORT unexpected: %s", line); }
+}
+
 static long check_report(void)
 {
     if (R != 0) return 0;
-    FILE *f = tmpfile();
-    if (!f) { perror("tmpfile"); return 1; }
-    pgmpitune_report(f);
-    rewind(f);
-    char line[1024], mpi[128], alg[256];
-    unsigned long long n, v;
-    long bad = 0, lines = 0;
-    while (fgets(line, sizeof line, f)) {
-        int isfb = 0;
-        if (sscanf(line, "#@pgmpi count %127s %llu %255s %llu", mpi, &n, alg, &v) == 4) isfb = 0;
-        else if (sscanf(line, "#@pgmpi fallback %127s %llu %255s %llu", mpi, &n, alg, &v) == 4) isfb = 1;
-        else { if (!strncmp(line, "#@pgmpi", 7)) lines++; continue; }
-        lines++;
-        int c = pgmpitune_collective_lookup(mpi);
-        int a = c < 0 ? -1 : pgmpitune_algorithm_lookup(c, alg);
-        if (a == 0) continue;                      /* default calls: references and fallbacks */
-        int found = 0;
-        for (int i = 0; i < g_nexp; i++)
-            if (g_exp[i].c == c && g_exp[i].a == a && g_exp[i].n == (size_t)n) {
-                if (isfb) g_exp[i].got_fb += (long)v; else g_exp[i].got_used += (long)v;
-                found = 1;
-            }
-        if (!found) { bad++; fprintf(stderr, "REPORT unexpected: %s", line); }
-    }
-    fclose(f);
+    long bad = 0, other = 0, count_lines = report_read(got_line, &bad, &other);
+    if (count_lines < 0) return 1;
+    long lines = count_lines + other;
     if (lines == 0) {
         fprintf(stderr, "REPORT empty: run with PGMPITUNE_VERBOSE=1 (the fallback check needs the #@pgmpi report)\n");
         return 1;

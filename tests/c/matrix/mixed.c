@@ -37,6 +37,7 @@
 
 #include "pgmpitune.h"
 #include "nodes.h"
+#include "report.h"
 #include "watchdog.h"
 
 static int P, R;
@@ -458,30 +459,22 @@ static void class_b(void)
 }
 
 /* ------------------------------------------------------------------ report check ------------- */
+static void got_line(void *ctx, int c, int a, size_t n, int fell_back, long v, const char *line)
+{
+    long *bad = ctx;
+    (void)n;
+    int k = -1;
+    for (int i = 0; i < NC; i++) if (cid[i] == c) k = i;
+    if (k < 0 || a < 0 || a >= MAXALG) { (*bad)++; fprintf(stderr, "REPORT unexpected: %s", line); return; }
+    if (a == 0) return;
+    if (fell_back) g_got_fb[k][a] += v; else g_got_used[k][a] += v;
+}
+
 static long check_report(void)
 {
     if (R != 0) return 0;
-    FILE *f = tmpfile();
-    if (!f) { perror("tmpfile"); return 1; }
-    pgmpitune_report(f);
-    rewind(f);
-    char line[1024], mpi[128], alg[256];
-    unsigned long long n, v;
-    long lines = 0, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        int isfb;
-        if (sscanf(line, "#@pgmpi count %127s %llu %255s %llu", mpi, &n, alg, &v) == 4) isfb = 0;
-        else if (sscanf(line, "#@pgmpi fallback %127s %llu %255s %llu", mpi, &n, alg, &v) == 4) isfb = 1;
-        else continue;
-        lines++;
-        int c = pgmpitune_collective_lookup(mpi), a = c < 0 ? -1 : pgmpitune_algorithm_lookup(c, alg);
-        int k = -1;
-        for (int i = 0; i < NC; i++) if (cid[i] == c) k = i;
-        if (k < 0 || a < 0 || a >= MAXALG) { bad++; fprintf(stderr, "REPORT unexpected: %s", line); continue; }
-        if (a == 0) continue;
-        if (isfb) g_got_fb[k][a] += (long)v; else g_got_used[k][a] += (long)v;
-    }
-    fclose(f);
+    long bad = 0, other = 0, lines = report_read(got_line, &bad, &other);
+    if (lines < 0) return 1;
     if (!lines) {
         fprintf(stderr, "REPORT empty: run with PGMPITUNE_VERBOSE=1\n");
         return 1;
