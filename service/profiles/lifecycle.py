@@ -54,6 +54,9 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
             for f in figures]
     db.session.add_all(rows)
     apply_verdict(v, verdict, job)
+    # one truth on every page: the violations whose range this validation measured slower are contradicted
+    from service.store.analyses import apply_validation
+    verdict["contradicted"] = apply_validation(v.analysis_id, verdict, f"candidate #{v.number}")
     v.validated_at = datetime.now(timezone.utc) if verdict["ok"] else None
     audit(actor, "validate", "profile", str(v.id),
           {"ok": verdict["ok"], "state": verdict["state"], "figures": len(rows), "slower": verdict["slower"][:20],
