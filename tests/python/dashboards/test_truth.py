@@ -18,11 +18,12 @@ A, B, C = 1024, 65536, 16384       # A, B planted on both nights; C only on the 
 
 
 def _night(c, headers, night: str, planted: dict[int, float], seed: int, check_fail: str | None = None,
-           confirmations: int = 2) -> dict:
+           confirmations: int = 2, control_speedup: float = 1.0) -> dict:
     assert c.post("/api/v1/campaigns", headers=headers,
                   json={"name": night, "machine": "m1", "definition": {}}).status_code in (200, 201)
     # the mock-up is 1.3x slower wherever nothing is planted, so no chance violation blurs the counts
     fac = {(COLL, MOCK, s): 1 / planted.get(s, 1 / 1.3) for s in SIZES}
+    fac |= {(COLL, "default_control", s): 1 / control_speedup for s in SIZES}
     d = Design(collectives=[COLL], sizes=SIZES, mockups={COLL: [MOCK]}, factors=fac, nruns=6, nrep=20,
                machine="m1", campaign=night, control=True, p_outlier=0.0, **MEASURED)
     files = []
@@ -129,6 +130,32 @@ def test_one_truth_on_every_page(db_app):
     feed = c.get("/alerts.json", headers=tokens["viewer"]).get_json()
     assert {k: feed["libraries"][0][k] for k in want} == want
 
+    # the campaign's report (what `make demo` prints): found, refused, validation kept / dropped, control, published
+    from pathlib import Path
+    with app.app_context():
+        from service.profiles import lifecycle
+        from service.store.db import db
+        from service.store.models import ProfileVersion
+        [rep] = lifecycle.campaign_report("n2", "m1")
+        assert rep["counts"] == want and rep["control"]["figures"].startswith("control: 0 of 4 flagged; null ratio")
+        [v] = rep["candidates"]
+        assert [k["range"] for k in v["validation"]["kept"]] == [[A, A]]
+        assert [(d["range"], [round(f["ratio"], 2) for f in d["figures"]]) for d in v["validation"]["dropped"]] \
+            == [([B, B], [0.8])]
+        assert rep["published"] is None
+        lifecycle.publish_candidate(db.session.get(ProfileVersion, cand["id"]), Path(app.config["PGMPI_PROFILE_ROOT"]),
+                                    actor="test")
+        [rep] = lifecycle.campaign_report("n2")
+        assert [(x["first"], x["last"]) for x in rep["published"]["ranges"]] == [(A, A)]
+        text = "\n".join(lifecycle.report_lines([rep]))
+    for want_line in ("openmpi-4.1.4: control: 0 of 4 flagged; null ratio spread",
+                      "found allreduce 65536 B p=2 allreduce_as_reduce_bcast", "contradicted, confirmed 1 of 2 nights",
+                      "not proposed allreduce 16384 B p=2: allreduce_as_reduce_bcast: found by 1 of the 2 campaigns",
+                      "validation repaired", "kept allreduce p=2 1024-1024 B allreduce_as_reduce_bcast: default/tuned 1024 B 1.40x",
+                      "dropped allreduce p=2 65536-65536 B allreduce_as_reduce_bcast: tuned slower at 65536 B",
+                      "published candidate #1"):
+        assert want_line in text, text
+
 
 def test_failed_results_check_is_a_library_defect_never_chosen(db_app):
     app = db_app
@@ -165,3 +192,20 @@ def test_failed_results_check_is_a_library_defect_never_chosen(db_app):
     assert "untrustworthy" not in camp
     feed = c.get("/alerts.json", headers=tokens["viewer"]).get_json()
     assert [d["algorithm"] for d in feed["libraries"][0]["defects"]] == [MOCK]
+
+
+def test_untrustworthy_control_marked_and_its_violations_unconfirmed(db_app):
+    """The control arm measured 1.3x faster than the default (the campaign is noise): the campaign page marks it
+    untrustworthy with its control figures, no candidate is generated and its violations are not verified."""
+    app = db_app
+    tokens = add_users_and_tokens(app)
+    c = app.test_client()
+    _machine(c, tokens["admin"])
+    out = _night(c, tokens["admin"], "bad", {A: 1.4}, seed=3, confirmations=1, control_speedup=1.3)
+    assert out["profiles"] == []
+    assert {v["status"] for v in out["violations"]} == {"unconfirmed"}
+    camp = c.get("/campaigns").get_data(as_text=True)
+    assert re.search(r'<b class="control">control: 4 of 4 flagged; null ratio spread \d+\.\d %</b>', camp)
+    assert "untrustworthy: no candidate" in camp
+    ov = c.get("/").get_data(as_text=True)
+    assert "control untrustworthy" in ov and int(re.search(r"(\d+) brave", ov).group(1)) == 0
