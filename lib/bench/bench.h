@@ -18,6 +18,8 @@
 #define BENCH_VERSION "1.0"
 #define MAXCALLS 64
 #define MAXALGS 32
+/* Largest batch of rounds between two reductions of a fixed-count cell (bounds the time buffers). */
+#define FIXED_BATCH_MAX 100000L
 #define MAXSIZES 256
 
 /* ------------------------------------------------------------------ the calls */

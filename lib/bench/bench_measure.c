@@ -301,6 +301,10 @@ static void measure_group(cstate_t *cs, int nc, char (*why)[256], const double *
     phase_t ph = {0};
     ph.step = O.pstep; ph.min = O.pmin;
     ph.record = 1; ph.budget = O.budget;
+    /* A fixed count needs no checkpoints: one reduction after the cell, as ReproMPI does.  A reduction
+     * (and rank 0's row output) every few measurements desynchronises the ranks before the next
+     * barrier and moved 8-byte cells by 30-70 % against ReproMPI (lib/bench/README.md). */
+    if ((O.policy == P_FIXED || O.policy == P_FROM) && O.budget <= 0) ph.step = FIXED_BATCH_MAX;
     if (O.policy == P_FIXED || O.policy == P_FROM) {
         for (int i = 0; i < nc; i++) {
             cs[i].active = 1;
