@@ -57,8 +57,10 @@ def test_good_yaml_and_plan(tmp_path):
     j = jobs[0]
     assert sorted({ln.index for ln in j.launches}) == [0, 1, 2]
     groups = {tuple(a for a in ln.argv if a.startswith(("--calls", "--algorithms"))) for ln in j.launches}
-    assert groups == {("--calls=allreduce", "--algorithms=all"), ("--calls=allgather", "--algorithms=all"),
-                      ("--calls=bcast", "--algorithms=default,bcast_as_scatter_allgather")}
+    # the control arm (default_control) is measured in every call unless the campaign says control: false
+    assert groups == {("--calls=allreduce", "--algorithms=all,default_control"),
+                      ("--calls=allgather", "--algorithms=all,default_control"),
+                      ("--calls=bcast", "--algorithms=default,bcast_as_scatter_allgather,default_control")}
     assert all("--predict=rse,covmedian" in ln.argv and "--campaign=nightly" in ln.argv for ln in j.launches)
     est = estimate(c, jobs)
     assert est.jobs == 4 and est.launches == 4 * 9
