@@ -184,6 +184,8 @@ class Campaign(_Strict):
     algorithms: Literal["all"] | list[str] = "all"
     repetitions: Repetitions = Field(default_factory=Repetitions)
     mpiruns: int = Field(3, ge=1, le=1000, description="R: separate launches per configuration")
+    control: bool = Field(True, description="measure the default a second time, interleaved, under the "
+                          "reserved label default_control: the campaign's own false-alarm rate and null spread")
     budget: Budget = Field(default_factory=Budget)
     slurm: Slurm = Field(default_factory=Slurm)
     service: Service = Field(default_factory=Service)
@@ -191,9 +193,6 @@ class Campaign(_Strict):
     validation: Validation = Field(default_factory=Validation)
     bench_root: str | None = Field(None, description="folder with <mpi>/bin/pgmpi-bench (default: build/install)")
     bench_args: list[str] = Field(default_factory=list, description="extra pgmpi-bench options")
-    control: bool = Field(True, description="measure the default a second time under default_control in every "
-                          "cell (the campaign's own false-alarm rate and null ratio spread, "
-                          "service/analysis/verdicts.py)")
     schedule: str | None = Field(None, description="when to run nightly, e.g. 02:00")
 
     @field_validator("size_sets")

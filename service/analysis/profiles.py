@@ -165,8 +165,8 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
                 reg = best.regime or {}
                 decisions.append(Decision(s, best.algorithm, d0, best.other_median,
                                           f"{r:.2f}x faster (paired), p={best.p_value:.3g}"
-                                          + (f", faster in {reg['faster']} of {reg['runs']} mpiruns, worst "
-                                             f"{reg['worst']:.2f}x" if reg else "")))
+                                          + (f", worst mpirun {reg['worst']:.2f}x" if reg else "")
+                                          + (f", {reg['line']}" if reg.get("line") else "")))
         ranges: list[tuple[int, int, str]] = []
         for d in decisions:
             if d.winner == "default":
