@@ -16,7 +16,7 @@ from service.store.models import BarrierSeries, Campaign, Machine, Run, Series, 
 @api_bp.post("/uploads")
 @require("agent")
 def post_upload():
-    from service.store.ingest import UploadError, store_upload
+    from service.store.ingest import UploadError, _known_upload, find_upload, store_upload, upload_digest
     data = body(S.UploadIn)
     try:
         upload, is_new = store_upload(data.upload_id, data.campaign, data.files, g.principal)
@@ -31,10 +31,13 @@ def post_upload():
             db.session.commit()
         except IntegrityError:   # a concurrent request stored the same upload_id first
             db.session.rollback()
-            upload = db.session.scalar(select(Upload).where(Upload.upload_id == data.upload_id))
+            upload = find_upload(data.upload_id)
             if upload is None:
-                raise ApiError(409, "conflict", "conflicting concurrent upload") from None
-            is_new = False
+                raise ApiError(409, "conflict", "conflicting concurrent upload; retry") from None
+            try:
+                upload, is_new = _known_upload(upload, upload_digest(data.campaign, data.files), g.principal)
+            except UploadError as e:
+                raise ApiError(e.status, e.code, e.message, field=e.field) from None
     return created(upload_json(upload, duplicate=not is_new), 201 if is_new else 200)
 
 

@@ -6,6 +6,7 @@ here: the caller commits or rolls back, so an upload is all-or-nothing.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
@@ -13,6 +14,7 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
+from pgmpi_formats import limits
 from pgmpi_formats.results import ResultsFormatError, RunResult, parse_text
 from service.store.db import db
 from service.store.models import BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series, Upload
@@ -32,17 +34,53 @@ class Parsed:
     result: RunResult
 
 
+_INT_HEADERS = {"nodes": (1, limits.NODES_MAX), "ppn": (1, limits.PPN_MAX), "nprocs": (1, limits.INT_MAX),
+                "mpirun_index": (0, limits.INT_MAX)}
+_NAME_HEADERS = {"machine": limits.check_machine, "mpi_library": limits.check_library,
+                 "mpi_version": limits.check_version, "module": limits.check_module,
+                 "campaign": limits.check_campaign, "test": limits.check_call, "algorithm": limits.check_algorithm}
+
+
 def _int_header(p: Parsed, key: str, default: Optional[int] = None, minimum: int = 0) -> Optional[int]:
     raw = p.result.header.get(key, "")
     if raw == "":
         return default
+    lo, hi = _INT_HEADERS.get(key, (minimum, limits.INT_MAX))
     try:
-        v = int(raw)
-    except ValueError:
-        raise UploadError(f"{p.name}: header #@{key}={raw!r} is not an integer", field=f"{p.name}:#@{key}") from None
-    if v < minimum:
-        raise UploadError(f"{p.name}: header #@{key}={raw!r} must be >= {minimum}", field=f"{p.name}:#@{key}")
-    return v
+        return limits.check_int(raw, f"{p.name}:#@{key}", max(lo, minimum), hi)
+    except limits.LimitError as e:
+        raise UploadError(f"{p.name}: header #@{key}={raw[:40]!r}: {e.message}", field=e.field) from None
+
+
+def check_limits(name: str, res: RunResult) -> None:
+    """The site's limits (pgmpi_formats.limits) on one parsed file: header names and values, call and
+    algorithm names, message sizes and run-times; raises UploadError naming file:#@header or file:field."""
+    h = res.header
+    if len(h) > limits.HEADERS_MAX:
+        raise UploadError(f"{name}: {len(h)} header lines, more than {limits.HEADERS_MAX}", field=name)
+    try:
+        for key, value in h.items():
+            field = f"{name}:#@{key}"
+            limits.check_text(key.replace("-", "_").replace(".", "_"), field, 80, limits.CALL_RE, "header key")
+            check = _NAME_HEADERS.get(key)
+            if check is not None and value != "":
+                check(value, field)
+            elif key in _INT_HEADERS and value != "":
+                limits.check_int(value, field, *_INT_HEADERS[key])
+            else:
+                limits.check_header_value(key, value, field)
+        for t in res.tests:
+            limits.check_call(t, f"{name}:test")
+        for a in res.algorithms:
+            limits.check_algorithm(a, f"{name}:algorithm")
+    except limits.LimitError as e:
+        raise UploadError(f"{name}: {e}", field=e.field) from None
+    for what, arr, hi in (("msize", res.msize, limits.INT_MAX), ("nrep", res.nrep, limits.INT_MAX),
+                          ("runtime_sec", res.runtime, limits.RUNTIME_MAX)):
+        if len(arr) and arr.max() > hi:
+            row = int(np.argmax(arr))
+            raise UploadError(f"{name}: field {what!r}: {arr[row]!r} is more than {hi:g} (measurement {row + 1})",
+                              field=f"{name}:{what}")
 
 
 def parse_files(files) -> list[Parsed]:
@@ -58,6 +96,7 @@ def parse_files(files) -> list[Parsed]:
             raise UploadError(str(e), field=f"{e.source}:{e.line}" if e.line else e.source) from None
         if len(res) == 0:
             raise UploadError(f"{f.name}: no measurements", field=f.name)
+        check_limits(f.name, res)
         for key in ("machine", "mpi_library"):
             if not res.header.get(key):
                 raise UploadError(f"{f.name}: header #@{key}= is missing (machine and library come from the "
@@ -67,12 +106,39 @@ def parse_files(files) -> list[Parsed]:
     return out
 
 
+def upload_digest(campaign_name: Optional[str], files) -> str:
+    """SHA-256 of what an upload says (campaign, file names and texts): the same upload_id with another
+    digest is another upload, refused as a conflict."""
+    h = hashlib.sha256()
+    h.update(f"campaign={campaign_name or ''}\0".encode())
+    for f in files:
+        h.update(f"{len(f.name)}:{f.name}\0".encode())
+        h.update(f.text().encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _known_upload(existing: Upload, digest: str, principal) -> tuple[Upload, bool]:
+    """A stored upload with this upload_id: the same content is a duplicate, other content a conflict."""
+    _check_machine(principal, existing.machine_id, db.session.get(Machine, existing.machine_id).name)
+    if existing.digest is not None and existing.digest != digest:
+        raise UploadError(f"upload_id {existing.upload_id!r} was stored at {existing.created_at:%Y-%m-%d %H:%M:%S} "
+                          f"with other content ({existing.n_files} files, {existing.n_timings} timings, "
+                          f"sha256 {existing.digest[:12]}…, this one {digest[:12]}…); give new data a new upload_id",
+                          field="upload_id", status=409, code="conflict")
+    return existing, False
+
+
+def find_upload(upload_id: str) -> Optional[Upload]:
+    return db.session.scalar(select(Upload).where(Upload.upload_id == upload_id))
+
+
 def store_upload(upload_id: str, campaign_name: Optional[str], files, principal) -> tuple[Upload, bool]:
     """Returns (upload, created). Raises UploadError (nothing written) or PermissionError."""
-    existing = db.session.scalar(select(Upload).where(Upload.upload_id == upload_id))
+    digest = upload_digest(campaign_name, files)
+    existing = find_upload(upload_id)
     if existing is not None:
-        _check_machine(principal, existing.machine_id, db.session.get(Machine, existing.machine_id).name)
-        return existing, False
+        return _known_upload(existing, digest, principal)
     parsed = parse_files(files)
     mname = parsed[0].result.header["machine"]
     for p in parsed[1:]:
@@ -99,9 +165,16 @@ def store_upload(upload_id: str, campaign_name: Optional[str], files, principal)
 
     total = sum(len(p.result) for p in parsed)
     upload = Upload(upload_id=upload_id, machine_id=machine.id, campaign_id=campaign.id if campaign else None,
-                    actor=principal.name, n_files=len(parsed), n_timings=total)
-    db.session.add(upload)
-    db.session.flush()
+                    actor=principal.name, n_files=len(parsed), n_timings=total, digest=digest)
+    try:
+        # a concurrent request with this upload_id holds the key until it commits; we then see its row
+        with db.session.begin_nested():
+            db.session.add(upload)
+    except IntegrityError:
+        existing = find_upload(upload_id)
+        if existing is None:
+            raise
+        return _known_upload(existing, digest, principal)
     libs: dict[tuple, MpiLibrary] = {}
     series_rows: list[dict] = []
     barrier_rows: list[dict] = []
