@@ -48,21 +48,28 @@ def add_user(username: str, password: str, role: str = "viewer") -> User:
         raise ValueError("password must have at least 8 characters")
     if db.session.scalar(select(User).where(User.username == username)):
         raise ValueError(f"user {username!r} exists already")
-    user = User(username=username, password_hash=generate_password_hash(password), role=role)
+    user = User(username=username, password_hash=hash_password(password), role=role)
     db.session.add(user)
     db.session.flush()
     audit("cli", "create", "user", username, {"role": role})
     return user
 
 
-_DUMMY_HASH: list[str] = []
+def hash_password(password: str) -> str:
+    """werkzeug's hash with the app's PASSWORD_HASH_METHOD (default: werkzeug's, scrypt)."""
+    method = current_app.config.get("PASSWORD_HASH_METHOD") if current_app else None
+    return generate_password_hash(password, method) if method else generate_password_hash(password)
+
+
+_DUMMY_HASH: dict[str, str] = {}
 
 
 def _dummy_hash() -> str:
     """A hash of the same method as real ones: an unknown user name costs the same time as a known one."""
-    if not _DUMMY_HASH:
-        _DUMMY_HASH.append(generate_password_hash(secrets.token_hex(16)))
-    return _DUMMY_HASH[0]
+    method = str(current_app.config.get("PASSWORD_HASH_METHOD"))
+    if method not in _DUMMY_HASH:
+        _DUMMY_HASH[method] = hash_password(secrets.token_hex(16))
+    return _DUMMY_HASH[method]
 
 
 class LoginRefused(Exception):
@@ -124,7 +131,7 @@ def set_password(user: User, password: str, actor: str = "cli") -> None:
     """Change a password and end the user's sessions.  The caller commits."""
     if len(password) < 8:
         raise ValueError("password must have at least 8 characters")
-    user.password_hash = generate_password_hash(password)
+    user.password_hash = hash_password(password)
     invalidate_sessions(user)
     audit(actor, "password", "user", user.username)
 

@@ -156,13 +156,34 @@ def rollback_set(ps: ProfileSet, root: Path, actor: str, reason: str = "", to: i
     return res
 
 
-def find_set(machine: str, library: str, version: str) -> ProfileSet | None:
-    """The stored profile set of machine x MPI library x version, None when the database has none."""
-    return db.session.scalars(select(ProfileSet).join(Machine, ProfileSet.machine_id == Machine.id)
-                              .join(MpiLibrary, ProfileSet.library_id == MpiLibrary.id)
-                              .where(Machine.name == machine, MpiLibrary.name == library,
-                                     MpiLibrary.version == version)
-                              .order_by(ProfileSet.id.desc())).first()
+def find_set(machine: str, library: str, version: str, module: str | None = None) -> ProfileSet | None:
+    """The stored profile set of machine x MPI library x version (x module), None when the database has none;
+    ValueError when several libraries of that name and version (other modules) have sets and no module
+    says which."""
+    q = (select(ProfileSet).join(Machine, ProfileSet.machine_id == Machine.id)
+         .join(MpiLibrary, ProfileSet.library_id == MpiLibrary.id)
+         .where(Machine.name == machine, MpiLibrary.name == library, MpiLibrary.version == version))
+    if module is not None:
+        q = q.where(MpiLibrary.module == module)
+    sets = db.session.scalars(q.order_by(ProfileSet.id.desc())).all()
+    if len(sets) > 1:
+        raise ValueError(f"{len(sets)} profile sets of {machine} {library}-{version}, one per module ("
+                         + ", ".join(repr(s.library.module) for s in sets) + "): say which with --module")
+    return sets[0] if sets else None
+
+
+def recorded_validation(machine: str, library: str, version: str, files) -> dict | None:
+    """The service's record that these files passed validation: a version of this machine x library x version
+    with validated_at set (record_validation judged the agent's figures) whose files are exactly these."""
+    want = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in files.items()}
+    q = (select(ProfileVersion).join(ProfileSet, ProfileVersion.profile_set_id == ProfileSet.id)
+         .join(Machine, ProfileSet.machine_id == Machine.id).join(MpiLibrary, ProfileSet.library_id == MpiLibrary.id)
+         .where(Machine.name == machine, MpiLibrary.name == library, MpiLibrary.version == version,
+                ProfileVersion.validated_at.is_not(None)).order_by(ProfileVersion.id.desc()))
+    for v in db.session.scalars(q):
+        if dict(v.files or {}) == want:
+            return {"profile_version": v.id, "validated_at": v.validated_at.isoformat(), "figures": len(v.figures)}
+    return None
 
 
 def history(root: Path, machine: str, library: str, version: str, directory: str | None = None) -> dict:
