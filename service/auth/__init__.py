@@ -15,6 +15,7 @@ from flask_wtf.csrf import CSRFProtect
 from sqlalchemy import delete, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from pgmpi_formats import limits
 from service.store.db import db
 from service.store.models import ROLE_RANK, ROLES, ApiToken, AuditLog, LoginFailure, Machine, User
 
@@ -44,6 +45,7 @@ def add_user(username: str, password: str, role: str = "viewer") -> User:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     if not username or len(username) > 80:
         raise ValueError("username must be 1..80 characters")
+    limits.check_text(username, "username", 80)       # no line breaks or NUL: names appear in the audit log
     if len(password) < 8:
         raise ValueError("password must have at least 8 characters")
     if db.session.scalar(select(User).where(User.username == username)):
@@ -154,6 +156,9 @@ def create_token(name: str, role: str, machine: Optional[str] = None, user: Opti
         user_row = db.session.scalar(select(User).where(User.username == user))
         if user_row is None:
             raise ValueError(f"unknown user {user!r}")
+    limits.check_text(name, "token name", 120)
+    if machine:
+        limits.check_machine(machine, "--machine")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = ApiToken(name=name, prefix=secret[:12], token_hash=hash_token(secret), role=role,
                    machine=machine_row, user=user_row)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from pgmpi_formats import site
+from pgmpi_formats import limits, site
 from pgmpi_formats.checker import mpi_flavor
 from service.profiles import publish as pub
 
@@ -32,11 +32,23 @@ def _app(database_url: str | None):
 _database = click.option("--database-url", envvar="DATABASE_URL", default=None,
                          help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
 
+def _limit(check):
+    """A click callback applying pgmpi_formats.limits (the same rules as the API and uploads)."""
+    def cb(ctx, param, value):
+        try:
+            return None if value is None else check(value, f"--{param.name.replace('_', '-')}")
+        except limits.LimitError as exc:
+            raise click.BadParameter(exc.message) from None
+    return cb
+
+
 _common = [
     click.option("--root", help=ROOT_HELP),
-    click.option("--machine", required=True, help="machine name, e.g. vsc5"),
-    click.option("--mpi", "mpi_name", required=True, help="MPI library name, e.g. openmpi"),
-    click.option("--mpi-version", required=True, help="MPI library version, e.g. 4.1.4"),
+    click.option("--machine", required=True, help="machine name, e.g. vsc5", callback=_limit(limits.check_machine)),
+    click.option("--mpi", "mpi_name", required=True, help="MPI library name, e.g. openmpi",
+                 callback=_limit(limits.check_library)),
+    click.option("--mpi-version", required=True, help="MPI library version, e.g. 4.1.4",
+                 callback=_limit(limits.check_version)),
 ]
 
 

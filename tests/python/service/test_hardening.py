@@ -179,3 +179,27 @@ def test_concurrent_identical_uploads_answer_as_duplicates(client, seeded, app, 
         t.join()
     assert sorted(statuses) == [(200, True)] * 7 + [(201, False)], statuses
     assert _runs(app) == 1
+
+
+# ----------------------------------------------------------------- the other entrances: campaign files, CLI
+
+def test_campaign_file_and_cli_use_the_same_limits(tmp_path, app):
+    from click.testing import CliRunner
+    from scheduler.campaign import CampaignError, load_campaign
+    from service.auth import add_user, create_token
+    from service.profiles.cli import profile
+    text = ("name: nightly\nmachine: " + "m" * 101 + "\nmodules:\n  - {name: \"openmpi/4.1\\r\\nx\", mpi: openmpi}\n"
+            "layouts: [{nodes: 3000000000, ppn: 1}]\ncollectives: {allreduce: {}}\n")
+    (tmp_path / "c.yaml").write_text(text)
+    with pytest.raises(CampaignError) as err:
+        load_campaign(tmp_path / "c.yaml")
+    msg = str(err.value)
+    assert "machine" in msg and "modules[0].name" in msg and "layouts[0].nodes" in msg, msg
+    r = CliRunner().invoke(profile, ["status", "--root", str(tmp_path), "--machine", "m" * 101, "--mpi", "openmpi",
+                                     "--mpi-version", "4.1.4"])
+    assert r.exit_code == 2 and "--machine" in r.output, r.output
+    with app.app_context():
+        with pytest.raises(ValueError, match="line breaks"):
+            add_user("eve\r\nadmin", "long enough", "viewer")
+        with pytest.raises(ValueError, match="token name"):
+            create_token("t" * 121, "viewer")
