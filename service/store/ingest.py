@@ -90,19 +90,7 @@ def parse_files(files) -> list[Parsed]:
         if f.name in seen:
             raise UploadError(f"file name {f.name!r} appears twice in this upload", field=f"files[{i}].name")
         seen.add(f.name)
-        try:
-            res = parse_text(f.text(), f.name)
-        except ResultsFormatError as e:
-            raise UploadError(str(e), field=f"{e.source}:{e.line}" if e.line else e.source) from None
-        if len(res) == 0:
-            raise UploadError(f"{f.name}: no measurements", field=f.name)
-        check_limits(f.name, res)
-        for key in ("machine", "mpi_library"):
-            if not res.header.get(key):
-                raise UploadError(f"{f.name}: header #@{key}= is missing (machine and library come from the "
-                                  "#@machine, #@mpi_library, #@mpi_version and #@module headers)",
-                                  field=f"{f.name}:#@{key}")
-        out.append(Parsed(f.name, res))
+        out.append(_parse_one(f.name, f.text()))
     return out
 
 
@@ -133,82 +121,186 @@ def find_upload(upload_id: str) -> Optional[Upload]:
     return db.session.scalar(select(Upload).where(Upload.upload_id == upload_id))
 
 
-def store_upload(upload_id: str, campaign_name: Optional[str], files, principal) -> tuple[Upload, bool]:
-    """Returns (upload, created). Raises UploadError (nothing written) or PermissionError."""
-    digest = upload_digest(campaign_name, files)
-    existing = find_upload(upload_id)
-    if existing is not None:
-        return _known_upload(existing, digest, principal)
-    parsed = parse_files(files)
-    mname = parsed[0].result.header["machine"]
-    for p in parsed[1:]:
-        if p.result.header["machine"] != mname:
-            raise UploadError(f"{p.name}: #@machine={p.result.header['machine']} but {parsed[0].name} says "
-                              f"{mname}; one upload holds the files of one machine", field=f"{p.name}:#@machine")
-    machine = db.session.scalar(select(Machine).where(Machine.name == mname))
-    if machine is None:
-        raise UploadError(f"unknown machine {mname!r} (header #@machine of {parsed[0].name}); register it first "
-                          "with POST /api/v1/machines", field=f"{parsed[0].name}:#@machine", status=422)
-    _check_machine(principal, machine.id, machine.name)
-    campaign = None
-    if campaign_name is None:
-        names = {p.result.header.get("campaign", "") for p in parsed} - {""}
-        campaign_name = names.pop() if len(names) == 1 else None
-        if campaign_name and db.session.scalar(select(Campaign).where(Campaign.name == campaign_name)) is None:
-            campaign_name = None  # a campaign the service does not know: keep the header only
-    if campaign_name:
-        campaign = db.session.scalar(select(Campaign).where(Campaign.name == campaign_name))
-        if campaign is None:
-            raise UploadError(f"unknown campaign {campaign_name!r}", field="campaign", status=422)
-        if campaign.machine_id != machine.id:
-            raise UploadError(f"campaign {campaign_name!r} belongs to another machine", field="campaign")
+class UploadWriter:
+    """Stores one upload file by file: each file is parsed, checked, written and dropped before the next, so
+    a worker holds one run's data at a time, never the whole body (service/api/upload_stream.py feeds it
+    while reading the request).  Everything goes into the caller's transaction: the caller commits after
+    finish() or rolls back on any error, so an upload stays all-or-nothing.
 
-    total = sum(len(p.result) for p in parsed)
-    upload = Upload(upload_id=upload_id, machine_id=machine.id, campaign_id=campaign.id if campaign else None,
-                    actor=principal.name, n_files=len(parsed), n_timings=total, digest=digest)
-    try:
-        # a concurrent request with this upload_id holds the key until it commits; we then see its row
-        with db.session.begin_nested():
+    When the upload_id is stored already (or a concurrent request stores it first), the remaining files are
+    only hashed: finish() answers duplicate (same content) or raises a 409 UploadError (other content)."""
+
+    def __init__(self, upload_id: str, campaign_name: Optional[str], principal):
+        self.upload_id, self.campaign_name, self.principal = upload_id, campaign_name, principal
+        self._hash = hashlib.sha256(f"campaign={campaign_name or ''}\0".encode())
+        self.existing = find_upload(upload_id)
+        if self.existing is not None:   # refuse another machine's agent before reading its body
+            _check_machine(principal, self.existing.machine_id,
+                           db.session.get(Machine, self.existing.machine_id).name)
+        self.upload: Optional[Upload] = None
+        self.machine: Optional[Machine] = None
+        self.campaign: Optional[Campaign] = None
+        self.first_name = ""
+        self.header_campaigns: set[str] = set()
+        self.seen: set[str] = set()
+        self.libs: dict[tuple, MpiLibrary] = {}
+        self.n_files = self.n_timings = 0
+
+    def add(self, index: int, f) -> None:
+        """One file (FileIn: name, text())."""
+        if f.name in self.seen:
+            raise UploadError(f"file name {f.name!r} appears twice in this upload", field=f"files[{index}].name")
+        self.seen.add(f.name)
+        text = f.text()
+        self._hash.update(f"{len(f.name)}:{f.name}\0".encode())
+        self._hash.update(text.encode("utf-8", "surrogatepass"))
+        self._hash.update(b"\0")
+        if self.existing is not None:
+            return
+        p = _parse_one(f.name, text)
+        del text
+        self._store(p)
+
+    def finish(self) -> tuple[Upload, bool]:
+        digest = self._hash.hexdigest()
+        if self.existing is not None:
+            return _known_upload(self.existing, digest, self.principal)
+        if self.upload is None:
+            raise UploadError("files: an upload holds at least one file", field="files")
+        if self.campaign_name is None:    # the campaign the files' headers agree on, if the service knows it
+            names = self.header_campaigns - {""}
+            name = names.pop() if len(names) == 1 else None
+            campaign = db.session.scalar(select(Campaign).where(Campaign.name == name)) if name else None
+            if campaign is not None and campaign.machine_id != self.machine.id:
+                campaign = None
+            if campaign is not self.campaign:
+                self._relink(campaign)
+        self.upload.n_files, self.upload.n_timings, self.upload.digest = self.n_files, self.n_timings, digest
+        db.session.flush()
+        return self.upload, True
+
+    # ------------------------------------------------------------- one file
+
+    def _begin(self, p: Parsed) -> None:
+        mname = p.result.header["machine"]
+        machine = db.session.scalar(select(Machine).where(Machine.name == mname))
+        if machine is None:
+            raise UploadError(f"unknown machine {mname!r} (header #@machine of {p.name}); register it first "
+                              "with POST /api/v1/machines", field=f"{p.name}:#@machine", status=422)
+        _check_machine(self.principal, machine.id, machine.name)
+        self.machine, self.first_name = machine, p.name
+        if self.campaign_name:
+            campaign = db.session.scalar(select(Campaign).where(Campaign.name == self.campaign_name))
+            if campaign is None:
+                raise UploadError(f"unknown campaign {self.campaign_name!r}", field="campaign", status=422)
+            if campaign.machine_id != machine.id:
+                raise UploadError(f"campaign {self.campaign_name!r} belongs to another machine", field="campaign")
+            self.campaign = campaign
+        else:   # tentatively the first file's campaign; finish() settles it over all files
+            name = p.result.header.get("campaign", "")
+            c = db.session.scalar(select(Campaign).where(Campaign.name == name)) if name else None
+            self.campaign = c if c is not None and c.machine_id == machine.id else None
+        upload = Upload(upload_id=self.upload_id, machine_id=machine.id,
+                        campaign_id=self.campaign.id if self.campaign else None, actor=self.principal.name,
+                        n_files=0, n_timings=0)
+        try:
+            # the upload's first write: a concurrent request with this upload_id holds the key until it
+            # commits, and we then see its row (no savepoint: on SQLite releasing an outermost savepoint
+            # would commit; nothing else is written yet, so rolling back loses nothing)
             db.session.add(upload)
-    except IntegrityError:
-        existing = find_upload(upload_id)
-        if existing is None:
-            raise
-        return _known_upload(existing, digest, principal)
-    libs: dict[tuple, MpiLibrary] = {}
-    series_rows: list[dict] = []
-    barrier_rows: list[dict] = []
-    for p in parsed:
+            db.session.flush()
+        except IntegrityError:
+            db.session.rollback()
+            existing = find_upload(self.upload_id)
+            if existing is None:
+                raise
+            self.existing = existing
+            return
+        self.upload = upload
+
+    def _store(self, p: Parsed) -> None:
+        if self.machine is None:
+            self._begin(p)
+            if self.existing is not None:
+                return
         h = p.result.header
+        if h["machine"] != self.machine.name:
+            raise UploadError(f"{p.name}: #@machine={h['machine']} but {self.first_name} says "
+                              f"{self.machine.name}; one upload holds the files of one machine",
+                              field=f"{p.name}:#@machine")
+        self.header_campaigns.add(h.get("campaign", ""))
         key = (h["mpi_library"], h.get("mpi_version", "") or "unknown", h.get("module", ""))
-        lib = libs.get(key)
+        lib = self.libs.get(key)
         if lib is None:
             lib = db.session.scalar(select(MpiLibrary).where(
-                MpiLibrary.machine_id == machine.id, MpiLibrary.name == key[0], MpiLibrary.version == key[1],
+                MpiLibrary.machine_id == self.machine.id, MpiLibrary.name == key[0], MpiLibrary.version == key[1],
                 MpiLibrary.module == key[2]))
             if lib is None:
-                lib = _create_library(machine.id, *key)
-            libs[key] = lib
+                lib = _create_library(self.machine.id, *key)
+            self.libs[key] = lib
         nodes = _int_header(p, "nodes", 1, 1)
         ppn = _int_header(p, "ppn", None, 1)
         nprocs = _int_header(p, "nprocs", None, 1) or (nodes * ppn if ppn else None)
         if nprocs is None:
             raise UploadError(f"{p.name}: header #@nprocs= is missing (or #@nodes and #@ppn)", field=f"{p.name}:#@nprocs")
-        job = None
-        if campaign is not None and h.get("job_key"):
-            job = db.session.scalar(select(Job).where(Job.campaign_id == campaign.id, Job.job_key == h["job_key"]))
-        run = Run(upload_pk=upload.id, machine_id=machine.id, library_id=lib.id,
-                  campaign_id=campaign.id if campaign else None, job_id=job.id if job else None,
+        if nprocs > limits.INT_MAX:
+            raise UploadError(f"{p.name}: #@nodes x #@ppn = {nprocs} is more than {limits.INT_MAX}",
+                              field=f"{p.name}:#@nprocs")
+        run = Run(upload_pk=self.upload.id, machine_id=self.machine.id, library_id=lib.id,
+                  campaign_id=self.campaign.id if self.campaign else None, job_id=self._job(h, self.campaign),
                   file_name=p.name, slurm_job_id=h.get("slurm_job_id", "")[:40],
                   mpirun_index=_int_header(p, "mpirun_index", 0, 0), nodes=nodes, ppn=ppn or max(1, nprocs // nodes),
                   nprocs=nprocs, state="COMPLETED", headers=dict(h), footer=list(p.result.pgmpi_lines))
         db.session.add(run)
         db.session.flush()
+        series_rows: list[dict] = []
+        barrier_rows: list[dict] = []
         _series_of(run.id, p.result, series_rows, barrier_rows)
-    for rows, model in ((series_rows, Series), (barrier_rows, BarrierSeries)):
-        for i in range(0, len(rows), 2000):
-            db.session.execute(insert(model), rows[i:i + 2000])
-    return upload, True
+        for rows, model in ((series_rows, Series), (barrier_rows, BarrierSeries)):
+            for i in range(0, len(rows), 2000):
+                db.session.execute(insert(model), rows[i:i + 2000])
+        self.n_files += 1
+        self.n_timings += len(p.result)
+
+    @staticmethod
+    def _job(h: dict, campaign: Optional[Campaign]) -> Optional[int]:
+        if campaign is None or not h.get("job_key"):
+            return None
+        return db.session.scalar(select(Job.id).where(Job.campaign_id == campaign.id, Job.job_key == h["job_key"]))
+
+    def _relink(self, campaign: Optional[Campaign]) -> None:
+        """The files' headers settled on another campaign than the first file's: link every run of the
+        upload (and its job) to it."""
+        self.campaign = campaign
+        self.upload.campaign_id = campaign.id if campaign else None
+        for run in db.session.scalars(select(Run).where(Run.upload_pk == self.upload.id)):
+            run.campaign_id = campaign.id if campaign else None
+            run.job_id = self._job(run.headers or {}, campaign)
+
+
+def _parse_one(name: str, text: str) -> Parsed:
+    try:
+        res = parse_text(text, name)
+    except ResultsFormatError as e:
+        raise UploadError(str(e), field=f"{e.source}:{e.line}" if e.line else e.source) from None
+    if len(res) == 0:
+        raise UploadError(f"{name}: no measurements", field=name)
+    check_limits(name, res)
+    for key in ("machine", "mpi_library"):
+        if not res.header.get(key):
+            raise UploadError(f"{name}: header #@{key}= is missing (machine and library come from the "
+                              "#@machine, #@mpi_library, #@mpi_version and #@module headers)",
+                              field=f"{name}:#@{key}")
+    return Parsed(name, res)
+
+
+def store_upload(upload_id: str, campaign_name: Optional[str], files, principal) -> tuple[Upload, bool]:
+    """Returns (upload, created). Raises UploadError (the caller rolls back: nothing written) or
+    PermissionError."""
+    w = UploadWriter(upload_id, campaign_name, principal)
+    for i, f in enumerate(files):
+        w.add(i, f)
+    return w.finish()
 
 
 def _create_library(machine_id: int, name: str, version: str, module: str) -> MpiLibrary:
