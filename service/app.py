@@ -73,6 +73,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         SQLALCHEMY_DATABASE_URI=normalise_url(url),
         SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
         MAX_CONTENT_LENGTH=int(os.environ.get("PGMPI_MAX_UPLOAD_BYTES", 256 * 1024 * 1024)),
+        # one file object of an upload: a worker's memory follows this, not the body (service/README.md)
+        MAX_UPLOAD_FILE_BYTES=int(os.environ.get("PGMPI_MAX_UPLOAD_FILE_BYTES", 32 * 1024 * 1024)),
         WTF_CSRF_TIME_LIMIT=None,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",

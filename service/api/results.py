@@ -55,7 +55,7 @@ def _stream_upload(writer_class):
     held: list = []          # files that came before upload_id / campaign
     writer = None
     n = 0
-    stream = JsonStream(request.stream, int(current_app.config.get("MAX_UPLOAD_FILE_BYTES", 64 << 20)))
+    stream = JsonStream(request.stream, int(current_app.config.get("MAX_UPLOAD_FILE_BYTES", 32 << 20)))
     try:
         for key, value in stream.object_items():
             if key in _UPLOAD_KEYS:
@@ -81,7 +81,7 @@ def _stream_upload(writer_class):
         raise ApiError(400, "invalid_json", str(e)) from None
     except ValueTooLarge as e:
         raise ApiError(413, "too_large", f"{e}: split the upload into more files "
-                       "(MAX_UPLOAD_FILE_BYTES)") from None
+                       "($PGMPI_MAX_UPLOAD_FILE_BYTES)") from None
     if writer is None:
         writer = writer_class(*_validate_head(head, [] if n == 0 else None), g.principal)
         for i, f in enumerate(held):

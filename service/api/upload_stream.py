@@ -71,6 +71,8 @@ class JsonStream:
             try:
                 v, end = self.decoder.raw_decode(self.buf, self.pos)
                 if end < len(self.buf) or self.eof or not isinstance(v, (int, float)):
+                    if end - self.pos > self.max_value:
+                        raise ValueTooLarge(f"one value of the body is larger than {self.max_value} bytes")
                     self.pos = end
                     return v
             except json.JSONDecodeError as exc:

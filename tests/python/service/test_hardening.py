@@ -203,3 +203,29 @@ def test_campaign_file_and_cli_use_the_same_limits(tmp_path, app):
             add_user("eve\r\nadmin", "long enough", "viewer")
         with pytest.raises(ValueError, match="token name"):
             create_token("t" * 121, "viewer")
+
+
+# ----------------------------------------------------------------- the body read while it arrives
+
+def test_streamed_body_orders_and_limits(client, seeded, app):
+    import json as _json
+    hdr = {**seeded["agent1"], "Content-Type": "application/json"}
+    two = [{"name": "a.txt", "content": results_file()}, {"name": "b.txt", "content": results_file(nrep=6)}]
+    # files before upload_id: held, then stored the same way
+    r = client.post("/api/v1/uploads", headers=hdr, data=_json.dumps({"files": two, "upload_id": "late"}))
+    assert r.status_code == 201 and r.json["files"] == 2, r.json
+    # a campaign after streamed files would change what was stored: refused, nothing written
+    r = client.post("/api/v1/uploads", headers=hdr,
+                    data=_json.dumps({"upload_id": "c-late", "files": two, "campaign": "c1"}))
+    assert r.status_code == 422 and r.json["error"]["field"] == "campaign"
+    # broken JSON after the first file was stored: 400, the upload rolled back
+    text = _json.dumps({"upload_id": "broken", "files": two})
+    r = client.post("/api/v1/uploads", headers=hdr, data=text[:-40])
+    assert r.status_code == 400, r.json
+    # one file object over the per-file limit: 413
+    app.config["MAX_UPLOAD_FILE_BYTES"] = 2000
+    r = client.post("/api/v1/uploads", headers=hdr, data=_json.dumps({"upload_id": "big", "files": two}))
+    assert r.status_code == 413, r.json
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Upload)) == 1
+    assert _runs(app) == 2
