@@ -31,7 +31,6 @@ def _two_modules(app) -> tuple[int, int]:
             ps = ProfileSet(machine_id=m.id, library_id=lib.id)
             db.session.add(ps)
             db.session.flush()
-            lifecycle.set_directory(ps)
             v = ProfileVersion(profile_set_id=ps.id, number=1, state="validated", files=files,
                                validated_at=datetime.now(timezone.utc))
             db.session.add(v)
