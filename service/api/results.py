@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from service.api import api_bp, schemas as S
-from service.api.common import (ApiError, _find_nul, filter_machine_library, arg_int, body, by_id, created, iso, page,
+from service.api.common import (ApiError, _find_nul, filter_machine_library, arg_int, by_id, created, iso, page,
                                 require, run_json, series_json)
 from service.auth import audit
 from service.store.db import db
