@@ -114,6 +114,8 @@ def check_login(username: str, password: str, address: str = "") -> Optional[Use
         db.session.execute(delete(LoginFailure).where(LoginFailure.username == username))
         return user
     db.session.add(LoginFailure(at=now, username=username, address=address))
+    # keep the table small: failures older than a day (or the window) count for nothing any more
+    db.session.execute(delete(LoginFailure).where(LoginFailure.at < now - timedelta(seconds=max(window, 86400))))
     audit(f"address:{address}", "login-failed", "user", username, {"address": address})
     db.session.commit()
     return None
