@@ -18,6 +18,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pgmpi_formats.limits import (LIBRARY_MAX, NODES_MAX, PPN_MAX, CampaignName, MachineName,  # the one
+                                  ModuleName)                                             # set of limits
 from pgmpi_formats.collectives import mpi_names as collectives   # key -> MPI name, from collectives.def
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,9 +43,10 @@ class _Strict(BaseModel):
 
 class Module(_Strict):
     """One MPI library as the site offers it: an Lmod module (or none, for local runs)."""
-    name: str | None = Field(None, description="Lmod module name, e.g. openmpi/4.1.4; none = no module load")
-    mpi: str = Field(..., pattern=r"^[a-z][a-z0-9_-]*$", description="MPI flavour: openmpi, mpich, ...")
-    label: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+    name: ModuleName | None = Field(None, description="Lmod module name, e.g. openmpi/4.1.4; none = no module load")
+    mpi: str = Field(..., pattern=r"^[a-z][a-z0-9_-]*$", max_length=LIBRARY_MAX,
+                     description="MPI flavour: openmpi, mpich, ...")
+    label: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=LIBRARY_MAX,
                               description="short name used in job keys (default: from name)")
     modulepath: list[str] = Field(default_factory=list, description="extra MODULEPATH entries")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment for the launches")
@@ -61,8 +64,8 @@ class Module(_Strict):
 
 
 class Layout(_Strict):
-    nodes: int = Field(..., ge=1)
-    ppn: int = Field(..., ge=1)
+    nodes: int = Field(..., ge=1, le=NODES_MAX)
+    ppn: int = Field(..., ge=1, le=PPN_MAX)
 
     @property
     def nprocs(self) -> int:
@@ -174,8 +177,8 @@ class Budget(_Strict):
 
 
 class Campaign(_Strict):
-    name: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-    machine: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+    name: CampaignName
+    machine: MachineName
     backend: Literal["slurm", "local"] = "slurm"
     modules: list[Module] = Field(..., min_length=1)
     layouts: list[Layout] = Field(..., min_length=1, description="node counts x processes per node")

@@ -37,6 +37,11 @@ def _secret_key(instance: Path) -> str:
     return path.read_text().strip()
 
 
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    return default if raw is None else raw.strip().lower() in ("1", "true", "yes", "on")
+
+
 def normalise_url(url: str) -> str:
     """postgres:// and postgresql:// mean psycopg 3 here (the only driver installed)."""
     for prefix in ("postgres://", "postgresql://"):
@@ -68,9 +73,20 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         SQLALCHEMY_DATABASE_URI=normalise_url(url),
         SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
         MAX_CONTENT_LENGTH=int(os.environ.get("PGMPI_MAX_UPLOAD_BYTES", 256 * 1024 * 1024)),
+        # one file object of an upload: a worker's memory follows this, not the body (service/README.md)
+        MAX_UPLOAD_FILE_BYTES=int(os.environ.get("PGMPI_MAX_UPLOAD_FILE_BYTES", 32 * 1024 * 1024)),
         WTF_CSRF_TIME_LIMIT=None,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
+        # Secure cookies when the site is served over TLS (deploy/service/pgmpi-site.service turns it on)
+        SESSION_COOKIE_SECURE=_flag("PGMPI_SECURE_COOKIES", False),
+        REMEMBER_COOKIE_SECURE=_flag("PGMPI_SECURE_COOKIES", False),
+        # login throttle: failures per user name / per address within the window lock that name / address
+        LOGIN_WINDOW_SECONDS=int(os.environ.get("PGMPI_LOGIN_WINDOW_SECONDS", 900)),
+        LOGIN_MAX_FAILURES_PER_USER=int(os.environ.get("PGMPI_LOGIN_MAX_FAILURES_PER_USER", 5)),
+        LOGIN_MAX_FAILURES_PER_ADDRESS=int(os.environ.get("PGMPI_LOGIN_MAX_FAILURES_PER_ADDRESS", 20)),
+        # proxies in front that set X-Forwarded-For/-Proto (nginx: 1); the login throttle needs the client
+        PROXY_COUNT=int(os.environ.get("PGMPI_PROXY_COUNT", 0)),
         JSON_SORT_KEYS=False,
         PUBLIC_DASHBOARDS=os.environ.get("PGMPI_PUBLIC_DASHBOARDS", "1").lower() not in ("0", "false", "no"),
     )
@@ -78,6 +94,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config["SQLALCHEMY_DATABASE_URI"] = normalise_url(app.config["SQLALCHEMY_DATABASE_URI"])
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(instance)
+
+    if app.config["PROXY_COUNT"] > 0:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+        n = app.config["PROXY_COUNT"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n)
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"), render_as_batch=True, compare_type=True)

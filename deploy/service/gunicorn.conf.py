@@ -3,7 +3,9 @@
     gunicorn -c deploy/service/gunicorn.conf.py 'service.app:create_app()'
 
 Environment: DATABASE_URL (PostgreSQL), PGMPI_SECRET_KEY, PGMPI_INSTANCE, PGMPI_BIND, PGMPI_WORKERS,
-PGMPI_MAX_UPLOAD_BYTES.  Logs are JSON lines on stderr (journald keeps them).
+PGMPI_MAX_UPLOAD_BYTES, PGMPI_MAX_UPLOAD_FILE_BYTES.  Logs are JSON lines on stderr (journald keeps them).
+Memory: a worker peaks at ~0.41 GiB storing a file at the 32 MiB per-file limit, whatever the body's size
+(service/README.md, "Sizing"): workers x 0.41 GiB must fit next to PostgreSQL.
 """
 import multiprocessing
 import os

@@ -135,7 +135,10 @@ def for_machine(machine: Machine) -> None:
 def body(model: type[BaseModel]) -> Any:
     if not request.is_json:
         raise ApiError(415, "unsupported_media_type", "send JSON with Content-Type: application/json")
-    data = request.get_json(silent=True)
+    try:
+        data = request.get_json(silent=True)
+    except RecursionError:    # JSON nested deeper than the parser's recursion limit
+        raise ApiError(400, "invalid_json", "the request body nests JSON too deeply") from None
     if data is None:
         raise ApiError(400, "invalid_json", "the request body is not valid JSON")
     if not isinstance(data, dict):

@@ -80,7 +80,8 @@ def document() -> dict:
             **_get("one job", [_p("campaign"), _p("job_key")], errors=(401, 403, 404)),
             **_write("put", "create or update a job (idempotent upsert)", "JobIn", "agent of the machine; admin",
                      ("200", "201"), [_p("campaign"), _p("job_key")], (404,))},
-        "/uploads": _write("post", "upload raw-result files: all-or-nothing, idempotent by upload_id",
+        "/uploads": _write("post", "upload raw-result files: all-or-nothing, idempotent by upload_id (the same "
+                           "content again: 200 duplicate; other content: 409)",
                            "UploadIn", "agent of the files' machine; admin", ("200", "201")),
         "/uploads/{upload_id}": _get("one upload", [_p("upload_id")], errors=(401, 403, 404)),
         "/runs": _get("runs (one per mpirun)", PAGE + ML + [_q("campaign", {"type": "string"}),

@@ -1,12 +1,12 @@
 """Raw results: uploads (stored by service/store/ingest.py), runs and series."""
 from __future__ import annotations
 
-from flask import g, jsonify, request
+from flask import current_app, g, jsonify, request
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from service.api import api_bp, schemas as S
-from service.api.common import (ApiError, filter_machine_library, arg_int, body, by_id, created, iso, page,
+from service.api.common import (ApiError, _find_nul, filter_machine_library, arg_int, by_id, created, iso, page,
                                 require, run_json, series_json)
 from service.auth import audit
 from service.store.db import db
@@ -16,10 +16,12 @@ from service.store.models import BarrierSeries, Campaign, Machine, Run, Series, 
 @api_bp.post("/uploads")
 @require("agent")
 def post_upload():
-    from service.store.ingest import UploadError, store_upload
-    data = body(S.UploadIn)
+    """The body is read while it arrives (service/api/upload_stream.py) and stored file by file
+    (UploadWriter): memory follows one file, not the body.  upload_id (and campaign, when given) must come
+    before files for that; a body with files first is held whole, then stored the same way."""
+    from service.store.ingest import UploadError, UploadWriter
     try:
-        upload, is_new = store_upload(data.upload_id, data.campaign, data.files, g.principal)
+        upload, is_new = _stream_upload(UploadWriter)
     except UploadError as e:
         raise ApiError(e.status, e.code, e.message, field=e.field) from None
     except PermissionError as e:
@@ -31,11 +33,96 @@ def post_upload():
             db.session.commit()
         except IntegrityError:   # a concurrent request stored the same upload_id first
             db.session.rollback()
-            upload = db.session.scalar(select(Upload).where(Upload.upload_id == data.upload_id))
-            if upload is None:
-                raise ApiError(409, "conflict", "conflicting concurrent upload") from None
-            is_new = False
+            from service.store.ingest import _known_upload, find_upload
+            other = find_upload(upload.upload_id)
+            if other is None:
+                raise ApiError(409, "conflict", "conflicting concurrent upload; retry") from None
+            try:
+                upload, is_new = _known_upload(other, upload.digest, g.principal)
+            except UploadError as e:
+                raise ApiError(e.status, e.code, e.message, field=e.field) from None
     return created(upload_json(upload, duplicate=not is_new), 201 if is_new else 200)
+
+
+_UPLOAD_KEYS = {"upload_id": "upload_id", "campaign": "campaign"}
+
+
+def _stream_upload(writer_class):
+    from service.api.upload_stream import BodyError, JsonStream, ValueTooLarge
+    if not request.is_json:
+        raise ApiError(415, "unsupported_media_type", "send JSON with Content-Type: application/json")
+    head: dict = {}
+    held: list = []          # files that came before upload_id / campaign
+    writer = None
+    n = 0
+    stream = JsonStream(request.stream, int(current_app.config.get("MAX_UPLOAD_FILE_BYTES", 32 << 20)))
+    try:
+        for key, value in stream.object_items():
+            if key in _UPLOAD_KEYS:
+                if writer is not None:
+                    raise ApiError(422, "validation_error", f"{key}: must come before files in the body",
+                                   field=key)
+                head[key] = value
+                continue
+            if key != "files":
+                continue
+            if not hasattr(value, "__next__"):
+                _validate_head(head, value)     # not an array: the model's message
+            for item in value:
+                if writer is None and "upload_id" in head:
+                    writer = writer_class(*_validate_head(head), g.principal)
+                f = _validate_file(n, item)
+                if writer is None:
+                    held.append(f)
+                else:
+                    writer.add(n, f)
+                n += 1
+    except BodyError as e:
+        raise ApiError(400, "invalid_json", str(e)) from None
+    except ValueTooLarge as e:
+        raise ApiError(413, "too_large", f"{e}: split the upload into more files "
+                       "($PGMPI_MAX_UPLOAD_FILE_BYTES)") from None
+    if writer is None:
+        writer = writer_class(*_validate_head(head, [] if n == 0 else None), g.principal)
+        for i, f in enumerate(held):
+            writer.add(i, f)
+    if n == 0:
+        raise ApiError(422, "validation_error", "files: List should have at least 1 item after validation",
+                       field="files")
+    return writer.finish()
+
+
+def _validate_head(head: dict, files=None) -> tuple[str, object]:
+    """upload_id and campaign through the UploadIn model (files checked one by one elsewhere)."""
+    from pydantic import ValidationError
+    nul = _find_nul(head)
+    if nul:
+        raise ApiError(422, "validation_error", f"{nul}: NUL characters are not accepted", field=nul)
+    probe = {**head, "files": files if files is not None else [{"name": "x", "content": ""}]}
+    try:
+        data = S.UploadIn.model_validate(probe)
+    except ValidationError as e:
+        _raise_validation(e)
+    return data.upload_id, data.campaign
+
+
+def _validate_file(index: int, item) -> S.FileIn:
+    from pydantic import ValidationError
+    nul = _find_nul(item, f"files.{index}")
+    if nul:
+        raise ApiError(422, "validation_error", f"{nul}: NUL characters are not accepted", field=nul)
+    try:
+        return S.FileIn.model_validate(item)
+    except ValidationError as e:
+        _raise_validation(e, f"files.{index}.")
+
+
+def _raise_validation(e, prefix: str = ""):
+    details = [{"field": ".".join([p for p in prefix.split(".") if p] + [str(x) for x in err["loc"]]) or "(body)",
+                "message": err["msg"]} for err in e.errors(include_url=False, include_input=False)]
+    first = details[0]
+    raise ApiError(422, "validation_error", f"{first['field']}: {first['message']}", field=first["field"],
+                   details=details) from None
 
 
 def upload_json(u: Upload, duplicate: bool = False) -> dict:

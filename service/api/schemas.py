@@ -6,6 +6,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pgmpi_formats.limits import CampaignName, LibraryName, LibraryVersion, MachineName, ModuleName
 from pgmpi_formats.results import format_results
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,119}$"
@@ -18,7 +19,7 @@ class _In(BaseModel):
 
 
 class MachineIn(_In):
-    name: str = Field(pattern=NAME, description="unique machine name, e.g. vsc5")
+    name: MachineName = Field(description="unique machine name, e.g. vsc5")
     nodes: int = Field(ge=1, le=10_000_000)
     cores_per_node: int = Field(ge=1, le=1_000_000)
     interconnect: str = Field(default="", max_length=120)
@@ -26,14 +27,14 @@ class MachineIn(_In):
 
 
 class LibraryIn(_In):
-    name: str = Field(pattern=NAME, description="openmpi, mpich, ...")
-    version: str = Field(pattern=NAME)
-    module: str = Field(default="", max_length=200)
+    name: LibraryName = Field(description="openmpi, mpich, ...")
+    version: LibraryVersion
+    module: ModuleName = ""
 
 
 class CampaignIn(_In):
-    name: str = Field(pattern=NAME)
-    machine: str = Field(pattern=NAME)
+    name: CampaignName
+    machine: MachineName
     definition: dict[str, Any]
     schedule: str = Field(default="", max_length=200)
     state: Optional[CampaignState] = None
@@ -42,7 +43,7 @@ class CampaignIn(_In):
 class JobIn(_In):
     slurm_job_id: Optional[str] = Field(default=None, max_length=40)
     library: str = Field(default="", max_length=80)
-    module: str = Field(default="", max_length=200)
+    module: ModuleName = ""
     nodes: Optional[int] = Field(default=None, ge=1, le=10_000_000)
     ppn: Optional[int] = Field(default=None, ge=1, le=1_000_000)
     state: JobState
@@ -85,15 +86,15 @@ class FileIn(_In):
 class UploadIn(_In):
     upload_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,199}$",
                            description="client-chosen id; a repeated upload_id is stored once")
-    campaign: Optional[str] = Field(default=None, pattern=NAME)
+    campaign: Optional[CampaignName] = None
     files: list[FileIn] = Field(min_length=1, max_length=100_000)
 
 
 class AnalysisIn(_In):
-    machine: str = Field(pattern=NAME)
-    library: str = Field(pattern=NAME, description="MPI library name (openmpi, mpich, ...)")
-    version: Optional[str] = Field(default=None, pattern=NAME, description="version; default: the newest stored")
-    campaign: Optional[str] = Field(default=None, pattern=NAME)
+    machine: MachineName
+    library: LibraryName = Field(description="MPI library name (openmpi, mpich, ...)")
+    version: Optional[LibraryVersion] = Field(default=None, description="version; default: the newest stored")
+    campaign: Optional[CampaignName] = None
     alpha: float = Field(default=0.05, gt=0, lt=1)
     test: str = Field(default="paired_t", pattern=r"^[a-z][a-z0-9_-]{0,39}$",
                       description="paired_t (default: one-sample t on the per-mpirun log ratios), wilcoxon "

@@ -6,17 +6,18 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Optional
 
-from flask import Flask, g, request
+from flask import Flask, current_app, g, request
 from flask_login import LoginManager, current_user
 from flask_wtf.csrf import CSRFProtect
-from sqlalchemy import select
+from sqlalchemy import delete, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from pgmpi_formats import limits
 from service.store.db import db
-from service.store.models import ROLE_RANK, ROLES, ApiToken, AuditLog, Machine, User
+from service.store.models import ROLE_RANK, ROLES, ApiToken, AuditLog, LoginFailure, Machine, User
 
 login_manager = LoginManager()
 csrf = CSRFProtect()
@@ -44,22 +45,99 @@ def add_user(username: str, password: str, role: str = "viewer") -> User:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     if not username or len(username) > 80:
         raise ValueError("username must be 1..80 characters")
+    limits.check_text(username, "username", 80)       # no line breaks or NUL: names appear in the audit log
     if len(password) < 8:
         raise ValueError("password must have at least 8 characters")
     if db.session.scalar(select(User).where(User.username == username)):
         raise ValueError(f"user {username!r} exists already")
-    user = User(username=username, password_hash=generate_password_hash(password), role=role)
+    user = User(username=username, password_hash=hash_password(password), role=role)
     db.session.add(user)
     db.session.flush()
     audit("cli", "create", "user", username, {"role": role})
     return user
 
 
-def check_login(username: str, password: str) -> Optional[User]:
+def hash_password(password: str) -> str:
+    """werkzeug's hash with the app's PASSWORD_HASH_METHOD (default: werkzeug's, scrypt)."""
+    method = current_app.config.get("PASSWORD_HASH_METHOD") if current_app else None
+    return generate_password_hash(password, method) if method else generate_password_hash(password)
+
+
+_DUMMY_HASH: dict[str, str] = {}
+
+
+def _dummy_hash() -> str:
+    """A hash of the same method as real ones: an unknown user name costs the same time as a known one."""
+    method = str(current_app.config.get("PASSWORD_HASH_METHOD"))
+    if method not in _DUMMY_HASH:
+        _DUMMY_HASH[method] = hash_password(secrets.token_hex(16))
+    return _DUMMY_HASH[method]
+
+
+class LoginRefused(Exception):
+    """Too many failed logins for this user name or this address within the window: retry_after seconds."""
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _login_limits() -> tuple[int, int, int]:
+    cfg = current_app.config
+    return (int(cfg.get("LOGIN_WINDOW_SECONDS", 900)), int(cfg.get("LOGIN_MAX_FAILURES_PER_USER", 5)),
+            int(cfg.get("LOGIN_MAX_FAILURES_PER_ADDRESS", 20)))
+
+
+def check_login(username: str, password: str, address: str = "") -> Optional[User]:
+    """The user when name and password match, else None; a failure is recorded (login_failures) and audited.
+    Raises LoginRefused, without looking at the password, once the user name or the address has had
+    LOGIN_MAX_FAILURES_PER_USER / _PER_ADDRESS failures within LOGIN_WINDOW_SECONDS (unknown names too,
+    so a lockout tells nothing about which names exist).  Commits."""
+    window, per_user, per_address = _login_limits()
+    now = datetime.now(timezone.utc)
+    since = now - timedelta(seconds=window)
+    username, address = (username or "")[:80], (address or "")[:64]
+    for col, value, limit, what in ((LoginFailure.username, username, per_user, "this user name"),
+                                    (LoginFailure.address, address, per_address, "this address")):
+        recent = db.session.scalars(select(LoginFailure.at).where(col == value, LoginFailure.at >= since)
+                                    .order_by(LoginFailure.at.desc()).limit(limit)).all()
+        if limit > 0 and len(recent) >= limit:
+            oldest = min(_aware(t) for t in recent)
+            retry = max(1, int((oldest + timedelta(seconds=window) - now).total_seconds()) + 1)
+            audit(f"address:{address}", "login-refused", "user", username,
+                  {"address": address, "why": f"{len(recent)} failed logins of {what} in {window} s"})
+            db.session.commit()
+            raise LoginRefused(f"too many failed logins for {what}; try again in {retry} s", retry)
     user = db.session.scalar(select(User).where(User.username == username))
-    if user and user.active and check_password_hash(user.password_hash, password):
+    ok = check_password_hash(user.password_hash if user else _dummy_hash(), password)
+    if user is not None and user.active and ok:
+        db.session.execute(delete(LoginFailure).where(LoginFailure.username == username))
         return user
+    db.session.add(LoginFailure(at=now, username=username, address=address))
+    # keep the table small: failures older than a day (or the window) count for nothing any more
+    db.session.execute(delete(LoginFailure).where(LoginFailure.at < now - timedelta(seconds=max(window, 86400))))
+    audit(f"address:{address}", "login-failed", "user", username, {"address": address})
+    db.session.commit()
     return None
+
+
+def _aware(t: datetime) -> datetime:
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)   # SQLite returns naive UTC
+
+
+def invalidate_sessions(user: User) -> None:
+    """End every login session of this user on the server side (logout, password change): the session
+    carries the user's session_version, which no longer matches.  The caller commits."""
+    user.session_version = (user.session_version or 0) + 1
+
+
+def set_password(user: User, password: str, actor: str = "cli") -> None:
+    """Change a password and end the user's sessions.  The caller commits."""
+    if len(password) < 8:
+        raise ValueError("password must have at least 8 characters")
+    user.password_hash = hash_password(password)
+    invalidate_sessions(user)
+    audit(actor, "password", "user", user.username)
 
 
 def create_token(name: str, role: str, machine: Optional[str] = None, user: Optional[str] = None,
@@ -80,6 +158,9 @@ def create_token(name: str, role: str, machine: Optional[str] = None, user: Opti
         user_row = db.session.scalar(select(User).where(User.username == user))
         if user_row is None:
             raise ValueError(f"unknown user {user!r}")
+    limits.check_text(name, "token name", 120)
+    if machine:
+        limits.check_machine(machine, "--machine")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = ApiToken(name=name, prefix=secret[:12], token_hash=hash_token(secret), role=role,
                    machine=machine_row, user=user_row)
@@ -114,6 +195,7 @@ def current_principal() -> Optional[Principal]:
         row = db.session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
         if row is not None and row.revoked_at is None and row.role in ROLE_RANK:
             principal = Principal(name=f"token:{row.id}:{row.name}", role=row.role, machine_id=row.machine_id)
+            _touch(row)
     elif request.method in ("GET", "HEAD", "OPTIONS") and current_user and current_user.is_authenticated:
         # sessions only read through the API; writes need a bearer token (no CSRF surface)
         principal = Principal(name=f"user:{current_user.username}", role=current_user.role, kind="session")
@@ -122,11 +204,23 @@ def current_principal() -> Optional[Principal]:
     return principal
 
 
+def _touch(row: ApiToken) -> None:
+    """Record the token's use (at most once a minute: no write per request), in its own short transaction
+    before the request's work starts."""
+    now = datetime.now(timezone.utc)
+    if row.last_used_at is None or now - _aware(row.last_used_at) > timedelta(seconds=60):
+        db.session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
+        db.session.commit()
+
+
 @login_manager.user_loader
-def _load_user(user_id: str) -> Optional[User]:
+def _load_user(session_id: str) -> Optional[User]:
+    """Session ids are "<user id>:<session version>" (User.get_id); an older version was ended."""
     try:
-        return db.session.get(User, int(user_id))
-    except (TypeError, ValueError):
+        uid, version = str(session_id).split(":", 1)
+        user = db.session.get(User, int(uid))
+        return user if user is not None and int(version) == (user.session_version or 0) else None
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

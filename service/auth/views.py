@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
-from flask_login import login_required, login_user, logout_user
+from flask import Blueprint, flash, make_response, redirect, render_template, request, url_for
+from flask_login import current_user, login_required, login_user, logout_user
 from flask_wtf import FlaskForm
 from wtforms import PasswordField, StringField, SubmitField
 from wtforms.validators import DataRequired, Length
 
-from service.auth import audit, check_login
+from service.auth import LoginRefused, audit, check_login, invalidate_sessions
 from service.store.db import db
+from service.store.models import User
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 
@@ -36,7 +37,13 @@ def login():
     form = LoginForm()
     status = 200
     if form.validate_on_submit():
-        user = check_login(form.username.data, form.password.data)
+        try:
+            user = check_login(form.username.data, form.password.data, request.remote_addr or "")
+        except LoginRefused as exc:
+            flash(str(exc), "error")
+            resp = make_response(render_template("auth/login.html", form=form, layout=_layout()), 429)
+            resp.headers["Retry-After"] = str(exc.retry_after)
+            return resp
         if user:
             login_user(user)
             audit(f"user:{user.username}", "login", "user", user.username)
@@ -65,5 +72,10 @@ def logout():
     form = LogoutForm()
     if not form.validate_on_submit():
         return "CSRF token missing or invalid", 400
+    user = db.session.get(User, current_user.id)
+    if user is not None:     # a copy of this session cookie must not work after the logout either
+        invalidate_sessions(user)
+        audit(f"user:{user.username}", "logout", "user", user.username)
+        db.session.commit()
     logout_user()
     return redirect(url_for("auth.login"))

@@ -10,6 +10,7 @@ import csv
 import difflib
 import io
 import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from flask_login import current_user, login_required
 from sqlalchemy import select
 
 from pgmpi_formats import site
+from pgmpi_formats.limits import INT_MAX
 from service.profiles import lifecycle
 from service.profiles import publish as pub
 from service.dashboards import data
@@ -88,6 +90,28 @@ def plotly_js():
     return resp
 
 
+def _arg_int(name: str, default=None):
+    """An integer query parameter within the INTEGER columns' range (else 400, never a database error)."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        abort(400, description=f"query parameter {name!r} must be an integer")
+    if not 0 <= v <= INT_MAX:
+        abort(400, description=f"query parameter {name!r} must be in 0..{INT_MAX}")
+    return v
+
+
+def _attachment(name: str) -> str:
+    """Content-Disposition for a download named after stored names (any characters): an ASCII fallback
+    and the exact name RFC 6266 / RFC 5987 encoded; a header must be Latin-1 without line breaks."""
+    from urllib.parse import quote
+    fallback = re.sub(r"[^A-Za-z0-9._+-]", "_", name)[:150]
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name[:300], safe='')}"
+
+
 def _lib_or_404(machine: str, lib: str):
     try:
         return data.library(db.session, machine, lib)
@@ -118,7 +142,7 @@ def heatmap(machine: str, lib: str):
     m, l = _lib_or_404(machine, lib)
     camp = _campaign(l, request.args.get("campaign"))
     ps = data.nprocs_of(db.session, l, camp)
-    p = request.args.get("p", type=int) or (ps[-1] if ps else None)
+    p = _arg_int("p") or (ps[-1] if ps else None)
     panels = []
     if p is not None:
         panels.append({"title": f"{l.name}-{l.version} · {camp.name if camp else 'all runs'}",
@@ -142,7 +166,7 @@ def detail(machine: str, lib: str, key: str):
     m, l = _lib_or_404(machine, lib)
     camp = _campaign(l, request.args.get("campaign"))
     ps = data.nprocs_of(db.session, l, camp)
-    p = request.args.get("p", type=int) or (ps[-1] if ps else 0)
+    p = _arg_int("p") or (ps[-1] if ps else 0)
     d = data.detail(db.session, l, camp, key, p)
     fmt = request.args.get("format")
     if fmt == "json":
@@ -157,7 +181,7 @@ def detail(machine: str, lib: str, key: str):
         w.writerows(d["rows"])
         name = f"{m.name}_{l.name}-{l.version}_{key}_p{p}.csv"
         return Response(buf.getvalue(), mimetype="text/csv",
-                        headers={"Content-Disposition": f"attachment; filename={name}"})
+                        headers={"Content-Disposition": _attachment(name)})
     return render_template("detail.html", machine=m, lib=l, campaign=camp, p=p, ps=ps, d=d,
                            keys=sorted(data.MPI_OF))
 
@@ -168,8 +192,8 @@ def trends(machine: str, lib: str):
     m, l = _lib_or_404(machine, lib)
     ps = data.nprocs_of(db.session, l, None)
     key = request.args.get("key", "allreduce")
-    p = request.args.get("p", type=int) or (ps[-1] if ps else 0)
-    msize = request.args.get("msize", type=int) or 1024
+    p = _arg_int("p") or (ps[-1] if ps else 0)
+    msize = _arg_int("msize") or 1024
     alg = request.args.get("algorithm", "default")
     t = data.trend(db.session, l, key, msize, alg, p)
     if request.args.get("format") == "json":
@@ -199,13 +223,14 @@ def profiles():
     root = profile_root()
     rows = []
     for d in data.profile_sets(db.session):
-        st = lifecycle.history(root, d["machine"].name, d["library"].name, d["library"].version)
+        st = lifecycle.history_of(d["set"], root) if "set" in d else \
+            lifecycle.history(root, d["machine"].name, d["library"].name, d["library"].version)
         rows.append({**d, "status": st})
     return render_template("profiles.html", rows=rows, root=root)
 
 
 def _set_or_404(set_id: int) -> ProfileSet:
-    ps = db.session.get(ProfileSet, set_id)
+    ps = db.session.get(ProfileSet, set_id) if 0 <= set_id <= INT_MAX else None
     if ps is None:
         abort(404, description=f"no profile set {set_id}")
     return ps
@@ -215,12 +240,12 @@ def _set_or_404(set_id: int) -> ProfileSet:
 @read_access
 def profile_set(set_id: int):
     ps = _set_or_404(set_id)
-    st = lifecycle.history(profile_root(), ps.machine.name, ps.library.name, ps.library.version)
+    st = lifecycle.history_of(ps, profile_root())
     from sqlalchemy.orm import selectinload
     versions = db.session.scalars(select(ProfileVersion).where(ProfileVersion.profile_set_id == ps.id)
                                   .options(selectinload(ProfileVersion.figures))
                                   .order_by(ProfileVersion.number)).all()
-    cand_id = request.args.get("candidate", type=int)
+    cand_id = _arg_int("candidate")
     cand = next((v for v in versions if v.id == cand_id), None) if cand_id else None
     if cand is None:
         cand = next((v for v in reversed(versions) if v.state in ("candidate", "validated")), None)

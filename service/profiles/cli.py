@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from pgmpi_formats import site
+from pgmpi_formats import limits, site
 from pgmpi_formats.checker import mpi_flavor
 from service.profiles import publish as pub
 
@@ -32,11 +32,23 @@ def _app(database_url: str | None):
 _database = click.option("--database-url", envvar="DATABASE_URL", default=None,
                          help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
 
+def _limit(check):
+    """A click callback applying pgmpi_formats.limits (the same rules as the API and uploads)."""
+    def cb(ctx, param, value):
+        try:
+            return None if value is None else check(value, f"--{param.name.replace('_', '-')}")
+        except limits.LimitError as exc:
+            raise click.BadParameter(exc.message) from None
+    return cb
+
+
 _common = [
     click.option("--root", help=ROOT_HELP),
-    click.option("--machine", required=True, help="machine name, e.g. vsc5"),
-    click.option("--mpi", "mpi_name", required=True, help="MPI library name, e.g. openmpi"),
-    click.option("--mpi-version", required=True, help="MPI library version, e.g. 4.1.4"),
+    click.option("--machine", required=True, help="machine name, e.g. vsc5", callback=_limit(limits.check_machine)),
+    click.option("--mpi", "mpi_name", required=True, help="MPI library name, e.g. openmpi",
+                 callback=_limit(limits.check_library)),
+    click.option("--mpi-version", required=True, help="MPI library version, e.g. 4.1.4",
+                 callback=_limit(limits.check_version)),
 ]
 
 
@@ -55,31 +67,60 @@ def profile() -> None:
 @common
 @click.option("--dir", "src", required=True, type=click.Path(exists=True, file_okay=False),
               help="directory with the candidate's .prf files")
-@click.option("--validation", type=click.Path(exists=True, dir_okay=False),
-              help="JSON report of the validation run; publishes only if its \"ok\" is true")
+@click.option("--validation", type=click.Path(dir_okay=False), hidden=True,
+              help="refused: validation evidence comes from the service's records, not from a file")
 @click.option("--force", is_flag=True, help="publish without a passing validation (recorded)")
 @click.option("--reason", default="", help="why (required with --force)")
 @click.option("--actor", default=None, help="who (default: the login name)")
-def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, reason, actor):
-    """Validate the candidate with pgmpitune-check and make it the current set."""
-    validated, vdata = False, {}
+@_database
+def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, reason, actor, database_url):
+    """Validate the candidate with pgmpitune-check and make it the current set.  It counts as validated
+    only when the service recorded a passing validation of a profile version with exactly these files
+    (this machine and library); otherwise --force --reason is needed."""
     if validation:
-        try:
-            vdata = json.loads(Path(validation).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise click.ClickException(f"{validation}: not a JSON validation report: {exc}")
-        if not isinstance(vdata, dict) or "ok" not in vdata:
-            raise click.ClickException(f"{validation}: field \"ok\" (true|false) is missing")
-        validated = vdata.get("ok") is True
+        raise click.ClickException(
+            f"--validation {validation}: a file is no evidence anyone can trust; the service records validation "
+            "runs itself (POST /api/v1/profiles/<id>/validation). Publish that version with "
+            "`pgmpi profile publish-candidate ID`, or publish these files: they count as validated when a "
+            "validated version with the same files is stored, else use --force --reason")
     files = {p.name: p.read_bytes() for p in sorted(Path(src).iterdir()) if p.is_file()}
+    evidence, unread = None, ""
+    if not force:     # a forced publication needs no evidence (and no database)
+        from sqlalchemy.exc import SQLAlchemyError
+        from service.profiles import lifecycle
+        try:
+            with _app(database_url).app_context():
+                evidence = lifecycle.recorded_validation(machine, mpi_name, mpi_version, files)
+        except SQLAlchemyError as exc:
+            unread = f" (the service's database could not be read: {str(exc).splitlines()[0][:200]})"
     try:
         res = pub.publish(_root(root), machine, mpi_name, mpi_version, files,
-                          actor=actor or getpass.getuser(), validated=validated, force=force,
-                          reason=reason, validation=vdata, mpi=mpi_flavor(mpi_name))
+                          actor=actor or getpass.getuser(), validated=evidence is not None, force=force,
+                          reason=reason, validation=evidence or {}, mpi=mpi_flavor(mpi_name))
     except pub.PublishError as exc:
-        raise click.ClickException(str(exc))
+        raise click.ClickException(str(exc) + unread)
     click.echo(f"published version {res.version} (was {res.previous}) -> {res.target}/current"
-               + (" [FORCED]" if res.forced else ""))
+               + (" [FORCED]" if res.forced else "")
+               + (f" [validated: profile version {evidence['profile_version']}]" if evidence else ""))
+
+
+@profile.command("fsck")
+@click.option("--root", help=ROOT_HELP)
+@click.option("--json", "as_json", is_flag=True)
+@_database
+def fsck_cmd(root, as_json, database_url):
+    """Check that the database and the profile root agree (exit 1 and list the problems when not)."""
+    from service.profiles import lifecycle
+    with _app(database_url).app_context():
+        problems = lifecycle.fsck(Path(_root(root)))
+    if as_json:
+        click.echo(json.dumps(problems, indent=1))
+    else:
+        for p in problems:
+            click.echo(f"set {p['set']} ({p['directory']}): {p['problem']}")
+        click.echo(f"{len(problems)} problem(s) in {_root(root)}")
+    if problems:
+        raise SystemExit(1)
 
 
 @profile.command("rollback")
@@ -87,15 +128,19 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
 @click.option("--to", "to", type=int, default=None, help="version to make current (default: previous)")
 @click.option("--reason", default="")
 @click.option("--actor", default=None)
+@click.option("--module", default=None, help="the library's module, when several share name and version")
 @_database
-def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, database_url):
+def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, module, database_url):
     """Swap current back to the previous version; the database records it as the profile page does
     (a set the database does not know, published with `pgmpi profile publish --dir`, changes on disk only)."""
     from service.store.db import db
     from service.profiles import lifecycle
     actor = actor or f"cli:{getpass.getuser()}"
     with _app(database_url).app_context():
-        ps = lifecycle.find_set(machine, mpi_name, mpi_version)
+        try:
+            ps = lifecycle.find_set(machine, mpi_name, mpi_version, module)
+        except ValueError as exc:
+            raise click.ClickException(str(exc))
         try:
             if ps is not None:
                 res = lifecycle.rollback_set(ps, Path(_root(root)), actor, reason=reason, to=to)

@@ -8,6 +8,7 @@ commit after the swap of ``current``, ``current`` is swapped back and the caller
 """
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -82,12 +83,60 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
 # ----------------------------------------------------------------- publish, roll back, history
 
 
+def set_directory(ps: ProfileSet) -> str:
+    """The directory of a profile set under <root>/<machine>/, assigned once and stored: <name>-<version>
+    when no other set of the machine holds it, else <name>-<version>+<10 hex of sha256(module)> (two
+    libraries of one name and version built differently, e.g. two modules, never share a ``current``)."""
+    if ps.directory:
+        return ps.directory
+    base = pub.library_dirname(ps.library.name, ps.library.version)
+    taken = set(db.session.scalars(select(ProfileSet.directory).where(ProfileSet.machine_id == ps.machine_id,
+                                                                      ProfileSet.id != ps.id)))
+    name = base
+    if name in taken:
+        name = f"{base}+{hashlib.sha256((ps.library.module or '').encode()).hexdigest()[:10]}"
+        if name in taken:
+            name = f"{base}+lib{ps.library_id}"
+    ps.directory = name
+    db.session.flush()
+    return name
+
+
+def assign_directories(session) -> None:
+    """Migration helper: give every stored set without one its directory (oldest set first keeps the plain
+    <name>-<version>).  Core SQL only, so it runs against any schema revision that has the column."""
+    from sqlalchemy import text
+    rows = session.execute(text(
+        "SELECT ps.id, ps.machine_id, l.name, l.version, l.module, ps.library_id FROM profile_sets ps "
+        "JOIN mpi_libraries l ON l.id = ps.library_id WHERE ps.directory IS NULL ORDER BY ps.id")).all()
+    taken = {(m, d) for m, d in session.execute(text(
+        "SELECT machine_id, directory FROM profile_sets WHERE directory IS NOT NULL"))}
+    for sid, mid, name, version, module, lib_id in rows:
+        try:
+            base = pub.library_dirname(name, version)
+        except pub.PublishError:
+            base = f"lib{lib_id}"
+        d = base
+        if (mid, d) in taken:
+            d = f"{base}+{hashlib.sha256((module or '').encode()).hexdigest()[:10]}"
+        if (mid, d) in taken:
+            d = f"{base}+lib{lib_id}"
+        taken.add((mid, d))
+        session.execute(text("UPDATE profile_sets SET directory = :d WHERE id = :i"), {"d": d, "i": sid})
+    session.flush()
+
+
+def _names(ps: ProfileSet) -> tuple[tuple[str, str, str], str]:
+    return (ps.machine.name, ps.library.name, ps.library.version), set_directory(ps)
+
+
 def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = False,
                       reason: str = "") -> pub.PublishResult:
     ps: ProfileSet = v.profile_set
-    names = (ps.machine.name, ps.library.name, ps.library.version)
+    names, directory = _names(ps)
+    # the service's own record decides, never a file: record_validation set validated_at and the state
     validated = v.validated_at is not None or v.state == "validated"
-    res = pub.publish(root, *names, v.files or {},
+    res = pub.publish(root, *names, v.files or {}, directory=directory,
                       actor=actor, validated=validated, force=force, reason=reason,
                       candidate=f"profile_version:{v.id}",
                       validation={"figures": len(v.figures),
@@ -100,15 +149,15 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
     audit(actor, "publish-forced" if res.forced else "publish", "profile", str(v.id),
           {"set": ps.id, "fs_version": res.version, "previous": res.previous, "forced": res.forced,
            "reason": reason, "validated": validated, "path": v.published_path})
-    _commit_or_undo(res, root, names, actor, "publish")
+    _commit_or_undo(res, root, names, actor, "publish", directory)
     return res
 
 
 def rollback_set(ps: ProfileSet, root: Path, actor: str, reason: str = "", to: int | None = None) -> pub.PublishResult:
     """Make version `to` (default: the previous one) current again; the version that was current is
     marked rolled-back."""
-    names = (ps.machine.name, ps.library.name, ps.library.version)
-    res = pub.rollback(root, *names, actor=actor, reason=reason, to=to)
+    names, directory = _names(ps)
+    res = pub.rollback(root, *names, actor=actor, reason=reason, to=to, directory=directory)
     old_path = str(res.target / "versions" / str(res.previous))
     new_path = str(res.target / "versions" / str(res.version))
     for v in ps.versions:
@@ -119,25 +168,101 @@ def rollback_set(ps: ProfileSet, root: Path, actor: str, reason: str = "", to: i
             v.state = "published"
     audit(actor, "rollback", "profile", f"set:{ps.id}",
           {"set": ps.id, "fs_version": res.version, "previous": res.previous, "reason": reason})
-    _commit_or_undo(res, root, names, actor, "rollback")
+    _commit_or_undo(res, root, names, actor, "rollback", directory)
     return res
 
 
-def find_set(machine: str, library: str, version: str) -> ProfileSet | None:
-    """The stored profile set of machine x MPI library x version, None when the database has none."""
-    return db.session.scalars(select(ProfileSet).join(Machine, ProfileSet.machine_id == Machine.id)
-                              .join(MpiLibrary, ProfileSet.library_id == MpiLibrary.id)
-                              .where(Machine.name == machine, MpiLibrary.name == library,
-                                     MpiLibrary.version == version)
-                              .order_by(ProfileSet.id.desc())).first()
+def find_set(machine: str, library: str, version: str, module: str | None = None) -> ProfileSet | None:
+    """The stored profile set of machine x MPI library x version (x module), None when the database has none;
+    ValueError when several libraries of that name and version (other modules) have sets and no module
+    says which."""
+    q = (select(ProfileSet).join(Machine, ProfileSet.machine_id == Machine.id)
+         .join(MpiLibrary, ProfileSet.library_id == MpiLibrary.id)
+         .where(Machine.name == machine, MpiLibrary.name == library, MpiLibrary.version == version))
+    if module is not None:
+        q = q.where(MpiLibrary.module == module)
+    sets = db.session.scalars(q.order_by(ProfileSet.id.desc())).all()
+    if len(sets) > 1:
+        raise ValueError(f"{len(sets)} profile sets of {machine} {library}-{version}, one per module ("
+                         + ", ".join(repr(s.library.module) for s in sets) + "): say which with --module")
+    return sets[0] if sets else None
 
 
-def history(root: Path, machine: str, library: str, version: str) -> dict:
+def recorded_validation(machine: str, library: str, version: str, files) -> dict | None:
+    """The service's record that these files passed validation: a version of this machine x library x version
+    with validated_at set (record_validation judged the agent's figures) whose files are exactly these."""
+    want = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in files.items()}
+    q = (select(ProfileVersion).join(ProfileSet, ProfileVersion.profile_set_id == ProfileSet.id)
+         .join(Machine, ProfileSet.machine_id == Machine.id).join(MpiLibrary, ProfileSet.library_id == MpiLibrary.id)
+         .where(Machine.name == machine, MpiLibrary.name == library, MpiLibrary.version == version,
+                ProfileVersion.validated_at.is_not(None)).order_by(ProfileVersion.id.desc()))
+    for v in db.session.scalars(q):
+        if dict(v.files or {}) == want:
+            return {"profile_version": v.id, "validated_at": v.validated_at.isoformat(), "figures": len(v.figures)}
+    return None
+
+
+def history(root: Path, machine: str, library: str, version: str, directory: str | None = None) -> dict:
     """The published versions and the history.jsonl of a profile set, as `pgmpi profile status` shows it."""
-    return pub.status(root, machine, library, version)
+    return pub.status(root, machine, library, version, directory)
 
 
-def _commit_or_undo(res: pub.PublishResult, root: Path, names: tuple[str, str, str], actor: str, what: str) -> None:
+def history_of(ps: ProfileSet, root: Path) -> dict:
+    """history() of a stored set, in its own directory; a set whose stored names no longer make a path
+    (stored before the name rules) shows as unpublishable instead of failing the page."""
+    try:
+        names, directory = _names(ps)
+        return pub.status(root, *names, directory)
+    except pub.PublishError as exc:
+        return {"target": None, "current": None, "versions": [], "history": [], "files": {}, "error": str(exc)}
+
+
+def fsck(root: Path) -> list[dict]:
+    """Database and profile root agree: every set's ``current`` is the version the database marks published
+    (none when it points at the empty version 0), with the same files; no two sets share a directory.
+    Returns the problems found ({set, directory, problem}); [] when all agree."""
+    problems: list[dict] = []
+    seen: dict[tuple[int, str], int] = {}
+    for ps in db.session.scalars(select(ProfileSet).order_by(ProfileSet.id)):
+        try:
+            names, directory = _names(ps)
+            target = pub.target_dir(root, *names, directory)
+        except pub.PublishError as exc:
+            problems.append({"set": ps.id, "directory": None, "problem": f"no valid directory: {exc}"})
+            continue
+        key = (ps.machine_id, directory)
+        if key in seen:
+            problems.append({"set": ps.id, "directory": str(target),
+                             "problem": f"shares its directory with set {seen[key]}"})
+        seen[key] = ps.id
+        published = [v for v in ps.versions if v.state == "published"]
+        cur = pub.current_version(target) if target.is_dir() else None
+        cur_path = str(target / "versions" / str(cur)) if cur else None
+        if cur_path is None:
+            for v in published:
+                problems.append({"set": ps.id, "directory": str(target), "problem":
+                                 f"version {v.number} is marked published but current is "
+                                 f"{'the empty version 0' if cur == 0 else 'absent'}"})
+            continue
+        marked = [v for v in published if v.published_path == cur_path]
+        for v in published:
+            if v.published_path != cur_path:
+                problems.append({"set": ps.id, "directory": str(target), "problem":
+                                 f"version {v.number} is marked published at {v.published_path} but current "
+                                 f"is {cur_path}"})
+        if not marked:
+            problems.append({"set": ps.id, "directory": str(target), "problem":
+                             f"current is {cur_path}, which no version of the set is marked published at"})
+            continue
+        on_disk = {p.name: p.read_text(errors="replace") for p in Path(cur_path).iterdir() if p.is_file()}
+        if on_disk != dict(marked[0].files or {}):
+            problems.append({"set": ps.id, "directory": str(target), "problem":
+                             f"files of {cur_path} differ from version {marked[0].number} in the database"})
+    return problems
+
+
+def _commit_or_undo(res: pub.PublishResult, root: Path, names: tuple[str, str, str], actor: str, what: str,
+                    directory: str | None = None) -> None:
     """Commit the database side of a swap already made on disk; when the database refuses, swap ``current``
     back to what it was (recorded in history.jsonl as an undo) so modules never load a profile the
     service does not know it published."""
@@ -148,7 +273,7 @@ def _commit_or_undo(res: pub.PublishResult, root: Path, names: tuple[str, str, s
         back = res.previous or 0
         refused = f"the database refused to record the {what} ({type(exc).__name__}: {str(exc).splitlines()[0]})"
         try:
-            pub.rollback(root, *names, actor=actor, to=back,
+            pub.rollback(root, *names, actor=actor, to=back, directory=directory,
                          reason=f"undo {what} of version {res.version}: the database refused to record it")
         except pub.PublishError as undo_exc:
             raise pub.PublishError(f"{refused}, and setting the profile root back to version {back} failed "

@@ -108,12 +108,19 @@ def library_dirname(mpi_name: str, mpi_version: str) -> str:
     return f"{safe_component(mpi_name, 'mpi name')}-{safe_component(mpi_version, 'mpi version')}"
 
 
-def target_dir(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: str) -> Path:
-    """``<root>/<machine>/<mpi name>-<mpi version>``, guaranteed inside root."""
+_DIR_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$")
+
+
+def target_dir(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: str,
+               directory: str | None = None) -> Path:
+    """``<root>/<machine>/<mpi name>-<mpi version>`` (or ``<root>/<machine>/<directory>``, the directory the
+    database assigned to a profile set, service/profiles/lifecycle.set_directory), guaranteed inside root."""
     root_p = Path(root)
     if not root_p.is_absolute():
         raise PublishError(f"profile root must be an absolute path, got {root!s}")
-    t = root_p / safe_component(machine, "machine") / library_dirname(mpi_name, mpi_version)
+    if directory is not None and not _DIR_OK.match(directory):
+        raise PublishError(f"profile set directory {directory[:40]!r}: use letters, digits and ._+- only")
+    t = root_p / safe_component(machine, "machine") / (directory or library_dirname(mpi_name, mpi_version))
     _inside(root_p, t)
     return t
 
@@ -301,7 +308,7 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
             files: Mapping[str, str | bytes], *, actor: str, validated: bool,
             force: bool = False, reason: str = "", candidate: str | None = None,
             validation: Mapping | None = None, checker: str | Sequence[str] | None = None,
-            mpi: str | None = None) -> PublishResult:
+            mpi: str | None = None, directory: str | None = None) -> PublishResult:
     """Publish a profile set as a new version and make it current.
 
     ``validated`` says whether a validation run showed the candidate is not slower
@@ -330,7 +337,7 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
             raise PublishError(str(exc)) from None
     if not checked:
         raise PublishError("empty candidate: no profile files to publish")
-    target = target_dir(root, machine, mpi_name, mpi_version)
+    target = target_dir(root, machine, mpi_name, mpi_version, directory)
     Path(root).mkdir(parents=True, exist_ok=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     _inside(Path(root), target)
@@ -368,11 +375,11 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
 
 
 def rollback(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: str, *,
-             actor: str, to: int | None = None, reason: str = "") -> PublishResult:
+             actor: str, to: int | None = None, reason: str = "", directory: str | None = None) -> PublishResult:
     """Swap ``current`` back to the previous version (or to version ``to``)."""
     if not actor:
         raise PublishError("actor: who rolls back must be recorded")
-    target = target_dir(root, machine, mpi_name, mpi_version)
+    target = target_dir(root, machine, mpi_name, mpi_version, directory)
     if not target.is_dir():
         raise PublishError(f"nothing published for {machine} {mpi_name}-{mpi_version}")
     with _locked(target):
@@ -401,8 +408,9 @@ def rollback(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: 
         return PublishResult("rollback", target, to, cur, False, None, entry)
 
 
-def status(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: str) -> dict:
-    target = target_dir(root, machine, mpi_name, mpi_version)
+def status(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: str,
+           directory: str | None = None) -> dict:
+    target = target_dir(root, machine, mpi_name, mpi_version, directory)
     if not target.is_dir():
         return {"target": str(target), "current": None, "versions": [], "history": [], "files": {}}
     cur = current_version(target)

@@ -201,6 +201,8 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
             ps = ProfileSet(machine_id=machine.id, library_id=lib.id)
             db.session.add(ps)
             db.session.flush()
+            from service.profiles.lifecycle import set_directory
+            set_directory(ps)
         number = 1 + max((v.number for v in ps.versions), default=0)
         db.session.add(ProfileVersion(profile_set_id=ps.id, number=number, state="candidate", analysis_id=a.id,
                                       files=dict(profiles), actor=actor))

@@ -45,10 +45,24 @@ class User(UserMixin, db.Model):
     role: Mapped[str] = mapped_column(String(16), default="viewer")
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    # raised at logout and password change: sessions carrying an older value are no longer valid
+    session_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     @property
     def is_active(self) -> bool:  # Flask-Login
         return bool(self.active)
+
+    def get_id(self) -> str:   # Flask-Login: the session holds "<id>:<session_version>"
+        return f"{self.id}:{self.session_version or 0}"
+
+
+class LoginFailure(db.Model):
+    """One failed login (user name as typed, client address): the throttle counts these in its window."""
+    __tablename__ = "login_failures"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(TS, default=utcnow, index=True)
+    username: Mapped[str] = mapped_column(String(80), index=True)
+    address: Mapped[str] = mapped_column(String(64), index=True)
 
 
 class ApiToken(db.Model):
@@ -148,6 +162,7 @@ class Upload(db.Model):
     n_files: Mapped[int] = mapped_column(Integer)
     n_timings: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    digest: Mapped[Optional[str]] = mapped_column(String(64))   # sha256 of the content (ingest.upload_digest)
 
 
 class Run(db.Model):
@@ -262,12 +277,15 @@ class Violation(db.Model):
 
 
 class ProfileSet(db.Model):
-    """The tuned profiles of one machine x MPI library; versions are its history."""
+    """The tuned profiles of one machine x MPI library; versions are its history.  `directory` is its
+    directory under <profile root>/<machine>/ (service/profiles/lifecycle.set_directory), unique per machine."""
     __tablename__ = "profile_sets"
-    __table_args__ = (UniqueConstraint("machine_id", "library_id", name="uq_profile_sets_machine_library"),)
+    __table_args__ = (UniqueConstraint("machine_id", "library_id", name="uq_profile_sets_machine_library"),
+                      UniqueConstraint("machine_id", "directory", name="uq_profile_sets_machine_directory"))
     id: Mapped[int] = mapped_column(primary_key=True)
     machine_id: Mapped[int] = mapped_column(ForeignKey("machines.id"))
     library_id: Mapped[int] = mapped_column(ForeignKey("mpi_libraries.id"))
+    directory: Mapped[Optional[str]] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     machine: Mapped[Machine] = relationship()
     library: Mapped[MpiLibrary] = relationship()

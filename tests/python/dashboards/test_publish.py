@@ -228,8 +228,11 @@ def test_cli_publish_rollback_status(tmp_path, monkeypatch):
     run = CliRunner().invoke
     r = run(profile, ["publish", *base, "--dir", str(src), "--actor", "carol"])
     assert r.exit_code != 0 and "validation" in r.output
+    # a file saying {"ok": true} is no evidence: only the service's record of a validation counts
     (tmp_path / "v.json").write_text(json.dumps({"ok": True, "worst_ratio": 0.97}))
     r = run(profile, ["publish", *base, "--dir", str(src), "--actor", "carol", "--validation", str(tmp_path / "v.json")])
+    assert r.exit_code != 0 and "no evidence" in r.output, r.output
+    r = run(profile, ["publish", *base, "--dir", str(src), "--force", "--reason", "first", "--actor", "carol"])
     assert r.exit_code == 0, r.output
     assert "published version 1" in r.output
     r = run(profile, ["publish", *base, "--dir", str(src), "--force", "--reason", "test", "--actor", "carol"])

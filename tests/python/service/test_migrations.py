@@ -11,8 +11,8 @@ from conftest import MIGRATIONS, create_pg_database, drop_pg_database, make_app
 
 TABLES = {"machines", "mpi_libraries", "campaigns", "jobs", "uploads", "runs", "series", "barrier_series",
           "analyses", "violations", "profile_sets", "profile_versions", "validation_figures", "users",
-          "api_tokens", "audit_log", "library_overview"}
-HEAD = "0005_truth22"
+          "api_tokens", "audit_log", "library_overview", "login_failures"}
+HEAD = "0006_harden19"
 
 
 @pytest.fixture
@@ -60,20 +60,24 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
 
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
-        assert rev == "0004" and tables == TABLES and "status" not in _columns("violations")
+        assert rev == "0005_truth22" and tables == TABLES - {"login_failures"} and "digest" not in _columns("uploads")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
-        assert rev == "0003" and tables == TABLES - {"library_overview"}
+        assert rev == "0004" and "status" not in _columns("violations")
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
+        tables, idx, rev = _state(app)
+        assert rev == "0003" and tables == TABLES - {"library_overview", "login_failures"}
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
-        assert rev == HEAD and tables == TABLES
+        assert rev == HEAD and tables == TABLES and "directory" in _columns("profile_sets")
         assert {"status", "status_why", "nights_confirmed", "nights_contradicted"} <= _columns("violations")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="0002")
         tables, idx, rev = _state(app)
         assert rev == "0002" and "kind" not in _columns("violations")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
-        assert rev == "0001" and tables == TABLES - {"library_overview"} and "ix_analyses_library_latest" not in idx
+        assert rev == "0001" and tables == TABLES - {"library_overview", "login_failures"} \
+            and "ix_analyses_library_latest" not in idx
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
         assert rev == HEAD and "ix_analyses_library_latest" in idx and "kind" in _columns("violations")

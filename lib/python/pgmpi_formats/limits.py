@@ -1,0 +1,133 @@
+"""The one validation of names and numbers for everything that enters the site: API bodies, the headers and
+rows of uploaded raw results, campaign files and the command line.
+
+The limits are those of the database columns (service/store/models.py) and of the publish path rules
+(service/profiles/publish.py: a path component is at most 100 characters of ``A-Za-z0-9._+-``), so a value
+accepted here can be stored, shown on every page and published.  Plain Python: ``check_*`` raise
+``LimitError`` (a ValueError naming the field); the ``Annotated`` types at the end carry the same rules into
+pydantic models (the API's request bodies, the campaign file).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Optional
+
+from pydantic import Field
+
+# A name: machine, MPI library, version, campaign, label.  ASCII only: it becomes a directory name, a file
+# name in an export's Content-Disposition, a Slurm job name.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# An Lmod module name: openmpi/4.1.4, OpenMPI/4.1.5-GCC-12.3.0, mpi/openmpi-x86_64.
+MODULE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/@:-]*$")
+# An MPI call or mock-up name as pgmpi_formats.results reads them.
+CALL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+MACHINE_MAX = 100        # machines.name is 120, a path component 100
+LIBRARY_MAX = 80         # mpi_libraries.name / .version
+MODULE_MAX = 200         # mpi_libraries.module, jobs.module
+CAMPAIGN_MAX = 160       # campaigns.name
+CALL_MAX = 80            # series.call
+ALGORITHM_MAX = 120      # series.algorithm, violations.mockup
+JOB_KEY_MAX = 200        # jobs.job_key
+HEADER_VALUE_MAX = 4096  # any other #@key=value header (stored in runs.headers)
+HEADERS_MAX = 200        # header lines per file
+INT_MAX = 2**31 - 1      # INTEGER columns (msize, nprocs, nodes, ppn, mpirun_index, ids)
+NODES_MAX = 10_000_000
+PPN_MAX = 1_000_000
+RUNTIME_MAX = 1e6        # seconds; a measured call time beyond 11 days is no measurement
+
+
+class LimitError(ValueError):
+    """A value outside the site's limits; `field` names where it came from."""
+
+    def __init__(self, field: str, message: str):
+        self.field, self.message = field, message
+        super().__init__(f"{field}: {message}")
+
+
+def _show(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:40] + "...")
+
+
+def check_text(value, field: str, max_len: int, pattern: Optional[re.Pattern] = None, what: str = "",
+               allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise LimitError(field, f"must be text, not {type(value).__name__}")
+    if value == "" and allow_empty:
+        return value
+    if value == "":
+        raise LimitError(field, "must not be empty")
+    if len(value) > max_len:
+        raise LimitError(field, f"{len(value)} characters is more than {max_len}: {_show(value)}")
+    if pattern is not None and not pattern.match(value):
+        raise LimitError(field, f"{_show(value)} is not a valid {what or 'name'}: use {_ALLOWED[pattern.pattern]}")
+    if pattern is None and any(c in value for c in "\r\n\x00"):
+        raise LimitError(field, f"{_show(value)}: line breaks and NUL are not accepted")
+    return value
+
+
+_ALLOWED = {NAME_RE.pattern: "letters, digits and ._+- (starting with a letter or digit)",
+            MODULE_RE.pattern: "letters, digits and ._+/@:- (starting with a letter or digit)",
+            CALL_RE.pattern: "letters, digits and _ (starting with a letter or _)"}
+
+
+def check_machine(value, field: str = "machine") -> str:
+    return check_text(value, field, MACHINE_MAX, NAME_RE, "machine name")
+
+
+def check_library(value, field: str = "library") -> str:
+    return check_text(value, field, LIBRARY_MAX, NAME_RE, "MPI library name")
+
+
+def check_version(value, field: str = "version") -> str:
+    return check_text(value, field, LIBRARY_MAX, NAME_RE, "MPI library version")
+
+
+def check_module(value, field: str = "module") -> str:
+    return check_text(value, field, MODULE_MAX, MODULE_RE, "module name", allow_empty=True)
+
+
+def check_campaign(value, field: str = "campaign") -> str:
+    return check_text(value, field, CAMPAIGN_MAX, NAME_RE, "campaign name")
+
+
+def check_call(value, field: str = "test") -> str:
+    return check_text(value, field, CALL_MAX, CALL_RE, "MPI call name")
+
+
+def check_algorithm(value, field: str = "algorithm") -> str:
+    return check_text(value, field, ALGORITHM_MAX, CALL_RE, "algorithm (mock-up) name")
+
+
+def check_int(value, field: str, lo: int = 0, hi: int = INT_MAX) -> int:
+    """An integer given as int or as decimal text (no exponent, no fraction)."""
+    if isinstance(value, bool):
+        raise LimitError(field, "must be an integer")
+    if isinstance(value, str):
+        s = value.strip()
+        if not re.fullmatch(r"[+-]?\d{1,19}", s):
+            raise LimitError(field, f"{_show(value)} is not an integer")
+        value = int(s)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise LimitError(field, f"{value!r} is not an integer")
+        value = int(value) if math.isfinite(value) and abs(value) < 2**63 else hi + 1
+    if not isinstance(value, int):
+        raise LimitError(field, "must be an integer")
+    if not lo <= value <= hi:
+        raise LimitError(field, f"{value} is outside {lo}..{hi}")
+    return value
+
+
+def check_header_value(key: str, value: str, field: str) -> str:
+    return check_text(value, field, HEADER_VALUE_MAX, allow_empty=True)
+
+
+# ----------------------------------------------------------------- pydantic types with the same rules
+
+MachineName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=MACHINE_MAX)]
+LibraryName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=LIBRARY_MAX)]
+LibraryVersion = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=LIBRARY_MAX)]
+ModuleName = Annotated[str, Field(pattern=f"^$|{MODULE_RE.pattern}", max_length=MODULE_MAX)]
+CampaignName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=CAMPAIGN_MAX)]

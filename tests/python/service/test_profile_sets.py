@@ -1,0 +1,119 @@
+"""Profile sets on disk and in the database: two libraries of one name and version (two modules) never share
+a `current`, the database and the profile root agree after every publish and rollback (`pgmpi profile
+fsck`), publishing trusts only the service's record of a validation, tokens record their last use."""
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from service.profiles import lifecycle
+from service.profiles.cli import profile
+from service.store.db import db
+from service.store.models import ApiToken, Machine, MpiLibrary, ProfileSet, ProfileVersion
+
+PRF_A = {"MPI_Allreduce.prf": "MPI_Allreduce\n2\n2\n0 default\n1 allreduce_as_reduce_bcast\n1\n1 1024 1\n"}
+PRF_B = {"MPI_Allreduce.prf": "MPI_Allreduce\n2\n2\n0 default\n1 allreduce_as_reduce_bcast\n1\n1 65536 1\n"}
+
+
+def _two_modules(app) -> tuple[int, int]:
+    """openmpi 4.1.4 twice on m1, as two modules; a validated candidate for each."""
+    with app.app_context():
+        m = db.session.scalar(select(Machine).where(Machine.name == "m1"))
+        ids = []
+        for module, files in (("openmpi/4.1.4", PRF_A), ("openmpi/4.1.4-debug", PRF_B)):
+            lib = MpiLibrary(machine_id=m.id, name="openmpi", version="4.1.4", module=module)
+            db.session.add(lib)
+            db.session.flush()
+            ps = ProfileSet(machine_id=m.id, library_id=lib.id)
+            db.session.add(ps)
+            db.session.flush()
+            v = ProfileVersion(profile_set_id=ps.id, number=1, state="validated", files=files,
+                               validated_at=datetime.now(timezone.utc))
+            db.session.add(v)
+            db.session.flush()
+            ids.append(v.id)
+        db.session.commit()
+        return ids[0], ids[1]
+
+
+def _fsck(root, url) -> tuple[int, list]:
+    r = CliRunner().invoke(profile, ["fsck", "--root", str(root), "--json", "--database-url", url])
+    return r.exit_code, json.loads(r.output) if r.output.strip().startswith("[") else r.output
+
+
+def _visible(path) -> dict:
+    return {p.name: p.read_text() for p in path.iterdir()} if path.exists() else {}
+
+
+def test_two_modules_never_share_current(app, seeded, tmp_path, monkeypatch, database_url):
+    monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    root = tmp_path / "profiles"
+    va, vb = _two_modules(app)
+    with app.app_context():
+        a, b = db.session.get(ProfileVersion, va), db.session.get(ProfileVersion, vb)
+        ra = lifecycle.publish_candidate(a, root, "test")
+        rb = lifecycle.publish_candidate(b, root, "test")
+        assert ra.target != rb.target
+        assert ra.target.name == "openmpi-4.1.4"        # the first keeps the name the modules read
+        lifecycle.rollback_set(a.profile_set, root, "test")
+        b_current = rb.target / "current"
+        assert _visible(b_current) == PRF_B              # rolling back A left B live
+        assert db.session.get(ProfileVersion, vb).state == "published"
+        assert db.session.get(ProfileVersion, va).state == "rolled-back"
+    assert _fsck(root, database_url) == (0, [])
+    # a second rollback of A: A at the empty set, B untouched
+    with app.app_context():
+        ps_a = db.session.get(ProfileVersion, va).profile_set
+        try:
+            lifecycle.rollback_set(ps_a, root, "test")
+        except Exception:
+            db.session.rollback()
+    assert _visible(rb.target / "current") == PRF_B
+    assert _fsck(root, database_url) == (0, [])
+    # the CLI asks which module when two sets share name and version
+    r = CliRunner().invoke(profile, ["rollback", "--root", str(root), "--machine", "m1", "--mpi", "openmpi",
+                                     "--mpi-version", "4.1.4", "--database-url", database_url])
+    assert r.exit_code != 0 and "--module" in r.output
+
+
+def test_fsck_finds_disagreement(app, seeded, tmp_path, monkeypatch, database_url):
+    monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    root = tmp_path / "profiles"
+    va, _ = _two_modules(app)
+    with app.app_context():
+        res = lifecycle.publish_candidate(db.session.get(ProfileVersion, va), root, "test")
+    assert _fsck(root, database_url) == (0, [])
+    # someone swaps current behind the service's back
+    os.replace(res.target / "current", res.target / "old")
+    os.symlink("versions/0", res.target / "current")
+    code, problems = _fsck(root, database_url)
+    assert code == 1 and "marked published" in problems[0]["problem"], problems
+
+
+def test_publish_trusts_only_recorded_validation(app, seeded, tmp_path, monkeypatch, database_url):
+    monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    root, src = tmp_path / "profiles", tmp_path / "cand"
+    src.mkdir()
+    (src / "MPI_Allreduce.prf").write_text(PRF_B["MPI_Allreduce.prf"])
+    (tmp_path / "v.json").write_text('{"ok": true}')
+    base = ["publish", "--root", str(root), "--machine", "m1", "--mpi", "openmpi", "--mpi-version", "4.1.4",
+            "--dir", str(src), "--actor", "eve", "--database-url", database_url]
+    r = CliRunner().invoke(profile, base + ["--validation", str(tmp_path / "v.json")])
+    assert r.exit_code != 0, r.output
+    r = CliRunner().invoke(profile, base)
+    assert r.exit_code != 0 and "validation" in r.output        # nothing recorded yet
+    _two_modules(app)                                            # the service validated PRF_B's files
+    r = CliRunner().invoke(profile, base)
+    assert r.exit_code == 0 and "validated: profile version" in r.output, r.output
+
+
+def test_token_records_last_use(client, seeded, app):
+    with app.app_context():
+        assert db.session.get(ApiToken, seeded["viewer_id"]).last_used_at is None
+    assert client.get("/api/v1/me", headers=seeded["viewer"]).status_code == 200
+    with app.app_context():
+        assert db.session.get(ApiToken, seeded["viewer_id"]).last_used_at is not None
