@@ -28,7 +28,8 @@
     X(D_INDEXED,       "indexed",       "GL4 test 9 Alternating-indexed / test 11 RowCol-contiguous-and-indexed") \
     X(D_STRUCT_FLAT,   "struct_flat",   "GL4: create_struct over every unit")                               \
     X(D_STRUCT,        "struct",        "GL4 test 10 Alternating-struct / test 11 RowCol-struct")           \
-    X(D_CONTROL,       "typed_control", "control arm: the reference measured again under its own label")
+    X(D_CONTROL,       "typed_control", "control arm: the reference measured again under its own label")   \
+    X(D_REPAIRED,      "repaired",      "typed through libpgmpitune's repair (bcast/allgather_as_packed_*)")
 enum {
 #define X(id, name, what) id,
     DT_DESCRIPTIONS(X)
@@ -136,6 +137,7 @@ int dt_layout_has(int layout, int d)
     case D_STRUCT_FLAT: return layout != L_CONTIG && layout != L_ROWCOL;
     case D_STRUCT: return layout == L_ALTREP || layout == L_ROWCOL;
     case D_CONTROL: return 1;
+    case D_REPAIRED: return layout != L_ROWCOL;
     default: return 0;
     }
 }
@@ -180,6 +182,7 @@ static struct {
     char *pbuf, *prbuf;      /* pack buffers (packed description) */
     int plen;                /* packed bytes of the whole message */
     int sel;
+    int coll, repair;        /* libpgmpitune's collective of the pattern (-1: ping-pong) and its repair mock-up */
 } cur;
 
 static void die_mpi(const char *what, int rc)
@@ -194,7 +197,8 @@ static void die_mpi(const char *what, int rc)
 static void release(void)
 {
     for (int d = 0; d < D_COUNT; d++)
-        if (cur.has[d] && d != D_PACKED && d != D_CONTROL && cur.t[d] != dtype_handle(O.dt)) MPI_Type_free(&cur.t[d]);
+        if (cur.has[d] && d != D_PACKED && d != D_CONTROL && d != D_REPAIRED && cur.t[d] != dtype_handle(O.dt))
+            MPI_Type_free(&cur.t[d]);
     for (int d = 0; d < D_COUNT; d++) { cur.t[d] = MPI_DATATYPE_NULL; cur.has[d] = 0; cur.count[d] = 0; }
     free(cur.pbuf); free(cur.prbuf); cur.pbuf = cur.prbuf = NULL;
     cur.call = NULL;
@@ -260,6 +264,9 @@ void dt_prepare(const call_t *c, cplan_t *cp)
     int coll = d->pattern == PAT_BCAST ? pgmpitune_collective_lookup("bcast")
              : d->pattern == PAT_ALLGATHER ? pgmpitune_collective_lookup("allgather") : -1;
     if (coll >= 0) pgmpitune_force(coll, 0);
+    cur.coll = coll;
+    cur.repair = coll < 0 ? -1 : pgmpitune_algorithm_lookup(coll, d->pattern == PAT_BCAST ? "bcast_as_packed_bcast"
+                                                                                       : "allgather_as_packed_allgather");
     long *off = NULL; int *len = NULL;
     long nu = d->layout == L_CONTIG ? 0 : units(d, cur.n, cur.c, &off, &len);
     if (nu < 0) { fprintf(stderr, "pgmpi-dtbench: error: out of memory for the unit lists\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
@@ -276,7 +283,7 @@ void dt_prepare(const call_t *c, cplan_t *cp)
             CK(MPI_Type_contiguous((int)cur.c, u, &t));
             if (u != base) MPI_Type_free(&u);
             break;
-        case D_PACKED: case D_CONTROL: continue;   /* the reference's type; set below */
+        case D_PACKED: case D_CONTROL: case D_REPAIRED: continue;   /* the reference's type; set below */
         case D_VECTOR: CK(MPI_Type_vector((int)cur.c, (int)b.len[0], (int)b.X, base, &t)); t = resized(t, E); break;
         case D_NESTED:
             if (cur.c % NESTED_S) continue;
@@ -357,6 +364,9 @@ void dt_prepare(const call_t *c, cplan_t *cp)
     int ref = dt_reference(d->layout);
     if (cur.has[ref]) {   /* the control arm runs the reference's own handle */
         cur.has[D_CONTROL] = 1; cur.t[D_CONTROL] = cur.t[ref]; cur.count[D_CONTROL] = cur.count[ref];
+        if (cur.repair > 0 && dt_layout_has(d->layout, D_REPAIRED)) {
+            cur.has[D_REPAIRED] = 1; cur.t[D_REPAIRED] = cur.t[ref]; cur.count[D_REPAIRED] = cur.count[ref];
+        }
     }
     if (cur.has[ref]) {
         int ps = 0;
@@ -376,7 +386,14 @@ void dt_prepare(const call_t *c, cplan_t *cp)
 }
 
 int dt_applies(const call_t *c, int a) { return cur.call == c && a >= 0 && a < D_COUNT && cur.has[a]; }
-void dt_select(const call_t *c, int a) { (void)c; cur.sel = a; }
+/* the repaired description is the typed call with libpgmpitune's repair forced; every other one runs the
+ * library's default (pgmpitune_force, as pgmpi-bench selects its algorithms) */
+void dt_select(const call_t *c, int a)
+{
+    (void)c;
+    cur.sel = a;
+    if (cur.coll >= 0) pgmpitune_force(cur.coll, a == D_REPAIRED ? cur.repair : 0);
+}
 const char *dt_alg_label(const call_t *c, int a) { (void)c; return dt_description_name(a); }
 size_t dt_row_count(const call_t *c, int a) { (void)c; return a >= 0 && a < D_COUNT ? (size_t)cur.count[a] : 0; }
 

@@ -9,7 +9,7 @@ extern const char *const dt_layout_names[L_COUNT];
 extern const char *const dt_pattern_names[PAT_COUNT];
 
 /* a rowcol matrix grows with n x A: cells whose whole-message extent exceeds this are skipped */
-#define DT_MAX_EXTENT ((size_t)256 << 20)
+#define DT_MAX_EXTENT ((size_t)64 << 20)
 
 typedef struct dtcase {
     int pattern, layout, variant;   /* variant: table 2 of the paper (1 or 2) */

@@ -6,7 +6,7 @@
     pgmpi analyze profile FILES... --out DIR [--gain 0.10] [--memory-budget BYTES] [--int-budget BYTES]
                                    [--cautious] [--check/--no-check]
     pgmpi analyze datatypes FILES... [--format table|csv|json] [--detail violated|all|none] [--alpha 0.05]
-                                     [--fdr] [--min-effect 0.10] [--test paired_t|wilcoxon]
+                                     [--fdr] [--min-effect 0.10] [--test paired_t|wilcoxon] [--html FILE]
 FILES may be directories (searched recursively).
 """
 from __future__ import annotations
@@ -151,13 +151,20 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, gain, memory_
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--detail", type=click.Choice(["violated", "all", "none"]), default="violated", show_default=True,
               help="which single verdicts to list under the summary (table format)")
-def datatypes_cmd(files, alpha, fdr, min_effect, test, fmt, detail):
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="also write the heatmaps and per-layout details to this HTML file (self-contained)")
+def datatypes_cmd(files, alpha, fdr, min_effect, test, fmt, detail, html_out):
     """GL1-GL4 verdicts of the derived-datatype guidelines on pgmpi-dtbench results (service/analysis/datatypes.py)."""
     from .datatypes import dt_verdicts, summary
     rs = _load(files)
     vs = dt_verdicts(rs, alpha=alpha, fdr=fdr, min_effect=min_effect, test=test)
     if not vs:
         raise click.ClickException("no pgmpi-dtbench cases (#@pgmpi dtcase lines) with two descriptions in the given files")
+    if html_out:
+        from pathlib import Path
+        from .datatypes_report import render
+        Path(html_out).write_text(render(rs, vs))
+        click.echo(f"wrote {html_out}", err=True)
     if fmt == "json":
         click.echo(json.dumps({"alpha": alpha, "fdr": fdr, "min_effect": min_effect, "test": test,
                                "verdicts": [v.as_dict() for v in vs]}, indent=1))

@@ -12,6 +12,9 @@ The guidelines (the paper's sect. 3), each a comparison of two descriptions of t
 * GL1   ``typed`` (c x t) against ``contig`` (one contig(c, t)): expected equal, so both directions are tested;
 * GL2/3 ``typed`` against ``packed`` (MPI_Pack + the call on MPI_PACKED + MPI_Unpack, timed whole): violated
   when the datatype is slower than packing by hand;
+* repair ``typed`` against ``repaired`` (the typed call through libpgmpitune's repair mock-up): the gain a
+  profile selecting the repair would give (a "violated" row = a significant difference, either direction);
+* control ``typed`` against ``typed_control``: the campaign's false alarms;
 * GL4   the reference description (``typed``; ``indexed_block`` for rowcol) against every other description of
   the layout (vector, nested, tiled_struct, indexed_block, indexed, struct_flat, struct): the library should
   normalise both to its best form, so a difference in either direction is a violation of GL4 for the slower
@@ -32,7 +35,8 @@ from pgmpi_formats.results import ResultSet
 from .stats import DEFAULT_TEST, PAIRED_TESTS, bh_adjust, build_cells, paired_log_ratios, pvalues_paired_greater
 
 GL4_ALTERNATIVES = ("vector", "nested", "tiled_struct", "indexed_block", "indexed", "struct_flat", "struct")
-GUIDELINES = ("GL1", "GL2/3", "GL4", "control")
+GUIDELINES = ("GL1", "GL2/3", "GL4", "control", "repair")
+REPAIRED = "repaired"          # the typed call through libpgmpitune's repair mock-up
 CONTROL = "typed_control"      # pgmpi-dtbench's control arm: the reference description measured twice
 
 
@@ -109,6 +113,8 @@ def _pairs(case: DtCase, present: set[str]):
         yield "GL2/3", ref, "packed", False
     if CONTROL in present:      # a ratio whose truth is 1: its violations are the campaign's false alarms
         yield "control", ref, CONTROL, True
+    if REPAIRED in present:     # what the library's repair gains (or loses) against the library's own call
+        yield "repair", ref, REPAIRED, True
     for alt in GL4_ALTERNATIVES:
         if alt != ref and alt in present:
             yield "GL4", ref, alt, True

@@ -10,7 +10,7 @@ R=${1:-5}; shift || true
 NP=${1:-2}; shift || true
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-opts=(--layouts=all --variants=1,2 --blocksizes=2,100 --sizes=3200,64K,2560000 --nrep=15 --time-budget=0.3 "$@")
+opts=(--layouts=all --variants=1 --blocksizes=2,100 --sizes=3200,2560000 --nrep=10 "$@")
 echo "load before: $(uptime)"
 for ((r = 0; r < R; r++)); do
   for mpi in openmpi mpich; do

@@ -49,7 +49,7 @@ def test_every_case_checks_and_reads(bench, tmp_path):
     assert len(set(r.tests)) == 3 * (1 + 8 + 2)
     descs = set(r.algorithms)
     assert {"typed", "contig", "packed", "vector", "nested", "tiled_struct", "indexed_block", "indexed",
-            "struct_flat", "struct", "typed_control"} <= descs
+            "struct_flat", "struct", "typed_control", "repaired"} <= descs
     # one row per measurement: --nrep=1 row per timed (test, msize, description) = per ok check line
     assert len(r) == len(checks)
     # the count column: tiled v1 A=2 at 3200 B of doubles = 400 elements in 200 blocks
@@ -62,6 +62,10 @@ def test_every_case_checks_and_reads(bench, tmp_path):
     vs = dt_verdicts(ResultSet.from_runs([r]))
     assert {v.guideline for v in vs} == {"GL1", "GL2/3", "GL4", "control"}
     assert all(v.verdict == "n/a" for v in vs)       # one mpirun: no paired sample
+    from service.analysis.datatypes_report import render
+    page = render(ResultSet.from_runs([r]), vs)
+    # one heatmap per (library, pattern, base type), one detail table per layout of each
+    assert page.count("Plotly.newPlot(") == 3 and page.count("<h3 id=") == 3 * 11
 
 
 def test_corrupted_unpack_is_caught(bench, tmp_path):
