@@ -60,7 +60,7 @@ def test_every_case_checks_and_reads(bench, tmp_path):
 
     from service.analysis.datatypes import dt_verdicts
     vs = dt_verdicts(ResultSet.from_runs([r]))
-    assert {v.guideline for v in vs} == {"GL1", "GL2/3", "GL4", "control"}
+    assert {v.guideline for v in vs} == {"GL1", "GL2/3", "GL4", "control", "repair"}
     assert all(v.verdict == "n/a" for v in vs)       # one mpirun: no paired sample
     from service.analysis.datatypes_report import render
     page = render(ResultSet.from_runs([r]), vs)
