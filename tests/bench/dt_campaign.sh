@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A derived-datatype campaign (pgmpi-dtbench) on both MPIs: R mpiruns per (MPI, base type), alternating
 # mpirun by mpirun so that every configuration samples the same machine regimes, then the GL1-GL4 verdict
-# table (pgmpi datatypes verdicts).  Timing figures at 2 ranks; prints `uptime` before and after.
+# table and the HTML report OUTDIR/report.html (pgmpi analyze datatypes). Timing figures at 2 ranks; prints `uptime` before and after.
 #   tests/bench/dt_campaign.sh OUTDIR [R=5] [NP=2] [extra pgmpi-dtbench options...]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,4 +27,4 @@ for ((r = 0; r < R; r++)); do
   done
 done
 echo "load after: $(uptime)"
-"$top/.venv/bin/pgmpi" analyze datatypes "$out"
+"$top/.venv/bin/pgmpi" analyze datatypes "$out" --html "$out/report.html"
