@@ -16,7 +16,7 @@
 #include "bench_stats.h"
 
 #define BENCH_VERSION "1.0"
-#define MAXCALLS 64
+#define MAXCALLS 128
 #define MAXALGS 32
 /* Largest batch of rounds between two reductions of a fixed-count cell (bounds the time buffers). */
 #define FIXED_BATCH_MAX 100000L
@@ -24,14 +24,19 @@
 
 /* ------------------------------------------------------------------ the calls */
 enum kind { K_ALLGATHER, K_ALLREDUCE, K_ALLTOALL, K_BCAST, K_GATHER, K_REDUCE, K_RSB, K_RS, K_SCAN,
-            K_SCATTER, K_BARRIER, K_UNKNOWN };
+            K_SCATTER, K_BARRIER, K_UNKNOWN,
+            K_DT };                   /* a datatype case of pgmpi-dtbench (bench_datatypes.c) */
+
+struct dtcase;
 
 typedef struct {
     int coll;                 /* library collective index; -1 for MPI_Barrier */
     int kind;
     const char *mpi_name;
     int nalg;
-    int alg[MAXALGS];         /* selected algorithm indices of the library (0 = default) */
+    int alg[MAXALGS];         /* selected algorithm indices of the library (0 = default);
+                                 K_DT: indices into the descriptions of bench_datatypes.c */
+    const struct dtcase *dt;  /* K_DT only: pattern, layout, base type */
 } call_t;
 
 /* Pseudo-algorithm "tuned": nothing forced, the library follows its profiles
@@ -159,6 +164,15 @@ int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf);
 /* bench_check.c */
 void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok);
 
+/* bench_datatypes.c (pgmpi-dtbench): a K_DT call's types per size, built outside the timed regions */
+void dt_prepare(const call_t *c, cplan_t *cp);        /* builds the descriptions for cp->n; skip flags */
+int  dt_applies(const call_t *c, int a);              /* 0: description a does not exist at this size */
+void dt_select(const call_t *c, int a);               /* the description the next dt_run uses */
+int  dt_run(const call_t *c, char *sbuf, char *rbuf);
+void dt_check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok);
+const char *dt_alg_label(const call_t *c, int a);
+size_t dt_row_count(const call_t *c, int a);          /* the count argument of description a */
+
 /* bench_output.c */
 /* The layout the launcher made, measured (layout(): numbers on every rank, strings on rank 0); skipped:
  * the node-aware mock-ups not measured on one node. */
@@ -168,6 +182,9 @@ void out_fail(void) __attribute__((noreturn));
 int open_output(void);
 void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L);
 void write_row(const call_t *c, long idx, size_t n, double t, int a);
+/* pgmpi-dtbench: extra header keys before the column line, and a count column in every row */
+extern void (*g_header_extra)(void);
+extern int g_count_column;
 layout_t layout(void);
 int layout_mismatch(const layout_t *L, char *why, size_t wl);
 void footer_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

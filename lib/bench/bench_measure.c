@@ -75,6 +75,7 @@ int run_call_on(const call_t *c, const cplan_t *cp, char *g_sbuf, char *g_rbuf)
     case K_SCAN:      return MPI_Scan(g_sbuf, g_rbuf, cnt, g_dt, g_op, w);
     case K_SCATTER:   return MPI_Scatter(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, O.root, w);
     case K_BARRIER:   return MPI_Barrier(w);
+    case K_DT:        return dt_run(c, g_sbuf, g_rbuf);   /* dt_select() chose the description */
     default: return MPI_ERR_OTHER;
     }
 }
@@ -180,6 +181,7 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
                     if (c->alg[a] == ALG_TUNED) pgmpitune_unforce(c->coll);
                     else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL ? 0 : c->alg[a]);
                 }
+                if (c->kind == K_DT) dt_select(c, c->alg[a]);
                 double ts = MPI_Wtime();
                 sync_procs();
                 double t0 = MPI_Wtime();
@@ -298,6 +300,7 @@ static void install_buffers(cstate_t *cs, int nc)
         alloc_pair(sb, rb);
     }
     for (int i = 0; i < nc; i++) fill_rcounts(cs[i].call, &cs[i].plan);
+    for (int i = 0; i < nc; i++) if (cs[i].call->kind == K_DT) dt_prepare(cs[i].call, &cs[i].plan);
 }
 
 void free_buffers(void)
@@ -381,6 +384,7 @@ static void even_out_runs(cstate_t *cs, int nc)
                 if (c->alg[a] == ALG_TUNED) pgmpitune_unforce(c->coll);
                 else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL ? 0 : c->alg[a]);
             }
+            if (c->kind == K_DT) dt_select(c, c->alg[a]);
             sync_procs();
             (void)run_call(c, &cs[i].plan);
             cs[i].runs[a]++;
@@ -436,9 +440,15 @@ void measure_all(void)
             for (int i = g; i < g + gn; i++) {
                 int ok[MAXALGS];
                 for (int a = 0; a < MAXALGS; a++) { cs[i].skip[a] = 0; cs[i].runs[a] = 0; }
+                int dt = cs[i].call->kind == K_DT;   /* a description that does not exist at this size */
+                if (dt) for (int a = 0; a < cs[i].call->nalg; a++) cs[i].skip[a] = !dt_applies(cs[i].call, cs[i].call->alg[a]);
                 if (!O.check) continue;
-                check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
-                for (int a = 0; a < cs[i].call->nalg; a++) { cs[i].skip[a] = !ok[a]; cs[i].runs[a] = 1; }
+                if (dt) dt_check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
+                else check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
+                for (int a = 0; a < cs[i].call->nalg; a++) {
+                    cs[i].runs[a] = !cs[i].skip[a];       /* the check called it once */
+                    cs[i].skip[a] |= !ok[a];
+                }
             }
             measure_group(cs + g, gn, why + g, tnrep1 + g);
             even_out_runs(cs + g, gn);

@@ -315,6 +315,7 @@ static void list_algs(char *buf, size_t len)
 
 const char *alg_label(const call_t *c, int a)
 {
+    if (c->kind == K_DT) return dt_alg_label(c, a);
     if (c->coll < 0) return "default";
     if (a == ALG_TUNED) return "tuned";
     if (a == ALG_CONTROL) return "default_control";

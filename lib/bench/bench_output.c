@@ -263,13 +263,20 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     char cmd[4096]; size_t o = 0; cmd[0] = 0;
     for (int i = 0; i < argc && o < sizeof cmd; i++) o += snprintf(cmd + o, sizeof cmd - o, "%s%s", i ? " " : "", argv[i]);
     put("command_line", cmd);
-    if (fprintf(g_out, "test nrep msize runtime_sec algorithm\n") < 0) out_fail();
+    if (g_header_extra) g_header_extra();
+    if (fprintf(g_out, g_count_column ? "test nrep msize count runtime_sec algorithm\n"
+                                      : "test nrep msize runtime_sec algorithm\n") < 0) out_fail();
     fflush(g_out);
 }
 
+void (*g_header_extra)(void);
+int g_count_column;
+
 void write_row(const call_t *c, long idx, size_t n, double t, int a)
 {
-    if (fprintf(g_out, "%s %ld %zu %.10f %s\n", c->mpi_name, idx, n, t, alg_label(c, a)) < 0) out_fail();
+    int rc = g_count_column ? fprintf(g_out, "%s %ld %zu %zu %.10f %s\n", c->mpi_name, idx, n, dt_row_count(c, a), t, alg_label(c, a))
+                            : fprintf(g_out, "%s %ld %zu %.10f %s\n", c->mpi_name, idx, n, t, alg_label(c, a));
+    if (rc < 0) out_fail();
 }
 
 /* The footer lines collected during the run and the execution time (rank 0). */

@@ -5,6 +5,8 @@
     pgmpi analyze quality FILES... [--format table|json]
     pgmpi analyze profile FILES... --out DIR [--gain 0.10] [--memory-budget BYTES] [--int-budget BYTES]
                                    [--cautious] [--check/--no-check]
+    pgmpi analyze datatypes FILES... [--format table|csv|json] [--detail violated|all|none] [--alpha 0.05]
+                                     [--fdr] [--min-effect 0.10] [--test paired_t|wilcoxon] [--html FILE]
 FILES may be directories (searched recursively).
 """
 from __future__ import annotations
@@ -137,6 +139,71 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, gain, memory_
             raise click.ClickException(f"pgmpitune-check rejected the profiles:\n{out}")
         else:
             click.echo("pgmpitune-check: ok")
+
+
+@analyze.command("datatypes")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--fdr", is_flag=True, help="Benjamini-Hochberg across all comparisons (alpha = FDR target)")
+@click.option("--min-effect", type=click.FloatRange(0, 10), default=0.10, show_default=True,
+              help="a violation needs slower / faster > 1 + this")
+@click.option("--test", "test", type=click.Choice(["paired_t", "wilcoxon"]), default=DEFAULT_TEST, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--detail", type=click.Choice(["violated", "all", "none"]), default="violated", show_default=True,
+              help="which single verdicts to list under the summary (table format)")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="also write the heatmaps and per-layout details to this HTML file (self-contained)")
+def datatypes_cmd(files, alpha, fdr, min_effect, test, fmt, detail, html_out):
+    """GL1-GL4 verdicts of the derived-datatype guidelines on pgmpi-dtbench results (service/analysis/datatypes.py)."""
+    from .datatypes import dt_verdicts, summary
+    rs = _load(files)
+    vs = dt_verdicts(rs, alpha=alpha, fdr=fdr, min_effect=min_effect, test=test)
+    if not vs:
+        raise click.ClickException("no pgmpi-dtbench cases (#@pgmpi dtcase lines) with two descriptions in the given files")
+    if html_out:
+        from pathlib import Path
+        from .datatypes_report import render
+        Path(html_out).write_text(render(rs, vs))
+        click.echo(f"wrote {html_out}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps({"alpha": alpha, "fdr": fdr, "min_effect": min_effect, "test": test,
+                               "verdicts": [v.as_dict() for v in vs]}, indent=1))
+        return
+    if fmt == "csv":
+        import csv
+        import io
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(vs[0].as_dict()))
+        w.writeheader()
+        for v in vs:
+            w.writerow(v.as_dict())
+        sys.stdout.write(buf.getvalue())
+        return
+    from rich.console import Console
+    from rich.table import Table
+    con = Console(width=max(220, Console().width))
+    t = Table(title=f"derived-datatype guidelines (one-sided {test}{' + BH' if fdr else ''}, alpha={alpha}, "
+                    f"min effect {min_effect:.0%}; ratio = slower / faster, median over mpiruns)")
+    for c in ("library", "guideline", "pattern", "tested", "violated", "largest violation", "ratio", "p"):
+        t.add_column(c, justify="right" if c in ("tested", "violated", "ratio", "p") else "left", no_wrap=True)
+    for s in summary(vs):
+        w = s.worst
+        t.add_row(s.library, s.guideline, s.pattern, str(s.tested), str(s.violated),
+                  "" if w is None else f"{w.basetype} {w.layout} {w.msize} B: {w.slower} slower than {w.faster}",
+                  "" if w is None else f"{w.ratio:.2f}", "" if w is None else f"{w.p:.2g}")
+    con.print(t)
+    if detail == "none":
+        return
+    d = Table(title="single verdicts" + (" (violated)" if detail == "violated" else ""))
+    for c in ("library", "guideline", "pattern", "base", "layout", "bytes", "slower", "faster", "ratio", "p", "runs",
+              "verdict"):
+        d.add_column(c, justify="right" if c in ("bytes", "ratio", "p", "runs") else "left", no_wrap=True)
+    for v in vs:
+        if detail == "violated" and v.verdict != "violated":
+            continue
+        d.add_row(v.library, v.guideline, v.pattern, v.basetype, v.layout, str(v.msize), v.slower, v.faster,
+                  f"{v.ratio:.2f}", f"{v.p:.2g}", str(v.runs), v.verdict)
+    con.print(d)
 
 
 COMMANDS = [analyze]

@@ -134,6 +134,24 @@ static int allgather_as_nodegather_leaderallgatherv_nodebcast(const void *sb, in
     return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
 }
 
+/* Datatype repair (GL2/GL3 of the datatype guidelines; pgmpi-dtbench, lib/bench/README.md): the library's
+ * own Allgather on the packed bytes, for a library whose Allgather of a non-contiguous type is slower than
+ * packing by hand. Every rank puts its own block at its place of V as GL1 does (the receive buffer when
+ * contiguous, else the message pool), Allgather in place in MPI_BYTE (rule 3), unpack V. */
+static int allgather_as_packed_allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
+                                         MPI_Datatype rt, MPI_Comm comm)
+{
+    if (pm_inter(comm)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *V = pm_landing(rb, rt, pgmpi_pool_msg());
+    PM_TRY(allgather_place_own(sb, sc, st, rb, rc, rt, V, r, n, comm));
+    PM_TRY(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, V, (int)n, MPI_BYTE, comm));
+    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
+}
+
 static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
 static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (size_t)p; }
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
@@ -146,6 +164,7 @@ static const pgmpi_alg_t allgather_algs[] = {
     {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, need_pn, need_2p_ints, 0},
     {"allgather_as_nodegather_leaderallgatherv_nodebcast",
      (void (*)(void))allgather_as_nodegather_leaderallgatherv_nodebcast, need_2pn, need_2p_ints, 1},
+    {"allgather_as_packed_allgather", (void (*)(void))allgather_as_packed_allgather, need_pn, NULL, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLGATHER = {

@@ -73,6 +73,25 @@ static int bcast_as_leaderbcast_nodebcast(void *buf, int count, MPI_Datatype dt,
     return MPI_SUCCESS;
 }
 
+/* Datatype repair (GL2/GL3 of the datatype guidelines; pgmpi-dtbench, lib/bench/README.md): the library's
+ * own Bcast on the n packed bytes, for a library whose Bcast of a non-contiguous type is slower than
+ * packing by hand. The root packs into the message pool, every rank broadcasts n MPI_BYTEs, the others
+ * unpack; a contiguous type communicates from its own buffer (rule 3: the same pattern on every rank). */
+static int bcast_as_packed_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    if (pm_inter(comm)) return PGMPI_FALLBACK;
+    int p = pm_size(comm), r = pm_rank(comm);
+    if (root < 0 || root >= p) return PGMPI_FALLBACK;
+    size_t n = (size_t)count * pgmpi_type_bytes(dt);            /* the same on every rank */
+    if (n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(n) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    char *V = pm_landing(buf, dt, pgmpi_pool_msg());
+    if (r == root && V != (char *)buf) PM_TRY(pm_pack(buf, count, dt, V, n, comm));
+    PM_TRY(PMPI_Bcast(V, (int)n, MPI_BYTE, root, comm));
+    if (r != root && V != (char *)buf) return pm_unpack(V, n, buf, count, dt, comm);
+    return MPI_SUCCESS;
+}
+
 static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
 static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 /* Any rank may need the padded vector (its own type may not be contiguous): the need is the same for all. */
@@ -87,6 +106,7 @@ static const pgmpi_alg_t bcast_algs[] = {
     {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, need_n, need_2p_ints, 0},
     {"bcast_as_scatter_allgather", (void (*)(void))bcast_as_scatter_allgather, need_padded_bytes, NULL, 0},
     {"bcast_as_leaderbcast_nodebcast", (void (*)(void))bcast_as_leaderbcast_nodebcast, need_n, NULL, 1},
+    {"bcast_as_packed_bcast", (void (*)(void))bcast_as_packed_bcast, need_n, NULL, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_BCAST = {

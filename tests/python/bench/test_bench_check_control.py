@@ -15,7 +15,9 @@ pytestmark = pytest.mark.mpi
 
 # A test-only interposer in front of the MPI library: MPI_Bcast of 1000 MPI_BYTEs comes back with one
 # byte flipped, of 2000 MPI_BYTEs with MPI_ERR_COUNT (on every rank, so nobody waits).  libpgmpitune's
-# default path calls PMPI_Bcast, the mock-ups do not, so only "default" is wrong.
+# default path and bcast_as_packed_bcast call PMPI_Bcast on the n bytes, the other mock-ups do not, so
+# only those two are wrong.
+PLANTED = {"default", "bcast_as_packed_bcast"}
 PLANT = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -51,15 +53,16 @@ def test_check_round_records_wrong_results_and_errors_and_skips_those_algorithms
     checks = {(c, int(n), a): rest for c, n, a, *rest in pgmpi_lines(footer, "check")}
     mockups = bench.algorithms()["MPI_Bcast"]
     assert set(checks) == {("MPI_Bcast", n, a) for n in (8, 1000, 2000) for a in mockups}
-    wrong = checks[("MPI_Bcast", 1000, "default")]
-    assert wrong[:2] == ["fail", "wrong_result"] and "byte=7" in wrong, wrong
-    err = checks[("MPI_Bcast", 2000, "default")]
-    assert err[:2] == ["fail", "error"], err
-    assert all(v == ["ok"] for k, v in checks.items() if k[1] == 8 or k[2] != "default")
+    for a in PLANTED:
+        wrong = checks[("MPI_Bcast", 1000, a)]
+        assert wrong[:2] == ["fail", "wrong_result"] and "byte=7" in wrong, wrong
+        err = checks[("MPI_Bcast", 2000, a)]
+        assert err[:2] == ["fail", "error"], err
+    assert all(v == ["ok"] for k, v in checks.items() if k[1] == 8 or k[2] not in PLANTED)
     timed = Counter((n, a) for _, _, n, _, a in rows)
     for n in (8, 1000, 2000):
         for a in mockups:
-            failed = a == "default" and n != 8
+            failed = a in PLANTED and n != 8
             assert timed[(n, a)] == (0 if failed else 4), (n, a, timed[(n, a)])
     assert "failed its check" in r.stderr
     # the analysis still reads the file; the failed cells simply have no default rows
