@@ -102,12 +102,29 @@ static void parse_mpich_desc(const char *desc, offer_t *o)
     }
 }
 
+/* Open MPI: the rules file of the environment (coll_tuned_dynamic_rules_filename).  It takes precedence
+ * over forced algorithms on every communicator and is read-only through MPI_T, so forced variants cannot
+ * be measured next to it in one mpirun (parse_native refuses). */
+static void read_rules_file_name(void)
+{
+    int i = cvar_index("coll_tuned_dynamic_rules_filename");
+    MPI_T_cvar_handle h; int cnt = 0;
+    if (i < 0 || MPI_T_cvar_handle_alloc(i, NULL, &h, &cnt) != MPI_SUCCESS) return;
+    char cur[4096] = "";
+    if (cnt > 0 && cnt <= (int)sizeof cur && MPI_T_cvar_read(h, cur) == MPI_SUCCESS) {
+        cur[sizeof cur - 1] = 0;
+        snprintf(g_native_rules_file, sizeof g_native_rules_file, "%s", cur);
+    }
+    MPI_T_cvar_handle_free(&h);
+}
+
 void native_discover(void)
 {
     if (g_mpit_up) return;
     int prov;
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &prov) != MPI_SUCCESS) return;
     g_mpit_up = 1;
+    read_rules_file_name();
     for (int k = 0; k < K_UNKNOWN; k++) {
         offer_t *o = &g_offer[k];
         o->cvar = o->segcvar = -1;
@@ -197,7 +214,10 @@ static int cvar_write(int idx, int value)
     return rc == MPI_SUCCESS;
 }
 
-/* After MPI_Init, collectively: Open MPI's communicators, one per variant. */
+char g_native_rules_file[1024];
+
+/* After MPI_Init, collectively: Open MPI's communicators, one per variant (each created while its
+ * values were written through MPI_T). */
 void native_setup(void)
 {
     if (!g_nnative || g_native_flavor != NATIVE_OMPI) return;

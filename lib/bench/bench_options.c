@@ -350,6 +350,10 @@ static void parse_native(const char *t, int *any_named)
     }
     if (g_native_flavor == NATIVE_NONE)
         die_usage("--algorithms: '%s': this MPI library exposes no algorithm control variables through MPI_T", t);
+    if (g_native_rules_file[0])
+        die_usage("--algorithms: '%s': Open MPI applies the rules file %s (coll_tuned_dynamic_rules_filename) before "
+                  "any forced algorithm, on every communicator, and MPI_T cannot set it aside: measure native "
+                  "algorithms in an mpirun without the file, the file's choice as 'default' in another", t, g_native_rules_file);
     int matched = 0;
     char valid[8192] = "", one[2048];
     for (int i = 0; i < O.ncalls; i++) {

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from .collectives import KEYS
 
 __all__ = ["NativeVariant", "NativeAlgorithm", "Discovery", "DiscoveryError", "LABEL_RE", "format_label",
-           "parse_label", "parse_ompi_info", "parse_listing", "discover", "FALLBACK", "OMPI_KEYS"]
+           "parse_label", "parse_ompi_info", "parse_listing", "discover", "FALLBACK", "OMPI_KEYS", "ORDER_UNSAFE"]
 
 # "native:<name>[:seg=<bytes>]"; names as the libraries spell them (Open MPI has "in-order_binary")
 LABEL_RE = re.compile(r"^native:([A-Za-z0-9][A-Za-z0-9_.-]*)(?::seg=([0-9]+))?$")
@@ -80,6 +80,7 @@ class Discovery:
     algorithms: dict[str, tuple[NativeAlgorithm, ...]] = field(default_factory=dict)
     variables: dict[str, str] = field(default_factory=dict)        # key -> control variable
     segment_variables: dict[str, str] = field(default_factory=dict)  # key -> segment-size variable
+    chain_fanout: dict[str, int] = field(default_factory=dict)       # Open MPI: key -> forced fan-out (ompi_info)
 
     def names(self, key: str) -> tuple[str, ...]:
         return tuple(a.name for a in self.algorithms.get(key, ()))
@@ -98,13 +99,15 @@ class Discovery:
         return {"library": self.library, "source": self.source, "version": self.version,
                 "algorithms": {k: [[a.name, a.value] for a in v] for k, v in sorted(self.algorithms.items())},
                 "variables": dict(sorted(self.variables.items())),
-                "segment_variables": dict(sorted(self.segment_variables.items()))}
+                "segment_variables": dict(sorted(self.segment_variables.items())),
+                "chain_fanout": dict(sorted(self.chain_fanout.items()))}
 
     @classmethod
     def from_json(cls, obj: dict) -> "Discovery":
         return cls(obj["library"], obj["source"], obj.get("version", ""),
                    {k: tuple(NativeAlgorithm(n, int(v)) for n, v in algs) for k, algs in obj["algorithms"].items()},
-                   dict(obj.get("variables", {})), dict(obj.get("segment_variables", {})))
+                   dict(obj.get("variables", {})), dict(obj.get("segment_variables", {})),
+                   {k: int(v) for k, v in obj.get("chain_fanout", {}).items()})
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1, sort_keys=True)
@@ -116,11 +119,16 @@ def parse_ompi_info(text: str, version: str = "") -> Discovery:
     d = Discovery("openmpi", "ompi_info", version)
     enum = re.compile(r"^mca:coll:tuned:param:coll_tuned_(\w+?)_algorithm:enumerator:value:(\d+):(\S+)$")
     seg = re.compile(r"^mca:coll:tuned:param:coll_tuned_(\w+?)_algorithm_segmentsize:value:")
+    fan = re.compile(r"^mca:coll:tuned:param:coll_tuned_(\w+?)_algorithm_chain_fanout:value:(\d+)$")
     found: dict[str, list[NativeAlgorithm]] = {}
     for line in text.splitlines():
         m = enum.match(line.strip())
         if m and m.group(1) in _OMPI_TO_KEY and int(m.group(2)) != 0:
             found.setdefault(_OMPI_TO_KEY[m.group(1)], []).append(NativeAlgorithm(m.group(3), int(m.group(2))))
+            continue
+        m = fan.match(line.strip())
+        if m and m.group(1) in _OMPI_TO_KEY:
+            d.chain_fanout[_OMPI_TO_KEY[m.group(1)]] = int(m.group(2))
             continue
         m = seg.match(line.strip())
         if m and m.group(1) in _OMPI_TO_KEY:
@@ -179,6 +187,17 @@ def discover(library: str, bench: str | None = None, mpirun: list[str] | None = 
     if out.returncode != 0:
         raise DiscoveryError(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()[:300]}")
     return parse_listing(out.stdout)
+
+
+# (collectives.def key, name) of the algorithms that reorder a reduction's operands, so give wrong results
+# for non-commutative operations: measured by pgmpi-bench's check round (`#@pgmpi check ... fail
+# noncommutative`) at 4 ranks, tests/python/bench/test_native.py keeps this in step.  Open MPI's own
+# decision avoids them for such operations; a rules file cannot (it applies to every operation).
+ORDER_UNSAFE = {
+    "openmpi": frozenset({("allreduce", "ring"), ("allreduce", "segmented_ring"), ("reduce", "chain"),
+                          ("reduce", "pipeline"), ("reduce", "binary"), ("reduce", "binomial")}),
+    "mpich": frozenset(),
+}
 
 
 def _table(rows: dict[str, str]) -> dict[str, tuple[NativeAlgorithm, ...]]:

@@ -13,11 +13,7 @@ from pgmpi_formats import results as reader
 
 pytestmark = pytest.mark.mpi
 
-# Open MPI 4.1's algorithms that reorder the operands of a reduction (the notes measured them with a rules
-# file; pgmpi-bench's non-commutative check finds the same through forced communicators).
-OMPI_ORDER_UNSAFE = {("MPI_Allreduce", "native:ring"), ("MPI_Allreduce", "native:segmented_ring"),
-                     ("MPI_Reduce", "native:chain"), ("MPI_Reduce", "native:pipeline"),
-                     ("MPI_Reduce", "native:binary"), ("MPI_Reduce", "native:binomial")}
+MPI_NAME = {"allreduce": "MPI_Allreduce", "reduce": "MPI_Reduce"}
 
 
 def listing(bench, env=None) -> tuple[native.Discovery, dict[str, int]]:
@@ -81,15 +77,11 @@ def test_natives_interleaved_checked_and_forced_at_4_ranks(bench, tmp_path):
         for size in (65536,):
             assert set(checks[(call, size)]) == {"default"} | {f"native:{n}" for n in d.names(key)}
     reasons = {why for v in checks.values() for why in v.values() if why != "ok"}
-    if bench.mpi == "openmpi":
-        # the forced algorithm really ran on its communicator: exactly the order-unsafe ones reorder a
-        # non-commutative operation (at 64 KiB; the default itself never does)
-        failed = {(c, a) for (c, s), v in checks.items() for a, why in v.items() if why != "ok"}
-        assert failed == OMPI_ORDER_UNSAFE
-        assert reasons == {"noncommutative"}
-    else:
-        # MPICH's algorithms keep the operand order (they ask whether the op commutes)
-        assert reasons == set(), checks
+    # exactly the algorithms of native.ORDER_UNSAFE reorder a non-commutative operation (the default never
+    # does); on Open MPI this also shows that each forced algorithm really ran on its own communicator
+    failed = {(c, a) for (c, s), v in checks.items() for a, why in v.items() if why != "ok"}
+    assert failed == {(MPI_NAME[k], f"native:{n}") for k, n in native.ORDER_UNSAFE[bench.mpi]}
+    assert reasons <= {"noncommutative"}
     # every algorithm that passed its check is measured in that cell, a failed one is not
     timed = {(run.tests[t], int(m), run.algorithms[a]) for t, m, a in zip(run.test, run.msize, run.algorithm)}
     for (call, size), v in checks.items():
@@ -105,3 +97,41 @@ def test_unknown_native_names_are_refused_with_the_choices(bench):
     assert r.rc == 2 and "no segment size" in r.stderr
     r = bench.run(["--calls=bcast", "--algorithms=native:binomial:segment=1K", "--sizes=8", "--nrep=1"], np=0)
     assert r.rc == 2 and ":seg=<bytes>" in r.stderr
+
+
+def test_generated_decision_file_runs_every_collective_and_a_refused_one_breaks_jobs(bench, tmp_path):
+    """At 4 ranks with the library's own file in the environment (as the module will set it): a generated
+    file passes pgmpi-bench's check round on every collective; a file the reader refuses kills the job."""
+    from pgmpi_formats import mpich_json as mj
+    from pgmpi_formats import ompi_rules as orr
+    from pgmpi_formats.ompi_rules import Decision
+    decs = [Decision("allreduce", 4, 8, "native:recursive_doubling"), Decision("allreduce", 4, 65536, "default"),
+            Decision("bcast", 4, 8, "native:binomial"), Decision("allgather", 4, 8, "native:ring"),
+            Decision("reduce", 4, 8, "native:reduce_scatter_gather" if bench.mpi == "mpich" else "native:in-order_binary")]
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    if bench.mpi == "openmpi":
+        good.write_text(orr.write_rules(decs, native.discover("openmpi", env=bench.env())))
+        bad.write_text("1\n0\n1\n4\n1\n0 6 0 0\n")           # allgather two_proc at 4 ranks (refused by the reader)
+        with pytest.raises(orr.RulesError, match="two_proc"):
+            orr.parse_rules(bad.read_text(), str(bad), native.discover("openmpi", env=bench.env()))
+        env = lambda f: {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(f)}
+    else:
+        lib = mj.find_library()
+        base, known = mj.builtin_tree(lib), mj.algorithm_names(lib)
+        tree = mj.generate(decs, base, known)
+        assert mj.check_tree(tree, base, known) == []
+        good.write_text(mj.dumps(tree))
+        del tree["collective=bcast"]
+        assert mj.check_tree(tree, base, known)              # refused by the check
+        bad.write_text(mj.dumps(tree))
+        env = lambda f: {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(f)}
+    args = ["--calls=all", "--algorithms=default", "--sizes=64K", "--nrep=2"]
+    r = bench.run(args + [f"--output={tmp_path / 'good.txt'}"], np=4, env=env(good))
+    assert r.rc == 0, r.stderr
+    lines = [l for l in (tmp_path / "good.txt").read_text().splitlines() if l.startswith("#@pgmpi check")]
+    assert len(lines) == 10 and all(l.endswith(" ok") for l in lines), lines
+    r = bench.run(args[:1] + ["--algorithms=default", "--sizes=8", "--nrep=1", f"--output={tmp_path / 'bad.txt'}"],
+                  np=4, env=env(bad))
+    # the job dies: Open MPI fails the first allgather (already inside MPI_Comm_split_type), MPICH asserts
+    assert r.rc != 0
+    assert ("MPI_ERR_UNSUPPORTED_OPERATION" if bench.mpi == "openmpi" else "Assertion failed") in r.stderr + r.stdout
