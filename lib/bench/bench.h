@@ -18,7 +18,7 @@
 
 #define BENCH_VERSION "1.0"
 #define MAXCALLS 64
-#define MAXALGS 32
+#define MAXALGS 96   /* default, mock-ups and native variants (with segment sizes) of one call */
 #define MAXSIZES 256
 
 /* ------------------------------------------------------------------ the calls */
