@@ -257,8 +257,12 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     if (g_nnative) {   /* how the library's own algorithms were selected (bench_native.c) */
         put("native_switch", g_native_flavor == NATIVE_OMPI ? "communicator_per_variant" : "mpi_t_per_call");
         char nv[8192]; size_t no = 0; nv[0] = 0;
-        for (int v = 0; v < g_nnative && no < sizeof nv; v++)
-            no += snprintf(nv + no, sizeof nv - no, "%s%s=%d", v ? ";" : "", g_native[v].label, g_native[v].value);
+        for (int i = 0; i < O.ncalls; i++)
+            for (int a = 0; a < O.calls[i].nalg && no < sizeof nv; a++) {
+                if (O.calls[i].alg[a] > ALG_NATIVE0) continue;
+                const native_t *n = &g_native[ALG_NATIVE0 - O.calls[i].alg[a]];
+                no += snprintf(nv + no, sizeof nv - no, "%s%s:%s=%d", no ? ";" : "", O.calls[i].mpi_name, n->label, n->value);
+            }
         put("native_values", nv);
     }
     char notes[4096]; rounding_notes(notes, sizeof notes);
