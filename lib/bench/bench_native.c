@@ -268,6 +268,10 @@ void native_print_listing(FILE *f)
 {
     const char *fl = g_native_flavor == NATIVE_OMPI ? "openmpi" : g_native_flavor == NATIVE_MPICH ? "mpich" : "none";
     fprintf(f, "#@native_flavor=%s\n", fl);
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING + 1] = ""; int vl = 0;
+    MPI_Get_library_version(ver, &vl);
+    ver[strcspn(ver, "\r\n")] = 0;
+    fprintf(f, "#@mpi_library_string=%s\n", ver);
     for (int k = 0; k < K_UNKNOWN; k++) {
         const offer_t *o = &g_offer[k];
         if (o->cvar < 0) continue;

@@ -147,13 +147,15 @@ def parse_listing(text: str, version: str = "") -> Discovery:
     lines (and `cvar` lines with the variables' current values, ignored here)."""
     lib = None
     d = None
+    m = re.search(r"^#@mpi_library_string=.*?(?:MPICH Version:|Open MPI v)\s*([0-9][\w.]*)", text, re.M)
+    ver = m.group(1) if m else ""
     for lineno, line in enumerate(text.splitlines(), 1):
         parts = line.split()
         if line.startswith("#@native_flavor="):
             lib = line.split("=", 1)[1].strip()
             if lib == "none":
                 raise DiscoveryError("this MPI library exposes no algorithm control variables through MPI_T")
-            d = Discovery(lib, "mpi_t", version)
+            d = Discovery(lib, "mpi_t", version or ver)
         elif parts and parts[0] == "native":
             if d is None or len(parts) != 7 or parts[2] not in OMPI_KEYS or not parts[4].isdigit():
                 raise DiscoveryError(f"--list-native output line {lineno}: unexpected {line!r}")

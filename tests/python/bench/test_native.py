@@ -25,7 +25,7 @@ def listing(bench, env=None) -> tuple[native.Discovery, dict[str, int]]:
 
 def test_discovery_agrees_with_the_library_and_the_fallback(bench):
     d, current = listing(bench)
-    assert d.library == bench.mpi
+    assert d.library == bench.mpi and d.version == native.FALLBACK[bench.mpi].version
     assert set(current.values()) == {0}                      # nothing forced by default
     fb = native.FALLBACK[bench.mpi]
     assert d.algorithms == fb.algorithms, "FALLBACK no longer matches the installed library"
