@@ -173,7 +173,7 @@ typedef struct {
 } native_t;
 extern native_t g_native[MAXNATIVE];
 extern int g_nnative, g_native_flavor;
-extern char g_native_rules_file[1024];   /* Open MPI: the rules file of the environment, "" none */
+extern char g_native_rules_file[4096];   /* Open MPI: the rules file of the environment, "" none */
 void native_discover(void);
 int native_add(int kind, const char *name, long seg);
 int native_count(int kind);

@@ -214,7 +214,7 @@ static int cvar_write(int idx, int value)
     return rc == MPI_SUCCESS;
 }
 
-char g_native_rules_file[1024];
+char g_native_rules_file[4096];
 
 /* After MPI_Init, collectively: Open MPI's communicators, one per variant (each created while its
  * values were written through MPI_T). */
