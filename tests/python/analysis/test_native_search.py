@@ -48,3 +48,10 @@ def test_smgd_scans_orders_and_prunes():
     assert r.cost(CELL) < search("exhaustive", CELL, MSG).cost(CELL) / 2
     with pytest.raises(ValueError, match="valid: exhaustive, mgd, smgd"):
         search("random", CELL, MSG)
+
+
+def test_a_native_verdict_never_becomes_a_prf_redirection():
+    from types import SimpleNamespace
+    from service.analysis.verdicts import redirect_refusal
+    why = redirect_refusal(SimpleNamespace(algorithm="native:recursive_doubling"), None, 0.1)
+    assert why and "own decision file" in why
