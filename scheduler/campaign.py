@@ -185,6 +185,8 @@ class Campaign(_Strict):
     algorithms: Literal["all"] | list[str] = "all"
     repetitions: Repetitions = Field(default_factory=Repetitions)
     mpiruns: int = Field(3, ge=1, le=1000, description="R: separate launches per configuration")
+    control: bool = Field(True, description="measure the default a second time, interleaved, under the "
+                          "reserved label default_control: the campaign's own false-alarm rate and null spread")
     budget: Budget = Field(default_factory=Budget)
     slurm: Slurm = Field(default_factory=Slurm)
     service: Service = Field(default_factory=Service)

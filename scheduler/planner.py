@@ -15,6 +15,10 @@ from pathlib import Path
 
 from .campaign import Campaign, Layout, Module, collectives
 
+# pgmpi-bench's reserved label for the default measured a second time (lib/bench/bench_options.c); the
+# analysis reads it as the control arm (service/analysis/verdicts.py)
+CONTROL = "default_control"
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -101,10 +105,16 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
 
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
-                 prefix: str = "run", env: dict | None = None, role: str = "measure") -> list[Launch]:
+                 prefix: str = "run", env: dict | None = None, role: str = "measure",
+                 control: bool = False) -> list[Launch]:
+    """control: every call also measures the default a second time, interleaved, under pgmpi-bench's reserved
+    label default_control (the campaign's own false-alarm rate and null spread, service/analysis/verdicts.py)."""
     out = []
     for i in range(mpiruns):
         for label, keys, sizes, algs in groups(c, calls, algorithms):
+            if control:
+                algs = f"{algs},{CONTROL}" if isinstance(algs, str) else \
+                    algs + [a for a in (CONTROL,) if a not in algs]
             name = f"{prefix}-{i}{'-' + label if label else ''}.txt"
             out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep), name,
                               dict(env or {}), role))
@@ -138,7 +148,7 @@ def _seconds_per_launch(c: Campaign, module: Module, layout: Layout) -> float:
     total = 2.0
     for key in c.collectives:
         algs = c.algorithms_for(key)
-        nalg = 1 + counts.get(key, 1) if algs == "all" else len(algs)
+        nalg = (1 + counts.get(key, 1) if algs == "all" else len(algs)) + int(c.control)
         for size in c.sizes_for(key):
             t = 20e-6 + size / 1e9 * max(1.0, math.log2(max(p, 2)))
             rep = c.repetitions
@@ -154,7 +164,7 @@ def plan(c: Campaign) -> list[JobSpec]:
     jobs = []
     for module in c.modules:
         for layout in c.layouts:
-            launches = launches_for(c, module, c.mpiruns)
+            launches = launches_for(c, module, c.mpiruns, control=c.control)
             est = _seconds_per_launch(c, module, layout) * c.mpiruns
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
                                 c.slurm.walltime_seconds, estimate_seconds=est))

@@ -136,6 +136,7 @@ typedef struct {
     const char *stop;            /* why it stopped */
     series_t s[MAXALGS];
     int skip[MAXALGS];           /* 1: failed the check round in this cell, not timed */
+    long runs[MAXALGS];          /* executions in this cell (check, pilots, timed): evened out after it */
     long nrep_final;
 } cstate_t;
 

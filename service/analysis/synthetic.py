@@ -58,6 +58,9 @@ class Design:
     campaign: str = "synthetic"
     sigma_shared: float = 0.0
     control: bool = False
+    # (collective, algorithm, size) -> one extra time factor per mpirun, cycled (a cost that switches between
+    # regimes from one launch to the next, e.g. [1.0] * 6 + [3.4] * 4; service/analysis/regimes.py)
+    regimes: dict[tuple[str, str, int], list[float]] = field(default_factory=dict)
 
 
 def simulate(d: Design, rng: np.random.Generator) -> list[RunResult]:
@@ -70,11 +73,13 @@ def simulate(d: Design, rng: np.random.Generator) -> list[RunResult]:
             if m not in algos:
                 algos.append(m)
     # one block per (collective, algorithm, size)
-    blocks = []
+    blocks, switching = [], []
     for ti, c in enumerate(d.collectives):
         for alg in ["default"] + extra + d.mockups.get(c, []):
             for s in d.sizes:
                 f = d.factors.get((c, alg, s), 1.0)
+                if (c, alg, s) in d.regimes:
+                    switching.append((len(blocks), d.regimes[(c, alg, s)]))
                 blocks.append((ti, algos.index(alg), s, (d.latency + s / d.bandwidth) * f))
     if d.barrier_time is not None:
         tests.append("MPI_Barrier")
@@ -89,7 +94,10 @@ def simulate(d: Design, rng: np.random.Generator) -> list[RunResult]:
     n = nb * d.nrep
     for r in range(d.nruns):
         shared = rng.normal(0.0, d.sigma_shared) if d.sigma_shared > 0 else 0.0
-        run_f = np.exp(rng.normal(0.0, d.sigma_run, nb) + shared).repeat(d.nrep)
+        block_f = np.exp(rng.normal(0.0, d.sigma_run, nb) + shared)
+        for b, per_run in switching:
+            block_f[b] *= per_run[r % len(per_run)]
+        run_f = block_f.repeat(d.nrep)
         rep_f = np.exp(rng.normal(0.0, d.sigma_rep, n))
         out = rng.random(n) < d.p_outlier
         rep_f[out] *= 1.0 + rng.exponential(1.0, out.sum())

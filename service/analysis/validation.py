@@ -34,6 +34,7 @@ from pgmpi_formats import collectives as _colls
 from pgmpi_formats.prf import format_prf, parse_prf
 from pgmpi_formats.validation import TUNED, figures  # noqa: F401  (figures: the agent's half, re-exported)
 from .profiles import refuse_control
+from .regimes import split_regimes
 
 TOLERANCE_FLOOR = 0.05     # the control sizes' ratio may miss 1.0 by this much when no null spread is known
 
@@ -51,8 +52,10 @@ def _ratio(f) -> float | None:
 
 
 def _fig(f) -> dict:
+    rr = _get(f, "run_ratios")
     return {"msize": _get(f, "msize"), "ratio": _ratio(f), "default_time": _get(f, "default_time"),
-            "tuned_time": _get(f, "tuned_time"), "run_ratios": _get(f, "run_ratios"),
+            "tuned_time": _get(f, "tuned_time"), "run_ratios": rr,
+            "regimes": split_regimes(rr).line() if rr else None,
             "paired": bool(_get(f, "paired", False))}
 
 
@@ -67,7 +70,8 @@ def _size_failure(f, tol: float) -> str | None:
     rr = _get(f, "run_ratios") or []
     lost = [x for x in rr if x < 1 / (1 + tol)]
     if lost:
-        return f"tuned lost at {_get(f, 'msize')} B in {len(lost)} of {len(rr)} mpiruns (worst {min(lost):.2f}x)"
+        return (f"tuned lost at {_get(f, 'msize')} B in {len(lost)} of {len(rr)} mpiruns (worst {min(lost):.2f}x; "
+                f"{split_regimes(rr, tol).line()})")
     return None
 
 

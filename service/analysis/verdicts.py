@@ -33,6 +33,8 @@ import numpy as np
 
 from pgmpi_formats.native import parse_label
 
+from .regimes import split_regimes
+
 CONTROL = "default_control"
 # the floor of the per-mpirun loss tolerance when a campaign has no control arm (the 1-3 % spread of a
 # ratio inside one mpirun measured here, with a margin)
@@ -143,12 +145,16 @@ def run_tolerance(control: ControlSummary | None) -> float:
 
 def run_regimes(run_ratios: list[float] | None, tolerance: float) -> dict:
     """Split the mpiruns of a comparison by the per-mpirun ratio default / alternative: faster (> 1 + tol),
-    slower (< 1 / (1 + tol)) and even; with the worst (smallest) ratio."""
+    slower (< 1 / (1 + tol)) and even; with the worst (smallest) ratio; and the cost regimes the ratios cluster
+    into (regimes.split_regimes: "clusters", its "line" says how the mpiruns split)."""
     rr = [r for r in (run_ratios or []) if math.isfinite(r)]
     faster = sum(r > 1 + tolerance for r in rr)
     slower = sum(r < 1 / (1 + tolerance) for r in rr)
+    split = split_regimes(rr, tolerance)
     return {"runs": len(rr), "faster": faster, "slower": slower, "even": len(rr) - faster - slower,
-            "worst": min(rr) if rr else None, "best": max(rr) if rr else None, "tolerance": tolerance}
+            "worst": min(rr) if rr else None, "best": max(rr) if rr else None, "tolerance": tolerance,
+            "clusters": split.to_dict()["regimes"], "line": split.line(),
+            "losing_regimes": len(split.losing(tolerance))}
 
 
 def redirect_refusal(v, control: ControlSummary | None, gain: float, defects: dict | None = None) -> str | None:
@@ -170,9 +176,9 @@ def redirect_refusal(v, control: ControlSummary | None, gain: float, defects: di
         return (f"{v.algorithm}: {ratio:.3f}x is within the control's null ratio spread "
                 f"{100 * control.null_spread:.1f} %")
     reg = run_regimes(v.run_ratios, run_tolerance(control))
-    if reg["slower"]:
-        return (f"{v.algorithm}: slower in {reg['slower']} of {reg['runs']} mpiruns (worst {reg['worst']:.2f}x); "
-                f"it must win in every regime measured")
+    if reg["slower"] or reg["losing_regimes"]:
+        return (f"{v.algorithm}: slower in {reg['slower']} of {reg['runs']} mpiruns (worst {reg['worst']:.2f}x; "
+                f"{reg['line']}); it must win in every regime measured")
     return None
 
 

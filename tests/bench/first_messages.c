@@ -1,5 +1,5 @@
 /* Does what a job sends first change how fast its later small collectives run?  Plain MPI, no
- * libpgmpitune: optionally one early collective (FIRST=gather: a rooted MPI_Gather to rank 0;
+ * libpgmpitune: optionally WARM=N barriers, then one early collective (FIRST=gather: a rooted MPI_Gather to rank 0;
  * FIRST=bcast: a small MPI_Bcast from rank 0; FIRST=allreduce), then NREP rounds of MPI_Allgather of
  * SIZE bytes, called alternately as MPI_ and PMPI_ (so a library preloaded in front of MPI shows both its
  * per-call cost, MPI_ against PMPI_, and any cost its MPI_Init left behind, PMPI_ against a run without
@@ -28,9 +28,12 @@ int main(int argc, char **argv)
     }
     const char *first = getenv("FIRST") ? getenv("FIRST") : "";
     int v = rank, w = 0, *all = calloc((size_t)p, sizeof *all);
+    for (int i = 0, warm = getenv("WARM") ? atoi(getenv("WARM")) : 0; i < warm; i++) PMPI_Barrier(MPI_COMM_WORLD);
+    for (int q = 0, nq = getenv("NFIRST") ? atoi(getenv("NFIRST")) : 1; q < nq; q++) {
     if (!strcmp(first, "gather")) PMPI_Gather(&v, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
     else if (!strcmp(first, "bcast")) PMPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
     else if (!strcmp(first, "allreduce")) PMPI_Allreduce(&v, &w, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    }
     int nrep = atoi(argv[1]), n = atoi(argv[2]);
     char *s = calloc((size_t)n + 1, 1), *r = calloc((size_t)n * (size_t)p + 1, 1);
     double *t[2], *m[2];

@@ -268,8 +268,9 @@ static void pool_size_from_env(const char *var, size_t *dst)
 }
 
 /* Rank 0's n values to every rank, as an Allreduce (MAX over zeros elsewhere), not a Bcast: with Open MPI
- * 4.1 on shared memory, a small Bcast among the first messages of a job left every later small
- * collective of the application 20-80 % slower, even when called as PMPI_ (tests/bench/lib_init_cost.sh). */
+ * 4.1 on shared memory, an odd number of one-way messages between two ranks (one small Bcast) left every
+ * later small collective of the application 20-80 % slower, even called as PMPI_ (lib/bench/README.md,
+ * "Compared with ReproMPI"; tests/bench/lib_init_cost.sh). */
 static void share_from_rank0(uint64_t *v, int n)
 {
     uint64_t in[4] = {0, 0, 0, 0};

@@ -12,6 +12,7 @@ from conftest import MIGRATIONS, create_pg_database, drop_pg_database, make_app
 TABLES = {"machines", "mpi_libraries", "campaigns", "jobs", "uploads", "runs", "series", "barrier_series",
           "analyses", "violations", "profile_sets", "profile_versions", "validation_figures", "users",
           "api_tokens", "audit_log", "library_overview"}
+HEAD = "0005_truth22"
 
 
 @pytest.fixture
@@ -48,7 +49,7 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
         assert _state(app)[0] == set()
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
-        assert tables == TABLES and rev == "0004"
+        assert tables == TABLES and rev == HEAD
         assert {"ix_analyses_library_latest", "ix_analyses_library_created", "ix_runs_library_id"} <= idx
         # the model and the migrated schema agree (nothing left for autogenerate to find)
         from alembic.autogenerate import compare_metadata
@@ -59,10 +60,14 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
 
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
+        assert rev == "0004" and tables == TABLES and "status" not in _columns("violations")
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
+        tables, idx, rev = _state(app)
         assert rev == "0003" and tables == TABLES - {"library_overview"}
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
-        assert rev == "0004" and tables == TABLES
+        assert rev == HEAD and tables == TABLES
+        assert {"status", "status_why", "nights_confirmed", "nights_contradicted"} <= _columns("violations")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="0002")
         tables, idx, rev = _state(app)
         assert rev == "0002" and "kind" not in _columns("violations")
@@ -71,7 +76,7 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
         assert rev == "0001" and tables == TABLES - {"library_overview"} and "ix_analyses_library_latest" not in idx
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
-        assert rev == "0004" and "ix_analyses_library_latest" in idx and "kind" in _columns("violations")
+        assert rev == HEAD and "ix_analyses_library_latest" in idx and "kind" in _columns("violations")
 
         flask_migrate.downgrade(directory=MIGRATIONS, revision="base")
         assert _state(app)[0] == set()
