@@ -378,12 +378,14 @@ static void even_out_runs(cstate_t *cs, int nc)
         const call_t *c = cs[i].call;
         for (int a = 0; a < c->nalg; a++) {
             if (cs[i].skip[a] || cs[i].runs[a] % 2 == 0) continue;
+            MPI_Comm comm = MPI_COMM_WORLD;
             if (c->coll >= 0) {
                 if (c->alg[a] == ALG_TUNED) pgmpitune_unforce(c->coll);
-                else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL ? 0 : c->alg[a]);
+                else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL || c->alg[a] <= ALG_NATIVE0 ? 0 : c->alg[a]);
+                comm = native_select(c, c->alg[a]);
             }
             sync_procs();
-            (void)run_call(c, &cs[i].plan);
+            (void)run_call(c, &cs[i].plan, comm);
             cs[i].runs[a]++;
         }
     }

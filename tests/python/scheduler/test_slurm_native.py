@@ -35,5 +35,6 @@ def test_native_campaign_on_slurm(tmp_path, slurm_env, mpi_modulepath, bench_roo
         labels = set(run.algorithms)
         safe = {f"native:{n}" for n in d.names("allreduce")
                 if ("allreduce", n) not in native.ORDER_UNSAFE[mpi]}
-        assert labels == {"default"} | safe, labels          # the order-unsafe ones failed their check
+        # the order-unsafe ones failed their check (default_control: the campaign's control arm)
+        assert labels - {"default_control"} == {"default"} | safe, labels
         assert run.header["module"] == f"{mpi}/{ver}" and d.version == ver
