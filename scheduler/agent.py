@@ -19,6 +19,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pgmpi_formats.native import DiscoveryError, parse_listing
 from pgmpi_formats.results import ResultsFormatError
 
 from .backends import Backend, BackendUnavailable, Status, collect
@@ -207,6 +208,7 @@ class Agent:
         extra = []
         if state == "COMPLETED":
             try:
+                self._record_native(job, adir)
                 pairs = []
                 for ln, path in zip(job.launches, collect(adir, job)):
                     content = path.read_text(errors="replace")
@@ -226,7 +228,7 @@ class Agent:
                         "library": job.module.mpi, "module": job.module.name, "figures": figs,
                         "all_or_nothing": self.c.validation.all_or_nothing,
                         "upload_ids": [u for u, _ in uploads]}))
-            except (OSError, ResultsFormatError) as exc:
+            except (OSError, ResultsFormatError, DiscoveryError) as exc:
                 state, reason = "FAILED", f"collection failed: {exc}"
         history = [a for a in self.state.attempts(self.c.name, key) if a["attempt"] < row["attempt"]]
         retry = (state in self.c.retry.states and row["attempt"] < self.c.retry.max_attempts
@@ -250,6 +252,15 @@ class Agent:
             self._report(fresh, state, full_reason + (" (will retry)" if retry else ""), tail)
         verb = "collected %d result file(s)" % len(uploads) if uploads else f"{state}: {reason}"
         self.log(f"{key}: attempt {row['attempt']} {verb}{' -- retrying' if retry else ''}")
+
+    def _record_native(self, job, adir: Path) -> None:
+        """The MPI library's own algorithms as the job's pgmpi-bench discovered them (native-algorithms.txt,
+        written when the job measures native algorithms): kept with the campaign as
+        <state>/campaigns/<name>/native-<module key>.json (pgmpi_formats.native.Discovery)."""
+        listing = adir / "native-algorithms.txt"
+        if listing.exists():
+            d = parse_listing(listing.read_text())
+            (self.root / f"native-{job.module.key}.json").write_text(d.dumps() + "\n")
 
     def upload(self) -> dict:
         t0 = time.perf_counter()

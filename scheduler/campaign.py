@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pgmpi_formats.limits import (LIBRARY_MAX, NODES_MAX, PPN_MAX, CampaignName, MachineName,  # the one
                                   ModuleName)                                             # set of limits
 from pgmpi_formats.collectives import mpi_names as collectives   # key -> MPI name, from collectives.def
+from pgmpi_formats.native import parse_label
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -231,14 +232,17 @@ class Campaign(_Strict):
             if isinstance(spec.sizes, list):
                 _check_sizes(spec.sizes, f"collectives.{key}.sizes")
             for alg in self._alg_list(key):
-                if alg != "default" and not alg.startswith(f"{key}_as_"):
-                    raise ValueError(f"collectives.{key}: algorithm {alg!r} is not 'default' and not a "
-                                     f"mock-up of {key} (names are {key}_as_<parts>)")
+                if alg != "default" and not alg.startswith(f"{key}_as_") and not _is_native(alg):
+                    raise ValueError(f"collectives.{key}: algorithm {alg!r} is not 'default', not a "
+                                     f"mock-up of {key} (names are {key}_as_<parts>) and not one of the MPI "
+                                     "library's own (native:<name>[:seg=<bytes>], native:all)")
         if isinstance(self.algorithms, list):
             for alg in self.algorithms:
-                if alg != "default" and not any(alg.startswith(f"{k}_as_") for k in self.collectives):
-                    raise ValueError(f"algorithms: {alg!r} is not 'default' nor a mock-up of a collective "
-                                     f"of this campaign ({', '.join(self.collectives)})")
+                if alg != "default" and not _is_native(alg) and not any(alg.startswith(f"{k}_as_")
+                                                                        for k in self.collectives):
+                    raise ValueError(f"algorithms: {alg!r} is not 'default', not a mock-up of a collective "
+                                     f"of this campaign ({', '.join(self.collectives)}) and not "
+                                     "native:<name>[:seg=<bytes>] or native:all")
         keys = [m.key for m in self.modules]
         dup = sorted({k for k in keys if keys.count(k) > 1})
         if dup:
@@ -264,7 +268,7 @@ class Campaign(_Strict):
         if spec.algorithms == "all":
             return []
         if isinstance(self.algorithms, list):
-            return [a for a in self.algorithms if a == "default" or a.startswith(f"{key}_as_")]
+            return [a for a in self.algorithms if a == "default" or a.startswith(f"{key}_as_") or _is_native(a)]
         return []
 
     def algorithms_for(self, key: str) -> list[str] | Literal["all"]:
@@ -283,6 +287,11 @@ class Campaign(_Strict):
 
     def definition(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def _is_native(alg: str) -> bool:
+    """The MPI library's own algorithms (pgmpi-bench discovers and checks the names in the job)."""
+    return alg == "native:all" or parse_label(alg) is not None
 
 
 def _check_sizes(sizes, where):

@@ -3,6 +3,7 @@
  *   bench_plan.c     per (call, size) buffers and counts, memory and pool checks, --dry-run, nrep policy
  *   bench_measure.c  synchronisation, the calls themselves, the interleaved measurement rounds
  *   bench_output.c   the raw file: header (#@key=value), rows, footer, metadata of the run
+ *   bench_native.c   the MPI library's own algorithms: discovery (MPI_T), switching per measurement
  *   pgmpi_bench.c    main: the order of the steps above
  * Method and output format: lib/bench/README.md. */
 #ifndef PGMPI_BENCH_H
@@ -17,7 +18,7 @@
 
 #define BENCH_VERSION "1.0"
 #define MAXCALLS 128
-#define MAXALGS 32
+#define MAXALGS 96   /* default, mock-ups and native variants (with segment sizes) of one call */
 /* Largest batch of rounds between two reductions of a fixed-count cell (bounds the time buffers). */
 #define FIXED_BATCH_MAX 100000L
 #define MAXSIZES 256
@@ -45,6 +46,8 @@ typedef struct {
 /* Pseudo-algorithm "default_control": the default measured a second time under its own label,
  * interleaved like any algorithm (a control arm: its ratio to "default" is a null ratio). */
 #define ALG_CONTROL (-2)
+/* The library's own algorithm "native:<name>[:seg=<bytes>]": alg = ALG_NATIVE0 - index into g_native. */
+#define ALG_NATIVE0 (-16)
 
 /* ------------------------------------------------------------------ datatypes and ops */
 typedef struct { const char *name; size_t size; int cls; } dtinfo_t;   /* cls: 0 byte, 1 char, 2 int, 3 float */
@@ -91,6 +94,7 @@ typedef struct {
     long mpirun_index;
     double mem_limit;              /* bytes per rank; 0 = MemAvailable / local ranks */
     int dry_run;
+    int list_native;               /* --list-native */
     /* for the header */
     char calls_arg[4096], algs_arg[4096], sizes_arg[4096];
 } opts_t;
@@ -159,7 +163,33 @@ void share_from_rank0(unsigned long long *v, int n);
 void fill_rcounts(const call_t *c, const cplan_t *cp);
 void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256]);
 void measure_all(void);
-int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf);
+int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, MPI_Comm comm);
+
+/* bench_native.c */
+#define MAXNATIVE 256
+#define NATIVE_MAXPER 32
+enum { NATIVE_NONE, NATIVE_OMPI, NATIVE_MPICH };
+typedef struct {
+    int kind;                    /* K_* */
+    char name[48];               /* the library's name */
+    int value;                   /* the control variable's value that selects it */
+    long seg;                    /* Open MPI segment size in bytes; -1: not given (the library's 0) */
+    MPI_Comm comm;               /* Open MPI: the communicator created while it was forced */
+    char label[96];              /* native:<name>[:seg=<bytes>] */
+} native_t;
+extern native_t g_native[MAXNATIVE];
+extern int g_nnative, g_native_flavor;
+extern char g_native_rules_file[4096];   /* Open MPI: the rules file of the environment, "" none */
+void native_discover(void);
+int native_add(int kind, const char *name, long seg);
+int native_count(int kind);
+const char *native_name(int kind, int j);
+int native_has_seg(int kind);
+void native_list(int kind, char *buf, size_t len);
+void native_setup(void);
+MPI_Comm native_select(const call_t *c, int alg);
+void native_finish(void);
+void native_print_listing(FILE *f);
 
 /* bench_check.c */
 void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok);

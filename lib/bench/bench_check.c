@@ -122,6 +122,63 @@ static size_t expected(const call_t *c, const cplan_t *cp, char *exp, int *in_sb
     }
 }
 
+/* Non-commutative check of a native reduction: the library's own algorithm is selected by a rules
+ * file or JSON for every operation, commutative or not, so a native algorithm that reorders operands
+ * must never be chosen.  Operation: composition of affine maps x -> a*x + b on pairs of unsigned
+ * (a, b) o (c, d) = (a*c, a*d + b), associative, not commutative, exact modulo 2^32; rank r's element
+ * e is (2(r+e)+3, 7r+e+1).  Wrong operand order changes the result.  Returns 1 when every rank got
+ * the reference (the run's plain check already passed). */
+static void affine_op(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    unsigned *x = in, *y = inout;     /* inout = in o inout: in comes from the lower ranks */
+    for (int i = 0; i < *len; i++) {
+        unsigned a = x[2 * i], b = x[2 * i + 1], c = y[2 * i], d = y[2 * i + 1];
+        y[2 * i] = a * c;
+        y[2 * i + 1] = a * d + b;
+    }
+}
+
+static int noncommutative_ok(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, MPI_Comm comm, char *detail, size_t dl)
+{
+    size_t ne = cp->n / (2 * sizeof(unsigned));
+    if (ne == 0) ne = 1;
+    if (ne * 2 * sizeof(unsigned) > cp->sbytes || ne * 2 * sizeof(unsigned) > cp->rbytes) ne = 0;
+    int ok = 1;
+    if (ne) {
+        MPI_Datatype pair; MPI_Op op;
+        PMPI_Type_contiguous(2, MPI_UNSIGNED, &pair);
+        PMPI_Type_commit(&pair);
+        PMPI_Op_create(affine_op, 0, &op);
+        unsigned *s = (unsigned *)sbuf, *r = (unsigned *)rbuf;
+        for (size_t e = 0; e < ne; e++) { s[2 * e] = 2u * (unsigned)(g_rank + (int)e) + 3u; s[2 * e + 1] = 7u * (unsigned)g_rank + (unsigned)e + 1u; }
+        /* twice: the cell's parity of calls (bench_measure.c, even_out_runs) stays that of one check call */
+        for (int rep = 0; rep < 2; rep++) {     /* every rank makes both calls, whatever it saw */
+            memset(rbuf, 0xA5, ne * 2 * sizeof(unsigned));
+            int rc, last = g_size - 1, mine = 1;
+            if (c->kind == K_ALLREDUCE) rc = MPI_Allreduce(sbuf, rbuf, (int)ne, pair, op, comm);
+            else if (c->kind == K_REDUCE) { rc = MPI_Reduce(sbuf, rbuf, (int)ne, pair, op, O.root, comm); mine = g_rank == O.root; }
+            else { rc = MPI_Scan(sbuf, rbuf, (int)ne, pair, op, comm); last = g_rank; }
+            if (rc != MPI_SUCCESS) { ok = 0; snprintf(detail, dl, "rank=%d error under a non-commutative op", g_rank); }
+            for (size_t e = 0; mine && ok && e < ne; e++) {
+                unsigned a = 1, b = 0;            /* fold ranks 0..last left to right: f0 o f1 o ... */
+                for (int q = last; q >= 0; q--) {
+                    unsigned qa = 2u * (unsigned)(q + (int)e) + 3u, qb = 7u * (unsigned)q + (unsigned)e + 1u;
+                    b = qa * b + qb; a = qa * a;
+                }
+                if (r[2 * e] != a || r[2 * e + 1] != b) {
+                    ok = 0;
+                    snprintf(detail, dl, "rank=%d element=%zu got=(%u,%u) expected=(%u,%u) under a non-commutative op",
+                             g_rank, e, r[2 * e], r[2 * e + 1], a, b);
+                }
+            }
+        }
+        PMPI_Op_free(&op);
+        PMPI_Type_free(&pair);
+    }
+    return ok;
+}
+
 /* Runs the check round of one call at its installed plan; ok[a] = 0 for each algorithm that failed
  * on any rank.  Collective: every rank calls it with the same arguments. */
 void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok)
@@ -139,12 +196,16 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
     for (int a = 0; a < c->nalg; a++) {
         int alg = c->alg[a];
         /* the same selection as a timed measurement */
+        MPI_Comm comm = MPI_COMM_WORLD;
         if (alg == ALG_TUNED) pgmpitune_unforce(c->coll);
-        else if (c->coll >= 0) pgmpitune_force(c->coll, alg == ALG_CONTROL ? 0 : alg);
+        else if (c->coll >= 0) pgmpitune_force(c->coll, alg == ALG_CONTROL || alg <= ALG_NATIVE0 ? 0 : alg);
+        if (c->coll >= 0) comm = native_select(c, alg);
+        MPI_Errhandler saved_c = MPI_ERRHANDLER_NULL;
+        if (comm != MPI_COMM_WORLD) { PMPI_Comm_get_errhandler(comm, &saved_c); PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN); }
         if (c->kind == K_BCAST && g_rank != O.root) memset(sbuf, 0xA5, cp->sbytes);
         else fill_send(c, cp, g_rank, sbuf);
         memset(rbuf, 0xA5, cp->rbytes);
-        int rc = run_call_on(c, cp, sbuf, rbuf);
+        int rc = run_call_on(c, cp, sbuf, rbuf, comm);
         /* local verdict: 0 ok, 1 error code, 2 wrong result; then the worst over ranks */
         long bad = -1;
         int code = 0;
@@ -165,6 +226,11 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
                          (unsigned char)got[bad], (unsigned char)exp[bad]);
             }
         }
+        /* a native reduction must also keep the operand order (noncommutative_ok) */
+        if (code == 0 && alg <= ALG_NATIVE0 && (c->kind == K_ALLREDUCE || c->kind == K_REDUCE || c->kind == K_SCAN)
+            && !noncommutative_ok(c, cp, sbuf, rbuf, comm, detail, sizeof detail))
+            code = 3;
+        if (comm != MPI_COMM_WORLD) { PMPI_Comm_set_errhandler(comm, saved_c); PMPI_Errhandler_free(&saved_c); }
         int codes[2] = {code, code ? g_rank : g_size}, worst[2];
         PMPI_Allreduce(codes, worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
         if (worst[0] == 0) {
@@ -180,11 +246,11 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
             if (g_rank == 0) PMPI_Recv(why, (int)sizeof why, MPI_CHAR, worst[1], 0x5048, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
         why[sizeof why - 1] = 0;
-        footer_add("#@pgmpi check %s %zu %s fail %s %s\n", c->mpi_name, cp->n, alg_label(c, alg),
-                   worst[0] == 1 ? "error" : "wrong_result", why);
+        const char *reason = worst[0] == 1 ? "error" : worst[0] == 2 ? "wrong_result" : "noncommutative";
+        footer_add("#@pgmpi check %s %zu %s fail %s %s\n", c->mpi_name, cp->n, alg_label(c, alg), reason, why);
         if (g_rank == 0)
             fprintf(stderr, "pgmpi-bench: %s %zu B %s failed its check (%s %s): not timed\n", c->mpi_name, cp->n,
-                    alg_label(c, alg), worst[0] == 1 ? "error" : "wrong_result", why);
+                    alg_label(c, alg), reason, why);
     }
     PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
     free(exp);

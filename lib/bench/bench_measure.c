@@ -59,10 +59,9 @@ static int *g_rcounts;
 MPI_Datatype g_dt;
 MPI_Op g_op;
 
-int run_call_on(const call_t *c, const cplan_t *cp, char *g_sbuf, char *g_rbuf)
+int run_call_on(const call_t *c, const cplan_t *cp, char *g_sbuf, char *g_rbuf, MPI_Comm w)
 {
     int cnt = (int)cp->count;
-    MPI_Comm w = MPI_COMM_WORLD;
     switch (c->kind) {
     case K_ALLGATHER: return MPI_Allgather(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, w);
     case K_ALLREDUCE: return MPI_Allreduce(g_sbuf, g_rbuf, cnt, g_dt, g_op, w);
@@ -80,7 +79,7 @@ int run_call_on(const call_t *c, const cplan_t *cp, char *g_sbuf, char *g_rbuf)
     }
 }
 
-static int run_call(const call_t *c, const cplan_t *cp) { return run_call_on(c, cp, g_sbuf, g_rbuf); }
+static int run_call(const call_t *c, const cplan_t *cp, MPI_Comm comm) { return run_call_on(c, cp, g_sbuf, g_rbuf, comm); }
 
 /* MPI_Reduce_scatter's recvcounts: count elements in blocks, the first count % p ranks get one more.
  * Called whenever a plan is installed (outside timed regions); only one Reduce_scatter per size. */
@@ -177,15 +176,17 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
             for (int j = 0; j < nj; j++) {
                 int i = jc[perm[j]], a = ja[perm[j]];
                 const call_t *c = cs[i].call;
+                MPI_Comm comm = MPI_COMM_WORLD;
                 if (c->coll >= 0) {
                     if (c->alg[a] == ALG_TUNED) pgmpitune_unforce(c->coll);
-                    else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL ? 0 : c->alg[a]);
+                    else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL || c->alg[a] <= ALG_NATIVE0 ? 0 : c->alg[a]);
+                    comm = native_select(c, c->alg[a]);
                 }
                 if (c->kind == K_DT) dt_select(c, c->alg[a]);
                 double ts = MPI_Wtime();
                 sync_procs();
                 double t0 = MPI_Wtime();
-                int rc = run_call(c, &cs[i].plan);
+                int rc = run_call(c, &cs[i].plan, comm);
                 double t1 = MPI_Wtime();
                 cs[i].runs[a]++;
                 if (rc != MPI_SUCCESS) {
@@ -380,13 +381,15 @@ static void even_out_runs(cstate_t *cs, int nc)
         const call_t *c = cs[i].call;
         for (int a = 0; a < c->nalg; a++) {
             if (cs[i].skip[a] || cs[i].runs[a] % 2 == 0) continue;
+            MPI_Comm comm = MPI_COMM_WORLD;
             if (c->coll >= 0) {
                 if (c->alg[a] == ALG_TUNED) pgmpitune_unforce(c->coll);
-                else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL ? 0 : c->alg[a]);
+                else pgmpitune_force(c->coll, c->alg[a] == ALG_CONTROL || c->alg[a] <= ALG_NATIVE0 ? 0 : c->alg[a]);
+                comm = native_select(c, c->alg[a]);
             }
             if (c->kind == K_DT) dt_select(c, c->alg[a]);
             sync_procs();
-            (void)run_call(c, &cs[i].plan);
+            (void)run_call(c, &cs[i].plan, comm);
             cs[i].runs[a]++;
         }
     }

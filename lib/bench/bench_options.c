@@ -109,6 +109,12 @@ static void usage(FILE *f)
 "                        default measured a second time, interleaved like any algorithm (a control\n"
 "                        arm).  default,tuned: the profile's choice against the default, interleaved\n"
 "                        measurement by measurement in one mpirun (validation).\n"
+"                        native:NAME[:seg=BYTES] (native:all for every one): the MPI library's own\n"
+"                        algorithm NAME, as the library names it (--list-native), measured next to\n"
+"                        the default and the mock-ups in the same rounds; seg= sets Open MPI's\n"
+"                        segment size (MPICH has none).  A name applies to every call that has it.\n"
+"  --list-native         print the library's own algorithms per call, as discovered through MPI_T\n"
+"                        ('native <mpi> <call> <name> <value> <variable> <segment variable>'), exit.\n"
 "  --no-barrier-rows     do not add the MPI_Barrier rows measured next to every size (the\n"
 "                        analysis uses them to warn when a call is as fast as a barrier).\n"
 "  --datatype=NAME       MPI_BYTE (default), MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR,\n"
@@ -317,9 +323,57 @@ const char *alg_label(const call_t *c, int a)
 {
     if (c->kind == K_DT) return dt_alg_label(c, a);
     if (c->coll < 0) return "default";
+    if (a <= ALG_NATIVE0) return g_native[ALG_NATIVE0 - a].label;
     if (a == ALG_TUNED) return "tuned";
     if (a == ALG_CONTROL) return "default_control";
     return pgmpitune_algorithm_name(c->coll, a);
+}
+
+static void push_alg(call_t *c, int a)
+{
+    for (int k = 0; k < c->nalg; k++) if (c->alg[k] == a) return;
+    if (c->nalg >= MAXALGS) die_usage("too many algorithms for %s (at most %d)", c->mpi_name, MAXALGS);
+    c->alg[c->nalg++] = a;
+}
+
+/* "native:NAME[:seg=BYTES]" or "native:all" (bench_native.c; discovery ran before). */
+static void parse_native(const char *t, int *any_named)
+{
+    char name[64] = "";
+    long seg = -1;
+    const char *body = t + 7, *colon = strchr(body, ':');
+    snprintf(name, sizeof name, "%.*s", colon ? (int)(colon - body) : (int)strlen(body), body);
+    if (colon) {
+        size_t b;
+        if (strncmp(colon + 1, "seg=", 4) != 0 || parse_bytes(colon + 5, &b) || b > (size_t)1 << 30)
+            die_usage("--algorithms: '%s': after the name only ':seg=<bytes>' (e.g. :seg=8K, at most 1G)", t);
+        seg = (long)b;
+    }
+    if (g_native_flavor == NATIVE_NONE)
+        die_usage("--algorithms: '%s': this MPI library exposes no algorithm control variables through MPI_T", t);
+    if (g_native_rules_file[0])
+        die_usage("--algorithms: '%s': Open MPI applies the rules file %s (coll_tuned_dynamic_rules_filename) before "
+                  "any forced algorithm, on every communicator, and MPI_T cannot set it aside: measure native "
+                  "algorithms in an mpirun without the file, the file's choice as 'default' in another", t, g_native_rules_file);
+    int matched = 0;
+    char valid[8192] = "", one[2048];
+    for (int i = 0; i < O.ncalls; i++) {
+        call_t *c = &O.calls[i];
+        if (c->coll < 0) continue;
+        native_list(c->kind, one, sizeof one);
+        size_t o = strlen(valid);
+        snprintf(valid + o, sizeof valid - o, "%s%s: %s", o ? "; " : "", c->mpi_name, *one ? one : "(none)");
+        for (int j = 0; j < native_count(c->kind); j++) {
+            if (!streq_ci(name, "all") && strcmp(name, native_name(c->kind, j)) != 0) continue;
+            if (seg >= 0 && !native_has_seg(c->kind))
+                die_usage("--algorithms: '%s': %s has no segment size in this MPI library; drop ':seg='", t, c->mpi_name);
+            int v = native_add(c->kind, native_name(c->kind, j), seg);
+            push_alg(c, ALG_NATIVE0 - v);
+            any_named[i] = 1;
+            matched = 1;
+        }
+    }
+    if (!matched) die_usage("--algorithms: unknown native algorithm '%s'; the library offers %s", t, valid);
 }
 
 static void parse_algs(const char *arg)
@@ -330,6 +384,7 @@ static void parse_algs(const char *arg)
     for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         while (isspace((unsigned char)*t)) t++;
         if (!*t) continue;
+        if (strncmp(t, "native:", 7) == 0) { parse_native(t, any_named); continue; }
         int all = streq_ci(t, "all"), matched = 0;
         if (streq_ci(t, "tuned") || streq_ci(t, "default_control")) {
             int pseudo = streq_ci(t, "tuned") ? ALG_TUNED : ALG_CONTROL;
@@ -530,6 +585,7 @@ void parse_args(int argc, char **argv)
 #define NEEDVAL() do { if (!val) { if (i + 1 >= argc) die_usage("%s needs a value", key); val = argv[++i]; } } while (0)
         if (FLAG("--help") || FLAG("-h")) { if (g_print) usage(stdout); exit(0); }
         else if (FLAG("--dry-run")) O.dry_run = 1;
+        else if (FLAG("--list-native")) O.list_native = 1;
         else if (FLAG("--no-barrier-rows")) O.barrier_rows = 0;
         else if (FLAG("--calls") || FLAG("--calls-list")) { NEEDVAL(); calls = val; }
         else if (FLAG("--sizes") || FLAG("--msizes-list")) { NEEDVAL(); sizes = val; }
@@ -652,6 +708,12 @@ void parse_args(int argc, char **argv)
     snprintf(O.algs_arg, sizeof O.algs_arg, "%s", algs);
     snprintf(O.sizes_arg, sizeof O.sizes_arg, "%s", sizes);
     parse_calls(calls);
+    /* The library's own algorithms: discovered through MPI_T before MPI_Init.  Open MPI applies forced
+     * algorithms only with dynamic rules on, which must hold from the start (bench_native.c). */
+    if (strstr(algs, "native:") || O.list_native) {
+        if (strstr(algs, "native:")) setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);
+        native_discover();
+    }
     parse_algs(algs);
     if (O.barrier_rows) {   /* MPI_Barrier rows next to every size, whatever --algorithms says */
         add_call(-1);
@@ -699,7 +761,7 @@ void parse_args(int argc, char **argv)
     if (dis && *dis && strcmp(dis, "0") && strcasecmp(dis, "no") && strcasecmp(dis, "false") && strcasecmp(dis, "off"))
         for (int i = 0; i < O.ncalls; i++)
             for (int a = 0; a < O.calls[i].nalg; a++)
-                if (O.calls[i].alg[a] != 0 && O.calls[i].alg[a] != ALG_CONTROL)
+                if (O.calls[i].alg[a] != 0 && O.calls[i].alg[a] != ALG_CONTROL && O.calls[i].alg[a] > ALG_NATIVE0)
                     die_usage("PGMPITUNE_DISABLE=%s switches libpgmpitune off, so %s would run the default; unset it "
                               "or use --algorithms=default", dis, alg_label(&O.calls[i], O.calls[i].alg[a]));
     /* datatype / operation suit the reductions? */

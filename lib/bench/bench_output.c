@@ -258,6 +258,17 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     put("calls_arg", O.calls_arg);
     put("algorithms_arg", O.algs_arg);
     put("msizes_arg", O.sizes_arg);
+    if (g_nnative) {   /* how the library's own algorithms were selected (bench_native.c) */
+        put("native_switch", g_native_flavor == NATIVE_OMPI ? "communicator_per_variant" : "mpi_t_per_call");
+        char nv[8192]; size_t no = 0; nv[0] = 0;
+        for (int i = 0; i < O.ncalls; i++)
+            for (int a = 0; a < O.calls[i].nalg && no < sizeof nv; a++) {
+                if (O.calls[i].alg[a] > ALG_NATIVE0) continue;
+                const native_t *n = &g_native[ALG_NATIVE0 - O.calls[i].alg[a]];
+                no += snprintf(nv + no, sizeof nv - no, "%s%s:%s=%d", no ? ";" : "", O.calls[i].mpi_name, n->label, n->value);
+            }
+        put("native_values", nv);
+    }
     char notes[4096]; rounding_notes(notes, sizeof notes);
     put("msize_rounding", notes);
     char cmd[4096]; size_t o = 0; cmd[0] = 0;

@@ -45,6 +45,15 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     g_print = g_rank == 0;
+    if (O.list_native) {
+        if (g_rank == 0) native_print_listing(stdout);
+        fflush(stdout);
+        native_finish();
+        int fd = open("/dev/null", O_WRONLY);   /* keep the library's report out of the listing */
+        if (fd >= 0) { dup2(fd, 1); close(fd); }
+        MPI_Finalize();
+        return 0;
+    }
     if (O.root >= g_size) die_usage("--root=%d but there are only %d ranks", O.root, g_size);
     layout_t L = layout();
     /* Node-aware mock-ups fall back on one node: their rows would carry the default's timings under
@@ -113,8 +122,10 @@ int main(int argc, char **argv)
     { int sz; MPI_Type_size(g_dt, &sz);
       if ((size_t)sz != dtypes[O.dt].size) { if (!g_rank) fprintf(stderr, "pgmpi-bench: error: %s has %d bytes here, expected %zu\n", dtypes[O.dt].name, sz, dtypes[O.dt].size); MPI_Abort(MPI_COMM_WORLD, 1); } }
     alloc_buffers();
+    native_setup();
     if (g_rank == 0) write_header(argc, argv, start_wall, seed, &L);
     measure_all();
+    native_finish();
     write_footer(start_wall);
     finish_output();
     free_buffers();

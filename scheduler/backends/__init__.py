@@ -102,6 +102,10 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
         mod.append(f"module is-loaded {q} || fail {shlex.quote('module ' + m.name + ' is not loaded (unknown module?)')}")
     env = [f"export {k}={shlex.quote(v)}" for k, v in job_env(job, in_slurm).items()]
     launches = []
+    if any("native:" in a for ln in job.launches for a in ln.argv if a.startswith("--algorithms=")):
+        # the library's own algorithms, as this module's library offers them (recorded with the campaign)
+        launches.append(f"{launcher(job, in_slurm)} {shlex.quote(str(bench))} --list-native >native-algorithms.txt "
+                        "2>native-algorithms.log || fail 'pgmpi-bench --list-native failed (native-algorithms.log)'")
     for ln in job.launches:
         line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(bench))} {shlex.join(ln.argv)}"
         if ln.env:

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from pgmpi_formats.native import parse_label
+
 from .regimes import split_regimes
 
 CONTROL = "default_control"
@@ -159,6 +161,9 @@ def redirect_refusal(v, control: ControlSummary | None, gain: float, defects: di
     """Why a violated pattern verdict may not become a redirection (None: it may)."""
     if is_control(v.algorithm):
         return f"{v.algorithm}: the control arm is never a redirection"
+    if parse_label(v.algorithm) is not None:
+        return (f"{v.algorithm}: the MPI library's own algorithm is chosen through its own decision file "
+                "(pgmpi_formats.ompi_rules / mpich_json), never a .prf redirection")
     if defects and (v.cfg, v.mpi_name, v.msize, v.algorithm) in defects:
         return f"{v.algorithm}: failed the results check ({defects[(v.cfg, v.mpi_name, v.msize, v.algorithm)]})"
     ratio = v.paired_ratio if v.paired_ratio is not None else v.slowdown

@@ -4,6 +4,8 @@ Layout (docs/contracts.md, 5)::
 
     <root>/<machine>/<mpi name>-<mpi version>/
         versions/<n>/*.prf      complete, validated, never changed once there
+                    native.rules | native.json   the MPI library's own decision file (Open MPI's
+                                rules file, MPICH's JSON selection), in the same version
         current -> versions/<n> relative symlink, swapped atomically with rename()
         history.jsonl           who did what when (one JSON object per line)
         .lock                   flock()ed while publishing or rolling back
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import datetime as _dt
 import fcntl
 import json
@@ -43,6 +46,8 @@ from pgmpi_formats.checker import CHECKER_NAME, find_checker
 
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 _FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,123}\.prf$")
+# the library's own decision file, one per set (pgmpi_formats.ompi_rules / mpich_json)
+NATIVE_FILES = {"native.rules": "openmpi", "native.json": "mpich"}
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
 # Test hook: called with a step name between the steps of publish/rollback so that
@@ -142,11 +147,45 @@ def _inside(root: Path, path: Path) -> None:
 
 
 def check_file_name(name: str) -> str:
+    if name in NATIVE_FILES:
+        return name
     if not _FILE_OK.match(name or "") or name in (".", ".."):
         raise PublishError(
             f"profile file name {name!r}: use letters, digits and ._+- only, no directories, "
-            f"not starting with a dot, ending in .prf (e.g. allreduce_p16.prf)")
+            f"not starting with a dot, ending in .prf (e.g. allreduce_p16.prf), or "
+            f"{' / '.join(NATIVE_FILES)} (the MPI library's own decision file)")
     return name
+
+
+@functools.lru_cache(maxsize=2)
+def _installed(library: str):
+    """What the installed library offers (asked once per process: ompi_info, or libmpich's built-in tree)."""
+    from pgmpi_formats import mpich_json, native
+    if library == "openmpi":
+        return native.discover("openmpi")
+    lib = mpich_json.find_library()
+    return mpich_json.builtin_tree(lib), mpich_json.algorithm_names(lib)
+
+
+def check_native_file(name: str, text: str, mpi: str | None) -> None:
+    """The library's own decision file, read the way the library will and checked against the installed
+    library: Open MPI ignores a malformed rules file silently, MPICH aborts on an incomplete JSON file, so
+    either is refused here, with the reason."""
+    from pgmpi_formats import mpich_json, native, ompi_rules
+    want = NATIVE_FILES[name]
+    if mpi and mpi != want:
+        raise PublishError(f"{name} is {want}'s decision file; this set is for {mpi}")
+    try:
+        if want == "openmpi":
+            ompi_rules.parse_rules(text, name, _installed("openmpi"), native.ORDER_UNSAFE["openmpi"])
+        else:
+            base, known = _installed("mpich")
+            problems = mpich_json.check_tree(mpich_json.loads(text, name), base, known)
+            if problems:
+                raise PublishError(f"{name}: incomplete selection file: " + "; ".join(problems))
+    except (ompi_rules.RulesError, mpich_json.JsonSelectionError, native.DiscoveryError,
+            FileNotFoundError) as exc:
+        raise PublishError(f"{name} refused: {exc}") from None
 
 
 # ----------------------------------------------------------------- checker
@@ -162,7 +201,7 @@ def run_checker(directory: Path, checker: str | Sequence[str] | None = None,
                 f"{CHECKER_NAME} not found in build/install/<mpi>/bin nor on PATH: "
                 f"run deploy/build-lib.sh, or set PGMPITUNE_CHECK")
     cmd = [checker] if isinstance(checker, str) else list(checker)
-    files = sorted(str(p) for p in directory.iterdir() if p.is_file())
+    files = sorted(str(p) for p in directory.iterdir() if p.is_file() and p.name not in NATIVE_FILES)
     if not files:
         return CheckResult(True, cmd, 0, "empty profile set (library defaults everywhere)")
     cmd = cmd + files
@@ -330,6 +369,9 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
         if len(data) > MAX_FILE_BYTES:
             raise PublishError(f"{name}: {len(data)} bytes is more than {MAX_FILE_BYTES}")
         checked[check_file_name(name)] = data
+        if name in NATIVE_FILES:
+            check_native_file(name, data.decode("utf-8", "replace"), mpi)
+            continue
         try:    # the control arm's label is no algorithm: even a forced publication refuses it
             from service.analysis.profiles import refuse_control
             refuse_control(data.decode("utf-8", "replace"), name)

@@ -8,6 +8,9 @@
 | `prf` | .prf profiles: reader, writer, message-size conversion, redirected ranges (no numpy) |
 | `site` | /etc/pgmpi-site: the configuration and profile-root resolver |
 | `checker` | where pgmpitune-check is |
+| `native` | the MPI library's own algorithms: discovery (ompi_info, pgmpi-bench --list-native), labels |
+| `ompi_rules` | Open MPI's classic dynamic rules file: writer and strict reader |
+| `mpich_json` | MPICH's JSON selection file: the built-in tree, a complete generated file, its check |
 
 The agent imports this package and never service/; service/ imports scheduler/ only through here
 (tests/python/formats/test_import_graph.py enforces both).

@@ -43,6 +43,7 @@ from typing import Iterable
 import numpy as np
 
 from . import collectives as _colls
+from .native import LABEL_RE as _NATIVE_RE
 
 __all__ = ["ResultsFormatError", "RunResult", "ResultSet", "parse_text", "read_file", "read_files",
            "format_results", "BARRIER", "OTHER"]
@@ -387,10 +388,11 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
                         algorithms.append(alg)
                     alg_codes[sel] = algorithms.index(alg)
     for a in algorithms:
-        if not _NAME_RE.match(a):
+        if not _NAME_RE.match(a) and not _NATIVE_RE.match(a):
             r = int(np.nonzero(alg_codes == algorithms.index(a))[0][0])
             raise ResultsFormatError(source, _line_of(linenos, start, r), f"field 'algorithm': {a!r} is not a "
-                                     "mock-up name (expected 'default' or '<collective>_as_<parts>')")
+                                     "mock-up name (expected 'default', '<collective>_as_<parts>' or "
+                                     "'native:<name>[:seg=<bytes>]')")
 
     # genuine ReproMPI measures mock-ups as tests of their own: GL_<Call>_as_<Parts> -> (MPI_<Call>, mock-up)
     if any(t.startswith("GL_") for t in tests):

@@ -83,4 +83,29 @@ function M.profile_dir(mpi_label)
   return M.profile_root(conf) .. "/" .. M.machine(conf) .. "/" .. mpi_label .. "/current"
 end
 
+-- The MPI library's own decision file, published in the same set (native.rules: Open MPI's rules file,
+-- native.json: MPICH's JSON selection file): the variables that make the library read it, to be set
+-- with setenv by the module (launched ranks inherit them).  The path is the version that is current at
+-- load time (versions/<n> never change), so a later rollback or a set without the file cannot leave a
+-- job pointing at a missing file (MPICH segfaults on one); reloading the module follows `current`.
+function M.native_env(mpi_label)
+  local cur = M.profile_dir(mpi_label)
+  local p = io.popen("readlink -f '" .. cur:gsub("'", "'\\''") .. "' 2>/dev/null")
+  local dir = p and p:read("*l")
+  if p then p:close() end
+  local function exists(f)
+    local h = dir and dir ~= "" and io.open(f, "r")
+    if h then h:close() return true end
+    return false
+  end
+  if exists(dir and (dir .. "/native.rules")) then
+    return {OMPI_MCA_coll_tuned_use_dynamic_rules = "1",
+            OMPI_MCA_coll_tuned_dynamic_rules_filename = dir .. "/native.rules"}
+  end
+  if exists(dir and (dir .. "/native.json")) then
+    return {MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE = dir .. "/native.json"}
+  end
+  return {}
+end
+
 return M

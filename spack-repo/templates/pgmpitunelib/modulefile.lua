@@ -29,6 +29,8 @@ family("pgmpitunelib")
 -- /etc/pgmpi-site/site.conf (or $PGMPI_SITE_CONFIG); see pgmpitune-site.lua.
 local pgmpi_site = loadfile("{{ spec.prefix }}/share/pgmpitunelib/pgmpitune-site.lua")()
 setenv("PGMPITUNE_PROFILE_DIR", pgmpi_site.profile_dir("{{ spec['mpi'].name }}-{{ spec['mpi'].version }}"))
+-- the MPI library's own decision file of the same published set, if there is one (pgmpitune-site.lua)
+for k, v in pairs(pgmpi_site.native_env("{{ spec['mpi'].name }}-{{ spec['mpi'].version }}")) do setenv(k, v) end
 {% if spec.variants['preload'].value %}
 
 -- preload variant: launched ranks only, never the login shell

@@ -102,3 +102,28 @@ def test_local_cancel(tmp_path, bench_root):
     script = row["attempt_dir"] + "/job.sh"
     left = subprocess.run(["pgrep", "-f", script], capture_output=True, text=True).stdout.split()
     assert left == [], left
+
+
+def test_local_native_campaign_records_the_libraries_algorithms(tmp_path, bench_root, sqlite_app):
+    """A campaign that measures the MPI libraries' own algorithms next to the default: each job discovers
+    them first (pgmpi-bench --list-native), the campaign keeps the lists, the raw files carry the labels and
+    reach the service."""
+    from pgmpi_formats import native
+    app, token = sqlite_app
+    spec = local_campaign("native1", bench_root, mpiruns=1,
+                          collectives={"allreduce": {"sizes": [1024], "algorithms": ["default", "native:all"]},
+                                       "bcast": {"sizes": [1024], "algorithms": ["default", "native:binomial"]}})
+    cfile = campaign_file(tmp_path / "native.yaml", **spec)
+    s = run_local_campaign(cfile, tmp_path / "state", app=app, token=token, log=None, timeout=300)
+    assert s["done"] and s["states"] == {"COMPLETED": 2}, s
+    for mpi in ("openmpi", "mpich"):
+        rec = native.Discovery.from_json(__import__("json").loads(
+            (tmp_path / "state" / "campaigns" / "native1" / f"native-{mpi}.json").read_text()))
+        assert rec.library == mpi and rec.algorithms == native.FALLBACK[mpi].algorithms
+    from sqlalchemy import select
+    from service.store.db import db
+    from service.store.models import Series
+    with app.app_context():
+        algs = set(db.session.scalars(select(Series.algorithm)).all())
+    assert {"default", "native:binomial", "native:recursive_doubling", "native:rabenseifner",
+            "native:reduce_scatter_allgather"} <= algs

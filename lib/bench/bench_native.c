@@ -1,0 +1,292 @@
+/* pgmpi-bench: the MPI library's own algorithms ("native:<name>[:seg=<bytes>]", see bench.h for the split).
+ *
+ * Discovery: the names and the values that select them come from the library through MPI_T, before
+ * MPI_Init (so a bad name is refused before any communication):
+ *   Open MPI  coll_tuned_<coll>_algorithm, an MPI_T enumeration (value 0 "ignore" = the library decides),
+ *             coll_tuned_<coll>_algorithm_segmentsize for ":seg=";
+ *   MPICH     MPIR_CVAR_<COLL>_INTRA_ALGORITHM, an int whose value is the position of the name in the
+ *             variable's description ("auto" = 0); MPICH has no segment size for blocking algorithms.
+ * `pgmpi-bench --list-native` prints what was found (pgmpi_formats.native reads it).
+ *
+ * Switching at run time, interleaved inside one mpirun:
+ *   Open MPI  reads its forced algorithm when a communicator is created (coll/tuned's module enable), so
+ *             every variant gets its own MPI_Comm_dup made while its values were written through MPI_T;
+ *             coll_tuned_use_dynamic_rules must be 1 from the start (set before MPI_T/MPI_Init).  The
+ *             default and the mock-ups keep MPI_COMM_WORLD.
+ *   MPICH     reads MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call: each measurement writes the value
+ *             it needs (auto for the default and the mock-ups) outside the timed region. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pgmpitune.h"
+#include "bench.h"
+
+native_t g_native[MAXNATIVE];
+int g_nnative;
+int g_native_flavor;             /* NATIVE_NONE until discovery */
+
+typedef struct {
+    const char *key;             /* collectives.def key */
+    const char *ompi, *mpich;    /* coll_tuned_<ompi>_algorithm, MPIR_CVAR_<MPICH>_INTRA_ALGORITHM */
+} native_names_t;
+
+static const native_names_t KINDS[K_UNKNOWN] = {
+    [K_ALLGATHER] = {"allgather", "allgather", "ALLGATHER"},
+    [K_ALLREDUCE] = {"allreduce", "allreduce", "ALLREDUCE"},
+    [K_ALLTOALL] = {"alltoall", "alltoall", "ALLTOALL"},
+    [K_BCAST] = {"bcast", "bcast", "BCAST"},
+    [K_GATHER] = {"gather", "gather", "GATHER"},
+    [K_REDUCE] = {"reduce", "reduce", "REDUCE"},
+    [K_RSB] = {"reducescatterblock", "reduce_scatter_block", "REDUCE_SCATTER_BLOCK"},
+    [K_RS] = {"reducescatter", "reduce_scatter", "REDUCE_SCATTER"},
+    [K_SCAN] = {"scan", "scan", "SCAN"},
+    [K_SCATTER] = {"scatter", "scatter", "SCATTER"},
+    [K_BARRIER] = {"barrier", "barrier", "BARRIER"},
+};
+
+/* per kind: what the library offers */
+typedef struct {
+    int cvar, segcvar;           /* MPI_T indices, -1 when absent */
+    int n;
+    char names[NATIVE_MAXPER][48];
+    int values[NATIVE_MAXPER];
+} offer_t;
+static offer_t g_offer[K_UNKNOWN];
+static int g_mpit_up;
+
+static int cvar_index(const char *want)
+{
+    int n = 0;
+    MPI_T_cvar_get_num(&n);
+    for (int i = 0; i < n; i++) {
+        char name[256], desc[8]; int nl = sizeof name, dl = sizeof desc, verb, bind, scope;
+        MPI_Datatype dt; MPI_T_enum et;
+        if (MPI_T_cvar_get_info(i, name, &nl, &verb, &dt, &et, desc, &dl, &bind, &scope) != MPI_SUCCESS) continue;
+        if (strcmp(name, want) == 0) return i;
+    }
+    return -1;
+}
+
+/* MPICH's description lists "<name> <padding>- <text>" items glued together without separators, e.g.
+ * "...select bcast algorithmauto - Internal ...FILE)binomial      - Force Binomial Treenb            - ...":
+ * item 0 is always "auto", whose text ends in ')', so item 1's name is the identifier before its
+ * padding; every later item is padded to the same width (name + spaces), which gives its name's length.
+ * tests/python/bench/test_native.py checks every name against the library (set by name in the
+ * environment, read back through MPI_T as its position). */
+static void parse_mpich_desc(const char *desc, offer_t *o)
+{
+    long width = -1;
+    for (const char *p = strstr(desc, " - "); p && o->n < NATIVE_MAXPER; p = strstr(p + 3, " - ")) {
+        const char *e = p;
+        while (e > desc && e[-1] == ' ') e--;
+        long pad = (long)(p - e) + 1;               /* spaces up to the dash */
+        const char *b = e;
+        while (b > desc && (isalnum((unsigned char)b[-1]) || b[-1] == '_')) b--;
+        if (o->n == 0) {                            /* "...algorithmauto": the header's last word */
+            if (e - b > 9 && strncmp(b, "algorithm", 9) == 0) b += 9;
+        } else if (o->n == 1) {
+            width = (long)(e - b) + pad;
+        } else if (width > pad && (long)(e - b) >= width - pad) {
+            b = e - (width - pad);
+        }
+        size_t len = (size_t)(e - b);
+        if (len == 0 || len >= sizeof o->names[0]) return;
+        memcpy(o->names[o->n], b, len);
+        o->names[o->n][len] = 0;
+        o->values[o->n] = o->n;
+        o->n++;
+    }
+}
+
+/* Open MPI: the rules file of the environment (coll_tuned_dynamic_rules_filename).  It takes precedence
+ * over forced algorithms on every communicator and is read-only through MPI_T, so forced variants cannot
+ * be measured next to it in one mpirun (parse_native refuses). */
+static void read_rules_file_name(void)
+{
+    int i = cvar_index("coll_tuned_dynamic_rules_filename");
+    MPI_T_cvar_handle h; int cnt = 0;
+    if (i < 0 || MPI_T_cvar_handle_alloc(i, NULL, &h, &cnt) != MPI_SUCCESS) return;
+    char cur[4096] = "";
+    if (cnt > 0 && cnt <= (int)sizeof cur && MPI_T_cvar_read(h, cur) == MPI_SUCCESS) {
+        cur[sizeof cur - 1] = 0;
+        snprintf(g_native_rules_file, sizeof g_native_rules_file, "%s", cur);
+    }
+    MPI_T_cvar_handle_free(&h);
+}
+
+void native_discover(void)
+{
+    if (g_mpit_up) return;
+    int prov;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &prov) != MPI_SUCCESS) return;
+    g_mpit_up = 1;
+    read_rules_file_name();
+    for (int k = 0; k < K_UNKNOWN; k++) {
+        offer_t *o = &g_offer[k];
+        o->cvar = o->segcvar = -1;
+        o->n = 0;
+        char want[160];
+        snprintf(want, sizeof want, "coll_tuned_%s_algorithm", KINDS[k].ompi);
+        int i = cvar_index(want);
+        if (i >= 0) {
+            g_native_flavor = NATIVE_OMPI;
+            char name[256], desc[8]; int nl = sizeof name, dl = sizeof desc, verb, bind, scope;
+            MPI_Datatype dt; MPI_T_enum et;
+            MPI_T_cvar_get_info(i, name, &nl, &verb, &dt, &et, desc, &dl, &bind, &scope);
+            if (et == MPI_T_ENUM_NULL) continue;
+            int ni = 0; char en[128]; int el = sizeof en;
+            MPI_T_enum_get_info(et, &ni, en, &el);
+            o->cvar = i;
+            for (int j = 0; j < ni && o->n < NATIVE_MAXPER; j++) {
+                int v; char item[48]; int il = sizeof item;
+                if (MPI_T_enum_get_item(et, j, &v, item, &il) != MPI_SUCCESS || v == 0) continue;   /* 0: ignore */
+                snprintf(o->names[o->n], sizeof o->names[0], "%s", item);
+                o->values[o->n++] = v;
+            }
+            snprintf(want, sizeof want, "coll_tuned_%s_algorithm_segmentsize", KINDS[k].ompi);
+            o->segcvar = cvar_index(want);
+            continue;
+        }
+        snprintf(want, sizeof want, "MPIR_CVAR_%s_INTRA_ALGORITHM", KINDS[k].mpich);
+        i = cvar_index(want);
+        if (i >= 0) {
+            g_native_flavor = NATIVE_MPICH;
+            char name[256], desc[4096]; int nl = sizeof name, dl = sizeof desc, verb, bind, scope;
+            MPI_Datatype dt; MPI_T_enum et;
+            MPI_T_cvar_get_info(i, name, &nl, &verb, &dt, &et, desc, &dl, &bind, &scope);
+            o->cvar = i;
+            offer_t tmp = {0};
+            parse_mpich_desc(desc, &tmp);
+            /* item 0 is "auto" (the library decides): not an algorithm of its own */
+            for (int j = 1; j < tmp.n; j++) {
+                memcpy(o->names[o->n], tmp.names[j], sizeof o->names[0]);
+                o->values[o->n++] = tmp.values[j];
+            }
+        }
+    }
+}
+
+int native_has_seg(int kind) { return kind >= 0 && kind < K_UNKNOWN && g_offer[kind].segcvar >= 0; }
+
+/* "name, name, ..." of one kind into buf */
+void native_list(int kind, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    if (kind < 0 || kind >= K_UNKNOWN) return;
+    for (int j = 0; j < g_offer[kind].n && o < len; j++)
+        o += snprintf(buf + o, len - o, "%snative:%s", j ? ", " : "", g_offer[kind].names[j]);
+}
+
+/* Adds the variant (kind, name, seg) unless present; returns its index, -1 when the library has no
+ * such algorithm for this kind. */
+int native_add(int kind, const char *name, long seg)
+{
+    if (kind < 0 || kind >= K_UNKNOWN) return -1;
+    const offer_t *o = &g_offer[kind];
+    int j = 0;
+    while (j < o->n && strcmp(o->names[j], name) != 0) j++;
+    if (j == o->n) return -1;
+    for (int v = 0; v < g_nnative; v++)
+        if (g_native[v].kind == kind && g_native[v].value == o->values[j] && g_native[v].seg == seg) return v;
+    if (g_nnative >= MAXNATIVE) die_usage("too many native algorithm variants (at most %d)", MAXNATIVE);
+    native_t *n = &g_native[g_nnative];
+    n->kind = kind; n->value = o->values[j]; n->seg = seg; n->comm = MPI_COMM_NULL;
+    snprintf(n->name, sizeof n->name, "%s", name);
+    if (seg >= 0) snprintf(n->label, sizeof n->label, "native:%s:seg=%ld", name, seg);
+    else snprintf(n->label, sizeof n->label, "native:%s", name);
+    return g_nnative++;
+}
+
+int native_count(int kind) { return kind >= 0 && kind < K_UNKNOWN ? g_offer[kind].n : 0; }
+const char *native_name(int kind, int j) { return g_offer[kind].names[j]; }
+
+static int cvar_write(int idx, int value)
+{
+    MPI_T_cvar_handle h; int cnt;
+    if (MPI_T_cvar_handle_alloc(idx, NULL, &h, &cnt) != MPI_SUCCESS) return 0;
+    int rc = MPI_T_cvar_write(h, &value);
+    MPI_T_cvar_handle_free(&h);
+    return rc == MPI_SUCCESS;
+}
+
+char g_native_rules_file[4096];
+
+/* After MPI_Init, collectively: Open MPI's communicators, one per variant (each created while its
+ * values were written through MPI_T). */
+void native_setup(void)
+{
+    if (!g_nnative || g_native_flavor != NATIVE_OMPI) return;
+    for (int v = 0; v < g_nnative; v++) {
+        native_t *n = &g_native[v];
+        const offer_t *o = &g_offer[n->kind];
+        int ok = cvar_write(o->cvar, n->value);
+        if (ok && o->segcvar >= 0) ok = cvar_write(o->segcvar, n->seg > 0 ? (int)n->seg : 0);
+        if (!ok) {
+            fprintf(stderr, "pgmpi-bench: error: rank %d: MPI_T refused to write %s's control variables\n", g_rank, n->label);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        PMPI_Comm_dup(MPI_COMM_WORLD, &n->comm);
+        cvar_write(o->cvar, 0);
+        if (o->segcvar >= 0) cvar_write(o->segcvar, 0);
+    }
+}
+
+/* Before a call (outside the timed region): the communicator the algorithm alg of c runs on. */
+MPI_Comm native_select(const call_t *c, int alg)
+{
+    if (!g_nnative) return MPI_COMM_WORLD;
+    if (alg > ALG_NATIVE0) {                       /* default, mock-ups, tuned, control */
+        if (g_native_flavor == NATIVE_MPICH && c->kind < K_UNKNOWN && g_offer[c->kind].cvar >= 0)
+            cvar_write(g_offer[c->kind].cvar, 0);
+        return MPI_COMM_WORLD;
+    }
+    native_t *n = &g_native[ALG_NATIVE0 - alg];
+    if (g_native_flavor == NATIVE_MPICH) {
+        cvar_write(g_offer[n->kind].cvar, n->value);
+        return MPI_COMM_WORLD;
+    }
+    return n->comm;
+}
+
+void native_finish(void)
+{
+    for (int v = 0; v < g_nnative; v++)
+        if (g_native[v].comm != MPI_COMM_NULL) PMPI_Comm_free(&g_native[v].comm);
+    if (g_mpit_up) MPI_T_finalize();
+    g_mpit_up = 0;
+}
+
+/* --list-native: one line per algorithm, read by pgmpi_formats.native.parse_listing:
+ *   cvar <flavor> <collective key> <control variable> <its current value>
+ *   native <flavor> <collective key> <name> <value> <control variable> <segment-size variable or ->  */
+void native_print_listing(FILE *f)
+{
+    const char *fl = g_native_flavor == NATIVE_OMPI ? "openmpi" : g_native_flavor == NATIVE_MPICH ? "mpich" : "none";
+    fprintf(f, "#@native_flavor=%s\n", fl);
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING + 1] = ""; int vl = 0;
+    MPI_Get_library_version(ver, &vl);
+    ver[strcspn(ver, "\r\n")] = 0;
+    fprintf(f, "#@mpi_library_string=%s\n", ver);
+    for (int k = 0; k < K_UNKNOWN; k++) {
+        const offer_t *o = &g_offer[k];
+        if (o->cvar < 0) continue;
+        char cv[256], sv[256] = "-";
+        if (g_native_flavor == NATIVE_OMPI) {
+            snprintf(cv, sizeof cv, "coll_tuned_%s_algorithm", KINDS[k].ompi);
+            if (o->segcvar >= 0) snprintf(sv, sizeof sv, "coll_tuned_%s_algorithm_segmentsize", KINDS[k].ompi);
+        } else {
+            snprintf(cv, sizeof cv, "MPIR_CVAR_%s_INTRA_ALGORITHM", KINDS[k].mpich);
+        }
+        int cur = -1;
+        MPI_T_cvar_handle h; int cnt;
+        if (MPI_T_cvar_handle_alloc(o->cvar, NULL, &h, &cnt) == MPI_SUCCESS) { MPI_T_cvar_read(h, &cur); MPI_T_cvar_handle_free(&h); }
+        fprintf(f, "cvar %s %s %s %d\n", fl, KINDS[k].key, cv, cur);
+        for (int j = 0; j < o->n; j++)
+            fprintf(f, "native %s %s %s %d %s %s\n", fl, KINDS[k].key, o->names[j], o->values[j], cv, sv);
+    }
+}

@@ -1,0 +1,57 @@
+"""The reduced searches over native algorithms x segment sizes (service/analysis/native_search.py) on cells
+whose answer is known: which experiments each visits, what it chooses, its loss against exhaustive."""
+from __future__ import annotations
+
+import pytest
+
+from service.analysis.native_search import Cell, search
+
+SEGS = [1024, 2048, 4096, 8192, 16384, 32768]
+MSG = 65536
+
+
+def curve(start, values):
+    """method times: unsegmented `start`, then `values` from the largest segment down"""
+    return {None: start, **dict(zip(reversed(SEGS), values))}
+
+
+CELL = Cell({
+    # a local minimum at 16K, the true one two steps further (at 4K): MGD must look past the first minimum
+    "chain": curve(10.0, [8.0, 7.0, 7.5, 6.0, 6.5, 9.0]),
+    "binomial": curve(9.0, [9.0, 9.0, 9.0, 9.0, 9.0, 9.0]),       # does not segment: a flat curve
+    "linear": curve(30.0, [30.0, 30.0, 30.0, 30.0, 30.0, 30.0]),  # clearly worse from the start
+})
+
+
+def test_exhaustive_visits_everything_below_the_message_size():
+    r = search("exhaustive", CELL, MSG)
+    assert len(r.experiments) == 3 * 7 and r.choice == ("chain", 4096)
+    # segment sizes at or above the message are not searched (the seed paper)
+    assert len(search("exhaustive", CELL, 8192).experiments) == 3 * 4
+
+
+def test_mgd_looks_past_the_first_minimum():
+    r = search("mgd", CELL, MSG)
+    assert r.choice == ("chain", 4096) and CELL.loss(r.choice, MSG) == 0
+    flat = [v for v in r.experiments if v[0] == "binomial"]
+    assert flat == [("binomial", None), ("binomial", 32768), ("binomial", 16384), ("binomial", 8192)]
+    # a flat curve stops once more than `lookahead` steps brought nothing
+    short = search("mgd", CELL, MSG, lookahead=0)
+    assert short.choice == ("chain", 16384) and CELL.loss(short.choice, MSG) == pytest.approx(1 / 6)
+
+
+def test_smgd_scans_orders_and_prunes():
+    r = search("smgd", CELL, MSG)
+    assert r.choice == ("chain", 4096)
+    assert [v for v in r.experiments if v[0] == "linear"] == [("linear", None)]   # pruned after its scan
+    assert len(r.experiments) < len(search("mgd", CELL, MSG).experiments) < 21
+    assert r.cost(CELL) < search("exhaustive", CELL, MSG).cost(CELL) / 2
+    with pytest.raises(ValueError, match="valid: exhaustive, mgd, smgd"):
+        search("random", CELL, MSG)
+
+
+def test_a_native_verdict_never_becomes_a_prf_redirection():
+    from types import SimpleNamespace
+    from service.analysis.verdicts import redirect_refusal
+    why = redirect_refusal(SimpleNamespace(algorithm="native:recursive_doubling"), None, 0.1)
+    assert why and "own decision file" in why

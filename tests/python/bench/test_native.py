@@ -1,0 +1,127 @@
+"""The MPI library's own algorithms in pgmpi-bench: discovery through MPI_T (agreeing with ompi_info and with
+pgmpi_formats.native.FALLBACK), selection by name, interleaved measurement with the check round, and the
+refusal of unknown names.  Correctness at 4 ranks; no timing is asserted (tests/bench/native_switch.py
+prints the figures)."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from pgmpi_formats import native
+from pgmpi_formats import results as reader
+
+pytestmark = pytest.mark.mpi
+
+MPI_NAME = {"allreduce": "MPI_Allreduce", "reduce": "MPI_Reduce"}
+
+
+def listing(bench, env=None) -> tuple[native.Discovery, dict[str, int]]:
+    r = bench.run(["--list-native"], np=1, env=env)
+    assert r.rc == 0, r.stderr
+    current = {l.split()[2]: int(l.split()[4]) for l in r.stdout.splitlines() if l.startswith("cvar ")}
+    return native.parse_listing(r.stdout), current
+
+
+def test_discovery_agrees_with_the_library_and_the_fallback(bench):
+    d, current = listing(bench)
+    assert d.library == bench.mpi and d.version == native.FALLBACK[bench.mpi].version
+    assert set(current.values()) == {0}                      # nothing forced by default
+    fb = native.FALLBACK[bench.mpi]
+    assert d.algorithms == fb.algorithms, "FALLBACK no longer matches the installed library"
+    assert d.segment_variables == fb.segment_variables and d.variables == fb.variables
+    if bench.mpi == "openmpi":                               # MPI_T and ompi_info tell the same
+        o = native.discover("openmpi", env=bench.env())
+        assert o.algorithms == d.algorithms and o.segment_variables == d.segment_variables
+        assert o.version == fb.version
+    assert native.Discovery.from_json(d.to_json()) == d
+
+
+def test_every_name_selects_its_value(bench):
+    """Each discovered MPICH name, set by name in the environment the way users force it, reads back through
+    MPI_T as the value pgmpi-bench writes for it (its position in the variable's list, which pgmpi-bench
+    parses out of the description).  Open MPI's names and values are an MPI_T enumeration, compared with
+    ompi_info above, so one round (each list's last name) suffices there."""
+    d, _ = listing(bench)
+    rounds = max(len(v) for v in d.algorithms.values())
+    for j in (range(rounds) if bench.mpi == "mpich" else [rounds - 1]):   # Open MPI: one round, the last ones
+        env, want = {}, {}
+        for key, algs in d.algorithms.items():
+            if bench.mpi == "openmpi":
+                j = len(algs) - 1
+            if j < len(algs):
+                env[(d.variables[key] if bench.mpi == "mpich" else "OMPI_MCA_" + d.variables[key])] = algs[j].name
+                want[key] = algs[j].value
+        _, current = listing(bench, env)
+        assert {k: current[k] for k in want} == want
+
+
+def run_natives(bench, tmp_path, np, calls, algs, sizes, extra=()):
+    out = tmp_path / f"native-{bench.mpi}-{np}.txt"
+    r = bench.run([f"--calls={calls}", f"--algorithms={algs}", f"--sizes={sizes}", "--nrep=3",
+                   "--no-barrier-rows", f"--output={out}", *extra], np=np,
+                  env={"OMPI_MCA_mpi_yield_when_idle": "1"})   # 4 ranks on 2 cores: no busy polling
+    assert r.rc == 0, r.stderr
+    return reader.read_file(out)
+
+
+def test_natives_interleaved_checked_and_forced_at_4_ranks(bench, tmp_path):
+    run = run_natives(bench, tmp_path, 4, "allreduce,reduce,bcast", "default,native:all", "64K")
+    assert run.header["native_switch"] == ("communicator_per_variant" if bench.mpi == "openmpi" else "mpi_t_per_call")
+    checks = defaultdict(dict)
+    for line in run.pgmpi_lines:
+        p = line.split()
+        if p[1] == "check":
+            checks[(p[2], int(p[3]))][p[4]] = p[5] if p[5] == "ok" else p[6]
+    d = native.FALLBACK[bench.mpi]
+    for call, key in (("MPI_Allreduce", "allreduce"), ("MPI_Reduce", "reduce"), ("MPI_Bcast", "bcast")):
+        for size in (65536,):
+            assert set(checks[(call, size)]) == {"default"} | {f"native:{n}" for n in d.names(key)}
+    reasons = {why for v in checks.values() for why in v.values() if why != "ok"}
+    # exactly the algorithms of native.ORDER_UNSAFE reorder a non-commutative operation (the default never
+    # does); on Open MPI this also shows that each forced algorithm really ran on its own communicator
+    failed = {(c, a) for (c, s), v in checks.items() for a, why in v.items() if why != "ok"}
+    assert failed == {(MPI_NAME[k], f"native:{n}") for k, n in native.ORDER_UNSAFE[bench.mpi]}
+    assert reasons <= {"noncommutative"}
+    # every algorithm that passed its check is measured in that cell, a failed one is not
+    timed = {(run.tests[t], int(m), run.algorithms[a]) for t, m, a in zip(run.test, run.msize, run.algorithm)}
+    for (call, size), v in checks.items():
+        for alg, why in v.items():
+            assert ((call, size, alg) in timed) == (why == "ok"), (call, size, alg, why)
+
+
+def test_unknown_native_names_are_refused_with_the_choices(bench):
+    r = bench.run(["--calls=allreduce", "--algorithms=native:no_such_thing", "--sizes=8", "--nrep=1"], np=0)
+    assert r.rc == 2 and "unknown native algorithm 'native:no_such_thing'" in r.stderr
+    assert "MPI_Allreduce: native:" in r.stderr                         # the valid choices, named
+    r = bench.run(["--calls=scan", "--algorithms=native:recursive_doubling:seg=1K", "--sizes=8", "--nrep=1"], np=0)
+    assert r.rc == 2 and "no segment size" in r.stderr
+    r = bench.run(["--calls=bcast", "--algorithms=native:binomial:segment=1K", "--sizes=8", "--nrep=1"], np=0)
+    assert r.rc == 2 and ":seg=<bytes>" in r.stderr
+
+
+def test_a_refused_decision_file_kills_jobs(bench, tmp_path):
+    """What the readers refuse is what breaks jobs, at 4 ranks with the file in the environment (a generated
+    file running correctly after `module load`: tests/python/packaging/test_native_module.py)."""
+    from pgmpi_formats import mpich_json as mj
+    from pgmpi_formats import ompi_rules as orr
+    from pgmpi_formats.ompi_rules import Decision
+    bad = tmp_path / "bad"
+    if bench.mpi == "openmpi":
+        bad.write_text("1\n0\n1\n4\n1\n0 6 0 0\n")           # allgather two_proc at 4 ranks
+        with pytest.raises(orr.RulesError, match="two_proc"):
+            orr.parse_rules(bad.read_text(), str(bad), native.discover("openmpi", env=bench.env()))
+        env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(bad)}
+    else:
+        lib = mj.find_library()
+        base, known = mj.builtin_tree(lib), mj.algorithm_names(lib)
+        tree = mj.generate([Decision("bcast", 4, 8, "native:binomial")], base, known)
+        del tree["collective=bcast"]
+        assert mj.check_tree(tree, base, known)                  # refused by the check
+        bad.write_text(mj.dumps(tree))
+        env = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(bad)}
+    r = bench.run(["--calls=allgather", "--algorithms=default", "--sizes=8", "--nrep=1",
+                   f"--output={tmp_path / 'bad.txt'}"], np=4, env=env)
+    # the job dies: Open MPI fails the first allgather (already inside MPI_Comm_split_type), MPICH asserts
+    assert r.rc != 0
+    assert ("MPI_ERR_UNSUPPORTED_OPERATION" if bench.mpi == "openmpi" else "Assertion failed") in r.stderr + r.stdout

@@ -1,0 +1,57 @@
+"""The library's own decision files travel in the same versioned, atomic profile set as the .prf files:
+published next to them after their readers accepted them, refused with the reason otherwise, and a
+rollback swaps both."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from pgmpi_formats import mpich_json as mj
+from pgmpi_formats import ompi_rules as orr
+from pgmpi_formats.ompi_rules import Decision
+from service.profiles import publish as pub
+
+PRF = {"MPI_Allreduce.prf": "MPI_Allreduce\n2\n2\n0 default\n1 allreduce_as_reduce_bcast\n1\n1 1024 1\n"}
+
+
+def publish(root, files, mpi, ver):
+    return pub.publish(root, "m1", mpi, ver, files, actor="alice", validated=True, checker=["/bin/true"], mpi=mpi)
+
+
+def current(root, mpi, ver):
+    return {p.name: p.read_text() for p in sorted((root / "m1" / f"{mpi}-{ver}" / "current").iterdir())}
+
+
+def test_open_mpi_rules_file_published_with_the_profiles_and_rolled_back(tmp_path):
+    d = pub._installed("openmpi")
+    rules1 = orr.write_rules([Decision("bcast", 2, 8, "native:binomial")], d)
+    rules2 = orr.write_rules([Decision("bcast", 2, 8, "native:chain:seg=8192")], d)
+    publish(tmp_path, {**PRF, "native.rules": rules1}, "openmpi", "4.1.4")
+    publish(tmp_path, {**PRF, "native.rules": rules2}, "openmpi", "4.1.4")
+    assert current(tmp_path, "openmpi", "4.1.4")["native.rules"] == rules2
+    pub.rollback(tmp_path, "m1", "openmpi", "4.1.4", actor="alice", reason="test")
+    assert current(tmp_path, "openmpi", "4.1.4") == {**PRF, "native.rules": rules1}
+
+
+def test_a_corrupt_rules_file_is_refused_before_publishing(tmp_path):
+    bad = "1\n2\n1\n2\n3\n0 3 0 0\n1024 6 0 0\n"          # says 3 rules, holds 2: Open MPI ignores the file
+    with pytest.raises(pub.PublishError, match=r"native.rules refused: native.rules:7: .*count is larger"):
+        publish(tmp_path, {**PRF, "native.rules": bad}, "openmpi", "4.1.4")
+    with pytest.raises(pub.PublishError, match="reorders a reduction's operands"):
+        publish(tmp_path, {"native.rules": "1\n2\n1\n2\n1\n0 4 0 0\n"}, "openmpi", "4.1.4")
+    with pytest.raises(pub.PublishError, match="openmpi's decision file; this set is for mpich"):
+        publish(tmp_path, {"native.rules": "1\n2\n1\n2\n1\n0 3 0 0\n"}, "mpich", "4.0.2")
+    assert not (tmp_path / "m1" / "openmpi-4.1.4" / "current").exists()   # nothing became visible
+
+
+def test_a_json_file_missing_a_collective_is_refused_before_publishing(tmp_path):
+    base, known = pub._installed("mpich")
+    tree = mj.generate([Decision("bcast", 2, 8, "native:binomial")], base, known)
+    publish(tmp_path, {"native.json": mj.dumps(tree)}, "mpich", "4.0.2")
+    broken = copy.deepcopy(tree)
+    del broken["collective=allreduce"]
+    with pytest.raises(pub.PublishError, match="native.json: incomplete selection file: collective=allreduce is "
+                                               "missing: MPICH aborts every job at its first allreduce"):
+        publish(tmp_path, {"native.json": mj.dumps(broken)}, "mpich", "4.0.2")
+    assert current(tmp_path, "mpich", "4.0.2") == {"native.json": mj.dumps(tree)}
