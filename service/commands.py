@@ -18,11 +18,33 @@ DB_OPT = click.option("--database-url", envvar="DATABASE_URL", default=None,
 MIGRATIONS = str(Path(__file__).resolve().parents[1] / "migrations")
 
 
+NO_DATABASE = ("set DATABASE_URL (e.g. postgresql+psycopg://pgmpi:pw@127.0.0.1:5432/pgmpi) or pass --database-url; "
+               "for the embedded SQLite file run `pgmpi db upgrade` first")
+
+
 @contextmanager
-def app_context(database_url: str | None):
+def app_context(database_url: str | None, create: bool = False):
+    """The app bound to the database; unless `create`, a database without our schema is an error that
+    says what to do (and no empty SQLite file is left behind by the attempt)."""
     from service.app import create_app
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import OperationalError
     cfg = {"SQLALCHEMY_DATABASE_URI": database_url} if database_url else {}
     app = create_app(cfg)
+    url = app.config["SQLALCHEMY_DATABASE_URI"]
+    where = url.split("@")[-1]
+    if not create:
+        if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+            _fail(f"no database: {url[len('sqlite:///'):]} does not exist; {NO_DATABASE}")
+        with app.app_context():
+            from service.store.db import db as sa
+            try:
+                tables = inspect(sa.engine).get_table_names()
+            except OperationalError as exc:
+                _fail(f"cannot reach the database {where}: {str(exc.orig).strip().splitlines()[0]}; {NO_DATABASE}")
+            if "users" not in tables:
+                _fail(f"the database {where} has no pgmpi schema; run `pgmpi db upgrade` "
+                      f"(with the same DATABASE_URL / --database-url)")
     with app.app_context():
         yield app
 
@@ -42,7 +64,7 @@ def db() -> None:
 def db_upgrade(revision: str, database_url: str | None) -> None:
     """Create the schema or upgrade it to REVISION (Alembic)."""
     import flask_migrate
-    with app_context(database_url) as app:
+    with app_context(database_url, create=True) as app:
         flask_migrate.upgrade(directory=MIGRATIONS, revision=revision)
         click.echo(f"database at {revision}: {app.config['SQLALCHEMY_DATABASE_URI'].split('@')[-1]}")
 
@@ -88,6 +110,58 @@ def user_add(username: str, role: str, password: str, database_url: str | None) 
             _fail(str(e))
         sa.session.commit()
         click.echo(f"user {username} ({role}) added")
+
+
+@user.command("list")
+@DB_OPT
+def user_list(database_url: str | None) -> None:
+    """List users (name, role, active, created); never the password hashes."""
+    from service.store.db import db as sa
+    from service.store.models import User
+    with app_context(database_url):
+        rows = sa.session.scalars(select(User).order_by(User.username)).all()
+        if not rows:
+            click.echo("no users yet; add one with `pgmpi user add NAME --role admin`", err=True)
+        for u in rows:
+            click.echo("\t".join([u.username, u.role, "active" if u.active else "disabled",
+                                   u.created_at.isoformat() if u.created_at else "-"]))
+
+
+@user.command("passwd")
+@click.argument("username")
+@click.option("--password", prompt="New password", hide_input=True, confirmation_prompt=True,
+              envvar="PGMPI_PASSWORD", help="prompted when not given (or $PGMPI_PASSWORD)")
+@DB_OPT
+def user_passwd(username: str, password: str, database_url: str | None) -> None:
+    """Set USERNAME's password (at least 8 characters)."""
+    from service.auth import set_password
+    from service.store.db import db as sa
+    with app_context(database_url):
+        try:
+            set_password(username, password)
+        except ValueError as e:
+            _fail(str(e))
+        sa.session.commit()
+        click.echo(f"password of {username} changed")
+
+
+@user.command("delete")
+@click.argument("username")
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@DB_OPT
+def user_delete(username: str, yes: bool, database_url: str | None) -> None:
+    """Delete USERNAME; the tokens that belong to the user are revoked (the audit log keeps the history)."""
+    from service.auth import delete_user
+    from service.store.db import db as sa
+    if not yes:
+        click.confirm(f"delete user {username}?", abort=True)
+    with app_context(database_url):
+        try:
+            revoked = delete_user(username)
+        except ValueError as e:
+            _fail(str(e))
+        sa.session.commit()
+        click.echo(f"user {username} deleted" + (f"; {revoked} token(s) revoked" if revoked else ""))
 
 
 @click.group("token")
