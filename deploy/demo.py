@@ -114,10 +114,13 @@ def _write_modules(workdir: Path, profile_root: Path, machine: str, versions: di
         prefix = ROOT / "build" / "install" / mpi
         shims = tree / "shims" / mpi / "bin"
         shims.mkdir(parents=True, exist_ok=True)
-        for tool in ("mpicc", "mpicxx", "mpifort", "mpirun", "mpiexec"):
-            target, link = Path(f"/usr/bin/{tool}.{mpi}"), shims / tool
-            if target.exists() and not link.is_symlink():
-                link.symlink_to(target)
+        tools = {t: f"{t}.{mpi}" for t in ("mpicc", "mpicxx", "mpifort", "mpirun", "mpiexec")}
+        if mpi == "mpich":      # hydra starts its proxy from the directory its mpiexec was found in
+            tools.update({t: t for t in ("mpiexec.hydra", "hydra_pmi_proxy", "hydra_nameserver", "hydra_persist")})
+        for tool, target in tools.items():
+            link = shims / tool
+            if Path("/usr/bin", target).exists() and not link.is_symlink():
+                link.symlink_to(Path("/usr/bin", target))
         preload = (f"mpirun -x LD_PRELOAD={prefix}/lib/libpgmpitune.so" if mpi == "openmpi"
                    else f"mpirun -genv LD_PRELOAD {prefix}/lib/libpgmpitune.so")
         mdir = tree / "pgmpitunelib"
