@@ -221,14 +221,15 @@ class Progress:
             self.last, self.shown = line, time.time()
 
 
-def _facts(app, machine: str, profile_root: Path, versions: dict[str, str], publish: bool) -> dict[str, dict]:
+def _facts(app, machine: str, campaign: str, profile_root: Path, versions: dict[str, str],
+           publish: bool) -> dict[str, dict]:
     """What the campaign found, validated, dropped and published per MPI (from the service's database),
     publishing the validated candidates on the way, through the profile page's path."""
     from pgmpi_formats.prf import parse_prf
     from service.profiles import publish as pub
     from service.profiles.lifecycle import publish_candidate
     from service.store.db import db
-    from service.store.models import Analysis, Machine, MpiLibrary, ProfileSet, ProfileVersion
+    from service.store.models import Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion
     from sqlalchemy import select
     out: dict[str, dict] = {}
     with app.app_context():
@@ -241,7 +242,8 @@ def _facts(app, machine: str, profile_root: Path, versions: dict[str, str], publ
                 f["missing"] = "no results stored"
                 continue
             f["version"] = versions[mpi] = lib.version
-            an = db.session.scalars(select(Analysis).where(Analysis.library_id == lib.id)
+            an = db.session.scalars(select(Analysis).join(Campaign, Analysis.campaign_id == Campaign.id)
+                                    .where(Analysis.library_id == lib.id, Campaign.name == campaign)
                                     .order_by(Analysis.id.desc())).first()
             if an is not None:
                 summ = an.summary or {}
@@ -250,11 +252,18 @@ def _facts(app, machine: str, profile_root: Path, versions: dict[str, str], publ
                 f["control"] = (summ.get("control") or {}).get("line")
                 f["defects"] = [f"{d['call']} {_size(d['msize'])} {d['algorithm']} ({d['why']})"
                                 for d in (summ.get("defects") or [])[:5]]
+            # this campaign's candidate only: an earlier campaign's stays what it was
             cand = db.session.scalars(select(ProfileVersion).join(ProfileSet)
-                                      .where(ProfileSet.library_id == lib.id)
+                                      .where(ProfileSet.library_id == lib.id,
+                                             ProfileVersion.analysis_id == (an.id if an else -1))
                                       .order_by(ProfileVersion.id.desc())).first()
             if cand is None:
-                f["candidate"] = "nothing worth redirecting: the library keeps its defaults"
+                current = db.session.scalars(select(ProfileVersion).join(ProfileSet).where(
+                    ProfileSet.library_id == lib.id, ProfileVersion.state == "published")
+                    .order_by(ProfileVersion.id.desc())).first()
+                f["candidate"] = ("no candidate from this campaign (nothing worth redirecting)"
+                                  + (f"; the profile published earlier (candidate {current.id}) stays"
+                                     if current else ": the library keeps its defaults"))
                 continue
             f["validation"] = [f"{x.collective} {_size(x.msize)} {x.speedup:.2f}x"
                                for x in sorted(cand.figures, key=lambda x: (x.collective, x.msize))]
@@ -395,7 +404,7 @@ def demo(workdir: str, port: int, no_serve: bool, fresh: bool) -> None:
             revoke_token(token_id, actor="demo")
             db.session.commit()
 
-    facts = _facts(app, machine, profile_root, versions, publish=True)
+    facts = _facts(app, machine, name, profile_root, versions, publish=True)
     modules = _write_modules(work, profile_root, machine, versions)
     url = None
     if not no_serve:

@@ -204,6 +204,29 @@ def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[t
     a = s.scalar(q.order_by(Analysis.created_at.desc(), Analysis.id.desc()).limit(1))
     if a is None:
         return {}
+    return _strongest(s, a, p)
+
+
+def violation_counts(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[str, int]:
+    """The latest analysis's violations at p by kind, so the heatmap's count and the overview's agree:
+    the overview's brave count is the sum over kinds (and over every p)."""
+    q = select(Analysis).where(Analysis.library_id == lib.id)
+    if campaign is not None:
+        q = q.where(Analysis.campaign_id == campaign.id)
+    a = s.scalar(q.order_by(Analysis.created_at.desc(), Analysis.id.desc()).limit(1))
+    out = {"pattern": 0, "monotony": 0, "split": 0, "all_p": 0}
+    if a is None:
+        return out
+    for kind, nprocs, n in s.execute(select(Violation.kind, Violation.nprocs, func.count(Violation.id))
+                                     .where(Violation.analysis_id == a.id)
+                                     .group_by(Violation.kind, Violation.nprocs)).all():
+        out["all_p"] += n
+        if nprocs == p:
+            out[kind or "pattern"] = out.get(kind or "pattern", 0) + n
+    return out
+
+
+def _strongest(s, a: Analysis, p: int) -> dict[tuple[str, int], Violation]:
     out: dict[tuple[str, int], Violation] = {}
     for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p,
                                                Violation.mockup != "default")):   # pattern guidelines
@@ -240,7 +263,16 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[str, 
                 zr.append(None), br.append(None), mr.append(False), tr.append("")
         z.append(zr), text.append(tr), best.append(br), marks.append(mr)
     return {"calls": calls, "colls": [coll_key(c) for c in calls], "sizes": sizes, "z": z, "text": text,
-            "best": best, "significant": marks, "n_significant": sum(map(sum, marks))}
+            "best": best, "significant": marks, "n_significant": sum(map(sum, marks)),
+            "size_labels": [size_label(m) for m in sizes], "counts": violation_counts(s, lib, campaign, p)}
+
+
+def size_label(n: int) -> str:
+    """Bytes as the tables print them (B, KiB, MiB, GiB when exact), also used for chart ticks."""
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
 
 
 def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> dict[str, Any]:
@@ -460,9 +492,21 @@ def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
         expected = (c.definition or {}).get("jobs") if isinstance(c.definition, dict) else None
         total = max(len(js), expected if isinstance(expected, int) else 0)
         out.append({"campaign": c, "jobs": js, "done": done, "total": total, "runs": nruns.get(c.id, 0),
+                    "state": shown_state(c.state, js, done, total),
                     "failed": sum(j.state in ("FAILED", "TIMEOUT", "NODE_FAIL") for j in js),
                     "verdicts": [campaign_verdict(a) for a in analyses.get(c.id, {}).values()]})
     return out
+
+
+def shown_state(stored: str, jobs: list, done: int, total: int) -> str:
+    """The state a reader can trust: the agent registers a campaign as "planned" and reports its jobs,
+    so the jobs say whether it is running or finished when the stored state lags behind them."""
+    if stored not in ("planned", "submitted", "running") or not jobs:
+        return stored
+    if total and done >= total:
+        return "finished" if not any(j.state in ("FAILED", "TIMEOUT", "NODE_FAIL") for j in jobs) \
+            else "finished with failures"
+    return "running" if any(j.state in ("RUNNING", "COMPLETED") for j in jobs) else stored
 
 
 def campaign_verdict(a: Analysis) -> dict[str, Any]:
