@@ -190,7 +190,8 @@ def glossary_terms() -> list[dict[str, str]]:
     """(anchor, term, meaning) rows of the table in docs/glossary.md; the meaning's Markdown links and
     code spans become plain text here."""
     import re
-    path = Path(__file__).resolve().parents[2] / "docs" / "glossary.md"
+    # a symlink to docs/glossary.md in the repository, a copy in a pip install (package data)
+    path = Path(__file__).with_name("glossary.md")
     rows = []
     for line in path.read_text().splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
