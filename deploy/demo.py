@@ -213,8 +213,7 @@ class Progress:
                 done = len(list(Path(r["attempt_dir"]).glob("*.txt")))
             else:
                 done = 0
-            what = "validating" if r["kind"] == "validate" else "measuring"
-            parts.append(f"{r['key'].split('-n')[0].replace('validate-', '')} {what} {done}/{total}")
+            parts.append(f"{r['key']} {done}/{total}")
         line = ", ".join(parts)
         if line and line != self.last and (time.time() - self.shown > 5 or "/" not in self.last):
             _log(f"[{time.time() - self.t0:4.0f} s] mpiruns: {line}")
@@ -324,9 +323,13 @@ def _summary(campaign: str, reused: str | None, run: dict, facts: dict, modules:
     lines.append("  Next:")
     if url:
         lines.append(f"    dashboard      {url}  (log in as {ADMIN}, password in {work / 'admin-password.txt'})")
-    lines.append(f"    use a profile  module use {modules}; module load pgmpitunelib/openmpi   (or /mpich)")
-    lines.append("    compile, run   mpicc app.c -o app -lpgmpitune && " + launch_line("openmpi"))
-    lines.append("    unmodified app " + launch_line("openmpi", preload=True))
+    # suggest the MPI that has a published profile, so the first tuned run shows a redirected call
+    mpi = next((m for m, f in facts.items() if f.get("published")), "openmpi")
+    lines.append(f"    use a profile  module use {modules}; module load pgmpitunelib/{mpi}")
+    lines.append("    compile, run   mpicc app.c -o app -lpgmpitune && " + launch_line(mpi))
+    lines.append("    unmodified app " + launch_line(mpi, preload=True))
+    lines.append("                   (the report at the end names the algorithm that served each call; "
+                 "docs/user-guide.md)")
     lines.append(f"    campaign jobs  .venv/bin/pgmpi campaign status {campaign} --state-dir {work / 'agent'}")
     lines.append("    measure again  make demo FRESH=1;  stop the dashboard: make demo-stop")
     return "\n".join(lines)
