@@ -38,6 +38,16 @@ static void dissem_barrier(void)
                       &r, 1, MPI_CHAR, (g_rank - d + g_size) % g_size, 0x5047, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
+/* With Open MPI 4.1 on shared memory, a small Bcast among the first messages of a job left every later
+ * small collective 20-80 % slower (Allgather 8 B, 2 ranks: 0.22 against 0.18 us, 0.89 against 0.50 us in
+ * the VM's slow phases; tests/bench/lib_init_cost.sh), so rank 0's values travel as MAX over zeros. */
+void share_from_rank0(unsigned long long *v, int n)
+{
+    unsigned long long in[8] = {0};
+    if (g_rank == 0) memcpy(in, v, (size_t)n * sizeof *v);
+    PMPI_Allreduce(in, v, n, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+}
+
 static void sync_procs(void)
 {
     if (O.sync_mpi_barrier) PMPI_Barrier(MPI_COMM_WORLD);
@@ -301,6 +311,10 @@ static void measure_group(cstate_t *cs, int nc, char (*why)[256], const double *
     phase_t ph = {0};
     ph.step = O.pstep; ph.min = O.pmin;
     ph.record = 1; ph.budget = O.budget;
+    /* A fixed count needs no checkpoints: one reduction after the cell, as ReproMPI does.  A reduction
+     * (and rank 0's row output) every few measurements desynchronises the ranks before the next
+     * barrier and moved 8-byte cells by 30-70 % against ReproMPI (lib/bench/README.md). */
+    if ((O.policy == P_FIXED || O.policy == P_FROM) && O.budget <= 0) ph.step = FIXED_BATCH_MAX;
     if (O.policy == P_FIXED || O.policy == P_FROM) {
         for (int i = 0; i < nc; i++) {
             cs[i].active = 1;
