@@ -73,3 +73,22 @@ mpicc app.c -o app -lpgmpitune
     assert r.returncode == 0, r.stdout + r.stderr
     assert "#@pgmpi alg MPI_Allreduce 16384 allreduce_as_reduce_bcast" in r.stdout
     assert "#@pgmpi alg MPI_Allreduce 64 default" in r.stdout and "warning" not in r.stderr
+
+
+def test_demo_says_what_it_reuses_and_fresh_starts_a_new_campaign(tmp_path):
+    """deploy/demo.py's choice of campaign from the agent's state: the first run measures `demo`, a second
+    reuses it and says when it was measured and how many jobs completed, FRESH=1 starts demo-2."""
+    from scheduler.state import State
+    demo = _demo()
+    assert demo._pick_campaign(tmp_path / "agent", fresh=False) == ("demo", None)
+    st = State(tmp_path / "agent")
+    with st.tx():
+        st.ensure_campaign("demo", {}, None)
+        st.add_job("demo", "openmpi-n1x2", {"launches": [{}, {}]}, kind="measure")
+        st.add_job("demo", "mpich-n1x2", {"launches": [{}]}, kind="measure")
+        st.update_job("demo", "openmpi-n1x2", state="COMPLETED")
+    st.close()
+    name, reused = demo._pick_campaign(tmp_path / "agent", fresh=False)
+    assert name == "demo" and reused.startswith("reusing campaign demo measured ")
+    assert "(1 of 2 job(s) completed" in reused and "make demo FRESH=1" in reused
+    assert demo._pick_campaign(tmp_path / "agent", fresh=True) == ("demo-2", None)
