@@ -82,9 +82,9 @@ def db_downgrade(revision: str, database_url: str | None) -> None:
 @db.command("current")
 @DB_OPT
 def db_current(database_url: str | None) -> None:
-    """Print the schema revision of the database."""
+    """Print the schema revision of the database (nothing when it has no schema yet)."""
     import flask_migrate
-    with app_context(database_url):
+    with app_context(database_url, create=True):
         flask_migrate.current(directory=MIGRATIONS)
 
 
@@ -239,7 +239,7 @@ def serve(host: str, port: int, workers: int, dev: bool, upgrade: bool, database
         os.environ["DATABASE_URL"] = database_url
     if upgrade:
         import flask_migrate
-        with app_context(database_url):
+        with app_context(database_url, create=True):     # serving a new database creates its schema
             flask_migrate.upgrade(directory=MIGRATIONS)
     logs.configure()
     app = create_app()
