@@ -29,6 +29,9 @@ def app_context(database_url: str | None, create: bool = False):
     from service.app import create_app
     from sqlalchemy import inspect
     from sqlalchemy.exc import OperationalError
+    if database_url and database_url.startswith("sqlite:///") and not database_url.startswith("sqlite:////"):
+        # a relative SQLite path means the current directory here (Flask-SQLAlchemy would take the instance dir)
+        database_url = "sqlite:///" + str(Path(database_url[len("sqlite:///"):]).resolve())
     cfg = {"SQLALCHEMY_DATABASE_URI": database_url} if database_url else {}
     app = create_app(cfg)
     url = app.config["SQLALCHEMY_DATABASE_URI"]
