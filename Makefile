@@ -8,6 +8,7 @@ MPIS  ?= openmpi mpich
 
 help:
 	@echo "make demo    - install what is missing, build, run a local tuning campaign, serve the dashboard"
+	@echo "               (a second run reuses the campaign and says so; make demo FRESH=1 measures again)"
 	@echo "make test    - the whole test suite against real PostgreSQL, Slurm, Open MPI, MPICH, Lmod"
 	@echo "make lib     - build libpgmpitune + pgmpi-bench for each MPI ($(MPIS))"
 	@echo "make ctest   - C tests only;  make pytest ARGS='-k name' - Python tests only (services must be up)"
@@ -24,7 +25,7 @@ lib:
 	@deploy/build-lib.sh all
 
 demo:
-	@deploy/demo.sh
+	@FRESH=$(FRESH) deploy/demo.sh
 
 test:
 	@tests/run-all.sh

@@ -11,8 +11,9 @@ through the same code a site runs nightly:
     -> Lmod modulefiles pointing at it -> dashboard served on 127.0.0.1
 
 Everything lives under --workdir (default demo/). A second run reuses what is
-there: the agent's state makes finished jobs count as done, so only the server
-is restarted.
+there and says so: the agent's state makes finished jobs count as done, so only
+the server is restarted. --fresh (`make demo FRESH=1`) measures a new campaign
+demo-2, demo-3, ... next to the earlier ones.
 """
 from __future__ import annotations
 
@@ -107,37 +108,248 @@ def _stop_server(workdir: Path) -> None:
 
 
 def _write_modules(workdir: Path, profile_root: Path, machine: str, versions: dict[str, str]) -> Path:
-    """Plain Lmod modulefiles, one per MPI, as a site without Spack/EasyBuild would have."""
+    """Plain Lmod modulefiles, one per MPI, as a site without Spack/EasyBuild would have: everything
+    deploy/site/INSTALL.md promises (link and include paths too), plus a bin/ of that MPI's compiler
+    wrapper and launcher, so `mpicc app.c -lpgmpitune` and `mpirun` are the loaded MPI's."""
     tree = workdir / "modules"
     for mpi, version in versions.items():
         prefix = ROOT / "build" / "install" / mpi
+        shims = tree / "shims" / mpi / "bin"
+        shims.mkdir(parents=True, exist_ok=True)
+        tools = {t: f"{t}.{mpi}" for t in ("mpicc", "mpicxx", "mpifort", "mpirun", "mpiexec")}
+        if mpi == "mpich":      # hydra starts its proxy from the directory its mpiexec was found in
+            tools.update({t: t for t in ("mpiexec.hydra", "hydra_pmi_proxy", "hydra_nameserver", "hydra_persist")})
+        for tool, target in tools.items():
+            link = shims / tool
+            if Path("/usr/bin", target).exists() and not link.is_symlink():
+                link.symlink_to(Path("/usr/bin", target))
+        preload = (f"mpirun -x LD_PRELOAD={prefix}/lib/libpgmpitune.so" if mpi == "openmpi"
+                   else f"mpirun -genv LD_PRELOAD {prefix}/lib/libpgmpitune.so")
         mdir = tree / "pgmpitunelib"
         mdir.mkdir(parents=True, exist_ok=True)
         (mdir / f"{mpi}.lua").write_text(f"""\
 -- pgmpitunelib for Debian's {mpi} {version} (written by `make demo`)
 whatis("libpgmpitune: redirects violated MPI collectives to faster equivalents")
 family("pgmpitunelib")
+local prefix = "{prefix}"
 local root = os.getenv("PGMPI_SITE_PROFILE_ROOT") or "{profile_root}"
 setenv("PGMPITUNE_PROFILE_DIR", pathJoin(root, "{machine}", "{mpi}-{version}", "current"))
-prepend_path("PATH", "{prefix}/bin")
--- Only launched ranks get the library: mpirun -x LD_PRELOAD=$PGMPITUNE_PRELOAD ..., or srun via SRUN_EXPORT_ENV
-setenv("PGMPITUNE_PRELOAD", "{prefix}/lib/libpgmpitune.so")
+setenv("PGMPITUNE_ROOT", prefix)
+prepend_path("PATH", "{shims}")
+prepend_path("PATH", pathJoin(prefix, "bin"))
+-- mpicc app.c -lpgmpitune (tuned mode, linked) finds the library and pgmpitune.h; the ranks find it at run time
+prepend_path("LIBRARY_PATH", pathJoin(prefix, "lib"))
+prepend_path("LD_LIBRARY_PATH", pathJoin(prefix, "lib"))
+prepend_path("CPATH", pathJoin(prefix, "include"))
+-- An unmodified binary gets the library only in the launched ranks: $PGMPITUNE_MPIRUN -np N ./app
+setenv("PGMPITUNE_PRELOAD", pathJoin(prefix, "lib", "libpgmpitune.so"))
+setenv("PGMPITUNE_MPIRUN", "{preload}")
+-- Without the library in the ranks nothing of ours runs in the job, so the job cannot warn: say it once,
+-- when the module is loaded (once per job script), not on every launch.
+if mode() == "load" then
+  LmodMessage("pgmpitunelib: ranks are tuned only with the library in them: link with -lpgmpitune, or "
+              .. "launch with $PGMPITUNE_MPIRUN -np N ./app; PGMPITUNE_VERBOSE=1 shows what served each call")
+end
 """)
     return tree
+
+
+def launch_line(mpi: str, exe: str = "./app", preload: bool = False) -> str:
+    """One line that runs as root and as a user: Open MPI refuses root without its two variables, which
+    are harmless for a user (and MPICH ignores them)."""
+    run = "$PGMPITUNE_MPIRUN" if preload else "mpirun"
+    asroot = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " if mpi == "openmpi" else ""
+    return f"{asroot}PGMPITUNE_VERBOSE=1 {run} -np 2 {exe}"
+
+
+def _quiet_migrations() -> None:
+    """Alembic's INFO lines are for admins running `pgmpi db upgrade`, not for the demo's reader:
+    migrations/env.py leaves logging alone when the caller configured it."""
+    import logging
+    logging.basicConfig(level=logging.WARNING, format="demo: %(name)s: %(message)s")
+
+
+def _size(n: int) -> str:
+    for unit, f in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
+
+
+def _pick_campaign(state_dir: Path, fresh: bool) -> tuple[str, str | None]:
+    """(campaign name, why it is reused or None). The first is `demo`; FRESH=1 starts demo-2, demo-3, ...
+    so earlier results stay on the dashboards (the trends page compares campaigns)."""
+    from scheduler.state import State
+    if not (state_dir / "agent.db").exists():
+        return "demo", None
+    st = State(state_dir)
+    try:
+        rows = [r for r in st.campaigns() if r["name"] == "demo" or r["name"].startswith("demo-")]
+        if not rows:
+            return "demo", None
+        last = rows[-1]
+        if fresh:
+            return f"demo-{len(rows) + 1}", None
+        jobs = st.jobs(last["name"])
+        done = sum(1 for r in jobs if r["state"] == "COMPLETED")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last["created_at"]))
+        return last["name"], (f"reusing campaign {last['name']} measured {when} ({done} of {len(jobs)} job(s) "
+                              f"completed, state in {state_dir}); `make demo FRESH=1` measures again")
+    finally:
+        st.close()
+
+
+class Progress:
+    """One line whenever the count of finished mpiruns changes (at most every 5 s), per job."""
+
+    def __init__(self, t0: float):
+        self.t0, self.last, self.shown = t0, "", 0.0
+
+    def __call__(self, agent, _summary) -> None:
+        parts = []
+        for r in agent.state.jobs(agent.c.name):
+            total = len(json.loads(r["spec"]).get("launches") or [])
+            if r["state"] == "COMPLETED":
+                done = total
+            elif r["attempt_dir"] and Path(r["attempt_dir"]).is_dir():
+                done = len(list(Path(r["attempt_dir"]).glob("*.txt")))
+            else:
+                done = 0
+            parts.append(f"{r['key']} {done}/{total}")
+        line = ", ".join(parts)
+        if line and line != self.last and (time.time() - self.shown > 5 or "/" not in self.last):
+            _log(f"[{time.time() - self.t0:4.0f} s] mpiruns: {line}")
+            self.last, self.shown = line, time.time()
+
+
+def _facts(app, machine: str, campaign: str, profile_root: Path, versions: dict[str, str],
+           publish: bool) -> dict[str, dict]:
+    """What the campaign found, validated, dropped and published per MPI (from the service's database),
+    publishing the validated candidates on the way, through the profile page's path."""
+    from pgmpi_formats.prf import parse_prf
+    from service.profiles import publish as pub
+    from service.profiles.lifecycle import publish_candidate
+    from service.store.db import db
+    from service.store.models import Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion
+    from sqlalchemy import select
+    out: dict[str, dict] = {}
+    with app.app_context():
+        for mpi in MPIS:
+            f: dict = {"version": versions[mpi]}
+            out[mpi] = f
+            lib = db.session.scalar(select(MpiLibrary).join(Machine).where(
+                Machine.name == machine, MpiLibrary.name == mpi).order_by(MpiLibrary.id.desc()))
+            if lib is None:
+                f["missing"] = "no results stored"
+                continue
+            f["version"] = versions[mpi] = lib.version
+            an = db.session.scalars(select(Analysis).join(Campaign, Analysis.campaign_id == Campaign.id)
+                                    .where(Analysis.library_id == lib.id, Campaign.name == campaign)
+                                    .order_by(Analysis.id.desc())).first()
+            if an is not None:
+                summ = an.summary or {}
+                f["analysis"] = (f"{an.n_violations} violation(s) in {an.n_checked} comparisons "
+                                 f"({an.test}{' + Benjamini-Hochberg' if an.fdr else ''}, alpha {an.alpha})")
+                f["control"] = (summ.get("control") or {}).get("line")
+                f["defects"] = [f"{d['call']} {_size(d['msize'])} {d['algorithm']} ({d['why']})"
+                                for d in (summ.get("defects") or [])[:5]]
+            # this campaign's candidate only: an earlier campaign's stays what it was
+            cand = db.session.scalars(select(ProfileVersion).join(ProfileSet)
+                                      .where(ProfileSet.library_id == lib.id,
+                                             ProfileVersion.analysis_id == (an.id if an else -1))
+                                      .order_by(ProfileVersion.id.desc())).first()
+            if cand is None:
+                current = db.session.scalars(select(ProfileVersion).join(ProfileSet).where(
+                    ProfileSet.library_id == lib.id, ProfileVersion.state == "published")
+                    .order_by(ProfileVersion.id.desc())).first()
+                f["candidate"] = ("no candidate from this campaign (nothing worth redirecting)"
+                                  + (f"; the profile published earlier (candidate {current.id}) stays"
+                                     if current else ": the library keeps its defaults"))
+                continue
+            f["validation"] = [f"{x.collective} {_size(x.msize)} {x.speedup:.2f}x"
+                               for x in sorted(cand.figures, key=lambda x: (x.collective, x.msize))]
+            f["verdict"] = cand.notes or cand.state
+            if cand.state == "validated" and publish:
+                try:
+                    res = publish_candidate(cand, profile_root, actor="demo")
+                    f["published_now"] = f"version {res.version} -> {res.target}/current"
+                except pub.PublishError as exc:
+                    f["not_published"] = str(exc)
+            if cand.state == "published":
+                f["published"] = []
+                for fname, text in sorted((cand.files or {}).items()):
+                    prf = parse_prf(text, fname)
+                    f["published"] += [f"{prf['mpi_name']} p={prf['nprocs']} "
+                                       f"{_size(lo)}{'' if lo == hi else '-' + _size(hi)} -> {alg}"
+                                       for lo, hi, alg in prf["ranges"] if alg != "default"]
+                f["published_path"] = cand.published_path
+            elif cand.state != "validated":
+                f["not_published"] = f"candidate {cand.id} is {cand.state}: {cand.notes or 'no validation run'}"
+    return out
+
+
+def _summary(campaign: str, reused: str | None, run: dict, facts: dict, modules: Path, url: str | None,
+             work: Path, seconds: float) -> str:
+    names = {"openmpi": "Open MPI", "mpich": "MPICH"}
+    states = run.get("states") or {}
+    lines = ["", f"== pgmpi-site demo: campaign {campaign} "
+                 + (f"(REUSED: {reused.split(' (')[0].removeprefix('reusing campaign ')}; nothing measured now, "
+                    "make demo FRESH=1 measures again) ==" if reused else f"(measured now in {seconds:.0f} s) ==")]
+    lines.append(f"  measured   {run.get('measure_jobs', 0)} measurement job(s) and {run.get('validate_jobs', 0)} "
+                 f"validation job(s), 2 ranks each: "
+                 + ", ".join(f"{n} {k.lower()}" for k, n in sorted(states.items()))
+                 + f"; {run.get('uploaded', 0)} result file(s) in the service")
+    for mpi, f in facts.items():
+        head = f"  {names[mpi]} {f['version']}:"
+        if f.get("missing"):
+            lines.append(f"{head} {f['missing']}")
+            continue
+        lines.append(f"{head}")
+        lines.append(f"    found      {f.get('analysis', 'no analysis yet')}")
+        if f.get("control"):
+            lines.append(f"    control    {f['control'].removeprefix('control: ')}")
+        for d in f.get("defects") or []:
+            lines.append(f"    defect     {d}: failed the results check, never used")
+        if f.get("candidate"):
+            lines.append(f"    candidate  {f['candidate']}")
+            continue
+        lines.append("    validated  tuned vs default, paired, per size (default/tuned > 1 = faster): "
+                     + ", ".join(f.get("validation") or ["no figures"]))
+        lines.append(f"    verdict    {f.get('verdict')}")
+        if f.get("published"):
+            lines.append(f"    published  {'; '.join(f['published'])}"
+                         + (f" ({f['published_now']})" if f.get("published_now") else " (earlier)"))
+        elif f.get("not_published"):
+            lines.append(f"    not published: {f['not_published']}")
+    lines.append("")
+    lines.append("  Next:")
+    if url:
+        lines.append(f"    dashboard      {url}  (log in as {ADMIN}, password in {work / 'admin-password.txt'})")
+    # suggest the MPI that has a published profile, so the first tuned run shows a redirected call
+    mpi = next((m for m, f in facts.items() if f.get("published")), "openmpi")
+    lines.append(f"    use a profile  module use {modules}; module load pgmpitunelib/{mpi}")
+    lines.append("    compile, run   mpicc app.c -o app -lpgmpitune && " + launch_line(mpi))
+    lines.append("    unmodified app " + launch_line(mpi, preload=True))
+    lines.append("                   (the report at the end names the algorithm that served each call; "
+                 "docs/user-guide.md)")
+    lines.append(f"    campaign jobs  .venv/bin/pgmpi campaign status {campaign} --state-dir {work / 'agent'}")
+    lines.append("    measure again  make demo FRESH=1;  stop the dashboard: make demo-stop")
+    return "\n".join(lines)
 
 
 @click.command("demo")
 @click.option("--workdir", default=str(ROOT / "demo"), show_default=True, type=click.Path(file_okay=False))
 @click.option("--port", default=8050, show_default=True, type=int, help="preferred port on 127.0.0.1")
 @click.option("--no-serve", is_flag=True, help="stop after publishing; do not start the dashboard")
-def demo(workdir: str, port: int, no_serve: bool) -> None:
+@click.option("--fresh", is_flag=True, envvar="FRESH", help="measure again instead of reusing the last campaign "
+              "(make demo FRESH=1)")
+def demo(workdir: str, port: int, no_serve: bool, fresh: bool) -> None:
     """Run a short local tuning campaign end to end and serve the dashboard."""
     from scheduler.runner import run_local_campaign
-    from service.profiles import publish as pub
     from service.app import create_app
-    from service.auth import add_user, create_token
+    from service.auth import add_user, create_token, revoke_token
     from service.store.db import db
-    from service.store.models import Machine, MpiLibrary, ProfileSet, ProfileVersion, User
+    from service.store.models import ApiToken, Machine, User
     from sqlalchemy import select
     import flask_migrate
 
@@ -150,6 +362,7 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
     machine = "demo-" + socket.gethostname().split(".")[0].lower()
     versions = {mpi: _mpi_version(mpi) for mpi in MPIS}
 
+    _quiet_migrations()
     app = create_app({"SQLALCHEMY_DATABASE_URI": db_url, "INSTANCE_PATH": str(work / "instance"),
                       "PGMPI_PROFILE_ROOT": str(profile_root)})
     with app.app_context():
@@ -164,101 +377,69 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
             m = Machine(name=machine, nodes=1, cores_per_node=os.cpu_count() or 2,
                         interconnect="shared memory", notes="created by make demo")
             db.session.add(m)
+        # The agent's token lives for this run only: a run that died before revoking its own is cleaned up.
+        for old in db.session.scalars(select(ApiToken).where(ApiToken.name == "demo-admin",
+                                                             ApiToken.revoked_at.is_(None))):
+            revoke_token(old.id, actor="demo")
+        token_row, admin_token = create_token("demo-admin", "admin", actor="demo")
+        token_id = token_row.id
         db.session.commit()
-        _row, admin_token = create_token("demo-admin", "admin", actor="demo")
-        db.session.commit()
+    _log(f"database {work / 'pgmpi.sqlite'} ready")
 
-    name = "demo"
-    cfile = work / "campaign.yaml"
+    name, reused = _pick_campaign(work / "agent", fresh)
+    cfile = work / "campaign.yaml" if name == "demo" else work / f"{name}.yaml"
     cfile.write_text(CAMPAIGN.format(name=name, machine=machine))
-    _log(f"campaign {cfile} (machine {machine}; Open MPI {versions['openmpi']}, MPICH {versions['mpich']})")
-    summary = run_local_campaign(cfile, state_dir=work / "agent", app=app, token=admin_token,
-                                 log=lambda s: _log(s))
-    _log(f"campaign done: {json.dumps({k: v for k, v in summary.items() if k != 'result_files'}, default=str)[:400]}")
+    if reused:
+        _log(reused)
+    else:
+        _log(f"measuring campaign {name} ({cfile}) on {machine}: Open MPI {versions['openmpi']}, "
+             f"MPICH {versions['mpich']}; about a minute on 2 idle cores")
+    try:
+        run = run_local_campaign(cfile, state_dir=work / "agent", app=app, token=admin_token,
+                                 log=lambda s: None if reused and s.startswith("plan:") else _log(s),
+                                 on_cycle=None if reused else Progress(t0))
+        from scheduler.state import State
+        st = State(work / "agent")
+        jobs = st.jobs(name)
+        st.close()
+        run["measure_jobs"] = sum(1 for r in jobs if r["kind"] != "validate")
+        run["validate_jobs"] = sum(1 for r in jobs if r["kind"] == "validate")
+    finally:
+        with app.app_context():
+            revoke_token(token_id, actor="demo")
+            db.session.commit()
 
-    # Publish every validated candidate (the agent measured tuned vs default with it) through the same
-    # path as the profile page, so the dashboard shows it as published.
-    from service.profiles.lifecycle import publish_candidate
-    with app.app_context():
-        for mpi in MPIS:
-            lib = db.session.scalar(select(MpiLibrary).join(Machine).where(
-                Machine.name == machine, MpiLibrary.name == mpi).order_by(MpiLibrary.id.desc()))
-            if lib is None:
-                _log(f"{mpi}: no results stored")
-                continue
-            versions[mpi] = lib.version
-            from service.store.models import Analysis
-            an = db.session.scalars(select(Analysis).where(Analysis.library_id == lib.id)
-                                    .order_by(Analysis.id.desc())).first()
-            if an is not None:
-                summ = an.summary or {}
-                _log(f"{mpi}: analysis {an.id} ({an.test}{' + BH' if an.fdr else ''}, alpha {an.alpha}): "
-                     f"{an.n_violations} violation(s) of {an.n_checked} checks; "
-                     + ((summ.get("control") or {}).get("line") or "control: none measured"))
-                for d in (summ.get("defects") or [])[:10]:
-                    _log(f"{mpi}: library defect: {d['call']} {d['msize']} B {d['algorithm']} failed the results "
-                         f"check ({d['why']})")
-            cand = db.session.scalars(select(ProfileVersion).join(ProfileSet)
-                                      .where(ProfileSet.library_id == lib.id)
-                                      .order_by(ProfileVersion.id.desc())).first()
-            if cand is None:
-                _log(f"{mpi}: the analysis found nothing worth redirecting; the library keeps its defaults")
-                continue
-            if cand.state == "published":
-                _log(f"{mpi}: candidate {cand.id} is already published ({cand.published_path})")
-                continue
-            for f in sorted(cand.figures, key=lambda f: (f.collective, f.msize)):
-                _log(f"{mpi}: validation {f.collective} {f.msize} B: default/tuned {f.speedup:.2f}x"
-                     + (f" (per mpirun {', '.join(f'{r:.2f}' for r in (f.details or {}).get('run_ratios') or [])})"
-                        if (f.details or {}).get("run_ratios") else ""))
-            if cand.state != "validated":
-                _log(f"{mpi}: candidate {cand.id} not published: {cand.notes or 'no validation run reported'}")
-                continue
-            _log(f"{mpi}: candidate {cand.id} {cand.notes}")
+    facts = _facts(app, machine, name, profile_root, versions, publish=True)
+    modules = _write_modules(work, profile_root, machine, versions)
+    url = None
+    if not no_serve:
+        port = _free_port(port)
+        env = dict(os.environ, DATABASE_URL=db_url, PGMPI_INSTANCE=str(work / "instance"),
+                   PGMPI_PROFILE_ROOT=str(profile_root))
+        log = open(work / "server.log", "ab")
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "pgmpi"), "serve", "--host", "127.0.0.1",
+                                 "--port", str(port), "--workers", "2"],
+                                env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        (work / "server.pid").write_text(str(proc.pid))
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(120):
             try:
-                res = publish_candidate(cand, profile_root, actor="demo")
-                _log(f"{mpi}: published profile version {res.version} -> {res.target}/current")
-                from pgmpi_formats.prf import parse_prf
-                for fname, text in sorted((cand.files or {}).items()):
-                    prf = parse_prf(text, fname)
-                    _log(f"{mpi}: published {prf['mpi_name']} p={prf['nprocs']}: " + ", ".join(
-                        f"{lo}-{hi} B -> {alg}" for lo, hi, alg in prf["ranges"] if alg != "default"))
-            except pub.PublishError as exc:
-                _log(f"{mpi}: not published: {exc}")
-    # what the campaign found, what validation kept and dropped, what was published, the control arm's figures
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise click.ClickException(f"the dashboard did not answer at {url}; see {work / 'server.log'}")
+    click.echo(_summary(name, reused, run, facts, modules, url, work, time.time() - t0))
+    # per range: what validation kept and dropped with its figures, the nights, the refused redirections
     from service.profiles.lifecycle import campaign_report, report_lines
     with app.app_context():
-        for line in report_lines(campaign_report(name, machine)):
-            _log(f"report: {line}")
-    modules = _write_modules(work, profile_root, machine, versions)
-    _log(f"modules: `module use {modules}` then `module load pgmpitunelib/openmpi` (or /mpich); launch with "
-         "`mpirun -x LD_PRELOAD=$PGMPITUNE_PRELOAD ...` (MPICH: `-genv LD_PRELOAD $PGMPITUNE_PRELOAD`), "
-         "PGMPITUNE_VERBOSE=1 prints which algorithm served each call")
-
-    if no_serve:
-        _log(f"done in {time.time() - t0:.0f} s")
-        return
-    port = _free_port(port)
-    env = dict(os.environ, DATABASE_URL=db_url, PGMPI_INSTANCE=str(work / "instance"),
-               PGMPI_PROFILE_ROOT=str(profile_root))
-    log = open(work / "server.log", "ab")
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "pgmpi"), "serve", "--host", "127.0.0.1",
-                             "--port", str(port), "--workers", "2"],
-                            env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
-    (work / "server.pid").write_text(str(proc.pid))
-    url = f"http://127.0.0.1:{port}/"
-    for _ in range(120):
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        raise click.ClickException(f"the dashboard did not answer at {url}; see {work / 'server.log'}")
-    _log(f"ready in {time.time() - t0:.0f} s")
-    click.echo(f"\n  Dashboard: {url}\n  Log in as {ADMIN}, password in {work / 'admin-password.txt'}\n"
-               f"  Stop it with: make demo-stop\n")
+        details = report_lines(campaign_report(name, machine))
+    if details:
+        click.echo("  Details (the campaign report; service/analysis/README.md):")
+        for line in details:
+            click.echo(f"    {line}")
 
 
 @click.command("demo-stop")

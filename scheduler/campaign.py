@@ -42,6 +42,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# The MPI flavours whose launch options scheduler/backends/__init__.py knows (launcher, job_env).
+MPI_FLAVOURS = ("openmpi", "mpich")
+
+
 class Module(_Strict):
     """One MPI library as the site offers it: an Lmod module (or none, for local runs)."""
     name: ModuleName | None = Field(None, description="Lmod module name, e.g. openmpi/4.1.4; none = no module load")
@@ -62,6 +66,13 @@ class Module(_Strict):
             return self.label
         base = self.name or self.mpi
         return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-")
+
+    @field_validator("mpi")
+    @classmethod
+    def _flavour(cls, v):
+        if v not in MPI_FLAVOURS:
+            raise ValueError(f"unknown MPI flavour {v!r}; valid: {', '.join(MPI_FLAVOURS)}")
+        return v
 
 
 class Layout(_Strict):

@@ -1,7 +1,8 @@
 """`pgmpi agent|campaign`: the nightly campaign agent.
 
     pgmpi campaign submit nightly.yaml [--dry-run] [--watch]   plan, print node-hours, submit
-    pgmpi campaign status <name|file> [--watch] [--json]       jobs, states, reasons, spool
+    pgmpi campaign status <name|file> [--watch] [--json]       jobs, states, reasons, spool; exit code:
+                                                               0 done, 3 in progress, 4 failed, 1 error
     pgmpi campaign cancel <name|file>                          scancel everything still queued/running
     pgmpi agent run-once [--campaign f.yaml ...]               one cycle over the campaigns in the state dir
     pgmpi agent nightly --campaign f.yaml [...]                tonight's campaign(s) <name>-<YYYYMMDD>, to the end
@@ -119,7 +120,11 @@ def campaign() -> None:
 def campaign_submit(file, state_dir, backend, service_url, token_file, dry_run, force, watch, interval):
     """Plan FILE, print the node-hour estimate, then submit its jobs."""
     from .planner import check_budget, describe, estimate, plan
+    from .preflight import module_problems
     c = _load(file)
+    problems = module_problems(c)
+    if problems:
+        raise click.ClickException(f"{file}: " + "; ".join(problems) + " (nothing submitted)")
     jobs = plan(c)
     est = estimate(c, jobs)
     click.echo(describe(jobs))
@@ -135,6 +140,25 @@ def campaign_submit(file, state_dir, backend, service_url, token_file, dry_run, 
         sys.exit(1)
 
 
+# `pgmpi campaign status` exit codes, for scripts (docs/admin-guide.md): 1 stays click's "error" (unknown
+# campaign, bad state dir), 2 its usage error.
+STATUS_DONE, STATUS_RUNNING, STATUS_FAILED = 0, 3, 4
+
+
+def status_code(summary: dict, jobs) -> int:
+    """0 every job COMPLETED and nothing left to upload; 3 jobs still queued/running or results still
+    spooled; 4 a job ended FAILED/TIMEOUT/NODE_FAIL/CANCELLED for good or the service rejected an upload."""
+    from .state import FINAL
+    states = [r["state"] for r in jobs]
+    if any(st not in FINAL for st in states):
+        return STATUS_RUNNING
+    if any(st != "COMPLETED" for st in states) or summary.get("rejected"):
+        return STATUS_FAILED
+    if summary.get("spooled", 0) > summary.get("rejected", 0):
+        return STATUS_RUNNING
+    return STATUS_DONE
+
+
 @campaign.command("status")
 @click.argument("ref")
 @STATE_OPT
@@ -142,24 +166,33 @@ def campaign_submit(file, state_dir, backend, service_url, token_file, dry_run, 
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @click.option("--interval", default=2.0, show_default=True)
 def campaign_status(ref, state_dir, watch, as_json, interval):
-    """Jobs of a campaign (by name in the state dir, or by its file)."""
-    c, source = _campaign_from_state(_state_dir(state_dir), ref)
+    """Jobs of a campaign (by name in the state dir, or by its file).
+
+    Exit code: 0 done (every job completed, everything uploaded), 3 still in progress, 4 failed
+    (a job failed for good or an upload was rejected), 1 error (e.g. no such campaign)."""
+    sd = _state_dir(state_dir)
+    if not as_json:
+        click.echo(f"state dir: {sd} (--state-dir or $PGMPI_AGENT_STATE to read another)", err=True)
+    c, source = _campaign_from_state(sd, ref)
     from .agent import Agent
     from .runner import make_backend
     if watch:
         a = _agent(c, state_dir, source=source, quiet=True)
-        _drive(a, True, interval, None)
-        return
-    a = Agent(c, _state_dir(state_dir), make_backend(c), None, source=source, log=None)
+        s = _drive(a, True, interval, None)
+        sys.exit(status_code(s, a.state.jobs(c.name)))
+    a = Agent(c, sd, make_backend(c), None, source=source, log=None)
+    summary = a.summary()
+    code = status_code(summary, a.state.jobs(c.name))
     if as_json:
-        out = a.summary()
+        out = dict(summary, state_dir=str(sd), exit_code=code)
         out["jobs_detail"] = [{k: r[k] for k in r.keys() if k != "spec"} for r in a.state.jobs(c.name)]
         out["spool"] = [{"id": r["id"], "kind": r["kind"], "tries": r["tries"], "last_error": r["last_error"]}
                         for r in a.state.outbox(c.name)]
         click.echo(json.dumps(out, indent=1, default=str))
-        return
-    from rich.console import Console
-    Console().print(_table(a))
+    else:
+        from rich.console import Console
+        Console().print(_table(a))
+    sys.exit(code)
 
 
 @campaign.command("cancel")

@@ -64,7 +64,7 @@ def nightly_name(c: Campaign, when: datetime | None = None) -> Campaign:
 
 def run_local_campaign(campaign: Campaign | str | Path, state_dir: str | Path, service_url: str | None = None,
                        token: str | None = None, app=None, timeout: float = 3600, interval: float = 0.5,
-                       log=print) -> dict:
+                       log=print, on_cycle=None) -> dict:
     """For `make demo`: campaign -> local mpirun runs -> raw result files -> upload (URL or app)."""
     log = log or (lambda *_: None)
     agent = make_agent(campaign, state_dir, backend="local", service_url=service_url, token=token, app=app,
@@ -74,7 +74,9 @@ def run_local_campaign(campaign: Campaign | str | Path, state_dir: str | Path, s
     msg = check_budget(agent.c, est)
     if msg:
         raise RuntimeError(msg)
-    summary = agent.run(interval=interval, timeout=timeout)
+    # on_cycle(agent, summary) after every cycle: `make demo` shows its progress from it
+    summary = agent.run(interval=interval, timeout=timeout,
+                        on_cycle=(lambda s: on_cycle(agent, s)) if on_cycle else None)
     files = []
     for row in agent.state.jobs(agent.c.name, ("COMPLETED",)):
         adir = Path(row["attempt_dir"])

@@ -18,11 +18,36 @@ DB_OPT = click.option("--database-url", envvar="DATABASE_URL", default=None,
 MIGRATIONS = str(Path(__file__).resolve().parents[1] / "migrations")
 
 
+NO_DATABASE = ("set DATABASE_URL (e.g. postgresql+psycopg://pgmpi:pw@127.0.0.1:5432/pgmpi) or pass --database-url; "
+               "for the embedded SQLite file run `pgmpi db upgrade` first")
+
+
 @contextmanager
-def app_context(database_url: str | None):
+def app_context(database_url: str | None, create: bool = False):
+    """The app bound to the database; unless `create`, a database without our schema is an error that
+    says what to do (and no empty SQLite file is left behind by the attempt)."""
     from service.app import create_app
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import OperationalError
+    if database_url and database_url.startswith("sqlite:///") and not database_url.startswith("sqlite:////"):
+        # a relative SQLite path means the current directory here (Flask-SQLAlchemy would take the instance dir)
+        database_url = "sqlite:///" + str(Path(database_url[len("sqlite:///"):]).resolve())
     cfg = {"SQLALCHEMY_DATABASE_URI": database_url} if database_url else {}
     app = create_app(cfg)
+    url = app.config["SQLALCHEMY_DATABASE_URI"]
+    where = url.split("@")[-1]
+    if not create:
+        if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+            _fail(f"no database: {url[len('sqlite:///'):]} does not exist; {NO_DATABASE}")
+        with app.app_context():
+            from service.store.db import db as sa
+            try:
+                tables = inspect(sa.engine).get_table_names()
+            except OperationalError as exc:
+                _fail(f"cannot reach the database {where}: {str(exc.orig).strip().splitlines()[0]}; {NO_DATABASE}")
+            if "users" not in tables:
+                _fail(f"the database {where} has no pgmpi schema; run `pgmpi db upgrade` "
+                      f"(with the same DATABASE_URL / --database-url)")
     with app.app_context():
         yield app
 
@@ -42,7 +67,7 @@ def db() -> None:
 def db_upgrade(revision: str, database_url: str | None) -> None:
     """Create the schema or upgrade it to REVISION (Alembic)."""
     import flask_migrate
-    with app_context(database_url) as app:
+    with app_context(database_url, create=True) as app:
         flask_migrate.upgrade(directory=MIGRATIONS, revision=revision)
         click.echo(f"database at {revision}: {app.config['SQLALCHEMY_DATABASE_URI'].split('@')[-1]}")
 
@@ -60,9 +85,9 @@ def db_downgrade(revision: str, database_url: str | None) -> None:
 @db.command("current")
 @DB_OPT
 def db_current(database_url: str | None) -> None:
-    """Print the schema revision of the database."""
+    """Print the schema revision of the database (nothing when it has no schema yet)."""
     import flask_migrate
-    with app_context(database_url):
+    with app_context(database_url, create=True):
         flask_migrate.current(directory=MIGRATIONS)
 
 
@@ -88,6 +113,58 @@ def user_add(username: str, role: str, password: str, database_url: str | None) 
             _fail(str(e))
         sa.session.commit()
         click.echo(f"user {username} ({role}) added")
+
+
+@user.command("list")
+@DB_OPT
+def user_list(database_url: str | None) -> None:
+    """List users (name, role, active, created); never the password hashes."""
+    from service.store.db import db as sa
+    from service.store.models import User
+    with app_context(database_url):
+        rows = sa.session.scalars(select(User).order_by(User.username)).all()
+        if not rows:
+            click.echo("no users yet; add one with `pgmpi user add NAME --role admin`", err=True)
+        for u in rows:
+            click.echo("\t".join([u.username, u.role, "active" if u.active else "disabled",
+                                   u.created_at.isoformat() if u.created_at else "-"]))
+
+
+@user.command("passwd")
+@click.argument("username")
+@click.option("--password", prompt="New password", hide_input=True, confirmation_prompt=True,
+              envvar="PGMPI_PASSWORD", help="prompted when not given (or $PGMPI_PASSWORD)")
+@DB_OPT
+def user_passwd(username: str, password: str, database_url: str | None) -> None:
+    """Set USERNAME's password (at least 8 characters); ends the user's sessions."""
+    from service.auth import _user, set_password
+    from service.store.db import db as sa
+    with app_context(database_url):
+        try:
+            set_password(_user(username), password)
+        except ValueError as e:
+            _fail(str(e))
+        sa.session.commit()
+        click.echo(f"password of {username} changed")
+
+
+@user.command("delete")
+@click.argument("username")
+@click.option("--yes", is_flag=True, help="do not ask for confirmation")
+@DB_OPT
+def user_delete(username: str, yes: bool, database_url: str | None) -> None:
+    """Delete USERNAME; the tokens that belong to the user are revoked (the audit log keeps the history)."""
+    from service.auth import delete_user
+    from service.store.db import db as sa
+    if not yes:
+        click.confirm(f"delete user {username}?", abort=True)
+    with app_context(database_url):
+        try:
+            revoked = delete_user(username)
+        except ValueError as e:
+            _fail(str(e))
+        sa.session.commit()
+        click.echo(f"user {username} deleted" + (f"; {revoked} token(s) revoked" if revoked else ""))
 
 
 @click.group("token")
@@ -165,7 +242,7 @@ def serve(host: str, port: int, workers: int, dev: bool, upgrade: bool, database
         os.environ["DATABASE_URL"] = database_url
     if upgrade:
         import flask_migrate
-        with app_context(database_url):
+        with app_context(database_url, create=True):     # serving a new database creates its schema
             flask_migrate.upgrade(directory=MIGRATIONS)
     logs.configure()
     app = create_app()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -74,11 +75,17 @@ def violations(files, alpha, test, fdr, split_tolerance, view_name, fmt):
     con.print(a.control.line())
 
 
-@analyze.command("quality")
+# the README ships with the package (package data), so the help names the copy this install has
+_README = Path(__file__).with_name("README.md")
+
+
+@analyze.command("quality", help="Quality score per (machine, library, p): 100 x geometric mean over the measured "
+                 "cells of the fastest cautiously violating mock-up's time / the default's (100 = nothing beats "
+                 f"the library). Definitions: {_README} and the dashboards' "
+                 "glossary page (/glossary).")
 @_common
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def quality_cmd(files, alpha, test, fdr, split_tolerance, fmt):
-    """Quality score per (machine, library, p); see service/analysis/README.md."""
     from .guidelines import analyze as run
     from .quality import quality
     q = quality(run(_load(files), alpha=alpha, test=test, fdr=fdr, split_tolerance=split_tolerance))

@@ -57,6 +57,27 @@ def add_user(username: str, password: str, role: str = "viewer") -> User:
     return user
 
 
+def _user(username: str) -> User:
+    user = db.session.scalar(select(User).where(User.username == username))
+    if user is None:
+        raise ValueError(f"no user {username!r} (see `pgmpi user list`)")
+    return user
+
+
+def delete_user(username: str, actor: str = "cli") -> int:
+    """Delete a user; returns how many of the user's tokens were revoked (they stay listed, detached)."""
+    user = _user(username)
+    revoked = 0
+    for t in db.session.scalars(select(ApiToken).where(ApiToken.user_id == user.id)):
+        if t.revoked_at is None:
+            t.revoked_at = datetime.now(timezone.utc)
+            revoked += 1
+        t.user_id = None
+    db.session.delete(user)
+    audit(actor, "delete", "user", username, {"tokens_revoked": revoked})
+    return revoked
+
+
 def hash_password(password: str) -> str:
     """werkzeug's hash with the app's PASSWORD_HASH_METHOD (default: werkzeug's, scrypt)."""
     method = current_app.config.get("PASSWORD_HASH_METHOD") if current_app else None

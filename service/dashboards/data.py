@@ -319,6 +319,7 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[str, 
     at_p = {st: sum(status_label(v) == st for vs in sig.values() for v in vs) for st in STATUSES}
     return {"calls": calls, "colls": [coll_key(c) for c in calls], "sizes": sizes, "z": z, "text": text,
             "best": best, "significant": marks, "status": states, "notes": notes,
+            "size_labels": [size_label(m) for m in sizes],
             "n_significant": at_p["verified"], "at_p": at_p,
             "analysis_id": a.id if a is not None else None,
             "totals": status_counts(s, [a.id])[a.id] if a is not None else None,
@@ -328,6 +329,14 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[str, 
 
 # the mark a heatmap cell carries after its speed-up: verified, unconfirmed, contradicted
 MARK = {"verified": " *", "unconfirmed": " ?", "contradicted": " ✗"}
+
+
+def size_label(n: int) -> str:
+    """Bytes as the tables print them (B, KiB, MiB, GiB when exact), also used for chart ticks."""
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
 
 
 def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> dict[str, Any]:
@@ -569,9 +578,21 @@ def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
         expected = (c.definition or {}).get("jobs") if isinstance(c.definition, dict) else None
         total = max(len(js), expected if isinstance(expected, int) else 0)
         out.append({"campaign": c, "jobs": js, "done": done, "total": total, "runs": nruns.get(c.id, 0),
+                    "state": shown_state(c.state, js, done, total),
                     "failed": sum(j.state in ("FAILED", "TIMEOUT", "NODE_FAIL") for j in js),
                     "verdicts": [campaign_verdict(a) for a in analyses.get(c.id, {}).values()]})
     return out
+
+
+def shown_state(stored: str, jobs: list, done: int, total: int) -> str:
+    """The state a reader can trust: the agent registers a campaign as "planned" and reports its jobs,
+    so the jobs say whether it is running or finished when the stored state lags behind them."""
+    if stored not in ("planned", "submitted", "running") or not jobs:
+        return stored
+    if total and done >= total:
+        return "finished" if not any(j.state in ("FAILED", "TIMEOUT", "NODE_FAIL") for j in jobs) \
+            else "finished with failures"
+    return "running" if any(j.state in ("RUNNING", "COMPLETED") for j in jobs) else stored
 
 
 def campaign_verdict(a: Analysis) -> dict[str, Any]:

@@ -163,6 +163,8 @@ def heatmap(machine: str, lib: str):
 @bp.get("/m/<machine>/<lib>/detail/<key>")
 @read_access
 def detail(machine: str, lib: str, key: str):
+    if key not in data.MPI_OF:
+        abort(404, description=f"no collective {key!r}; valid: {', '.join(sorted(data.MPI_OF))}")
     m, l = _lib_or_404(machine, lib)
     camp = _campaign(l, request.args.get("campaign"))
     ps = data.nprocs_of(db.session, l, camp)
@@ -199,6 +201,31 @@ def trends(machine: str, lib: str):
     if request.args.get("format") == "json":
         return jsonify({k: v for k, v in t.items()})
     return render_template("trends.html", machine=m, lib=l, t=t, ps=ps, keys=sorted(data.MPI_OF))
+
+
+@bp.get("/glossary")
+@read_access
+def glossary():
+    """Every word the pages use, from docs/glossary.md (the docs site shows the same file)."""
+    return render_template("glossary.html", terms=glossary_terms())
+
+
+def glossary_terms() -> list[dict[str, str]]:
+    """(anchor, term, meaning) rows of the table in docs/glossary.md; the meaning's Markdown links and
+    code spans become plain text here."""
+    import re
+    # a symlink to docs/glossary.md in the repository, a copy in a pip install (package data)
+    path = Path(__file__).with_name("glossary.md")
+    rows = []
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or cells[0] in ("term", "") or set(cells[0]) <= set("-: "):
+            continue
+        term = cells[0]
+        meaning = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", cells[1]).replace("`", "").replace("**", "")
+        anchor = re.sub(r"[^a-z0-9]+", "-", re.split(r"[,(/:]", term.lower())[0]).strip("-")
+        rows.append({"anchor": anchor, "term": term, "meaning": meaning})
+    return rows
 
 
 @bp.get("/alerts.json")

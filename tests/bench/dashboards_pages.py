@@ -259,6 +259,7 @@ def main() -> int:
             "campaigns": "/campaigns",
             "profiles": "/profiles",
             "profile set": f"/profiles/{ps_id}",
+            "glossary": "/glossary",
         }
         print(f"pages of {lk}, p={p}, {key} (trend at {msize} B); load average before: "
               f"{os.getloadavg()[0]:.1f}")

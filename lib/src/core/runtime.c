@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "pgmpi_internal.h"
 #include "pgmpitune.h"
@@ -55,6 +56,7 @@ static _Thread_local int t_pool_held __attribute__((tls_model("initial-exec")));
 static pgmpi_profset_t g_profiles;
 static int g_nprofiles, g_nbad_profiles;
 static char g_profile_dir[1024];
+static int g_profile_dir_missing;    /* rank 0: the profile directory does not exist (none published) */
 static char g_config_file[1024];
 
 /* ---- messages (rank 0 only, at MPI_Init / MPI_Finalize) ------------------------ */
@@ -378,7 +380,13 @@ static void setup_profiles(pgmpi_options_t *o)
     int ok = 1;
     if (g_rank == 0) {
         char err[1200];
-        if (pgmpi_read_profile_dir(dir, &blob, &len, err, sizeof err) != 0) {
+        struct stat sb;
+        if (stat(dir, &sb) != 0 && errno == ENOENT) {
+            /* Nothing published yet for this machine and MPI is the normal state, not a problem: the
+             * module points at the directory before the first profile exists (the report says so). */
+            g_profile_dir_missing = 1;
+            ok = 0;
+        } else if (pgmpi_read_profile_dir(dir, &blob, &len, err, sizeof err) != 0) {
             warn("%s; all collectives use the MPI library's default", err);
             ok = 0;
         }
@@ -483,6 +491,7 @@ void pgmpitune_report(FILE *out)
     fprintf(out, "#@pgmpi config thread_multiple %d\n", g_thread_multiple);
     if (!g_pack_raw) fprintf(out, "#@pgmpi config pack_is_raw 0\n");
     if (g_profile_dir[0]) fprintf(out, "#@pgmpi config profile_dir %s\n", g_profile_dir);
+    if (g_profile_dir_missing) fprintf(out, "#@pgmpi config profile_dir_missing 1\n");
     if (g_config_file[0]) fprintf(out, "#@pgmpi config config_file %s\n", g_config_file);
     fprintf(out, "#@pgmpi config profiles %d\n", g_nprofiles);
     if (g_nbad_profiles) fprintf(out, "#@pgmpi config bad_profiles %d\n", g_nbad_profiles);

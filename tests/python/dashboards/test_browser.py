@@ -151,6 +151,16 @@ def test_pages_render_a_real_campaign(live, browser, tmp_path):
     assert [r.find_element(By.TAG_NAME, "th").text for r in rows[1:]] == ["allreduce", "bcast", "scatter"]
     cells = browser.find_elements(By.CSS_SELECTOR, "table.hm-table td")
     assert len(cells) == 12 and all(cell.text.endswith(("x", "x *")) for cell in cells)
+    # the chart's x axis reads like the table's header (B/KiB), the axes and the colour bar say what they show
+    hm = browser.execute_script("const g=document.querySelector('.heatmap');return {x:g.data[0].x,"
+                                "xt:g.layout.xaxis.title.text,yt:g.layout.yaxis.title.text,"
+                                "cb:g.data[0].colorbar.title.text,cbt:g.data[0].colorbar.ticktext}")
+    header = [th.text for th in rows[0].find_elements(By.TAG_NAME, "th")][1:]
+    assert hm["x"] == header == ["8 B", "1 KiB", "16 KiB", "256 KiB"]
+    assert hm["xt"] == "message size per call" and hm["yt"] == "collective"
+    assert "speed-up" in hm["cb"] and "2×" in hm["cbt"] and "½×" in hm["cbt"]
+    counts = browser.find_element(By.CSS_SELECTOR, "p.counts").text
+    assert "violation(s) at p = 2 in the latest analysis" in counts
     browser.save_screenshot(str(shots / "heatmap.png"))
 
     nav_click(browser, browser.find_element(By.LINK_TEXT, "allreduce"))
@@ -159,14 +169,49 @@ def test_pages_render_a_real_campaign(live, browser, tmp_path):
     assert ntraces == 4  # default + the three Allreduce mock-ups that pgmpi-bench measured
     medians = browser.find_element(By.ID, "medians").text
     assert "allreduce_as_reduce_bcast" in medians and "256 KiB" in medians
+    ax = browser.execute_script("const g=document.getElementById('latency');return {xt:g.layout.xaxis.title.text,"
+                                "yt:g.layout.yaxis.title.text,ticks:g.layout.xaxis.ticktext,"
+                                "y:g.data[0].y[0],med:g.data[0].customdata}")
+    assert ax["xt"].startswith("message size") and ax["yt"].startswith("time per call (µs")
+    assert ax["ticks"] == ["8 B", "1 KiB", "16 KiB", "256 KiB"]
+    assert 0.1 < ax["y"] < 1e5           # µs: an 8-byte Allreduce on 2 ranks, not seconds (1e-6)
     browser.save_screenshot(str(shots / "detail.png"))
+    r = c.get(f"/m/testbox/{lib}/detail/nosuchcollective")
+    assert r.status_code == 404 and "no collective &#39;nosuchcollective&#39;" in r.get_data(as_text=True)
 
+    # one campaign: the trends page says it needs two instead of plotting one dot
+    browser.get(base + f"/m/testbox/{lib}/trends?key=allreduce&msize=1024&p=2")
+    assert "needs two campaigns" in browser.find_element(By.ID, "trend-empty").text
+    assert not browser.find_elements(By.ID, "trend")
+    browser.save_screenshot(str(shots / "trends-one-campaign.png"))
+    browser.get(base + f"/m/testbox/{lib}/trends?key=allreduce&msize=777&p=2")
+    assert "No campaign has measured MPI_Allreduce at 777 B" in browser.find_element(By.ID, "trend-empty").text
+    # a second campaign (the same files under another name): now a chart with titled axes
+    assert c.post("/api/v1/campaigns", headers=A, json={"name": "nightly-two", "machine": "testbox",
+                                                         "definition": {}, "schedule": ""}).status_code == 201
+    upload(c, A, {k.replace("nightly-real", "nightly-two"): v.replace("nightly-real", "nightly-two")
+                  for k, v in files.items()}, "nightly-two")
     browser.get(base + f"/m/testbox/{lib}/trends?key=allreduce&msize=1024&p=2")
     wait_plot(browser, "#trend")
-    browser.save_screenshot(str(shots / "trends.png"))
+    tr = browser.execute_script("const g=document.getElementById('trend');return {n:g.data[0].x.length,"
+                                "xt:g.layout.xaxis.title.text,yt:g.layout.yaxis.title.text}")
+    assert tr["n"] == 2 and tr["xt"].startswith("campaign") and tr["yt"].startswith("time per call (µs")
+    browser.save_screenshot(str(shots / "trends-many-campaigns.png"))
+    # a finished job with a long log line: the state follows the jobs, the expanded log wraps in its box
+    long_line = "mpirun: " + "x" * 3000
+    assert c.put("/api/v1/campaigns/nightly-real/jobs/openmpi-n1x2", headers=A, json={
+        "library": lib, "module": "openmpi/4.1.4", "nodes": 1, "ppn": 2, "state": "COMPLETED",
+        "log_tail": long_line}).status_code in (200, 201)
     browser.get(base + "/campaigns")
-    assert "nightly-real" in browser.find_element(By.ID, "campaigns").text
-    browser.save_screenshot(str(shots / "campaigns.png"))
+    table = browser.find_element(By.ID, "campaigns")
+    assert "nightly-real" in table.text
+    row = next(r for r in table.find_elements(By.CSS_SELECTOR, "tr") if "nightly-real" in r.text)
+    assert row.find_element(By.CSS_SELECTOR, "td.state").text == "finished"      # not "planned" at 1/1
+    for summary in browser.find_elements(By.CSS_SELECTOR, "#campaigns summary"):
+        summary.click()
+    width = browser.execute_script("return document.documentElement.scrollWidth")
+    assert width <= 1400, f"the expanded log widened the page to {width} px"
+    browser.save_screenshot(str(shots / "campaigns-expanded-logs.png"))
 
 
 def seed_candidate(app, c, tokens):

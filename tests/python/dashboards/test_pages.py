@@ -254,3 +254,47 @@ def test_database_refusal_undoes_the_swap(db_app):
     with app.app_context():
         assert db.session.get(ProfileVersion, vid).state == "published"
     _refuse_state(app, None)
+
+
+def test_first_visit_words_links_and_counts(app, seeded):
+    """What a first-time visitor meets: a Log in link and no JSON feed link it cannot open, a glossary
+    entry behind every glossary link of the pages, one login error, heatmap counts that add up to the
+    overview's, a readable profile history."""
+    import re
+    anon = app.test_client()
+    home = anon.get("/").get_data(as_text=True)
+    assert 'class="login"' in home and ">Log in</a>" in home and "alerts.json" not in home
+    glossary = anon.get("/glossary").get_data(as_text=True)
+    ids = set(re.findall(r'<tr id="([^"]+)"', glossary))
+    linked = set()
+    for url in ["/", "/m/m1/openmpi-4.1.4/heatmap?p=2", "/m/m1/openmpi-4.1.4/detail/allreduce?p=2"]:
+        linked |= set(re.findall(r'href="/glossary#([^"]+)"', anon.get(url).get_data(as_text=True)))
+    assert {"brave", "cautious", "quality", "kind"} <= linked and linked <= ids, linked - ids
+    assert "monotony" in glossary and "split" in glossary and "**" not in glossary
+    page = anon.get("/auth/login").get_data(as_text=True)
+    r = anon.post("/auth/login", data={"username": "viewer1", "password": "wrong-password",
+                                       "csrf_token": re.search(r'name="csrf_token"[^>]*value="([^"]+)"',
+                                                               page).group(1)})
+    assert r.status_code == 401 and r.get_data(as_text=True).count("Unknown user name or wrong password") == 1
+    viewer = login(app.test_client(), "viewer1", "viewer-password")
+    assert "alerts.json" in viewer.get("/").get_data(as_text=True)
+    # the heatmap's counts at each p add up to the overview's brave count (all p, all kinds)
+    brave = int(re.search(r"(\d+) brave", home).group(1))
+    total = 0
+    for p in (2, 4):
+        hm = anon.get(f"/m/m1/openmpi-4.1.4/heatmap?p={p}").get_data(as_text=True)
+        total += int(re.search(r"(\d+) violation\(s\) at p = %d" % p, hm).group(1))
+        assert f"All p: {brave} (the overview" in hm
+    assert total == brave
+    from service.store.db import db
+    from service.store.models import ProfileSet
+    with app.app_context():
+        set_id = db.session.query(ProfileSet).one().id
+    admin = login(app.test_client(), "admin1", "admin-password")
+    page = admin.get(f"/profiles/{set_id}").get_data(as_text=True)
+    admin.post(f"/profiles/{set_id}/publish", data={"version_id": re.search(r'name="version_id" value="(\d+)"',
+                                                                            page).group(1),
+                                                   "csrf_token": csrf_of(page), "force": "1",
+                                                   "reason": "first hour"})
+    hist = admin.get(f"/profiles/{set_id}").get_data(as_text=True).split('id="history"')[1].split("</table>")[0]
+    assert "<dl class=\"kv\">" in hist and "first hour" in hist and "&#34;" not in hist and '{"' not in hist

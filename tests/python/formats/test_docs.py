@@ -36,3 +36,17 @@ def test_paths_named_by_the_docs_exist():
             if "<" in path or "*" in path:
                 continue
             assert (ROOT / path).exists(), f"{doc.name} names {path}, which is not in the repository"
+
+
+def test_docs_site_builds_without_warnings(tmp_path):
+    """mkdocs.yml builds the docs site with warnings as errors (broken links, pages missing from the
+    nav, images or transcripts the pages point at)."""
+    import subprocess
+    import sys
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    assert mkdocs.exists(), "mkdocs missing: deploy/venv.sh installs the test extras (pyproject.toml)"
+    r = subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for page in ("index.html", "admin-guide.html", "user-guide.html", "maintainers-guide.html", "glossary.html"):
+        assert (tmp_path / "site" / page).is_file(), page

@@ -22,7 +22,7 @@ import delay_interposer
 from packaging_helpers import ROOT
 
 SHIPPED = ["pyproject.toml", "README.md", "service", "scheduler", "templates", "migrations",
-           "lib/src/core/collectives.def", "lib/python"]
+           "lib/src/core/collectives.def", "lib/python", "docs/glossary.md"]
 
 
 def run(cmd, **kw):
@@ -67,7 +67,8 @@ def test_pip_install_non_editable_gives_working_pgmpi(installed, tmp_path):
     for line in where.split():
         assert line.startswith(purelib), f"imported from outside the install: {line}"
     for data in ("templates/base.html", "migrations/env.py", "migrations/alembic.ini",
-                 "pgmpi_formats/collectives.def", "scheduler/templates/job.sh.tmpl"):
+                 "pgmpi_formats/collectives.def", "scheduler/templates/job.sh.tmpl",
+                 "service/dashboards/glossary.md", "service/analysis/README.md"):
         assert Path(purelib, data).is_file(), f"{data} not shipped"
     assert not Path(purelib, "pgmpi_formats/collectives.def").is_symlink()
 

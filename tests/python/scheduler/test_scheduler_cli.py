@@ -12,7 +12,8 @@ from service.cli import main
 from sched_helpers import ROOT
 
 
-def test_dry_run_and_errors(tmp_path):
+def test_dry_run_and_errors(tmp_path, mpi_modulepath, monkeypatch):
+    monkeypatch.setenv("MODULEPATH", str(mpi_modulepath))     # the site's openmpi/4.1.4 and mpich/4.0.2
     r = CliRunner().invoke(main, ["campaign", "submit", str(ROOT / "deploy/scheduler/nightly.example.yaml"),
                                   "--dry-run", "--state-dir", str(tmp_path)])
     assert r.exit_code == 0, r.output
@@ -22,6 +23,15 @@ def test_dry_run_and_errors(tmp_path):
     bad.write_text((ROOT / "deploy/scheduler/nightly.example.yaml").read_text().replace("mpiruns: 5", "mpiruns: 0"))
     r = CliRunner().invoke(main, ["campaign", "submit", str(bad), "--dry-run"])
     assert r.exit_code != 0 and "bad.yaml:" in r.output and "mpiruns: Input should be greater than or equal to 1" in r.output
+    # pre-flight: a module Lmod does not know, or an MPI flavour the launcher does not know, fails the dry run
+    nomod = tmp_path / "nomod.yaml"
+    nomod.write_text((ROOT / "deploy/scheduler/nightly.example.yaml").read_text().replace("mpich/4.0.2", "mpich/9.9"))
+    r = CliRunner().invoke(main, ["campaign", "submit", str(nomod), "--dry-run", "--state-dir", str(tmp_path)])
+    assert r.exit_code != 0 and "'mpich/9.9' (mpi mpich) is not available" in r.output and "estimate" not in r.output
+    flav = tmp_path / "flav.yaml"
+    flav.write_text((ROOT / "deploy/scheduler/nightly.example.yaml").read_text().replace("mpi: mpich", "mpi: mvapich"))
+    r = CliRunner().invoke(main, ["campaign", "submit", str(flav), "--dry-run"])
+    assert r.exit_code != 0 and "flav.yaml:" in r.output and "unknown MPI flavour 'mvapich'; valid: openmpi, mpich" in r.output
     over = tmp_path / "over.yaml"
     over.write_text((ROOT / "deploy/scheduler/nightly.example.yaml").read_text().replace("node_hours: 40", "node_hours: 0.01"))
     r = CliRunner().invoke(main, ["campaign", "submit", str(over), "--state-dir", str(tmp_path)])
@@ -47,7 +57,10 @@ bench_root: {ROOT / 'build/install'}
     r = CliRunner().invoke(main, ["campaign", "status", "clitest", "--state-dir", sd, "--json"])
     st = json.loads(r.output)
     assert st["jobs"] == 1 and set(st["states"]) <= {"PENDING", "RUNNING"}
+    assert r.exit_code == 3 and st["exit_code"] == 3 and st["state_dir"] == sd      # in progress
+    r = CliRunner().invoke(main, ["campaign", "status", "clitest", "--state-dir", sd])
+    assert r.exit_code == 3 and f"state dir: {sd}" in r.stderr
     r = CliRunner().invoke(main, ["campaign", "cancel", "clitest", "--state-dir", sd])
     assert r.exit_code == 0 and "cancelled 1 job(s) of clitest" in r.output
     r = CliRunner().invoke(main, ["campaign", "status", "clitest", "--state-dir", sd, "--json"])
-    assert json.loads(r.output)["states"] == {"CANCELLED": 1}
+    assert json.loads(r.output)["states"] == {"CANCELLED": 1} and r.exit_code == 4   # ended, not completed
