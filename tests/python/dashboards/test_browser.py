@@ -159,8 +159,8 @@ def test_pages_render_a_real_campaign(live, browser, tmp_path):
     assert hm["x"] == header == ["8 B", "1 KiB", "16 KiB", "256 KiB"]
     assert hm["xt"] == "message size per call" and hm["yt"] == "collective"
     assert "speed-up" in hm["cb"] and "2×" in hm["cbt"] and "½×" in hm["cbt"]
-    counts = browser.find_element(By.CSS_SELECTOR, "p.counts").text
-    assert "violation(s) at p = 2 in the latest analysis" in counts
+    counts = browser.find_element(By.CSS_SELECTOR, "p.status-counts").text
+    assert counts.startswith("p = 2: ") and "verified" in counts and "(all p, all guidelines)" in counts
     browser.save_screenshot(str(shots / "heatmap.png"))
 
     nav_click(browser, browser.find_element(By.LINK_TEXT, "allreduce"))
