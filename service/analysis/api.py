@@ -8,7 +8,7 @@
 
 fdr=None (the default) means: BH across the analysis when it is a campaign's (campaign named), else off.
 confirmations=K: a redirection must have been found by K campaigns, this one and confirmed_before's count of
-earlier ones ((collective key, nprocs, msize, mock-up) -> campaigns; the service counts them from its database).
+earlier ones ((collective key, nprocs, layout, msize, mock-up) -> campaigns; the service counts them from its database).
 
     parse_files([(name, text), ...]) -> ResultSet   # raises reader.ResultsFormatError (name:line: message)
 """

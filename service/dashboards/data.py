@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from pgmpi_formats.collectives import COLLECTIVES as _COLLS
+from pgmpi_formats.layouts import sort_key as layout_sort_key
 from service.store.models import (Analysis, AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary,
                             ProfileSet, ProfileVersion, Run, Series, Violation)
 
@@ -87,7 +89,7 @@ def barrier_flags(s, analyses: list[Analysis]) -> dict[int, int]:
 
 def analysis_counts(a: Analysis, flags: dict[int, int]) -> dict[str, Any]:
     """brave/cautious/quality of an analysis: its summary's counts when it has them, else from the violation
-    rows and barrier times. Quality is the score of service/analysis/quality.py per p (the worst p shown);
+    rows and barrier times. Quality is the score of service/analysis/quality.py per p and layout (the worst shown);
     None when the analysis stored none."""
     summ = a.summary if isinstance(a.summary, dict) else {}
     counts = summ.get("counts") if isinstance(summ.get("counts"), dict) else {}
@@ -96,10 +98,13 @@ def analysis_counts(a: Analysis, flags: dict[int, int]) -> dict[str, Any]:
     cautious = allc.get("cautious")
     if cautious is None:
         cautious = brave - flags.get(a.id, 0)
-    per_p = {int(e["nprocs"]): float(e["score"]) for e in summ.get("quality") or []
-             if e.get("score") is not None}
+    per_p = {Sel(int(e["nprocs"]), e.get("layout") or None).label: float(e["score"])
+             for e in summ.get("quality") or [] if e.get("score") is not None}
     quality = min(per_p.values()) if per_p else None
-    return {"analysis_id": a.id, "campaign_id": a.campaign_id, "at": a.created_at, "brave": brave,
+    layouts = sorted({Sel(int(c.get("nprocs") or 0), c.get("layout") or None) for c in summ.get("configs") or []
+                      if isinstance(c, dict) and c.get("nprocs")},
+                     key=lambda x: (x.p, layout_sort_key(x.layout or "")))
+    return {"layouts": layouts, "analysis_id": a.id, "campaign_id": a.campaign_id, "at": a.created_at, "brave": brave,
             "cautious": cautious, "checked": allc.get("checks", a.n_checked), "quality": quality,
             "quality_per_p": per_p, "max_slowdown": a.max_slowdown}
 
@@ -181,11 +186,54 @@ def nprocs_of(s, lib: MpiLibrary, campaign: Campaign | None) -> list[int]:
     return sorted(s.scalars(q).all())
 
 
-def medians(s, lib: MpiLibrary, campaign: Campaign | None, p: int, call: str | None = None):
-    """(call, algorithm, msize) -> per-run medians, for one campaign (or all) and p."""
-    q = (select(Series.call, Series.algorithm, Series.msize, Series.median)
-         .join(Run, Run.id == Series.run_id)
-         .where(Run.library_id == lib.id, Run.nprocs == p))
+@dataclass(frozen=True)
+class Sel:
+    """What the layout switch selects: p and its layout (pgmpi_formats.layouts; None: every layout of p)."""
+    p: int
+    layout: str | None
+
+    @property
+    def label(self) -> str:
+        return f"p={self.p} {self.layout}" if self.layout else f"p={self.p}"
+
+
+def layouts_of(s, lib: MpiLibrary, campaign: Campaign | None) -> list[Sel]:
+    """The (p, layout) pairs measured, by p, then node count: the pills of the layout switch."""
+    q = select(Run.nprocs, Run.layout).where(Run.library_id == lib.id).distinct()
+    if campaign is not None:
+        q = q.where(Run.campaign_id == campaign.id)
+    return sorted((Sel(p, lay) for p, lay in s.execute(q)), key=lambda x: (x.p, layout_sort_key(x.layout or "")))
+
+
+def choose_layout(sels: list[Sel], layout: str | None, p: int | None) -> Sel | None:
+    """The selection of a page: ?layout= (at ?p= when both fit), else the first layout of ?p=, else the last
+    pair measured. Raises ValueError naming the valid layouts for a layout that was not measured."""
+    if layout:
+        hits = [x for x in sels if x.layout == layout]
+        if hits:
+            return next((x for x in hits if x.p == p), hits[0])
+        raise ValueError(f"layout {layout!r}" + (f" at p={p}" if p else "") + " was not measured here; valid: "
+                         + (", ".join(x.label for x in sels) or "none"))
+    if p:
+        return next((x for x in sels if x.p == p), Sel(p, None))
+    return sels[-1] if sels else None
+
+
+def _on_layout(q, layout: str | None):
+    return q if layout is None else q.where(Run.layout == layout)
+
+
+def _violation_on_layout(q, layout: str | None):
+    # violations stored before layouts were recorded have "" and are shown under every layout of their p
+    return q if layout is None else q.where(Violation.layout.in_([layout, ""]))
+
+
+def medians(s, lib: MpiLibrary, campaign: Campaign | None, p: int, call: str | None = None,
+            layout: str | None = None):
+    """(call, algorithm, msize) -> per-run medians, for one campaign (or all), p and layout (None: all)."""
+    q = _on_layout(select(Series.call, Series.algorithm, Series.msize, Series.median)
+                   .join(Run, Run.id == Series.run_id)
+                   .where(Run.library_id == lib.id, Run.nprocs == p), layout)
     if campaign is not None:
         q = q.where(Run.campaign_id == campaign.id)
     if call is not None:
@@ -196,7 +244,8 @@ def medians(s, lib: MpiLibrary, campaign: Campaign | None, p: int, call: str | N
     return out
 
 
-def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[tuple[str, int], Violation]:
+def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int,
+                layout: str | None = None) -> dict[tuple[str, int], Violation]:
     """(collective key, msize) -> strongest violation of the latest analysis of that campaign."""
     q = select(Analysis).where(Analysis.library_id == lib.id)
     if campaign is not None:
@@ -205,22 +254,22 @@ def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[t
     if a is None:
         return {}
     out: dict[tuple[str, int], Violation] = {}
-    for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p,
-                                               Violation.mockup != "default")):   # pattern guidelines
+    for v in s.scalars(_violation_on_layout(select(Violation).where(
+            Violation.analysis_id == a.id, Violation.nprocs == p, Violation.mockup != "default"), layout)):  # patterns
         k = (coll_key(v.collective), v.msize)
         if k not in out or v.slowdown > out[k].slowdown:
             out[k] = v
     return out
 
 
-def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[str, Any]:
-    med = medians(s, lib, campaign, p)
+def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str | None = None) -> dict[str, Any]:
+    med = medians(s, lib, campaign, p, layout=layout)
     by = defaultdict(dict)  # (call, msize) -> alg -> median of medians
     for (c, a, m), vals in med.items():
         by[(c, m)][a] = statistics.median(vals)
     calls = sorted({c for c, _ in by}, key=lambda c: (COLL_ORDER.get(c, 99), c))
     sizes = sorted({m for _, m in by})
-    sig = significant(s, lib, campaign, p)
+    sig = significant(s, lib, campaign, p, layout)
     z, text, best, marks = [], [], [], []
     for c in calls:
         zr, tr, br, mr = [], [], [], []
@@ -243,9 +292,10 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[str, 
             "best": best, "significant": marks, "n_significant": sum(map(sum, marks))}
 
 
-def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> dict[str, Any]:
+def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int,
+           layout: str | None = None) -> dict[str, Any]:
     call = coll_mpi(key)
-    med = medians(s, lib, campaign, p, call=call)
+    med = medians(s, lib, campaign, p, call=call, layout=layout)
     algs = sorted({a for _, a, _ in med}, key=lambda a: (a != "default", a))
     series = []
     rows = []
@@ -257,7 +307,8 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> d
             md = float(np.median(arr))
             xs.append(m), ys.append(md), nr.append(len(vals))
             lo.append(md - float(arr.min())), hi.append(float(arr.max()) - md)
-            rows.append({"collective": key, "algorithm": a, "msize": m, "nprocs": p, "mpiruns": len(vals),
+            rows.append({"collective": key, "algorithm": a, "msize": m, "nprocs": p, "layout": layout or "",
+                         "mpiruns": len(vals),
                          "median_s": md, "min_s": float(arr.min()), "max_s": float(arr.max())})
         series.append({"algorithm": a, "x": xs, "y": ys, "err_minus": lo, "err_plus": hi, "mpiruns": nr})
     q = select(Analysis).where(Analysis.library_id == lib.id)
@@ -269,10 +320,10 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> d
         viols = [{"kind": v.kind, "ref_msize": v.ref_msize, "barrier_warning": v.barrier_warning,
                   "mockup": v.mockup, "msize": v.msize, "default_s": v.default_time, "mockup_s": v.mockup_time,
                   "slowdown": v.slowdown, "p_value": v.p_value}
-                 for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p,
-                                                            Violation.collective.in_([key, call]))
-                                    .order_by(Violation.msize, Violation.mockup))]
-    return {"call": call, "key": key, "p": p, "series": series, "rows": rows, "violations": viols,
+                 for v in s.scalars(_violation_on_layout(select(Violation).where(
+                     Violation.analysis_id == a.id, Violation.nprocs == p, Violation.collective.in_([key, call])),
+                     layout).order_by(Violation.msize, Violation.mockup))]
+    return {"call": call, "key": key, "p": p, "layout": layout, "series": series, "rows": rows, "violations": viols,
             "analysis": a}
 
 
@@ -281,26 +332,28 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> d
 _TREND_CACHE: dict[tuple, dict] = {}
 
 
-def trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> dict[str, Any]:
+def trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int,
+          layout: str | None = None) -> dict[str, Any]:
     """Median per campaign of (collective, size, algorithm) and change points found by jumpavg.
     Cached (in this process) until the library gets a new run."""
     newest = s.scalar(select(func.max(Run.id)).where(Run.library_id == lib.id))
-    ck = (lib.id, key, msize, algorithm, p, newest)
+    ck = (lib.id, key, msize, algorithm, p, layout, newest)
     if ck in _TREND_CACHE:
         return _TREND_CACHE[ck]
-    out = _trend(s, lib, key, msize, algorithm, p)
+    out = _trend(s, lib, key, msize, algorithm, p, layout)
     if len(_TREND_CACHE) > 256:
         _TREND_CACHE.clear()
     _TREND_CACHE[ck] = out
     return out
 
 
-def _trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> dict[str, Any]:
+def _trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int,
+           layout: str | None = None) -> dict[str, Any]:
     call = coll_mpi(key)
-    q = (select(Campaign.id, Campaign.name, Campaign.created_at, Series.median)
-         .join(Run, Run.campaign_id == Campaign.id).join(Series, Series.run_id == Run.id)
-         .where(Run.library_id == lib.id, Run.nprocs == p, Series.call == call,
-                Series.msize == msize, Series.algorithm == algorithm))
+    q = _on_layout(select(Campaign.id, Campaign.name, Campaign.created_at, Series.median)
+                   .join(Run, Run.campaign_id == Campaign.id).join(Series, Series.run_id == Run.id)
+                   .where(Run.library_id == lib.id, Run.nprocs == p, Series.call == call,
+                          Series.msize == msize, Series.algorithm == algorithm), layout)
     per: dict[int, dict] = {}
     for cid, name, at, med in s.execute(q):
         per.setdefault(cid, {"campaign": name, "at": at, "vals": []})["vals"].append(med)
@@ -311,7 +364,8 @@ def _trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> 
     for sh in shifts:
         sh["campaign"] = pts[sh["index"]]["campaign"]
         sh["at"] = xs[sh["index"]]
-    return {"call": call, "key": key, "msize": msize, "algorithm": algorithm, "p": p, "x": xs, "y": ys,
+    return {"call": call, "key": key, "msize": msize, "algorithm": algorithm, "p": p, "layout": layout,
+            "x": xs, "y": ys,
             "campaigns": [d["campaign"] for d in pts], "shifts": shifts}
 
 

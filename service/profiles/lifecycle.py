@@ -46,6 +46,7 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
         db.session.delete(old)
     verdict = validation_verdict(v, figures, tolerance, all_or_nothing)
     rows = [ValidationFigure(version=v, collective=f.collective, msize=f.msize, nprocs=f.nprocs,
+                             layout=getattr(f, "layout", "") or "",
                              default_time=f.default_time, tuned_time=f.tuned_time,
                              speedup=f.speedup if f.speedup is not None else f.default_time / f.tuned_time,
                              details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": job,

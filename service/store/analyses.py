@@ -84,19 +84,19 @@ def run_analysis(machine: Machine, data, actor: str) -> Analysis:
     return store_result(machine, lib, campaign, data, actor, convert(out))
 
 
-def confirmed_before(lib: MpiLibrary, campaign: Optional[Campaign]) -> dict[tuple[str, int, int, str], int]:
-    """(collective, nprocs, msize, mock-up) -> how many other campaigns' latest analyses of this library found
+def confirmed_before(lib: MpiLibrary, campaign: Optional[Campaign]) -> dict[tuple[str, int, str, int, str], int]:
+    """(collective, nprocs, layout, msize, mock-up) -> how many other campaigns' latest analyses of this library found
     that pattern violation (replication across nights; the control arm is never stored as a violation)."""
     latest: dict[int, int] = {}
     for a_id, c_id in db.session.execute(select(Analysis.id, Analysis.campaign_id).where(
             Analysis.library_id == lib.id, Analysis.campaign_id.is_not(None)).order_by(Analysis.id)):
         if campaign is None or c_id != campaign.id:
             latest[c_id] = a_id
-    counts: dict[tuple[str, int, int, str], int] = {}
+    counts: dict[tuple[str, int, str, int, str], int] = {}
     if latest:
         for v in db.session.scalars(select(Violation).where(Violation.analysis_id.in_(list(latest.values())),
                                                             Violation.kind == "pattern")):
-            k = (v.collective, v.nprocs, v.msize, v.mockup)
+            k = (v.collective, v.nprocs, v.layout, v.msize, v.mockup)
             counts[k] = counts.get(k, 0) + 1
     return counts
 
@@ -108,9 +108,10 @@ def convert(out: dict) -> dict:
     for v in out.get("verdicts", []):
         if not v.get("violated") or v.get("control"):
             continue    # the control arm's flags are false alarms by construction: summary["control"]
-        nprocs = configs[v["cfg"]]["nprocs"] if v.get("cfg") is not None and v["cfg"] < len(configs) else 0
+        cfg = configs[v["cfg"]] if v.get("cfg") is not None and v["cfg"] < len(configs) else {}
         viols.append({"kind": v["kind"], "collective": v["collective"], "mockup": v["algorithm"],
-                      "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": nprocs,
+                      "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": cfg.get("nprocs", 0),
+                      "layout": cfg.get("layout", ""),
                       "default_time": v["default_median"], "mockup_time": v["other_median"],
                       "slowdown": v["slowdown"], "p_value": v.get("p_adjusted") if v.get("p_adjusted") is not None
                       else v.get("p_value"), "barrier_warning": v.get("barrier_warning")})
@@ -127,7 +128,7 @@ def _finite(x) -> float:
 
 
 def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
-    """`result`: {"checked": int, "violations": [{collective, mockup, msize, nprocs, default_time,
+    """`result`: {"checked": int, "violations": [{collective, mockup, msize, nprocs, layout?, default_time,
     mockup_time, slowdown, p_value, kind?, ref_msize?, barrier_warning?}], "profiles": {file name: text}, "summary": {...}}"""
     viols = list(result.get("violations", []))
     a = Analysis(machine_id=machine.id, library_id=lib.id, campaign_id=campaign.id if campaign else None,
@@ -142,7 +143,7 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
                                  default_time=_finite(v["default_time"]), mockup_time=_finite(v["mockup_time"]),
                                  slowdown=_finite(v["slowdown"]), p_value=v.get("p_value"),
                                  kind=v.get("kind", "pattern"), ref_msize=v.get("ref_msize"),
-                                 barrier_warning=v.get("barrier_warning")))
+                                 barrier_warning=v.get("barrier_warning"), layout=v.get("layout") or ""))
     profiles = result.get("profiles") or {}
     if profiles:
         ps = db.session.scalar(select(ProfileSet).where(ProfileSet.machine_id == machine.id,

@@ -13,6 +13,7 @@ import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
+from pgmpi_formats.layouts import layout_label
 from pgmpi_formats.results import ResultsFormatError, RunResult, parse_text
 from service.store.db import db
 from service.store.models import BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series, Upload
@@ -128,7 +129,9 @@ def store_upload(upload_id: str, campaign_name: Optional[str], files, principal)
                   campaign_id=campaign.id if campaign else None, job_id=job.id if job else None,
                   file_name=p.name, slurm_job_id=h.get("slurm_job_id", "")[:40],
                   mpirun_index=_int_header(p, "mpirun_index", 0, 0), nodes=nodes, ppn=ppn or max(1, nprocs // nodes),
-                  nprocs=nprocs, state="COMPLETED", headers=dict(h), footer=list(p.result.pgmpi_lines))
+                  nprocs=nprocs, layout=layout_label(nodes, ppn or max(1, nprocs // nodes), nprocs, h.get("placement", "")),
+                  hosts=h.get("hosts", ""), placement=h.get("placement", ""),
+                  state="COMPLETED", headers=dict(h), footer=list(p.result.pgmpi_lines))
         db.session.add(run)
         db.session.flush()
         _series_of(run.id, p.result, series_rows, barrier_rows)
