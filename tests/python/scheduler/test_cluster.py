@@ -121,10 +121,10 @@ def test_two_and_three_node_campaigns_reach_the_service_with_their_layout(cluste
 
     def _runs():
         cid = db.session.scalar(select(Campaign.id).where(Campaign.name == "layouts"))
-        return [(r.library.name, r.nodes, r.ppn, r.nprocs, r.headers.get("hosts"), r.headers.get("placement"),
+        return [(r.library.name, r.nodes, r.ppn, r.nprocs, r.layout, r.hosts, r.placement,
                  r.headers.get("nodes_source")) for r in db.session.scalars(select(Run).where(Run.campaign_id == cid))]
     got = sorted(service.query(_runs))
-    want = sorted((lib, n, p, n * p, ",".join(f"node{i + 1}" for i in range(n)),
+    want = sorted((lib, n, p, n * p, f"{n}x{p}", ",".join(f"node{i + 1}" for i in range(n)),
                    ",".join(f"{i}:{p}" for i in range(n)), "measured")
                   for lib in ("openmpi", "mpich") for n, p in ((2, 2), (3, 1)))
     assert got == want
