@@ -7,7 +7,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 rounds=${1:-3}; nodes=${2:-3}
-work=$(mktemp -d /tmp/pgmpi-cluster-up.XXXXXX)
+work=$(mktemp -d /tmp/pgmpi-cluster-up.XXXXXX); chmod 755 "$work"   # munged (user munge) reaches its dir
 export PGMPI_STATE_DIR=$work PGMPI_CLUSTER_NODES=$nodes PGMPI_CLUSTER_PREFIX=pgmpibu PGMPI_CLUSTER_NET=10.199.87 \
   PGMPI_CLUSTER_CTLD_PORT=26917 PGMPI_CLUSTER_SLURMD_PORT=26918
 export SLURM_CONF=$work/cluster/etc/slurm.conf
