@@ -26,16 +26,17 @@ def seed_layouts(c, tokens):
     upload(c, A, files, "n1")
 
 
-@pytest.fixture
-def client2(app, tokens):
+@pytest.mark.browser
+def test_layout_switch_in_pages_and_in_the_browser(app, tokens, browser):
+    """One seeded app for both halves (seeding and analysing is most of the cost)."""
     c = app.test_client()
     seed_layouts(c, tokens)
     analyse(app, c, tokens["admin"], "m1", "openmpi", "n1")
-    return c
+    check_pages(c)
+    check_browser(app, browser)
 
 
-def test_overview_heatmap_detail_trend_switch_by_layout(client2):
-    c = client2
+def check_pages(c):
     html = c.get(f"{LIB}/heatmap").get_data(as_text=True)
     pills = re.findall(r'<span id="layouts">(.*?)</span>', html, re.S)[0]
     assert "[p=4 2x2]" in pills and "p=4 1x4" in pills        # the last layout is selected by default
@@ -61,11 +62,8 @@ def test_overview_heatmap_detail_trend_switch_by_layout(client2):
     assert span and "p=4 1x4" in span[0] and "p=4 2x2" in span[0], html
 
 
-@pytest.mark.browser
-def test_layout_switch_in_the_browser(app, tokens, browser):
+def check_browser(app, browser):
     from selenium.webdriver.common.by import By
-    seed_layouts(app.test_client(), tokens)
-    analyse(app, app.test_client(), tokens["admin"], "m1", "openmpi", "n1")
     srv, base = serve(app)
     try:
         browser.get(base + f"{LIB}/heatmap")
