@@ -223,6 +223,11 @@ def demo(workdir: str, port: int, no_serve: bool) -> None:
                         f"{lo}-{hi} B -> {alg}" for lo, hi, alg in prf["ranges"] if alg != "default"))
             except pub.PublishError as exc:
                 _log(f"{mpi}: not published: {exc}")
+    # what the campaign found, what validation kept and dropped, what was published, the control arm's figures
+    from service.profiles.lifecycle import campaign_report, report_lines
+    with app.app_context():
+        for line in report_lines(campaign_report(name, machine)):
+            _log(f"report: {line}")
     modules = _write_modules(work, profile_root, machine, versions)
     _log(f"modules: `module use {modules}` then `module load pgmpitunelib/openmpi` (or /mpich); launch with "
          "`mpirun -x LD_PRELOAD=$PGMPITUNE_PRELOAD ...` (MPICH: `-genv LD_PRELOAD $PGMPITUNE_PRELOAD`), "

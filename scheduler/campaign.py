@@ -191,6 +191,9 @@ class Campaign(_Strict):
     validation: Validation = Field(default_factory=Validation)
     bench_root: str | None = Field(None, description="folder with <mpi>/bin/pgmpi-bench (default: build/install)")
     bench_args: list[str] = Field(default_factory=list, description="extra pgmpi-bench options")
+    control: bool = Field(True, description="measure the default a second time under default_control in every "
+                          "cell (the campaign's own false-alarm rate and null ratio spread, "
+                          "service/analysis/verdicts.py)")
     schedule: str | None = Field(None, description="when to run nightly, e.g. 02:00")
 
     @field_validator("size_sets")

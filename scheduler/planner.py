@@ -101,10 +101,15 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
 
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
-                 prefix: str = "run", env: dict | None = None, role: str = "measure") -> list[Launch]:
+                 prefix: str = "run", env: dict | None = None, role: str = "measure",
+                 control: bool = False) -> list[Launch]:
+    """control: add the control arm (`default_control`, the default measured again, interleaved)."""
     out = []
     for i in range(mpiruns):
         for label, keys, sizes, algs in groups(c, calls, algorithms):
+            if control:
+                algs = f"{algs},default_control" if isinstance(algs, str) else \
+                    algs + [a for a in ("default_control",) if a not in algs]
             name = f"{prefix}-{i}{'-' + label if label else ''}.txt"
             out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep), name,
                               dict(env or {}), role))
@@ -154,7 +159,7 @@ def plan(c: Campaign) -> list[JobSpec]:
     jobs = []
     for module in c.modules:
         for layout in c.layouts:
-            launches = launches_for(c, module, c.mpiruns)
+            launches = launches_for(c, module, c.mpiruns, control=c.control)
             est = _seconds_per_launch(c, module, layout) * c.mpiruns
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
                                 c.slurm.walltime_seconds, estimate_seconds=est))

@@ -18,6 +18,8 @@
 #define BENCH_VERSION "1.0"
 #define MAXCALLS 64
 #define MAXALGS 32
+/* Largest batch of rounds between two reductions of a fixed-count cell (bounds the time buffers). */
+#define FIXED_BATCH_MAX 100000L
 #define MAXSIZES 256
 
 /* ------------------------------------------------------------------ the calls */
@@ -130,6 +132,7 @@ typedef struct {
     const char *stop;            /* why it stopped */
     series_t s[MAXALGS];
     int skip[MAXALGS];           /* 1: failed the check round in this cell, not timed */
+    long runs[MAXALGS];          /* executions in this cell (check, pilots, timed): evened out after it */
     long nrep_final;
 } cstate_t;
 
@@ -146,6 +149,8 @@ extern MPI_Op g_op;
 void alloc_buffers(void);
 void free_buffers(void);
 void buffer_page_offsets(long *s, long *r);
+/* Rank 0's v[0..n) (n <= 8) to every rank; an Allreduce, never a Bcast (bench_measure.c says why). */
+void share_from_rank0(unsigned long long *v, int n);
 void fill_rcounts(const call_t *c, const cplan_t *cp);
 void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256]);
 void measure_all(void);

@@ -93,14 +93,18 @@ layout_t layout(void)
     char name[MPI_MAX_PROCESSOR_NAME] = {0};
     int len = 0;
     MPI_Get_processor_name(name, &len);
-    int *firsts = g_rank == 0 ? calloc((size_t)g_size, sizeof(int)) : NULL;
-    char *names = g_rank == 0 ? calloc((size_t)g_size, MPI_MAX_PROCESSOR_NAME) : NULL;
-    PMPI_Gather(&first, 1, MPI_INT, firsts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    PMPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    /* Allgather, not Gather: a rooted collective among a job's first messages slows later small
+     * collectives (share_from_rank0 in bench_measure.c) */
+    int *firsts = calloc((size_t)g_size, sizeof(int));
+    char *names = calloc((size_t)g_size, MPI_MAX_PROCESSOR_NAME);
+    if (!firsts || !names) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    PMPI_Allgather(&first, 1, MPI_INT, firsts, 1, MPI_INT, MPI_COMM_WORLD);
+    PMPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
     if (g_rank != 0) {
-        int v[3];
-        PMPI_Bcast(v, 3, MPI_INT, 0, MPI_COMM_WORLD);
-        L.nodes = v[0]; L.ppn = v[1]; L.ppn_min = v[2];
+        free(firsts); free(names);
+        unsigned long long v[3] = {0, 0, 0};
+        share_from_rank0(v, 3);
+        L.nodes = (int)v[0]; L.ppn = (int)v[1]; L.ppn_min = (int)v[2];
         return L;
     }
     int *idx = calloc((size_t)g_size, sizeof(int)), *cnt = calloc((size_t)g_size, sizeof(int));
@@ -129,8 +133,8 @@ layout_t layout(void)
         i = j;
     }
     free(idx); free(cnt); free(firsts); free(names);
-    int v[3] = {L.nodes, L.ppn, L.ppn_min};
-    PMPI_Bcast(v, 3, MPI_INT, 0, MPI_COMM_WORLD);
+    unsigned long long v[3] = {(unsigned long long)L.nodes, (unsigned long long)L.ppn, (unsigned long long)L.ppn_min};
+    share_from_rank0(v, 3);
     return L;
 }
 

@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         if (!O.seed_given) seed = ((unsigned long long)time(NULL) << 20) ^ (unsigned long long)getpid() ^ (unsigned long long)clock();
     }
     unsigned long long hdr[2] = {(unsigned long long)ok, seed};
-    PMPI_Bcast(hdr, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    share_from_rank0(hdr, 2);
     if (!hdr[0]) {   /* keep the library's report out of stdout: nothing was measured */
         fflush(stdout);
         int fd = open("/dev/null", O_WRONLY);
@@ -97,8 +97,8 @@ int main(int argc, char **argv)
     rng_state = seed;
     {   /* a launcher that did not make the requested layout is an error of this run, not a relabel */
         char why[1024] = "";
-        int bad = g_rank == 0 ? layout_mismatch(&L, why, sizeof why) : 0;
-        PMPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        unsigned long long bad = g_rank == 0 ? (unsigned long long)layout_mismatch(&L, why, sizeof why) : 0;
+        share_from_rank0(&bad, 1);
         if (bad) {
             if (g_rank == 0) fprintf(stderr, "pgmpi-bench: error: layout: %s\n", why);
             fflush(stdout);

@@ -4,11 +4,12 @@
                  msg_budget=None, int_budget=None, cautious=False, campaign=None)
     result["counts"], result["verdicts"], result["quality"], result["profiles"] (each with "text" = .prf)
     result["heatmaps"] (one per config), result["configs"], result["control"] (the control arm's figures,
-    verdicts.ControlSummary), result["defects"] (failed results checks), result["fdr"]
+    verdicts.ControlSummary), result["defects"] (failed results checks), result["fdr"],
+    result["refused"] (violated pattern verdicts not made redirections, each with its rule and why)
 
 fdr=None (the default) means: BH across the analysis when it is a campaign's (campaign named), else off.
 confirmations=K: a redirection must have been found by K campaigns, this one and confirmed_before's count of
-earlier ones ((collective key, nprocs, layout, msize, mock-up) -> campaigns; the service counts them from its database).
+earlier ones ((collective key, nprocs, msize, mock-up) -> campaigns; the service counts them from its database).
 
     parse_files([(name, text), ...]) -> ResultSet   # raises reader.ResultsFormatError (name:line: message)
 """
@@ -34,8 +35,10 @@ def run(data, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: bool | None = 
     if fdr is None:
         fdr = bool(campaign)
     a = analyze(rs, alpha=alpha, test=test, fdr=fdr, split_tolerance=split_tolerance)
+    refused: list[dict] = []
     profs = generate_profiles(a, gain=gain, msg_budget=msg_budget, int_budget=int_budget, cautious=cautious,
-                              campaign=campaign, confirmations=confirmations, confirmed_before=confirmed_before)
+                              campaign=campaign, confirmations=confirmations, confirmed_before=confirmed_before,
+                              refused=refused)
     out = a.to_dict()
     out["quality"] = quality(a)
     out["profiles"] = [p.to_dict() for p in profs]
@@ -43,6 +46,7 @@ def run(data, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: bool | None = 
     out["gain"] = gain
     out["fdr"] = fdr
     out["confirmations"] = confirmations
+    out["refused"] = refused
     return out
 
 

@@ -84,10 +84,15 @@ class Profile:
 def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = None, int_budget: int | None = None,
                       cautious: bool = False, campaign: str | None = None, created: str | None = None,
                       memory: MemoryModel | None = None, elem: dict[int, int] | None = None,
-                      confirmations: int = 1, confirmed_before: dict | None = None) -> list[Profile]:
+                      confirmations: int = 1, confirmed_before: dict | None = None,
+                      refused: list | None = None) -> list[Profile]:
     """elem: bytes per element per config (default: from the runs' #@datatype, else 1).
     confirmations: K, the campaigns that must have found a redirection (this one included);
-    confirmed_before: (collective key, nprocs, layout, msize, mock-up) -> earlier campaigns that found it."""
+    confirmed_before: (collective key, nprocs, msize, mock-up) -> earlier campaigns that found it.
+    refused: when a list, every violated pattern verdict that was examined and not made a redirection is
+    appended as {collective, nprocs, msize, mockup, rule, why}; rule "replication" when it was found by fewer
+    than K campaigns, "control" when the campaign is untrustworthy, else "rule" (gain, noise, regimes, results
+    check, memory, barrier)."""
     if not 0 <= gain < 1:
         raise ValueError(f"gain must be in [0, 1), got {gain}")
     memory = memory or MemoryModel.auto()
@@ -104,8 +109,18 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
         dmed[(v.cfg, v.collective, v.msize)] = v.default_median
         cand.setdefault((v.cfg, v.collective, v.msize), []).append(v)
     profiles: list[Profile] = []
+    out_refused = refused if refused is not None else []
+
+    def refuse(v, rule: str, why: str) -> None:
+        out_refused.append({"collective": v.collective, "nprocs": a.configs[v.cfg].nprocs, "msize": v.msize,
+                            "mockup": v.algorithm, "rule": rule, "why": why})
+
     if not a.control.trustworthy:
-        return profiles     # the control arm was flagged more often than alpha: no verdict of it is trusted
+        # the control arm was flagged more often than alpha: no verdict of it is trusted
+        for v in a.verdicts:
+            if v.kind == "pattern" and v.violated and not v.control:
+                refuse(v, "control", "the campaign's control arm is untrustworthy: no candidate")
+        return profiles
     seen: set[tuple] = set()
     for (c, key), ss in sorted(sizes.items()):
         cfg = a.configs[c]
@@ -131,24 +146,29 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
                     continue
                 if cautious and v.barrier_warning:
                     reason = f"{v.algorithm}: barrier warning (cautious)"
+                    refuse(v, "rule", reason)
                     continue
                 why = _vd.redirect_refusal(v, a.control, gain, a.defects)
                 if why:
                     reason = why
+                    refuse(v, "rule", reason)
                     continue
-                seen_before = (confirmed_before or {}).get((key, p, cfg.layout, s, v.algorithm), 0)
+                seen_before = (confirmed_before or {}).get((key, p, s, v.algorithm), 0)
                 if seen_before + 1 < confirmations:
                     reason = (f"{v.algorithm}: found by {seen_before + 1} of the {confirmations} campaigns "
                               "required (replication across nights)")
+                    refuse(v, "replication", reason)
                     continue
                 try:
                     m, i = memory.needs(v.algorithm, s, p, elem.get(c, a.datatype_bytes.get(c, 1)))
                 except KeyError as e:
                     reason = f"{v.algorithm}: no memory figure ({e})"
+                    refuse(v, "rule", reason)
                     continue
                 if m > mb or i > ib:
                     reason = (f"{v.algorithm}: needs {m} B msg + {i} B int pool ({memory.source}) > budget "
                               f"{mb} B / {ib} B")
+                    refuse(v, "rule", reason)
                     continue
                 best = v
                 break

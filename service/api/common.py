@@ -267,7 +267,8 @@ def violation_json(v: Violation) -> dict:
             "msize": v.msize, "nprocs": v.nprocs, "layout": v.layout, "default_time": v.default_time,
             "mockup_time": v.mockup_time,
             "slowdown": v.slowdown, "p_value": v.p_value, "kind": v.kind, "ref_msize": v.ref_msize,
-            "barrier_warning": v.barrier_warning}
+            "barrier_warning": v.barrier_warning, "status": v.status, "status_why": v.status_why,
+            "nights_confirmed": v.nights_confirmed, "nights_contradicted": v.nights_contradicted}
 
 
 def version_json(v: ProfileVersion, files: bool = False) -> dict:

@@ -12,6 +12,10 @@ Definitions (stated on the pages):
   counts (service/analysis), those are shown.
 - quality score: 100 x (1 - brave / guidelines checked), or the summary's `quality` when present.
 - speed-up of a mock-up = median(default) / median(mock-up), medians over the per-mpirun medians.
+- status of a violation (service/store/models.py VIOLATION_STATES): verified, unconfirmed (found by fewer
+  campaigns than the candidate rule requires, or in a campaign whose control arm is untrustworthy) or
+  contradicted (its range was measured slower by the paired validation).  brave / cautious count the verified
+  ones only; every page counts the three with status_counts, so the pages and the alerts feed agree.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from sqlalchemy import func, select
 from pgmpi_formats.collectives import COLLECTIVES as _COLLS
 from pgmpi_formats.layouts import sort_key as layout_sort_key
 from service.store.models import (Analysis, AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary,
-                            ProfileSet, ProfileVersion, Run, Series, Violation)
+                            ProfileSet, ProfileVersion, Run, Series, ValidationFigure, Violation)
 
 COLL_ORDER = {c.mpi_name: c.id for c in _COLLS}     # the one table of collectives (collectives.def)
 KEY_OF = {c.mpi_name: c.key for c in _COLLS}
@@ -59,8 +63,48 @@ def latest_analyses(s, per_library: int = 1) -> dict[int, list[Analysis]]:
     return out
 
 
+STATUSES = ("verified", "unconfirmed", "contradicted")
+
+
+def status_counts(s, analysis_ids) -> dict[int, dict[str, int]]:
+    """analysis id -> {verified, unconfirmed, contradicted}: the one count of violations every page shows."""
+    ids = list(analysis_ids)
+    out = {aid: {st: 0 for st in STATUSES} for aid in ids}
+    if ids:
+        for aid, st, n in s.execute(select(Violation.analysis_id, Violation.status, func.count())
+                                    .where(Violation.analysis_id.in_(ids))
+                                    .group_by(Violation.analysis_id, Violation.status)):
+            out[aid][st if st in STATUSES else "verified"] += n
+    return out
+
+
+def nights_label(v) -> str:
+    """'confirmed 3 of 4 nights' for a pattern violation (replication across campaigns), '' otherwise."""
+    if v.nights_confirmed is None:
+        return ""
+    tested = v.nights_confirmed + (v.nights_contradicted or 0)
+    return f"confirmed {v.nights_confirmed} of {tested} night{'s' if tested != 1 else ''}"
+
+
+def status_label(v) -> str:
+    """The status a page shows for one violation: 'verified', 'unconfirmed' or 'contradicted'."""
+    return v.status if v.status in STATUSES else "verified"
+
+
+def defects_of(a: Analysis | None) -> list[dict]:
+    """The library defects an analysis recorded: algorithms (the library's own default included) whose result
+    failed pgmpi-bench's results check, per (collective, size, p, algorithm)."""
+    if a is None:
+        return []
+    out = []
+    for d in (a.summary or {}).get("defects") or []:
+        out.append({"call": d.get("call"), "collective": coll_key(d.get("call") or ""), "msize": d.get("msize"),
+                    "nprocs": d.get("nprocs"), "algorithm": d.get("algorithm"), "why": d.get("why")})
+    return out
+
+
 def barrier_flags(s, analyses: list[Analysis]) -> dict[int, int]:
-    """analysis id -> number of its violations with a barrier warning (two queries for all)."""
+    """analysis id -> number of its verified violations with a barrier warning (two queries for all)."""
     pairs = {(a.campaign_id, a.library_id) for a in analyses if a.campaign_id is not None}
     out = {a.id: 0 for a in analyses}
     if not pairs:
@@ -76,7 +120,8 @@ def barrier_flags(s, analyses: list[Analysis]) -> dict[int, int]:
     for aid, p, m, d, mk, bw in s.execute(select(Violation.analysis_id, Violation.nprocs, Violation.msize,
                                                  Violation.default_time, Violation.mockup_time,
                                                  Violation.barrier_warning)
-                                          .where(Violation.analysis_id.in_(list(by_id)))):
+                                          .where(Violation.analysis_id.in_(list(by_id)),
+                                                 Violation.status == "verified")):
         if bw is not None:
             out[aid] += bool(bw)
             continue
@@ -87,17 +132,17 @@ def barrier_flags(s, analyses: list[Analysis]) -> dict[int, int]:
     return out
 
 
-def analysis_counts(a: Analysis, flags: dict[int, int]) -> dict[str, Any]:
-    """brave/cautious/quality of an analysis: its summary's counts when it has them, else from the violation
-    rows and barrier times. Quality is the score of service/analysis/quality.py per p and layout (the worst shown);
-    None when the analysis stored none."""
+def analysis_counts(a: Analysis, flags: dict[int, int], statuses: dict[int, dict[str, int]] | None = None
+                    ) -> dict[str, Any]:
+    """brave/cautious/quality of an analysis: brave = its verified violations (status_counts), cautious =
+    those without a barrier warning (barrier_flags); contradicted and unconfirmed apart. Quality is the score
+    of service/analysis/quality.py per p and layout (the worst shown); None when the analysis stored none."""
     summ = a.summary if isinstance(a.summary, dict) else {}
     counts = summ.get("counts") if isinstance(summ.get("counts"), dict) else {}
     allc = counts.get("all") if isinstance(counts.get("all"), dict) else {}
-    brave = allc.get("brave", a.n_violations)
-    cautious = allc.get("cautious")
-    if cautious is None:
-        cautious = brave - flags.get(a.id, 0)
+    st = (statuses or {}).get(a.id) or {"verified": a.n_violations, "unconfirmed": 0, "contradicted": 0}
+    brave = st["verified"]
+    cautious = brave - flags.get(a.id, 0)
     per_p = {Sel(int(e["nprocs"]), e.get("layout") or None).label: float(e["score"])
              for e in summ.get("quality") or [] if e.get("score") is not None}
     quality = min(per_p.values()) if per_p else None
@@ -105,8 +150,10 @@ def analysis_counts(a: Analysis, flags: dict[int, int]) -> dict[str, Any]:
                       if isinstance(c, dict) and c.get("nprocs")},
                      key=lambda x: (x.p, layout_sort_key(x.layout or "")))
     return {"layouts": layouts, "analysis_id": a.id, "campaign_id": a.campaign_id, "at": a.created_at, "brave": brave,
-            "cautious": cautious, "checked": allc.get("checks", a.n_checked), "quality": quality,
-            "quality_per_p": per_p, "max_slowdown": a.max_slowdown}
+            "cautious": cautious, "contradicted": st["contradicted"], "unconfirmed": st["unconfirmed"],
+            "checked": allc.get("checks", a.n_checked), "quality": quality,
+            "quality_per_p": per_p, "max_slowdown": a.max_slowdown, "defects": defects_of(a),
+            "trustworthy": ((summ.get("control") or {}).get("trustworthy", True))}
 
 
 def overview(s) -> dict[str, Any]:
@@ -129,6 +176,8 @@ def overview(s) -> dict[str, Any]:
                 Analysis.id.in_([aid for _, aid in best.values()])))}
             week = {lid: rows[aid] for lid, (_, aid) in best.items()}
     flags = barrier_flags(s, list(latest.values()) + list(week.values()))
+    statuses = status_counts(s, [a.id for a in list(latest.values()) + list(week.values())])
+    replication = replication_of(s, [a.id for a in latest.values()])
     cids = [a.campaign_id for a in latest.values() if a.campaign_id]
     campaigns = {c.id: c.name for c in s.scalars(select(Campaign).where(Campaign.id.in_(cids)))} if cids else {}
     lib_names = sorted({(l.name, l.version) for l in libs})
@@ -138,11 +187,12 @@ def overview(s) -> dict[str, Any]:
         for l in [l for l in libs if l.machine_id == m.id]:
             cell: dict[str, Any] = {"library": l, "latest": None, "week_delta": None}
             if l.id in latest:
-                lat = analysis_counts(latest[l.id], flags)
+                lat = analysis_counts(latest[l.id], flags, statuses)
                 lat["campaign"] = campaigns.get(latest[l.id].campaign_id)
+                lat["replication"] = replication.get(latest[l.id].id, [])
                 cell["latest"] = lat
                 if l.id in week:
-                    pc = analysis_counts(week[l.id], flags)
+                    pc = analysis_counts(week[l.id], flags, statuses)
                     cell["week_delta"] = {"brave": lat["brave"] - pc["brave"],
                                           "cautious": lat["cautious"] - pc["cautious"],
                                           "quality": (lat["quality"] - pc["quality"])
@@ -150,6 +200,19 @@ def overview(s) -> dict[str, Any]:
             cells[(l.name, l.version)] = cell
         rows.append({"machine": m, "cells": cells})
     return {"rows": rows, "libraries": lib_names}
+
+
+def replication_of(s, analysis_ids: list[int]) -> dict[int, list[dict]]:
+    """analysis id -> its pattern violations with status and replication across nights, strongest first."""
+    out: dict[int, list[dict]] = defaultdict(list)
+    if analysis_ids:
+        for v in s.scalars(select(Violation).where(Violation.analysis_id.in_(analysis_ids),
+                                                   Violation.kind == "pattern")
+                           .order_by(Violation.slowdown.desc(), Violation.id)):
+            out[v.analysis_id].append({"collective": v.collective, "mockup": v.mockup, "msize": v.msize,
+                                       "nprocs": v.nprocs, "status": status_label(v), "why": v.status_why,
+                                       "nights": nights_label(v), "slowdown": v.slowdown})
+    return out
 
 
 # ----------------------------------------------------------------- campaign medians
@@ -244,21 +307,29 @@ def medians(s, lib: MpiLibrary, campaign: Campaign | None, p: int, call: str | N
     return out
 
 
-def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int,
-                layout: str | None = None) -> dict[tuple[str, int], Violation]:
-    """(collective key, msize) -> strongest violation of the latest analysis of that campaign."""
+def latest_analysis(s, lib: MpiLibrary, campaign: Campaign | None) -> Analysis | None:
     q = select(Analysis).where(Analysis.library_id == lib.id)
     if campaign is not None:
         q = q.where(Analysis.campaign_id == campaign.id)
-    a = s.scalar(q.order_by(Analysis.created_at.desc(), Analysis.id.desc()).limit(1))
+    return s.scalar(q.order_by(Analysis.created_at.desc(), Analysis.id.desc()).limit(1))
+
+
+_RANK = {"verified": 0, "unconfirmed": 1, "contradicted": 2}
+
+
+def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int,
+                a: Analysis | None = None, layout: str | None = None) -> dict[tuple[str, int], list[Violation]]:
+    """(collective key, msize) -> the pattern violations of the latest analysis of that campaign at p, the one
+    the cell shows first (verified before unconfirmed before contradicted, then the strongest)."""
+    a = a or latest_analysis(s, lib, campaign)
     if a is None:
         return {}
-    out: dict[tuple[str, int], Violation] = {}
+    out: dict[tuple[str, int], list[Violation]] = defaultdict(list)
     for v in s.scalars(_violation_on_layout(select(Violation).where(
-            Violation.analysis_id == a.id, Violation.nprocs == p, Violation.mockup != "default"), layout)):  # patterns
-        k = (coll_key(v.collective), v.msize)
-        if k not in out or v.slowdown > out[k].slowdown:
-            out[k] = v
+            Violation.analysis_id == a.id, Violation.nprocs == p, Violation.kind == "pattern"), layout)):
+        out[(coll_key(v.collective), v.msize)].append(v)
+    for vs in out.values():
+        vs.sort(key=lambda v: (_RANK.get(status_label(v), 0), -v.slowdown))
     return out
 
 
@@ -269,27 +340,42 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str |
         by[(c, m)][a] = statistics.median(vals)
     calls = sorted({c for c, _ in by}, key=lambda c: (COLL_ORDER.get(c, 99), c))
     sizes = sorted({m for _, m in by})
-    sig = significant(s, lib, campaign, p, layout)
-    z, text, best, marks = [], [], [], []
+    a = latest_analysis(s, lib, campaign)
+    sig = significant(s, lib, campaign, p, a, layout)
+    z, text, best, marks, states, notes = [], [], [], [], [], []
     for c in calls:
-        zr, tr, br, mr = [], [], [], []
+        zr, tr, br, mr, sr, nr = [], [], [], [], [], []
         for m in sizes:
             algs = by.get((c, m), {})
             d = algs.get("default")
             mocks = {a: t for a, t in algs.items() if a != "default" and t > 0}
+            vs = sig.get((coll_key(c), m), [])
+            st = status_label(vs[0]) if vs else None
+            sr.append(st)
+            nr.append("; ".join(f"{v.mockup}: {status_label(v)}" + (f", {nights_label(v)}" if nights_label(v) else "")
+                                for v in vs))
             if d and mocks:
                 ba = min(mocks, key=mocks.get)
                 sp = d / mocks[ba]
                 zr.append(round(float(np.log2(sp)), 4))
                 br.append(ba)
-                v = sig.get((coll_key(c), m))
-                mr.append(v is not None)
-                tr.append(f"{sp:.2f}x{' *' if v is not None else ''}")
+                mr.append(st == "verified")
+                tr.append(f"{sp:.2f}x{MARK.get(st, '')}")
             else:
                 zr.append(None), br.append(None), mr.append(False), tr.append("")
-        z.append(zr), text.append(tr), best.append(br), marks.append(mr)
+        z.append(zr), text.append(tr), best.append(br), marks.append(mr), states.append(sr), notes.append(nr)
+    at_p = {st: sum(status_label(v) == st for vs in sig.values() for v in vs) for st in STATUSES}
     return {"calls": calls, "colls": [coll_key(c) for c in calls], "sizes": sizes, "z": z, "text": text,
-            "best": best, "significant": marks, "n_significant": sum(map(sum, marks))}
+            "best": best, "significant": marks, "status": states, "notes": notes,
+            "n_significant": at_p["verified"], "at_p": at_p,
+            "analysis_id": a.id if a is not None else None,
+            "totals": status_counts(s, [a.id])[a.id] if a is not None else None,
+            "defects": defects_of(a), "trustworthy": ((a.summary or {}).get("control") or {}).get(
+                "trustworthy", True) if a is not None else True}
+
+
+# the mark a heatmap cell carries after its speed-up: verified, unconfirmed, contradicted
+MARK = {"verified": " *", "unconfirmed": " ?", "contradicted": " ✗"}
 
 
 def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int,
@@ -311,20 +397,20 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int,
                          "mpiruns": len(vals),
                          "median_s": md, "min_s": float(arr.min()), "max_s": float(arr.max())})
         series.append({"algorithm": a, "x": xs, "y": ys, "err_minus": lo, "err_plus": hi, "mpiruns": nr})
-    q = select(Analysis).where(Analysis.library_id == lib.id)
-    if campaign is not None:
-        q = q.where(Analysis.campaign_id == campaign.id)
-    a = s.scalar(q.order_by(Analysis.created_at.desc(), Analysis.id.desc()).limit(1))
+    a = latest_analysis(s, lib, campaign)
     viols = []
     if a is not None:
         viols = [{"kind": v.kind, "ref_msize": v.ref_msize, "barrier_warning": v.barrier_warning,
                   "mockup": v.mockup, "msize": v.msize, "default_s": v.default_time, "mockup_s": v.mockup_time,
-                  "slowdown": v.slowdown, "p_value": v.p_value}
+                  "slowdown": v.slowdown, "p_value": v.p_value, "status": status_label(v),
+                  "status_why": v.status_why, "nights": nights_label(v)}
                  for v in s.scalars(_violation_on_layout(select(Violation).where(
                      Violation.analysis_id == a.id, Violation.nprocs == p, Violation.collective.in_([key, call])),
                      layout).order_by(Violation.msize, Violation.mockup))]
+    counts = {st: sum(v["status"] == st for v in viols) for st in STATUSES}
     return {"call": call, "key": key, "p": p, "layout": layout, "series": series, "rows": rows, "violations": viols,
-            "analysis": a}
+            "analysis": a, "counts": counts,
+            "defects": [d for d in defects_of(a) if d["collective"] == key and d["nprocs"] in (p, None)]}
 
 
 # ----------------------------------------------------------------- trends
@@ -427,7 +513,9 @@ def change_points(medians_: list[float], runs: list[list[float]] | None = None) 
 def alerts(s) -> list[dict[str, Any]]:
     """New violations (in the latest analysis of a library, absent from its previous one) and
     regressions of defaults in the latest campaign.  Cached until a new analysis or run arrives."""
-    key = (s.scalar(select(func.max(Analysis.id))), s.scalar(select(func.max(Run.id))))
+    # a validation changes statuses without a new analysis or run: its figures are part of the key
+    key = (s.scalar(select(func.max(Analysis.id))), s.scalar(select(func.max(Run.id))),
+           s.scalar(select(func.max(ValidationFigure.id))))
     hit = _ALERTS_CACHE.get("v")
     if hit and hit[0] == key:
         return hit[1]
@@ -443,13 +531,33 @@ def alerts(s) -> list[dict[str, Any]]:
         lib, cur = libs[lib_id], al[0]
         before = viols.get(al[1].id, {}) if len(al) > 1 else {}
         for k, v in sorted(viols.get(cur.id, {}).items()):
-            if k not in before:
-                out.append({"type": "new_violation", "machine": lib.machine.name, "library": lib.name,
-                            "version": lib.version, "collective": v.collective, "mockup": v.mockup,
-                            "msize": v.msize, "nprocs": v.nprocs, "slowdown": v.slowdown, "p_value": v.p_value,
+            st = status_label(v)
+            # a contradiction is news whenever it stands; verified / unconfirmed ones when they are new
+            if k not in before or st == "contradicted":
+                out.append({"type": ALERT_TYPE[st], "status": st, "machine": lib.machine.name,
+                            "library": lib.name, "version": lib.version, "collective": v.collective,
+                            "mockup": v.mockup, "msize": v.msize, "nprocs": v.nprocs, "slowdown": v.slowdown,
+                            "p_value": v.p_value, "why": v.status_why, "nights": nights_label(v) or None,
                             "analysis_id": cur.id, "at": cur.created_at.isoformat()})
     out.extend(regressions(s))
     _ALERTS_CACHE["v"] = (key, out)
+    return out
+
+
+ALERT_TYPE = {"verified": "new_violation", "unconfirmed": "unconfirmed_violation",
+              "contradicted": "contradicted_violation"}
+
+
+def library_status(s) -> list[dict[str, Any]]:
+    """Per library, its latest analysis' violations by status (status_counts) and its library defects: the
+    figures the overview shows, for the alerts feed."""
+    latest = {lid: al[0] for lid, al in latest_analyses(s).items()}
+    counts = status_counts(s, [a.id for a in latest.values()])
+    out = []
+    for lib in s.scalars(select(MpiLibrary).where(MpiLibrary.id.in_(list(latest))).order_by(MpiLibrary.id)):
+        a = latest[lib.id]
+        out.append({"machine": lib.machine.name, "library": lib.name, "version": lib.version,
+                    "analysis_id": a.id, **counts[a.id], "defects": defects_of(a)})
     return out
 
 
@@ -524,7 +632,18 @@ def campaign_verdict(a: Analysis) -> dict[str, Any]:
     ctrl = (a.summary or {}).get("control") or {}
     return {"analysis": a, "library": a.library.name, "test": a.test, "fdr": a.fdr,
             "control": ctrl.get("line") or "control: none measured",
-            "trustworthy": ctrl.get("trustworthy", True), "defects": len((a.summary or {}).get("defects") or [])}
+            "control_figures": control_figures(ctrl),
+            "trustworthy": ctrl.get("trustworthy", True), "defects": len(defects_of(a)),
+            "defect_list": defects_of(a)}
+
+
+def control_figures(ctrl: dict) -> str | None:
+    """'control: k of n flagged; null ratio spread x %' from a stored ControlSummary (None: no control arm)."""
+    if not ctrl or not ctrl.get("tested"):
+        return None
+    spread = ctrl.get("null_spread")
+    return (f"control: {ctrl.get('flagged', 0)} of {ctrl['tested']} flagged; null ratio spread "
+            + (f"{100 * spread:.1f} %" if spread is not None else "n/a"))
 
 
 def profile_sets(s) -> list[dict[str, Any]]:

@@ -195,7 +195,7 @@ def alerts_feed():
     if pr is None:
         return jsonify(error="authentication required (bearer token or login)"), 401
     return jsonify(generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                   alerts=data.alerts(db.session))
+                   alerts=data.alerts(db.session), libraries=data.library_status(db.session))
 
 
 @bp.get("/campaigns")

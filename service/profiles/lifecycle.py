@@ -16,7 +16,8 @@ from sqlalchemy import select
 from pgmpi_formats.checker import mpi_flavor
 from service.auth import audit
 from service.store.db import db
-from service.store.models import Analysis, Machine, MpiLibrary, ProfileSet, ProfileVersion, ValidationFigure
+from service.store.models import (Analysis, AuditLog, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion,
+                                  ValidationFigure, Violation)
 from service.profiles import publish as pub
 
 
@@ -41,10 +42,20 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
     the rest kept, or all or nothing), set the version's state and files (apply_verdict), audit and
     commit.  figures: objects with collective, msize, nprocs, default_time, tuned_time, speedup, n_default,
     n_tuned, run_ratios, paired.  Returns the verdict."""
-    from service.analysis.validation import apply_verdict
+    from service.analysis.validation import apply_verdict, summary_line
+    verdict = validation_verdict(v, figures, tolerance, all_or_nothing)
+    if verdict["state"] == "inconclusive" and v.state == "validated":
+        # no verdict (service/analysis/README.md, "Validation"): a validated version keeps its state, files and
+        # figures; the inconclusive run is recorded in the audit log and the notes
+        v.notes = (f"{v.notes}; later run {job}: {summary_line(verdict)}")[:2000]
+        audit(actor, "validate", "profile", str(v.id),
+              {"ok": False, "state": "inconclusive", "figures": len(figures), "control": verdict["control"][:20],
+               "tolerance": verdict["tolerance"], "job": job, "kept_state": v.state, "upload_ids": upload_ids[:100]})
+        db.session.commit()
+        verdict["contradicted"] = 0
+        return verdict
     for old in list(v.figures):
         db.session.delete(old)
-    verdict = validation_verdict(v, figures, tolerance, all_or_nothing)
     rows = [ValidationFigure(version=v, collective=f.collective, msize=f.msize, nprocs=f.nprocs,
                              layout=getattr(f, "layout", "") or "",
                              default_time=f.default_time, tuned_time=f.tuned_time,
@@ -55,10 +66,15 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
             for f in figures]
     db.session.add_all(rows)
     apply_verdict(v, verdict, job)
+    # one truth on every page: the violations whose range this validation measured slower are contradicted
+    from service.store.analyses import apply_validation
+    verdict["contradicted"] = apply_validation(v.analysis_id, verdict, f"candidate #{v.number}")
     v.validated_at = datetime.now(timezone.utc) if verdict["ok"] else None
     audit(actor, "validate", "profile", str(v.id),
           {"ok": verdict["ok"], "state": verdict["state"], "figures": len(rows), "slower": verdict["slower"][:20],
-           "missing": verdict["missing"][:20], "dropped": verdict["dropped"][:20], "job": job,
+           "missing": verdict["missing"][:20], "dropped": verdict["dropped"][:20], "kept": verdict["kept"][:20],
+           "control": verdict["control"][:20], "tolerance": verdict["tolerance"], "job": job,
+           "contradicted": verdict.get("contradicted", 0),
            "upload_ids": upload_ids[:100]})
     db.session.commit()
     return verdict
@@ -139,3 +155,137 @@ def _commit_or_undo(res: pub.PublishResult, root: Path, names: tuple[str, str, s
             raise pub.PublishError(f"{refused}, and setting the profile root back to version {back} failed "
                                    f"({undo_exc}): version {res.version} is current on disk only") from exc
         raise pub.PublishError(f"{refused}; the profile root is back at version {back}") from exc
+
+
+# ----------------------------------------------------------------- what a campaign gave
+
+def campaign_report(campaign: str, machine: str | None = None) -> list[dict]:
+    """What one campaign gave, per MPI library (its latest analysis of the campaign), as plain data for
+    `make demo` and the command line (report_lines prints it):
+
+    * found: the violations by status (verified / unconfirmed / contradicted, service/store/models.py) and the
+      pattern violations with their figures and replication across nights; refused: the violated checks that
+      did not become a redirection and why (minimum gain, null spread, regimes, results check, K nights);
+      defects: algorithms whose result failed pgmpi-bench's results check;
+    * control: the control arm's figures ("control: k of n flagged; null ratio spread x %", trustworthy);
+    * candidates: each candidate profile version of the analysis, its state and, from its latest validation
+      (the audit record of record_validation), the ranges kept and dropped with their default/tuned figures,
+      the control sizes and the tolerance;
+    * published: the ranges of the candidate version that is published (None when nothing is)."""
+    q = select(Campaign).where(Campaign.name == campaign)
+    if machine:
+        q = q.join(Machine, Campaign.machine_id == Machine.id).where(Machine.name == machine)
+    camp = db.session.scalar(q)
+    if camp is None:
+        raise LookupError(f"unknown campaign {campaign!r}" + (f" on {machine!r}" if machine else ""))
+    latest: dict[int, Analysis] = {}
+    for a in db.session.scalars(select(Analysis).where(Analysis.campaign_id == camp.id).order_by(Analysis.id)):
+        latest[a.library_id] = a
+    out = []
+    for lib_id, a in sorted(latest.items()):
+        lib = db.session.get(MpiLibrary, lib_id)
+        summ = a.summary or {}
+        ctrl = summ.get("control") or {}
+        viols = db.session.scalars(select(Violation).where(Violation.analysis_id == a.id)
+                                   .order_by(Violation.collective, Violation.nprocs, Violation.msize)).all()
+        counts = {st: sum(v.status == st for v in viols) for st in ("verified", "unconfirmed", "contradicted")}
+        found = [{"collective": v.collective, "msize": v.msize, "nprocs": v.nprocs, "mockup": v.mockup,
+                  "slowdown": v.slowdown, "p_value": v.p_value, "status": v.status, "why": v.status_why,
+                  "nights_confirmed": v.nights_confirmed, "nights_contradicted": v.nights_contradicted}
+                 for v in viols if v.kind == "pattern"]
+        spread = ctrl.get("null_spread")
+        control = {"tested": ctrl.get("tested", 0), "flagged": ctrl.get("flagged", 0),
+                   "flagged_raw": ctrl.get("flagged_raw", 0), "null_spread": spread,
+                   "trustworthy": ctrl.get("trustworthy", True), "line": ctrl.get("line"),
+                   "figures": (f"control: {ctrl.get('flagged', 0)} of {ctrl['tested']} flagged; null ratio spread "
+                               + (f"{100 * spread:.1f} %" if spread is not None else "n/a"))
+                   if ctrl.get("tested") else "control: none measured"}
+        cands, published = [], None
+        for v in db.session.scalars(select(ProfileVersion).where(ProfileVersion.analysis_id == a.id)
+                                    .order_by(ProfileVersion.id)):
+            recs = [r.details or {} for r in db.session.scalars(
+                select(AuditLog).where(AuditLog.entity == "profile", AuditLog.entity_id == str(v.id),
+                                       AuditLog.action == "validate").order_by(AuditLog.id.desc()))]
+            # the latest validation that gave a verdict (an inconclusive one is no verdict), else the latest
+            det = next((d for d in recs if d.get("state") != "inconclusive"), recs[0] if recs else None)
+            validation = None if det is None else {
+                "state": det.get("state"), "job": det.get("job"), "tolerance": det.get("tolerance"),
+                "kept": det.get("kept") or [], "dropped": det.get("dropped") or [],
+                "control": det.get("control") or [], "contradicted": det.get("contradicted", 0),
+                "runs": len(recs), "inconclusive": sum(d.get("state") == "inconclusive" for d in recs)}
+            ranges = _ranges(v.files or {})
+            cands.append({"id": v.id, "number": v.number, "state": v.state, "notes": v.notes,
+                          "ranges": ranges, "validation": validation})
+            if v.state == "published":
+                published = {"candidate": v.number, "path": v.published_path, "ranges": ranges}
+        out.append({"library": lib.name, "version": lib.version, "analysis_id": a.id, "test": a.test,
+                    "fdr": a.fdr, "alpha": a.alpha, "checked": a.n_checked, "counts": counts, "found": found,
+                    "refused": summ.get("refused") or [], "defects": summ.get("defects") or [],
+                    "control": control, "confirmations": summ.get("confirmations"), "candidates": cands,
+                    "published": published})
+    return out
+
+
+def _ranges(files: dict[str, str]) -> list[dict]:
+    from pgmpi_formats.prf import parse_prf
+    out = []
+    for name, text in sorted(files.items()):
+        try:
+            prf = parse_prf(text, name)
+        except ValueError:
+            continue
+        out += [{"mpi_name": prf["mpi_name"], "nprocs": prf["nprocs"], "first": lo, "last": hi, "algorithm": alg}
+                for lo, hi, alg in prf["ranges"] if alg != "default"]
+    return out
+
+
+def _figs(figs: list[dict]) -> str:
+    return ", ".join(f"{f['msize']} B {f['ratio']:.2f}x" if f.get("ratio") is not None else f"{f['msize']} B ?"
+                     for f in figs)
+
+
+def report_lines(report: list[dict]) -> list[str]:
+    """campaign_report as plain lines: found, refused, control, validation kept / dropped, published."""
+    lines = []
+    for r in report:
+        lib = f"{r['library']}-{r['version']}"
+        c = r["counts"]
+        lines.append(f"{lib}: analysis {r['analysis_id']} ({r['test']}{' + BH' if r['fdr'] else ''}, alpha "
+                     f"{r['alpha']:g}, {r['checked']} checks): {c['verified']} verified, {c['unconfirmed']} "
+                     f"unconfirmed, {c['contradicted']} contradicted violation(s)")
+        lines.append(f"{lib}: {r['control']['figures']}"
+                     + ("" if r["control"]["trustworthy"] else " -- UNTRUSTWORTHY: no candidate"))
+        for f in r["found"]:
+            n = f["nights_confirmed"]
+            nights = (f", confirmed {n} of {n + (f['nights_contradicted'] or 0)} nights" if n is not None else "")
+            lines.append(f"{lib}: found {f['collective']} {f['msize']} B p={f['nprocs']} {f['mockup']} "
+                         f"{f['slowdown']:.2f}x faster: {f['status']}{nights}" + (f" ({f['why']})" if f["why"] else ""))
+        for x in r["refused"]:
+            lines.append(f"{lib}: not proposed {x['collective']} {x['msize']} B p={x['nprocs']}: {x['why']}")
+        for d in r["defects"]:
+            lines.append(f"{lib}: library defect {d.get('call')} {d.get('msize')} B p={d.get('nprocs')} "
+                         f"{d.get('algorithm')}: {d.get('why')} (never chosen)")
+        if not r["candidates"]:
+            lines.append(f"{lib}: no candidate profile (nothing worth redirecting)")
+        for v in r["candidates"]:
+            val = v["validation"]
+            lines.append(f"{lib}: candidate #{v['number']} {v['state']}: " + ", ".join(
+                f"{x['mpi_name']} p={x['nprocs']} {x['first']}-{x['last']} B -> {x['algorithm']}" for x in v["ranges"]))
+            if val is None:
+                lines.append(f"{lib}: candidate #{v['number']}: no validation reported")
+                continue
+            lines.append(f"{lib}: validation {val['state']} (tolerance {100 * (val['tolerance'] or 0):.0f} %; "
+                         f"control sizes {_figs(val['control']) or 'none'}; {val['runs']} validation run(s), "
+                         f"{val['inconclusive']} inconclusive)")
+            for k in val["kept"]:
+                lines.append(f"{lib}: kept {k['collective']} p={k['nprocs']} {k['range'][0]}-{k['range'][1]} B "
+                             f"{k['algorithm']}: default/tuned {_figs(k['figures'])}")
+            for d in val["dropped"]:
+                lines.append(f"{lib}: dropped {d['collective']} p={d['nprocs']} {d['range'][0]}-{d['range'][1]} B "
+                             f"{d['algorithm']}: {d['why']}" + (f"; default/tuned {_figs(d['figures'])}"
+                                                                 if d["figures"] else ""))
+        pub_ = r["published"]
+        lines.append(f"{lib}: published candidate #{pub_['candidate']} ({pub_['path']}): " + ", ".join(
+            f"{x['mpi_name']} p={x['nprocs']} {x['first']}-{x['last']} B -> {x['algorithm']}" for x in pub_["ranges"])
+            if pub_ else f"{lib}: nothing published")
+    return lines

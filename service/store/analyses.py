@@ -77,47 +77,90 @@ def run_analysis(machine: Machine, data, actor: str) -> Analysis:
         out = analysis_api.run(rs, alpha=data.alpha, test=data.test, fdr=data.fdr,
                                gain=getattr(data, "min_gain", 0.10), campaign=campaign.name if campaign else None,
                                confirmations=getattr(data, "confirmations", 1),
-                               confirmed_before=confirmed_before(lib, campaign))
+                               confirmed_before=nights(lib, campaign)[0] if campaign else {})
         data.fdr = out["fdr"]    # None (the default) resolved: on for a campaign's analysis
     except ValueError as e:
         raise AnalysisInputError(str(e)) from None
     return store_result(machine, lib, campaign, data, actor, convert(out))
 
 
-def confirmed_before(lib: MpiLibrary, campaign: Optional[Campaign]) -> dict[tuple[str, int, str, int, str], int]:
-    """(collective, nprocs, layout, msize, mock-up) -> how many other campaigns' latest analyses of this library found
-    that pattern violation (replication across nights; the control arm is never stored as a violation)."""
+def _key(collective: str, nprocs: int, msize: int, mockup: str) -> str:
+    return f"{collective} {nprocs} {msize} {mockup}"
+
+
+def nights(lib: MpiLibrary, campaign: Optional[Campaign]) -> tuple[dict, dict]:
+    """Replication across nights: (confirmed, contradicted), each (collective, nprocs, msize, mock-up) -> the
+    number of OTHER campaigns of this library whose latest analysis found that pattern violation (not
+    contradicted by its validation), resp. tested it and did not find it or had it contradicted.  The control
+    arm is never stored as a violation, so it never counts."""
     latest: dict[int, int] = {}
     for a_id, c_id in db.session.execute(select(Analysis.id, Analysis.campaign_id).where(
             Analysis.library_id == lib.id, Analysis.campaign_id.is_not(None)).order_by(Analysis.id)):
         if campaign is None or c_id != campaign.id:
             latest[c_id] = a_id
-    counts: dict[tuple[str, int, str, int, str], int] = {}
-    if latest:
-        for v in db.session.scalars(select(Violation).where(Violation.analysis_id.in_(list(latest.values())),
-                                                            Violation.kind == "pattern")):
-            k = (v.collective, v.nprocs, v.layout, v.msize, v.mockup)
-            counts[k] = counts.get(k, 0) + 1
-    return counts
+    confirmed: dict[tuple, int] = {}
+    contradicted: dict[tuple, int] = {}
+    if not latest:
+        return confirmed, contradicted
+    ids = list(latest.values())
+    for v in db.session.scalars(select(Violation).where(Violation.analysis_id.in_(ids),
+                                                        Violation.kind == "pattern")):
+        k = (v.collective, v.nprocs, v.msize, v.mockup)
+        into = contradicted if v.status == "contradicted" else confirmed
+        into[k] = into.get(k, 0) + 1
+    for summ in db.session.scalars(select(Analysis.summary).where(Analysis.id.in_(ids))):
+        for text in (summ or {}).get("passed") or []:
+            coll, p, ms, mock = text.split(" ")
+            k = (coll, int(p), int(ms), mock)
+            contradicted[k] = contradicted.get(k, 0) + 1
+    return confirmed, contradicted
+
+
+def confirmed_before(lib: MpiLibrary, campaign: Optional[Campaign]) -> dict[tuple[str, int, int, str], int]:
+    """(collective, nprocs, msize, mock-up) -> how many other campaigns' latest analyses of this library found
+    that pattern violation and did not see it contradicted by their validation."""
+    return nights(lib, campaign)[0]
 
 
 def convert(out: dict) -> dict:
     """service.analysis.api.run's result -> the rows store_result writes."""
     configs = out.get("configs", [])
-    viols = []
+
+    def nprocs_of(cfg) -> int:
+        return configs[cfg]["nprocs"] if cfg is not None and cfg < len(configs) else 0
+
+    trusted = (out.get("control") or {}).get("trustworthy", True)
+    # found by fewer campaigns than the candidate rule requires: unconfirmed (service/analysis/profiles.py)
+    below_k = {_key(r["collective"], r["nprocs"], r["msize"], r["mockup"]): r["why"]
+               for r in out.get("refused") or [] if r.get("rule") == "replication"}
+    viols, passed = [], []
     for v in out.get("verdicts", []):
-        if not v.get("violated") or v.get("control"):
+        if v.get("control"):
             continue    # the control arm's flags are false alarms by construction: summary["control"]
         cfg = configs[v["cfg"]] if v.get("cfg") is not None and v["cfg"] < len(configs) else {}
+        nprocs = cfg.get("nprocs", 0)
+        if not v.get("violated"):
+            if v["kind"] == "pattern":   # tested and not found: contradicts this violation on other nights
+                passed.append(_key(v["collective"], nprocs, v["msize"], v["algorithm"]))
+            continue
+        status, why = "verified", None
+        if not trusted:
+            status, why = "unconfirmed", "the campaign's control arm is untrustworthy"
+        elif v["kind"] == "pattern" and _key(v["collective"], nprocs, v["msize"], v["algorithm"]) in below_k:
+            status, why = "unconfirmed", below_k[_key(v["collective"], nprocs, v["msize"], v["algorithm"])]
         viols.append({"kind": v["kind"], "collective": v["collective"], "mockup": v["algorithm"],
                       "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": cfg.get("nprocs", 0),
                       "layout": cfg.get("layout", ""),
                       "default_time": v["default_median"], "mockup_time": v["other_median"],
                       "slowdown": v["slowdown"], "p_value": v.get("p_adjusted") if v.get("p_adjusted") is not None
-                      else v.get("p_value"), "barrier_warning": v.get("barrier_warning")})
+                      else v.get("p_value"), "barrier_warning": v.get("barrier_warning"),
+                      "status": status, "status_why": why})
+    # results-check failures per (library, collective, size, p, algorithm): the library defects the pages show
+    defects = [d | {"nprocs": nprocs_of(d.get("cfg"))} for d in out.get("defects") or []]
     summary = {"counts": out.get("counts"), "quality": out.get("quality"), "configs": configs,
-               "gain": out.get("gain"), "control": out.get("control"), "defects": out.get("defects"),
-               "confirmations": out.get("confirmations")}
+               "gain": out.get("gain"), "control": out.get("control"), "defects": defects,
+               "confirmations": out.get("confirmations"), "refused": (out.get("refused") or [])[:500],
+               "passed": passed}
     return {"checked": len(out.get("verdicts", [])), "violations": viols, "summary": summary,
             "profiles": {p["filename"]: p["text"] for p in out.get("profiles", []) if p.get("text")}}
 
@@ -131,19 +174,27 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
     """`result`: {"checked": int, "violations": [{collective, mockup, msize, nprocs, layout?, default_time,
     mockup_time, slowdown, p_value, kind?, ref_msize?, barrier_warning?}], "profiles": {file name: text}, "summary": {...}}"""
     viols = list(result.get("violations", []))
+    verified = [v for v in viols if v.get("status", "verified") == "verified"]
     a = Analysis(machine_id=machine.id, library_id=lib.id, campaign_id=campaign.id if campaign else None,
                  alpha=data.alpha, test=data.test, fdr=data.fdr, actor=actor, n_checked=int(result.get("checked", 0)),
-                 n_violations=len(viols), max_slowdown=max((_finite(v["slowdown"]) for v in viols), default=None),
+                 n_violations=len(verified),
+                 max_slowdown=max((_finite(v["slowdown"]) for v in verified), default=None),
                  summary=result.get("summary"))
     db.session.add(a)
     db.session.flush()
+    confirmed, contradicted = nights(lib, campaign) if campaign is not None else ({}, {})
     for v in viols:
+        kind = v.get("kind", "pattern")
+        k = (v["collective"], int(v["nprocs"]), int(v["msize"]), v["mockup"])
         db.session.add(Violation(analysis_id=a.id, collective=v["collective"], mockup=v["mockup"],
                                  msize=int(v["msize"]), nprocs=int(v["nprocs"]),
                                  default_time=_finite(v["default_time"]), mockup_time=_finite(v["mockup_time"]),
                                  slowdown=_finite(v["slowdown"]), p_value=v.get("p_value"),
-                                 kind=v.get("kind", "pattern"), ref_msize=v.get("ref_msize"),
-                                 barrier_warning=v.get("barrier_warning"), layout=v.get("layout") or ""))
+                                 kind=kind, ref_msize=v.get("ref_msize"),
+                                 barrier_warning=v.get("barrier_warning"), layout=v.get("layout") or "",
+                                 status=v.get("status", "verified"), status_why=v.get("status_why"),
+                                 nights_confirmed=1 + confirmed.get(k, 0) if kind == "pattern" else None,
+                                 nights_contradicted=contradicted.get(k, 0) if kind == "pattern" else None))
     profiles = result.get("profiles") or {}
     if profiles:
         ps = db.session.scalar(select(ProfileSet).where(ProfileSet.machine_id == machine.id,
@@ -159,3 +210,54 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
     from service.store.queries import refresh_overview
     refresh_overview(db.session, [lib.id])
     return a
+
+
+def apply_validation(analysis_id: Optional[int], verdict: dict, label: str) -> int:
+    """One truth after a validation (service/analysis/validation.py judge): the pattern violations of the
+    candidate's analysis inside a range the validation dropped with measured figures become "contradicted"
+    (with the figures' reason) and count as a contradicting night instead of a confirming one; those inside a
+    range it kept are verified again if an earlier validation had contradicted them (the newer measurement
+    decides).  Violations outside the candidate's ranges keep their status.  An inconclusive validation is no
+    verdict and changes nothing.  Updates the analysis' verified count and the overview summary; the caller
+    commits.  Returns the number of contradicted violations."""
+    if analysis_id is None or verdict.get("state") == "inconclusive":
+        return 0
+    a = db.session.get(Analysis, analysis_id)
+    if a is None:
+        return 0
+    viols = db.session.scalars(select(Violation).where(Violation.analysis_id == a.id,
+                                                       Violation.kind == "pattern")).all()
+
+    def inside(d: dict) -> list[Violation]:
+        lo, hi = d["range"]
+        return [v for v in viols if v.collective == d["collective"] and v.nprocs == d["nprocs"]
+                and v.mockup == d["algorithm"] and lo <= v.msize <= hi]
+
+    for d in verdict.get("kept") or []:
+        for v in inside(d):
+            if v.status == "contradicted" and (v.status_why or "").startswith("validation"):
+                v.status, v.status_why = "verified", None
+                if v.nights_confirmed is not None:
+                    v.nights_confirmed += 1
+                    v.nights_contradicted = max(0, (v.nights_contradicted or 0) - 1)
+    n = 0
+    for d in verdict.get("dropped") or []:
+        if not d.get("figures"):
+            continue        # nothing measured inside the range: no evidence either way
+        figs = ", ".join(f"{f['msize']} B {f['ratio']:.2f}x" for f in d["figures"] if f.get("ratio") is not None)
+        for v in inside(d):
+            if v.status == "verified":
+                v.status = "contradicted"
+                v.status_why = f"validation of {label}: {d.get('why', '')} (default/tuned {figs})"[:1000]
+                if v.nights_confirmed is not None:
+                    v.nights_confirmed = max(0, v.nights_confirmed - 1)
+                    v.nights_contradicted = (v.nights_contradicted or 0) + 1
+                n += 1
+    verified = db.session.scalars(select(Violation).where(Violation.analysis_id == a.id,
+                                                          Violation.status == "verified")).all()
+    a.n_violations = len(verified)
+    a.max_slowdown = max((_finite(v.slowdown) for v in verified), default=None)
+    db.session.flush()
+    from service.store.queries import refresh_overview
+    refresh_overview(db.session, [a.library_id])
+    return n

@@ -24,6 +24,10 @@ ROLE_RANK = {r: i for i, r in enumerate(ROLES)}
 JOB_STATES = ("PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED")
 CAMPAIGN_STATES = ("planned", "running", "completed", "failed", "cancelled")
 PROFILE_STATES = ("candidate", "validated", "published", "rolled-back")
+# what a stored violation is worth (service/analysis/README.md, "One truth on every page"): verified by its
+# campaign's analysis; unconfirmed: found, but by fewer campaigns (nights) than the candidate rule requires;
+# contradicted: the paired validation measured its range slower or not faster
+VIOLATION_STATES = ("verified", "unconfirmed", "contradicted")
 
 
 def utcnow() -> datetime:
@@ -253,6 +257,13 @@ class Violation(db.Model):
     ref_msize: Mapped[Optional[int]] = mapped_column(Integer)       # monotony/split: the smaller size
     barrier_warning: Mapped[Optional[bool]] = mapped_column(Boolean)  # None: no barrier measurements
     layout: Mapped[str] = mapped_column(String(60), default="", server_default="")  # of its config; "" unknown
+    status: Mapped[str] = mapped_column(String(16), default="verified", server_default="verified")  # VIOLATION_STATES
+    status_why: Mapped[Optional[str]] = mapped_column(Text)                 # unconfirmed / contradicted: why
+    # replication across nights (pattern violations): the campaigns of this machine x library whose latest
+    # analysis found it (this one included) and those that contradicted it (tested it and did not find it, or
+    # their validation measured it slower); None for monotony / split
+    nights_confirmed: Mapped[Optional[int]] = mapped_column(Integer)
+    nights_contradicted: Mapped[Optional[int]] = mapped_column(Integer)
     analysis: Mapped[Analysis] = relationship(back_populates="violations")
 
 

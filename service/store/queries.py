@@ -36,11 +36,18 @@ def refresh_overview(session: Session, library_ids: Optional[Iterable[int]] = No
         select(Analysis.id, Analysis.machine_id, Analysis.created_at, Analysis.n_checked, Analysis.n_violations,
                Analysis.max_slowdown).where(Analysis.id.in_(list(latest.values()))))}
     per_coll: dict[int, dict] = {}
-    for aid, coll, n, worst in session.execute(
-            select(Violation.analysis_id, Violation.collective, func.count(), func.max(Violation.slowdown))
+    # "violations" counts the verified ones; contradicted and unconfirmed are counted apart (models.py,
+    # VIOLATION_STATES), so the API and the pages give the same figures
+    for aid, coll, status, n, worst in session.execute(
+            select(Violation.analysis_id, Violation.collective, Violation.status, func.count(),
+                   func.max(Violation.slowdown))
             .where(Violation.analysis_id.in_(list(latest.values())))
-            .group_by(Violation.analysis_id, Violation.collective)):
-        per_coll.setdefault(aid, {})[coll] = {"violations": n, "max_slowdown": worst}
+            .group_by(Violation.analysis_id, Violation.collective, Violation.status)):
+        e = per_coll.setdefault(aid, {}).setdefault(coll, {"violations": 0, "max_slowdown": None})
+        if status == "verified":
+            e["violations"], e["max_slowdown"] = n, worst
+        else:
+            e[status] = e.get(status, 0) + n
     rows = []
     for lib_id, aid in latest.items():
         _, mid, at, nc, nv, ms = heads[aid]
@@ -77,6 +84,8 @@ def violations_overview(session: Session, machine: Optional[str] = None, library
             q.order_by(Machine.name, MpiLibrary.name, MpiLibrary.version)):
         out.append({"machine": mname, "library": lname, "version": lver, "module": lmod, "analysis_id": aid,
                     "analysed_at": _utc(at).isoformat() if at else None, "n_checked": nc, "n_violations": nv,
+                    "n_contradicted": sum(e.get("contradicted", 0) for e in (byc or {}).values()),
+                    "n_unconfirmed": sum(e.get("unconfirmed", 0) for e in (byc or {}).values()),
                     "max_slowdown": ms, "by_collective": byc or {},
                     "history": [h for h in (hist or []) if h[0] >= since]})
     if history_days > HISTORY_KEEP_DAYS and out:   # longer than the summary keeps: ix_analyses_library_created

@@ -267,19 +267,30 @@ static void pool_size_from_env(const char *var, size_t *dst)
         *dst = (size_t)x;
 }
 
-/* Broadcast a rank-0 byte string (len then bytes). */
-static void bcast_bytes(char **buf, size_t *len)
+/* Rank 0's n values to every rank, as an Allreduce (MAX over zeros elsewhere), not a Bcast: with Open MPI
+ * 4.1 on shared memory, an odd number of one-way messages between two ranks (one small Bcast) left every
+ * later small collective of the application 20-80 % slower, even called as PMPI_ (lib/bench/README.md,
+ * "Compared with ReproMPI"; tests/bench/lib_init_cost.sh). */
+static void share_from_rank0(uint64_t *v, int n)
+{
+    uint64_t in[4] = {0, 0, 0, 0};
+    if (g_rank == 0) memcpy(in, v, (size_t)n * sizeof *v);
+    PMPI_Allreduce(in, v, n, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+}
+
+/* Rank 0's byte string (len then bytes) to every rank, without a Bcast (see share_from_rank0). */
+static void share_bytes_from_rank0(char **buf, size_t *len)
 {
     uint64_t l = *len;
-    PMPI_Bcast(&l, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    share_from_rank0(&l, 1);
     if (g_rank != 0) {
-        *buf = l ? malloc((size_t)l) : NULL;
+        *buf = l ? calloc((size_t)l, 1) : NULL;   /* zeros: OR-ed with rank 0's bytes below */
         *len = (size_t)l;
     }
     size_t off = 0;
     while (off < l) {
         size_t chunk = l - off > (1u << 30) ? (1u << 30) : l - off;
-        PMPI_Bcast(*buf + off, (int)chunk, MPI_BYTE, 0, MPI_COMM_WORLD);
+        PMPI_Allreduce(MPI_IN_PLACE, *buf + off, (int)chunk, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
         off += chunk;
     }
 }
@@ -331,7 +342,7 @@ static void setup_pools(pgmpi_options_t *o)
         sizes[0] = msg;
         sizes[1] = ints;
     }
-    PMPI_Bcast(sizes, 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    share_from_rank0(sizes, 2);
     g_msg_req = (size_t)sizes[0];
     g_int_req = (size_t)sizes[1];
     uint64_t have[3] = {0, 0, (uint64_t)probe_pack_raw()};
@@ -372,9 +383,10 @@ static void setup_profiles(pgmpi_options_t *o)
             ok = 0;
         }
     }
-    PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (!ok) return;
-    bcast_bytes(&blob, &len);
+    uint64_t ok64 = (uint64_t)ok;
+    share_from_rank0(&ok64, 1);
+    if (!ok64) return;
+    share_bytes_from_rank0(&blob, &len);
     g_nbad_profiles = pgmpi_profset_load_blob(&g_profiles, blob, len, profile_diag, NULL);
     free(blob);
     for (int c = 0; c < PGMPI_NCOLL; c++) {

@@ -57,8 +57,13 @@ def test_good_yaml_and_plan(tmp_path):
     j = jobs[0]
     assert sorted({ln.index for ln in j.launches}) == [0, 1, 2]
     groups = {tuple(a for a in ln.argv if a.startswith(("--calls", "--algorithms"))) for ln in j.launches}
-    assert groups == {("--calls=allreduce", "--algorithms=all"), ("--calls=allgather", "--algorithms=all"),
-                      ("--calls=bcast", "--algorithms=default,bcast_as_scatter_allgather")}
+    # every measured cell has the control arm (the default again under default_control), unless switched off
+    assert groups == {("--calls=allreduce", "--algorithms=all,default_control"),
+                      ("--calls=allgather", "--algorithms=all,default_control"),
+                      ("--calls=bcast", "--algorithms=default,bcast_as_scatter_allgather,default_control")}
+    off = plan(c.model_copy(update={"control": False}))[0]
+    assert {a for ln in off.launches for a in ln.argv if a.startswith("--algorithms")} == \
+        {"--algorithms=all", "--algorithms=default,bcast_as_scatter_allgather"}
     assert all("--predict=rse,covmedian" in ln.argv and "--campaign=nightly" in ln.argv for ln in j.launches)
     est = estimate(c, jobs)
     assert est.jobs == 4 and est.launches == 4 * 9

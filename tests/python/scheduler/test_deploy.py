@@ -52,3 +52,16 @@ def test_units_and_scrontab_run_the_agent():
     from scheduler.campaign import load_campaign
     c = load_campaign(DEPLOY / "nightly.example.yaml")
     assert c.retry.states == ["FAILED", "NODE_FAIL"] and c.mpiruns == 5
+    # replication across nights: the nightly example proposes a redirection only when two nights found it,
+    # the demo's one-off campaign when it found it itself
+    assert c.validation.confirmations == 2
+
+
+def test_demo_campaign_needs_one_confirming_campaign(tmp_path):
+    import importlib.util
+    from scheduler.campaign import load_campaign
+    spec = importlib.util.spec_from_file_location("pgmpi_demo", ROOT / "deploy" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    (tmp_path / "demo.yaml").write_text(demo.CAMPAIGN.format(name="demo", machine="m1"))
+    assert load_campaign(tmp_path / "demo.yaml").validation.confirmations == 1

@@ -66,12 +66,17 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
             diff = compare_metadata(MigrationContext.configure(conn), db.metadata)
         assert diff == []
 
-        flask_migrate.downgrade(directory=MIGRATIONS, revision="0003")
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="0004")
+        tables, idx, rev = _state(app)
+        assert rev == "0004" and tables == TABLES and "status" not in _columns("violations")
+        assert "layout" not in _columns("runs")
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
         assert rev == "0003" and tables == TABLES - {"library_overview"}
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
         assert rev == HEAD and tables == TABLES
+        assert {"status", "status_why", "nights_confirmed", "nights_contradicted"} <= _columns("violations")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="0002")
         tables, idx, rev = _state(app)
         assert rev == "0002" and "kind" not in _columns("violations")
@@ -90,11 +95,11 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
 
 
 def test_layout_columns_are_filled_from_what_runs_recorded(empty_url, tmp_path):
-    """0005_layout17: runs stored before it get their layout label from nodes x ppn (when that is their p) and
+    """0006_layout17: runs stored before it get their layout label from nodes x ppn (when that is their p) and
     hosts / placement from their #@ headers; down removes the columns."""
     app = make_app(empty_url, tmp_path / "inst")
     with app.app_context():
-        flask_migrate.upgrade(directory=MIGRATIONS, revision="0004")
+        flask_migrate.upgrade(directory=MIGRATIONS, revision="0005_truth22")
         with db.engine.begin() as conn:
             conn.execute(text("INSERT INTO machines (id, name, nodes, cores_per_node, interconnect, notes, created_at) "
                               "VALUES (1, 'm', 3, 2, '', '', CURRENT_TIMESTAMP)"))
@@ -110,11 +115,11 @@ def test_layout_columns_are_filled_from_what_runs_recorded(empty_url, tmp_path):
                     "nodes, ppn, nprocs, state, reason, created_at, headers, footer) VALUES "
                     f"({rid}, 1, 1, 1, 'f{rid}', '', 0, {nodes}, {ppn}, {nprocs}, 'COMPLETED', '', CURRENT_TIMESTAMP, "
                     f"'{hdr}', '[]')"))
-        flask_migrate.upgrade(directory=MIGRATIONS, revision="0005_layout17")
+        flask_migrate.upgrade(directory=MIGRATIONS, revision="0006_layout17")
         with db.engine.connect() as conn:
             got = conn.execute(text("SELECT id, layout, hosts, placement FROM runs ORDER BY id")).all()
         assert [tuple(r) for r in got] == [(1, "2x2", "node1,node2", "0:2,1:2"), (2, "", "node1,node2", "0:3,1:2")]
         assert "layout" in _columns("violations") and "layout" in _columns("validation_figures")
-        flask_migrate.downgrade(directory=MIGRATIONS, revision="0004")
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="0005_truth22")
         assert "layout" not in _columns("runs") and "layout" not in _columns("violations")
         db.engine.dispose()

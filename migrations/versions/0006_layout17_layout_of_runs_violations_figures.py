@@ -1,7 +1,7 @@
 """layout17: the layout of runs (label, hosts, placement), violations and validation figures
 
-Revision ID: 0005_layout17
-Revises: 0004
+Revision ID: 0006_layout17
+Revises: 0005_truth22
 Create Date: 2026-11-23 22:00:00
 
 The label is pgmpi_formats.layouts.layout_label; existing runs get it from nodes x ppn where that is their
@@ -12,8 +12,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0005_layout17'
-down_revision = '0004'
+revision = '0006_layout17'
+down_revision = '0005_truth22'
 branch_labels = None
 depends_on = None
 
