@@ -25,6 +25,7 @@ ctld_port=${PGMPI_CLUSTER_CTLD_PORT:-16917}
 slurmd_port=${PGMPI_CLUSTER_SLURMD_PORT:-16918}
 munge_sock=$state/munge/munge.socket
 export SLURM_CONF=$conf
+. "$top/deploy/slurm-conf.sh"
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 ns() { echo "${prefix}-node$1"; }
@@ -49,34 +50,9 @@ ClusterName=pgmpivc
 SlurmctldHost=${prefix}ctl($net.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-SlurmUser=root
-AuthType=auth/munge
 AuthInfo=socket=$munge_sock
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SlurmdParameters=config_overrides
-SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc=$state/log/jobcomp.txt
-JobAcctGatherType=jobacct_gather/none
-MinJobAge=3600
-ReturnToService=2
-MpiDefault=none
-StateSaveLocation=$state/spool/ctld
-SlurmdSpoolDir=$state/spool/%n
-SlurmctldPidFile=$state/run/slurmctld.pid
-SlurmdPidFile=$state/run/slurmd-%n.pid
-SlurmctldLogFile=$state/log/slurmctld.log
-SlurmdLogFile=$state/log/slurmd-%n.log
-TmpFS=$state/tmp/%n
-InactiveLimit=0
-KillWait=5
-Waittime=0
 CONF
+    slurm_conf_common "$state" 1
     for i in $(seq 1 "$nodes"); do
       echo "NodeName=node$i NodeAddr=$net.$((10 + i)) CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=2000 State=UNKNOWN"
     done

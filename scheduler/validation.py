@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgmpi_formats.collectives import by_mpi_name
-from pgmpi_formats.prf import ProfileFormatError, parse_prf, redirected_ranges
+from pgmpi_formats.layouts import parse_layout
+from pgmpi_formats.prf import ProfileFormatError, parse_prf, profile_layout, redirected_ranges
 from pgmpi_formats.validation import figures as paired_figures
 
 from .campaign import Campaign
@@ -44,6 +45,7 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
     """A validation job for one candidate profile version (as the analyses endpoint returns it)."""
     calls: dict[str, list[int]] = {}
     nprocs = None
+    layout_wanted = ""
     for text in version.get("files", {}).values():
         try:
             prf = parse_prf(text)
@@ -54,12 +56,18 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
             key, sizes = got
             calls[key] = sorted(set(calls.get(key, [])) | set(sizes))
             nprocs = nprocs or prf["nprocs"]
+            layout_wanted = layout_wanted or profile_layout(prf)
     if not calls:
         return None
     library = version.get("library") or version.get("mpi")
     modules = [m for m in c.modules if library is None or m.mpi == library] or list(c.modules)
     module = modules[0]
-    layouts = [lay for lay in c.layouts if lay.nprocs == nprocs] or list(c.layouts)
+    # a layout profile is measured on its layout (service/analysis/validation.py judges it by figures of that
+    # layout only); the profile for p on one node where the campaign has one; one job per version
+    wanted = parse_layout(layout_wanted)
+    layouts = ([lay for lay in c.layouts if wanted and (lay.nodes, lay.ppn) == wanted]
+               or sorted((lay for lay in c.layouts if lay.nprocs == nprocs), key=lambda lay: lay.nodes)
+               or list(c.layouts))
     layout = layouts[0]
     nrep = c.validation.nrep
     if c.validation.interleaved:      # paired: both arms in every mpirun (service/analysis/validation.py)

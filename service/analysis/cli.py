@@ -99,7 +99,7 @@ def quality_cmd(files, alpha, test, fdr, split_tolerance, fmt):
         t.add_column(c, justify="left" if c in ("machine", "library") else "right", no_wrap=True)
     for e in q:
         cc = e["counts"]
-        t.add_row(e["machine"], f"{e['library']}-{e['version']}" if e["version"] else e["library"], str(e["nprocs"]),
+        t.add_row(e["machine"], f"{e['library']}-{e['version']}" if e["version"] else e["library"], str(e["nprocs"]) + (f" {e['layout']}" if e.get("layout") else ""),
                   "" if e["score"] is None else f"{e['score']:.1f}",
                   "" if e["passed_share"] is None else f"{e['passed_share']:.1%}",
                   *(f"{cc[k]['brave']}/{cc[k]['cautious']} of {cc[k]['checks']}" for k in ("pattern", "monotony", "split")))
@@ -133,7 +133,7 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, gain, memory_
     paths = write_profiles(profs, out_dir)
     for p, path in zip(profs, paths):
         rng = ", ".join(f"{lo}-{hi}:{m}" for lo, hi, m in p.ranges)
-        click.echo(f"{path}: {p.mpi_name} p={p.nprocs} {rng}")
+        click.echo(f"{path}: {p.mpi_name} p={p.nprocs}{' layout ' + p.layout if p.layout else ''} {rng}")
     click.echo(a.control.line())
     if not profs:
         click.echo("no profile: " + ("the control arm is untrustworthy" if not a.control.trustworthy else

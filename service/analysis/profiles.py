@@ -1,7 +1,7 @@
 """Tuned profiles (.prf, lib/docs/profile-format.md) from pattern verdicts.
 
     profs = generate_profiles(analysis, gain=0.10, msg_budget=None, int_budget=None, cautious=False)
-    paths = write_profiles(profs, out_dir)        # <key>_p<p>.prf (subdirs <machine>/<lib>-<ver> if mixed)
+    paths = write_profiles(profs, out_dir)        # <key>_p<p>[_<N>x<P>].prf (subdirs <machine>/<lib>-<ver> if mixed)
     ok, output = check_profiles(out_dir)          # runs pgmpitune-check when it can be found
 
 Decision per (config, collective, measured size): the winner is the mock-up with the lowest median among those
@@ -14,7 +14,15 @@ Ranges: consecutive measured sizes with the same winning mock-up merge into one 
 [first measured size, last measured size], which also covers every unmeasured size between them (both
 neighbours agree). Sizes between two measured sizes with different winners, below the smallest and above
 the largest measured size are NOT covered: the library uses its default there (a conservative choice:
-nothing was measured that supports a switch). Budgets default to the pools the runs report
+nothing was measured that supports a switch).
+
+Layouts: every config (p and its layout, service/analysis/stats.py) gets its own decisions; results of the
+same p on 1x4 and 2x2 never mix. A config on one node writes the plain profile for p (`<key>_p<p>.prf`, as
+PGMPITuneLib reads it); a config on several nodes with the same ranks on each (NxP, N > 1) writes a layout
+profile, `#@pgmpi layout NxP` in `<key>_p<p>_NxP.prf` (lib/docs/profile-format.md), which the library applies
+only on a communicator of exactly that layout. An uneven or interleaved placement writes no profile: the
+library could not tell it from an even block layout of the same p, so its measurements must not choose
+for one. Budgets default to the pools the runs report
 (`#@pgmpi config size_msg_buffer_bytes / size_int_buffer_bytes`), else the library defaults 100000000 / 200000.
 """
 from __future__ import annotations
@@ -27,7 +35,8 @@ from pathlib import Path
 
 from pgmpi_formats import collectives as _colls
 from pgmpi_formats.checker import find_checker
-from pgmpi_formats.prf import effective_ranges, format_prf, meta_token as _tok
+from pgmpi_formats.layouts import parse_layout
+from pgmpi_formats.prf import effective_ranges, format_prf, meta_token as _tok, profile_filename
 from .guidelines import Analysis
 from .memory import MemoryModel
 from . import verdicts as _vd
@@ -58,13 +67,15 @@ class Profile:
     ranges: list[tuple[int, int, str]]            # inclusive byte ranges -> mock-up
     decisions: list[Decision] = field(default_factory=list)
     text: str = ""
+    layout: str = ""            # "NxP" (N > 1): a layout profile; "": the profile for p
 
     @property
     def filename(self) -> str:
-        return f"{self.collective}_p{self.nprocs}.prf"
+        return profile_filename(self.collective, self.nprocs, self.layout)
 
     def to_dict(self) -> dict:
         return {"machine": self.machine, "library": self.library, "version": self.version, "nprocs": self.nprocs,
+                "layout": self.layout,
                 "collective": self.collective, "mpi_name": self.mpi_name, "filename": self.filename,
                 "ranges": [{"first": a, "last": b, "mockup": m} for a, b, m in self.ranges],
                 "decisions": [d.__dict__ for d in self.decisions], "text": self.text}
@@ -116,8 +127,11 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
         p = cfg.nprocs
         if p <= 0:
             continue
-        ident = (cfg.machine, cfg.library, cfg.version, p, key)
-        if ident in seen:       # same p measured with another node layout: the first config wins
+        layout = profile_layout_of(cfg)
+        if layout is None:
+            continue            # uneven or interleaved: no profile the library could key on (module docstring)
+        ident = (cfg.machine, cfg.library, cfg.version, p, key, layout)
+        if ident in seen:       # p measured on one node twice (nodes unknown and 1xP): the first config wins
             continue
         seen.add(ident)
         mem = a.memory_config.get(c, {})
@@ -180,10 +194,22 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
         if not ranges:
             continue
         prof = Profile(cfg=c, machine=cfg.machine, library=cfg.library, version=cfg.version, nprocs=p,
-                       collective=key, mpi_name=coll.mpi_name, ranges=ranges, decisions=decisions)
+                       collective=key, mpi_name=coll.mpi_name, ranges=ranges, decisions=decisions, layout=layout)
         prof.text = render(prof, a, gain, mb, ib, campaign, created, memory.source)
         profiles.append(prof)
     return profiles
+
+
+def profile_layout_of(cfg) -> str | None:
+    """The `#@pgmpi layout` a config's profile carries: "" (one node or nodes unknown: the profile for p),
+    "NxP" (N > 1 nodes, P ranks each, in blocks), None (uneven or interleaved: no profile)."""
+    lay = getattr(cfg, "layout", "") or ""
+    if not lay:
+        return ""
+    even = parse_layout(lay)
+    if even is None:
+        return None
+    return "" if even[0] == 1 else lay
 
 
 def _adjacent(decisions: list[Decision], prev: int, cur: int) -> bool:
@@ -201,7 +227,8 @@ def render(prof: Profile, a: Analysis, gain: float, mb: int, ib: int, campaign: 
         sl = [med[s].default_median / med[s].winner_median for s in med if lo <= s <= hi and med[s].winner == m]
         notes.append(f"{m}, measured {min(sl):.2f}x-{max(sl):.2f}x faster")
     meta = {"machine": _tok(prof.machine), "mpi_library": _tok(prof.library),
-            "mpi_version": prof.version and _tok(prof.version), "campaign": campaign and _tok(campaign),
+            "mpi_version": prof.version and _tok(prof.version), "layout": prof.layout or None,
+            "campaign": campaign and _tok(campaign),
             "created": created, "generator": GENERATOR}
     comments = [f"one-sided {test}, alpha={a.alpha}, gain>={gain:.0%}, memory budget {mb} B msg / {ib} B int"
                 f" ({mem_source} figures)",

@@ -1,6 +1,6 @@
-"""Quality score per (machine, library, version, p).
+"""Quality score per (machine, library, version, p, layout).
 
-    quality(analysis) -> list[dict]   (one entry per machine/library/version/p)
+    quality(analysis) -> list[dict]   (one entry per machine/library/version/p/layout)
 
 Definition (README.md, "Quality score"): for every pattern check cell (collective, message size) of the key,
 let r = median(fastest mock-up that violates the guideline, counted cautiously, i.e. without barrier warning)
@@ -19,9 +19,9 @@ from .guidelines import KINDS, Analysis
 def quality(a: Analysis) -> list[dict]:
     keys: dict[tuple, list[int]] = {}
     for c, cf in enumerate(a.configs):
-        keys.setdefault((cf.machine, cf.library, cf.version, cf.nprocs), []).append(c)
+        keys.setdefault((cf.machine, cf.library, cf.version, cf.nprocs, cf.layout), []).append(c)
     out = []
-    for (machine, lib, ver, p), cfgs in keys.items():
+    for (machine, lib, ver, p, layout), cfgs in keys.items():
         cs = set(cfgs)
         vs = [v for v in a.verdicts if v.cfg in cs]
         best: dict[tuple, float] = {}
@@ -41,7 +41,7 @@ def quality(a: Analysis) -> list[dict]:
                             "cautious": sum(v.violated and not v.barrier_warning for v in kv)}
         checks = sum(c["checks"] for c in counts.values())
         passed = checks - sum(c["brave"] for c in counts.values())
-        out.append({"machine": machine, "library": lib, "version": ver, "nprocs": p,
+        out.append({"machine": machine, "library": lib, "version": ver, "nprocs": p, "layout": layout,
                     "score": None if score is None else round(score, 2), "cells": len(best),
                     "passed_share": (passed / checks) if checks else None, "counts": counts})
     return out

@@ -5,7 +5,8 @@
     pvalues_greater(xs, ys, test="mannwhitney") -> np.ndarray   # H1: x stochastically greater (slower) than y
     bh_adjust(pvalues) -> np.ndarray         # Benjamini-Hochberg adjusted p-values (scipy.stats.false_discovery_control)
 
-A *config* is one (machine, mpi_library, mpi_version, nprocs, nodes, ppn). Following PGMPI (paper IV-C), the
+A *config* is one (machine, mpi_library, mpi_version, nprocs, nodes, ppn, layout): the same p on 1x4 and 2x2
+are two configs, never mixed. Following PGMPI (paper IV-C), the
 measurements of one (mpirun, call, msize, algorithm) are first reduced to their median; the R medians of the
 R mpiruns form the sample a test compares. Tests: "mannwhitney" (Wilcoxon rank-sum / Mann-Whitney U, default),
 "welch" (Welch's t-test), "ks" (two-sample Kolmogorov-Smirnov); all one-sided.
@@ -44,11 +45,12 @@ class Config:
     nprocs: int
     nodes: int
     ppn: int
+    layout: str = ""        # pgmpi_formats.layouts: "2x2", "3+2", "2x2-interleaved"; "" unknown
 
     @property
     def label(self) -> str:
         v = f"-{self.version}" if self.version else ""
-        lay = f" ({self.nodes}x{self.ppn})" if self.nodes and self.ppn else ""
+        lay = f" ({self.layout})" if self.layout else ""
         return f"{self.machine} {self.library}{v} p={self.nprocs}{lay}"
 
 
@@ -115,7 +117,7 @@ def build_cells(rs: ResultSet) -> Cells:
     config_runs: list[list[int]] = []
     for ri in range(len(rs.runs)):
         key = (rs.machines[rs.run_machine[ri]], rs.libraries[rs.run_library[ri]], rs.versions[rs.run_version[ri]],
-               int(rs.run_nprocs[ri]), int(rs.run_nodes[ri]), int(rs.run_ppn[ri]))
+               int(rs.run_nprocs[ri]), int(rs.run_nodes[ri]), int(rs.run_ppn[ri]), rs.runs[ri].layout)
         if key not in cfg_keys:
             cfg_keys[key] = len(configs)
             configs.append(Config(*key))

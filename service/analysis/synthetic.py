@@ -61,6 +61,8 @@ class Design:
     # (collective, algorithm, size) -> one extra time factor per mpirun, cycled (a cost that switches between
     # regimes from one launch to the next, e.g. [1.0] * 6 + [3.4] * 4; service/analysis/regimes.py)
     regimes: dict[tuple[str, str, int], list[float]] = field(default_factory=dict)
+    nodes: int = 1                                  # the layout: nodes x nprocs/nodes ranks in blocks
+    placement: str = ""                             # or as pgmpi-bench records it ("0:3,1:2"), for uneven ones
 
 
 def simulate(d: Design, rng: np.random.Generator) -> list[RunResult]:
@@ -102,9 +104,11 @@ def simulate(d: Design, rng: np.random.Generator) -> list[RunResult]:
         out = rng.random(n) < d.p_outlier
         rep_f[out] *= 1.0 + rng.exponential(1.0, out.sum())
         header = {"pgmpi_format": "1", "machine": d.machine, "mpi_library": d.library, "mpi_version": d.version,
-                  "nodes": "1", "ppn": str(d.nprocs), "nprocs": str(d.nprocs), "mpirun_index": str(r),
-                  "campaign": d.campaign}
-        runs.append(RunResult(source=f"{d.machine}-{d.library}-p{d.nprocs}-run{r}.txt", header=header,
+                  "nodes": str(d.nodes), "ppn": str(-(-d.nprocs // d.nodes)), "nprocs": str(d.nprocs),
+                  "placement": d.placement or ",".join(f"{k}:{d.nprocs // d.nodes}" for k in range(d.nodes)),
+                  "mpirun_index": str(r), "campaign": d.campaign}
+        lay = "" if d.nodes == 1 and not d.placement else f"-n{d.nodes}{'-' + d.placement if d.placement else ''}"
+        runs.append(RunResult(source=f"{d.machine}-{d.library}-p{d.nprocs}{lay}-run{r}.txt", header=header,
                               tests=list(tests), algorithms=list(algos), test=t_code, nrep=nrep, msize=msize,
                               runtime=base * run_f * rep_f, algorithm=a_code))
     return runs

@@ -31,12 +31,22 @@ import math
 import statistics
 
 from pgmpi_formats import collectives as _colls
-from pgmpi_formats.prf import format_prf, parse_prf
+from pgmpi_formats.layouts import parse_layout
+from pgmpi_formats.prf import format_prf, parse_prf, profile_layout
 from pgmpi_formats.validation import TUNED, figures  # noqa: F401  (figures: the agent's half, re-exported)
 from .profiles import refuse_control
 from .regimes import split_regimes
 
 TOLERANCE_FLOOR = 0.05     # the control sizes' ratio may miss 1.0 by this much when no null spread is known
+
+
+def layout_serves(profile_lay: str, measured: str) -> bool:
+    """Whether a figure measured on `measured` speaks for a profile of `profile_lay`: a layout profile only
+    by figures of exactly its layout, the profile for p (one node) by figures on one node or of unknown layout."""
+    if profile_lay:
+        return measured == profile_lay
+    even = parse_layout(measured)
+    return measured == "" or (even is not None and even[0] == 1)
 
 
 def _get(f, name, default=None):
@@ -102,7 +112,8 @@ def judge(profile_files: dict[str, str], figs, null_spread: float | None = None,
         if coll is None:
             errors.append({"file": fname, "error": f"unknown collective {prf['mpi_name']!r}"})
             continue
-        mine = [f for f in figs if _get(f, "collective") == coll.key and _get(f, "nprocs") == prf["nprocs"]]
+        mine = [f for f in figs if _get(f, "collective") == coll.key and _get(f, "nprocs") == prf["nprocs"]
+                and layout_serves(profile_layout(prf), _get(f, "layout", "") or "")]
         redirected = [r for r in prf["ranges"] if r[2] != "default"]
         for f in mine:
             if not any(lo <= _get(f, "msize") <= hi for lo, hi, _ in redirected):

@@ -63,6 +63,8 @@ def list_violations():
     q = select(Violation).where(Violation.analysis_id.in_(ids) if ids else False)
     if request.args.get("collective"):
         q = q.where(Violation.collective == request.args["collective"])
+    if request.args.get("layout"):
+        q = q.where(Violation.layout == request.args["layout"])
     rows = db.session.scalars(q.order_by(Violation.slowdown.desc(), Violation.id).limit(limit).offset(offset))
     return jsonify(items=[violation_json(v) for v in rows])
 

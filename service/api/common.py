@@ -244,7 +244,7 @@ def run_json(r: Run) -> dict:
     return {"id": r.id, "machine": r.machine.name, "library": r.library.name, "version": r.library.version,
             "module": r.library.module, "campaign_id": r.campaign_id, "file_name": r.file_name,
             "slurm_job_id": r.slurm_job_id, "mpirun_index": r.mpirun_index, "nodes": r.nodes, "ppn": r.ppn,
-            "nprocs": r.nprocs, "state": r.state, "reason": r.reason, "created_at": iso(r.created_at)}
+            "nprocs": r.nprocs, "layout": r.layout, "hosts": r.hosts, "placement": r.placement, "state": r.state, "reason": r.reason, "created_at": iso(r.created_at)}
 
 
 def series_json(s: Series, values: bool = False) -> dict:
@@ -267,7 +267,8 @@ def analysis_json(a: Analysis, violations: bool = False) -> dict:
 
 def violation_json(v: Violation) -> dict:
     return {"id": v.id, "analysis_id": v.analysis_id, "collective": v.collective, "mockup": v.mockup,
-            "msize": v.msize, "nprocs": v.nprocs, "default_time": v.default_time, "mockup_time": v.mockup_time,
+            "msize": v.msize, "nprocs": v.nprocs, "layout": v.layout, "default_time": v.default_time,
+            "mockup_time": v.mockup_time,
             "slowdown": v.slowdown, "p_value": v.p_value, "kind": v.kind, "ref_msize": v.ref_msize,
             "barrier_warning": v.barrier_warning, "status": v.status, "status_why": v.status_why,
             "nights_confirmed": v.nights_confirmed, "nights_contradicted": v.nights_contradicted}
@@ -280,7 +281,7 @@ def version_json(v: ProfileVersion, files: bool = False) -> dict:
            "published_path": v.published_path, "file_names": sorted(v.files)}
     if files:
         out["files"] = v.files
-        out["figures"] = [{"collective": f.collective, "msize": f.msize, "nprocs": f.nprocs,
+        out["figures"] = [{"collective": f.collective, "msize": f.msize, "nprocs": f.nprocs, "layout": f.layout,
                            "default_time": f.default_time, "tuned_time": f.tuned_time, "speedup": f.speedup}
                           for f in v.figures]
     return out

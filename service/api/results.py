@@ -150,6 +150,8 @@ def list_runs():
         q = q.join(Campaign, Campaign.id == Run.campaign_id).where(Campaign.name == request.args["campaign"])
     if request.args.get("upload_id"):
         q = q.join(Upload, Upload.id == Run.upload_pk).where(Upload.upload_id == request.args["upload_id"])
+    if request.args.get("layout"):
+        q = q.where(Run.layout == request.args["layout"])
     rows = db.session.scalars(q.order_by(Run.id.desc()).limit(limit).offset(offset))
     return jsonify(items=[run_json(r) for r in rows])
 

@@ -112,6 +112,8 @@ class ValidationFigureIn(_In):
     collective: str = Field(pattern=r"^[a-z]{2,40}$", description="collective key, e.g. allreduce")
     msize: int = Field(ge=0, le=2**40)
     nprocs: int = Field(ge=1, le=10_000_000)
+    layout: str = Field(default="", max_length=60, pattern=r"^[0-9a-z+-]*$",
+                        description="the layout the validation job measured (2x2, 3+2, 2x2-interleaved; '' unknown)")
     default_time: float = Field(gt=0, lt=1e6)
     tuned_time: float = Field(gt=0, lt=1e6)
     speedup: Optional[float] = Field(default=None, ge=0, lt=1e9)

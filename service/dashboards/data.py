@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +29,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from pgmpi_formats.collectives import COLLECTIVES as _COLLS
+from pgmpi_formats.layouts import sort_key as layout_sort_key
 from service.store.models import (Analysis, AuditLog, BarrierSeries, Campaign, Job, Machine, MpiLibrary,
                             ProfileSet, ProfileVersion, Run, Series, ValidationFigure, Violation)
 
@@ -134,17 +136,20 @@ def analysis_counts(a: Analysis, flags: dict[int, int], statuses: dict[int, dict
                     ) -> dict[str, Any]:
     """brave/cautious/quality of an analysis: brave = its verified violations (status_counts), cautious =
     those without a barrier warning (barrier_flags); contradicted and unconfirmed apart. Quality is the score
-    of service/analysis/quality.py per p (the worst p shown); None when the analysis stored none."""
+    of service/analysis/quality.py per p and layout (the worst shown); None when the analysis stored none."""
     summ = a.summary if isinstance(a.summary, dict) else {}
     counts = summ.get("counts") if isinstance(summ.get("counts"), dict) else {}
     allc = counts.get("all") if isinstance(counts.get("all"), dict) else {}
     st = (statuses or {}).get(a.id) or {"verified": a.n_violations, "unconfirmed": 0, "contradicted": 0}
     brave = st["verified"]
     cautious = brave - flags.get(a.id, 0)
-    per_p = {int(e["nprocs"]): float(e["score"]) for e in summ.get("quality") or []
-             if e.get("score") is not None}
+    per_p = {Sel(int(e["nprocs"]), e.get("layout") or None).label: float(e["score"])
+             for e in summ.get("quality") or [] if e.get("score") is not None}
     quality = min(per_p.values()) if per_p else None
-    return {"analysis_id": a.id, "campaign_id": a.campaign_id, "at": a.created_at, "brave": brave,
+    layouts = sorted({Sel(int(c.get("nprocs") or 0), c.get("layout") or None) for c in summ.get("configs") or []
+                      if isinstance(c, dict) and c.get("nprocs")},
+                     key=lambda x: (x.p, layout_sort_key(x.layout or "")))
+    return {"layouts": layouts, "analysis_id": a.id, "campaign_id": a.campaign_id, "at": a.created_at, "brave": brave,
             "cautious": cautious, "contradicted": st["contradicted"], "unconfirmed": st["unconfirmed"],
             "checked": allc.get("checks", a.n_checked), "quality": quality,
             "quality_per_p": per_p, "max_slowdown": a.max_slowdown, "defects": defects_of(a),
@@ -244,11 +249,54 @@ def nprocs_of(s, lib: MpiLibrary, campaign: Campaign | None) -> list[int]:
     return sorted(s.scalars(q).all())
 
 
-def medians(s, lib: MpiLibrary, campaign: Campaign | None, p: int, call: str | None = None):
-    """(call, algorithm, msize) -> per-run medians, for one campaign (or all) and p."""
-    q = (select(Series.call, Series.algorithm, Series.msize, Series.median)
-         .join(Run, Run.id == Series.run_id)
-         .where(Run.library_id == lib.id, Run.nprocs == p))
+@dataclass(frozen=True)
+class Sel:
+    """What the layout switch selects: p and its layout (pgmpi_formats.layouts; None: every layout of p)."""
+    p: int
+    layout: str | None
+
+    @property
+    def label(self) -> str:
+        return f"p={self.p} {self.layout}" if self.layout else f"p={self.p}"
+
+
+def layouts_of(s, lib: MpiLibrary, campaign: Campaign | None) -> list[Sel]:
+    """The (p, layout) pairs measured, by p, then node count: the pills of the layout switch."""
+    q = select(Run.nprocs, Run.layout).where(Run.library_id == lib.id).distinct()
+    if campaign is not None:
+        q = q.where(Run.campaign_id == campaign.id)
+    return sorted((Sel(p, lay) for p, lay in s.execute(q)), key=lambda x: (x.p, layout_sort_key(x.layout or "")))
+
+
+def choose_layout(sels: list[Sel], layout: str | None, p: int | None) -> Sel | None:
+    """The selection of a page: ?layout= (at ?p= when both fit), else the first layout of ?p=, else the last
+    pair measured. Raises ValueError naming the valid layouts for a layout that was not measured."""
+    if layout:
+        hits = [x for x in sels if x.layout == layout]
+        if hits:
+            return next((x for x in hits if x.p == p), hits[0])
+        raise ValueError(f"layout {layout!r}" + (f" at p={p}" if p else "") + " was not measured here; valid: "
+                         + (", ".join(x.label for x in sels) or "none"))
+    if p:
+        return next((x for x in sels if x.p == p), Sel(p, None))
+    return sels[-1] if sels else None
+
+
+def _on_layout(q, layout: str | None):
+    return q if layout is None else q.where(Run.layout == layout)
+
+
+def _violation_on_layout(q, layout: str | None):
+    # violations stored before layouts were recorded have "" and are shown under every layout of their p
+    return q if layout is None else q.where(Violation.layout.in_([layout, ""]))
+
+
+def medians(s, lib: MpiLibrary, campaign: Campaign | None, p: int, call: str | None = None,
+            layout: str | None = None):
+    """(call, algorithm, msize) -> per-run medians, for one campaign (or all), p and layout (None: all)."""
+    q = _on_layout(select(Series.call, Series.algorithm, Series.msize, Series.median)
+                   .join(Run, Run.id == Series.run_id)
+                   .where(Run.library_id == lib.id, Run.nprocs == p), layout)
     if campaign is not None:
         q = q.where(Run.campaign_id == campaign.id)
     if call is not None:
@@ -270,30 +318,30 @@ _RANK = {"verified": 0, "unconfirmed": 1, "contradicted": 2}
 
 
 def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int,
-                a: Analysis | None = None) -> dict[tuple[str, int], list[Violation]]:
+                a: Analysis | None = None, layout: str | None = None) -> dict[tuple[str, int], list[Violation]]:
     """(collective key, msize) -> the pattern violations of the latest analysis of that campaign at p, the one
     the cell shows first (verified before unconfirmed before contradicted, then the strongest)."""
     a = a or latest_analysis(s, lib, campaign)
     if a is None:
         return {}
     out: dict[tuple[str, int], list[Violation]] = defaultdict(list)
-    for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p,
-                                               Violation.kind == "pattern")):
+    for v in s.scalars(_violation_on_layout(select(Violation).where(
+            Violation.analysis_id == a.id, Violation.nprocs == p, Violation.kind == "pattern"), layout)):
         out[(coll_key(v.collective), v.msize)].append(v)
     for vs in out.values():
         vs.sort(key=lambda v: (_RANK.get(status_label(v), 0), -v.slowdown))
     return out
 
 
-def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int) -> dict[str, Any]:
-    med = medians(s, lib, campaign, p)
+def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str | None = None) -> dict[str, Any]:
+    med = medians(s, lib, campaign, p, layout=layout)
     by = defaultdict(dict)  # (call, msize) -> alg -> median of medians
     for (c, a, m), vals in med.items():
         by[(c, m)][a] = statistics.median(vals)
     calls = sorted({c for c, _ in by}, key=lambda c: (COLL_ORDER.get(c, 99), c))
     sizes = sorted({m for _, m in by})
     a = latest_analysis(s, lib, campaign)
-    sig = significant(s, lib, campaign, p, a)
+    sig = significant(s, lib, campaign, p, a, layout)
     z, text, best, marks, states, notes = [], [], [], [], [], []
     for c in calls:
         zr, tr, br, mr, sr, nr = [], [], [], [], [], []
@@ -339,9 +387,10 @@ def size_label(n: int) -> str:
     return f"{n} B"
 
 
-def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> dict[str, Any]:
+def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int,
+           layout: str | None = None) -> dict[str, Any]:
     call = coll_mpi(key)
-    med = medians(s, lib, campaign, p, call=call)
+    med = medians(s, lib, campaign, p, call=call, layout=layout)
     algs = sorted({a for _, a, _ in med}, key=lambda a: (a != "default", a))
     series = []
     rows = []
@@ -353,7 +402,8 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> d
             md = float(np.median(arr))
             xs.append(m), ys.append(md), nr.append(len(vals))
             lo.append(md - float(arr.min())), hi.append(float(arr.max()) - md)
-            rows.append({"collective": key, "algorithm": a, "msize": m, "nprocs": p, "mpiruns": len(vals),
+            rows.append({"collective": key, "algorithm": a, "msize": m, "nprocs": p, "layout": layout or "",
+                         "mpiruns": len(vals),
                          "median_s": md, "min_s": float(arr.min()), "max_s": float(arr.max())})
         series.append({"algorithm": a, "x": xs, "y": ys, "err_minus": lo, "err_plus": hi, "mpiruns": nr})
     a = latest_analysis(s, lib, campaign)
@@ -363,11 +413,11 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> d
                   "mockup": v.mockup, "msize": v.msize, "default_s": v.default_time, "mockup_s": v.mockup_time,
                   "slowdown": v.slowdown, "p_value": v.p_value, "status": status_label(v),
                   "status_why": v.status_why, "nights": nights_label(v)}
-                 for v in s.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.nprocs == p,
-                                                            Violation.collective.in_([key, call]))
-                                    .order_by(Violation.msize, Violation.mockup))]
+                 for v in s.scalars(_violation_on_layout(select(Violation).where(
+                     Violation.analysis_id == a.id, Violation.nprocs == p, Violation.collective.in_([key, call])),
+                     layout).order_by(Violation.msize, Violation.mockup))]
     counts = {st: sum(v["status"] == st for v in viols) for st in STATUSES}
-    return {"call": call, "key": key, "p": p, "series": series, "rows": rows, "violations": viols,
+    return {"call": call, "key": key, "p": p, "layout": layout, "series": series, "rows": rows, "violations": viols,
             "analysis": a, "counts": counts,
             "defects": [d for d in defects_of(a) if d["collective"] == key and d["nprocs"] in (p, None)]}
 
@@ -377,26 +427,28 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int) -> d
 _TREND_CACHE: dict[tuple, dict] = {}
 
 
-def trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> dict[str, Any]:
+def trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int,
+          layout: str | None = None) -> dict[str, Any]:
     """Median per campaign of (collective, size, algorithm) and change points found by jumpavg.
     Cached (in this process) until the library gets a new run."""
     newest = s.scalar(select(func.max(Run.id)).where(Run.library_id == lib.id))
-    ck = (lib.id, key, msize, algorithm, p, newest)
+    ck = (lib.id, key, msize, algorithm, p, layout, newest)
     if ck in _TREND_CACHE:
         return _TREND_CACHE[ck]
-    out = _trend(s, lib, key, msize, algorithm, p)
+    out = _trend(s, lib, key, msize, algorithm, p, layout)
     if len(_TREND_CACHE) > 256:
         _TREND_CACHE.clear()
     _TREND_CACHE[ck] = out
     return out
 
 
-def _trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> dict[str, Any]:
+def _trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int,
+           layout: str | None = None) -> dict[str, Any]:
     call = coll_mpi(key)
-    q = (select(Campaign.id, Campaign.name, Campaign.created_at, Series.median)
-         .join(Run, Run.campaign_id == Campaign.id).join(Series, Series.run_id == Run.id)
-         .where(Run.library_id == lib.id, Run.nprocs == p, Series.call == call,
-                Series.msize == msize, Series.algorithm == algorithm))
+    q = _on_layout(select(Campaign.id, Campaign.name, Campaign.created_at, Series.median)
+                   .join(Run, Run.campaign_id == Campaign.id).join(Series, Series.run_id == Run.id)
+                   .where(Run.library_id == lib.id, Run.nprocs == p, Series.call == call,
+                          Series.msize == msize, Series.algorithm == algorithm), layout)
     per: dict[int, dict] = {}
     for cid, name, at, med in s.execute(q):
         per.setdefault(cid, {"campaign": name, "at": at, "vals": []})["vals"].append(med)
@@ -407,7 +459,8 @@ def _trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int) -> 
     for sh in shifts:
         sh["campaign"] = pts[sh["index"]]["campaign"]
         sh["at"] = xs[sh["index"]]
-    return {"call": call, "key": key, "msize": msize, "algorithm": algorithm, "p": p, "x": xs, "y": ys,
+    return {"call": call, "key": key, "msize": msize, "algorithm": algorithm, "p": p, "layout": layout,
+            "x": xs, "y": ys,
             "campaigns": [d["campaign"] for d in pts], "shifts": shifts}
 
 

@@ -141,12 +141,13 @@ def overview():
 def heatmap(machine: str, lib: str):
     m, l = _lib_or_404(machine, lib)
     camp = _campaign(l, request.args.get("campaign"))
-    ps = data.nprocs_of(db.session, l, camp)
-    p = _arg_int("p") or (ps[-1] if ps else None)
+    sels = data.layouts_of(db.session, l, camp)
+    sel = _selection(sels)
+    p = sel.p if sel else None
     panels = []
     if p is not None:
         panels.append({"title": f"{l.name}-{l.version} · {camp.name if camp else 'all runs'}",
-                       "lib": l, "campaign": camp, "hm": data.heatmap(db.session, l, camp, p)})
+                       "lib": l, "campaign": camp, "hm": data.heatmap(db.session, l, camp, p, sel.layout)})
         # side by side: another campaign of this library, or another library of this machine
         other_c = request.args.get("vs_campaign")
         other_l = request.args.get("vs_lib")
@@ -154,8 +155,8 @@ def heatmap(machine: str, lib: str):
             l2 = _lib_or_404(machine, other_l)[1] if other_l else l
             c2 = _campaign(l2, other_c) if (other_c or other_l) else None
             panels.append({"title": f"{l2.name}-{l2.version} · {c2.name if c2 else 'all runs'}",
-                           "lib": l2, "campaign": c2, "hm": data.heatmap(db.session, l2, c2, p)})
-    return render_template("heatmap.html", machine=m, lib=l, campaign=camp, p=p, ps=ps, panels=panels,
+                           "lib": l2, "campaign": c2, "hm": data.heatmap(db.session, l2, c2, p, sel.layout)})
+    return render_template("heatmap.html", machine=m, lib=l, campaign=camp, p=p, sel=sel, sels=sels, panels=panels,
                            campaigns=data.campaigns_of(db.session, l)[:60],
                            libs=[x for x in m.libraries if x.id != l.id])
 
@@ -167,24 +168,25 @@ def detail(machine: str, lib: str, key: str):
         abort(404, description=f"no collective {key!r}; valid: {', '.join(sorted(data.MPI_OF))}")
     m, l = _lib_or_404(machine, lib)
     camp = _campaign(l, request.args.get("campaign"))
-    ps = data.nprocs_of(db.session, l, camp)
-    p = _arg_int("p") or (ps[-1] if ps else 0)
-    d = data.detail(db.session, l, camp, key, p)
+    sels = data.layouts_of(db.session, l, camp)
+    sel = _selection(sels) or data.Sel(0, None)
+    p = sel.p
+    d = data.detail(db.session, l, camp, key, p, sel.layout)
     fmt = request.args.get("format")
     if fmt == "json":
         return jsonify(machine=m.name, library=l.name, version=l.version,
-                       campaign=camp.name if camp else None, collective=key, nprocs=p,
+                       campaign=camp.name if camp else None, collective=key, nprocs=p, layout=sel.layout or "",
                        measurements=d["rows"], violations=d["violations"])
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=["collective", "algorithm", "msize", "nprocs", "mpiruns",
+        w = csv.DictWriter(buf, fieldnames=["collective", "algorithm", "msize", "nprocs", "layout", "mpiruns",
                                             "median_s", "min_s", "max_s"])
         w.writeheader()
         w.writerows(d["rows"])
-        name = f"{m.name}_{l.name}-{l.version}_{key}_p{p}.csv"
+        name = f"{m.name}_{l.name}-{l.version}_{key}_p{p}" + (f"_{sel.layout}" if sel.layout else "") + ".csv"
         return Response(buf.getvalue(), mimetype="text/csv",
                         headers={"Content-Disposition": _attachment(name)})
-    return render_template("detail.html", machine=m, lib=l, campaign=camp, p=p, ps=ps, d=d,
+    return render_template("detail.html", machine=m, lib=l, campaign=camp, p=p, sel=sel, sels=sels, d=d,
                            keys=sorted(data.MPI_OF))
 
 
@@ -192,15 +194,24 @@ def detail(machine: str, lib: str, key: str):
 @read_access
 def trends(machine: str, lib: str):
     m, l = _lib_or_404(machine, lib)
-    ps = data.nprocs_of(db.session, l, None)
+    sels = data.layouts_of(db.session, l, None)
     key = request.args.get("key", "allreduce")
-    p = _arg_int("p") or (ps[-1] if ps else 0)
+    sel = _selection(sels) or data.Sel(0, None)
     msize = _arg_int("msize") or 1024
     alg = request.args.get("algorithm", "default")
-    t = data.trend(db.session, l, key, msize, alg, p)
+    t = data.trend(db.session, l, key, msize, alg, sel.p, sel.layout)
     if request.args.get("format") == "json":
         return jsonify({k: v for k, v in t.items()})
-    return render_template("trends.html", machine=m, lib=l, t=t, ps=ps, keys=sorted(data.MPI_OF))
+    return render_template("trends.html", machine=m, lib=l, t=t, sel=sel, sels=sels, keys=sorted(data.MPI_OF))
+
+
+def _selection(sels):
+    """The layout switch's choice from ?layout= and ?p= (data.choose_layout); an unmeasured layout is a 404
+    that lists the valid ones."""
+    try:
+        return data.choose_layout(sels, request.args.get("layout") or None, _arg_int("p"))
+    except ValueError as e:
+        abort(404, description=str(e))
 
 
 @bp.get("/glossary")

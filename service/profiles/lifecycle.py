@@ -58,6 +58,7 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
     for old in list(v.figures):
         db.session.delete(old)
     rows = [ValidationFigure(version=v, collective=f.collective, msize=f.msize, nprocs=f.nprocs,
+                             layout=getattr(f, "layout", "") or "",
                              default_time=f.default_time, tuned_time=f.tuned_time,
                              speedup=f.speedup if f.speedup is not None else f.default_time / f.tuned_time,
                              details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": job,

@@ -137,7 +137,8 @@ def convert(out: dict) -> dict:
     for v in out.get("verdicts", []):
         if v.get("control"):
             continue    # the control arm's flags are false alarms by construction: summary["control"]
-        nprocs = nprocs_of(v.get("cfg"))
+        cfg = configs[v["cfg"]] if v.get("cfg") is not None and v["cfg"] < len(configs) else {}
+        nprocs = cfg.get("nprocs", 0)
         if not v.get("violated"):
             if v["kind"] == "pattern":   # tested and not found: contradicts this violation on other nights
                 passed.append(_key(v["collective"], nprocs, v["msize"], v["algorithm"]))
@@ -148,7 +149,8 @@ def convert(out: dict) -> dict:
         elif v["kind"] == "pattern" and _key(v["collective"], nprocs, v["msize"], v["algorithm"]) in below_k:
             status, why = "unconfirmed", below_k[_key(v["collective"], nprocs, v["msize"], v["algorithm"])]
         viols.append({"kind": v["kind"], "collective": v["collective"], "mockup": v["algorithm"],
-                      "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": nprocs,
+                      "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": cfg.get("nprocs", 0),
+                      "layout": cfg.get("layout", ""),
                       "default_time": v["default_median"], "mockup_time": v["other_median"],
                       "slowdown": v["slowdown"], "p_value": v.get("p_adjusted") if v.get("p_adjusted") is not None
                       else v.get("p_value"), "barrier_warning": v.get("barrier_warning"),
@@ -169,7 +171,7 @@ def _finite(x) -> float:
 
 
 def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
-    """`result`: {"checked": int, "violations": [{collective, mockup, msize, nprocs, default_time,
+    """`result`: {"checked": int, "violations": [{collective, mockup, msize, nprocs, layout?, default_time,
     mockup_time, slowdown, p_value, kind?, ref_msize?, barrier_warning?}], "profiles": {file name: text}, "summary": {...}}"""
     viols = list(result.get("violations", []))
     verified = [v for v in viols if v.get("status", "verified") == "verified"]
@@ -189,7 +191,7 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
                                  default_time=_finite(v["default_time"]), mockup_time=_finite(v["mockup_time"]),
                                  slowdown=_finite(v["slowdown"]), p_value=v.get("p_value"),
                                  kind=kind, ref_msize=v.get("ref_msize"),
-                                 barrier_warning=v.get("barrier_warning"),
+                                 barrier_warning=v.get("barrier_warning"), layout=v.get("layout") or "",
                                  status=v.get("status", "verified"), status_why=v.get("status_why"),
                                  nights_confirmed=1 + confirmed.get(k, 0) if kind == "pattern" else None,
                                  nights_contradicted=contradicted.get(k, 0) if kind == "pattern" else None))

@@ -15,6 +15,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from pgmpi_formats import limits
+from pgmpi_formats.layouts import layout_label
 from pgmpi_formats.results import ResultsFormatError, RunResult, parse_text
 from service.store.db import db
 from service.store.models import BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series, Upload
@@ -250,7 +251,9 @@ class UploadWriter:
                   campaign_id=self.campaign.id if self.campaign else None, job_id=self._job(h, self.campaign),
                   file_name=p.name, slurm_job_id=h.get("slurm_job_id", "")[:40],
                   mpirun_index=_int_header(p, "mpirun_index", 0, 0), nodes=nodes, ppn=ppn or max(1, nprocs // nodes),
-                  nprocs=nprocs, state="COMPLETED", headers=dict(h), footer=list(p.result.pgmpi_lines))
+                  nprocs=nprocs, layout=layout_label(nodes, ppn or max(1, nprocs // nodes), nprocs, h.get("placement", "")),
+                  hosts=h.get("hosts", ""), placement=h.get("placement", ""),
+                  state="COMPLETED", headers=dict(h), footer=list(p.result.pgmpi_lines))
         db.session.add(run)
         db.session.flush()
         series_rows: list[dict] = []

@@ -181,6 +181,11 @@ class Run(db.Model):
     nodes: Mapped[int] = mapped_column(Integer, default=1)
     ppn: Mapped[int] = mapped_column(Integer, default=1)
     nprocs: Mapped[int] = mapped_column(Integer)
+    # as pgmpi-bench measured it inside the run (#@hosts, #@placement); layout is its label
+    # (pgmpi_formats.layouts: "2x2", "3+2", "2x2-interleaved", "" unknown), the key next to nprocs
+    layout: Mapped[str] = mapped_column(String(60), default="", server_default="")
+    hosts: Mapped[str] = mapped_column(Text, default="", server_default="")
+    placement: Mapped[str] = mapped_column(Text, default="", server_default="")
     state: Mapped[str] = mapped_column(String(16), default="COMPLETED")
     reason: Mapped[str] = mapped_column(Text, default="")
     started_at: Mapped[Optional[datetime]] = mapped_column(TS)
@@ -266,6 +271,7 @@ class Violation(db.Model):
     kind: Mapped[str] = mapped_column(String(16), default="pattern", server_default="pattern")  # pattern|monotony|split
     ref_msize: Mapped[Optional[int]] = mapped_column(Integer)       # monotony/split: the smaller size
     barrier_warning: Mapped[Optional[bool]] = mapped_column(Boolean)  # None: no barrier measurements
+    layout: Mapped[str] = mapped_column(String(60), default="", server_default="")  # of its config; "" unknown
     status: Mapped[str] = mapped_column(String(16), default="verified", server_default="verified")  # VIOLATION_STATES
     status_why: Mapped[Optional[str]] = mapped_column(Text)                 # unconfirmed / contradicted: why
     # replication across nights (pattern violations): the campaigns of this machine x library whose latest
@@ -324,6 +330,7 @@ class ValidationFigure(db.Model):
     default_time: Mapped[float] = mapped_column(Float)
     tuned_time: Mapped[float] = mapped_column(Float)
     speedup: Mapped[float] = mapped_column(Float)
+    layout: Mapped[str] = mapped_column(String(60), default="", server_default="")  # of the validation job
     details: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
     version: Mapped[ProfileVersion] = relationship(back_populates="figures")
 

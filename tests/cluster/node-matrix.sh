@@ -49,4 +49,6 @@ for mpi in $mpis; do
     done
   done
 done
+echo "node-matrix: the [s] are wall times of correctness runs across virtual nodes sharing this machine's cores;" \
+  "they are not performance figures"
 exit $fail

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 
 from pgmpi_formats import collectives as _colls
+from pgmpi_formats.layouts import parse_layout
 
 MAX_LINE = 98          # + newline + NUL = PGMPITuneLib's 100-byte line buffer
 MAX_MPI_NAME = 39      # its 40-byte buffer for the MPI name
@@ -122,6 +123,16 @@ def redirected_ranges(prof: dict) -> list[tuple[int, int, str]]:
     return [(lo, hi, alg) for lo, hi, alg in prof["ranges"] if alg != "default"]
 
 
+def profile_layout(prof: dict) -> str:
+    """The `#@pgmpi layout` of a parsed profile ("2x2"), "" for a profile of every layout of its p."""
+    return prof.get("meta", {}).get("layout", "").strip()
+
+
+def profile_filename(key: str, nprocs: int, layout: str = "") -> str:
+    """`<key>_p<nprocs>.prf`, or `<key>_p<nprocs>_<nodes>x<ppn>.prf` for a layout profile."""
+    return f"{key}_p{nprocs}" + (f"_{layout}" if layout else "") + ".prf"
+
+
 def meta_token(value) -> str:
     """A value as one whitespace-free token (spaces become _)."""
     return "_".join(str(value).split()) or "unknown"
@@ -149,6 +160,11 @@ def format_prf(mpi_name: str, nprocs: int, ranges: list[tuple[int, int, str]], *
                 raise ProfileFormatError(f"{m!r}: not a mock-up name of at most {MAX_ALG_NAME} characters")
             names.append(m)
     ids = {m: k + 1 for k, m in enumerate(names)}
+    layout = (meta or {}).get("layout")
+    if layout:
+        nodes_ppn = parse_layout(str(layout))
+        if nodes_ppn is None or nodes_ppn[0] * nodes_ppn[1] != nprocs:
+            raise ProfileFormatError(f"{mpi_name}: layout {layout!r} is not <nodes>x<ppn> with nodes x ppn = {nprocs}")
     lines = ["# pgtune profile", f"#@pgmpi profile_version {PROFILE_VERSION}"]
     for key, value in (meta or {}).items():
         if value is None or value == "" or key == "profile_version":

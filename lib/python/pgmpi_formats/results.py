@@ -44,6 +44,7 @@ import numpy as np
 
 from . import collectives as _colls
 from .native import LABEL_RE as _NATIVE_RE
+from . import layouts as _layouts
 
 __all__ = ["ResultsFormatError", "RunResult", "ResultSet", "parse_text", "read_file", "read_files",
            "format_results", "BARRIER", "OTHER"]
@@ -116,6 +117,11 @@ class RunResult:
     @property
     def ppn(self) -> int:
         return _int_or(self.header.get("ppn"), 0)
+
+    @property
+    def layout(self) -> str:
+        """nodes x ppn as measured ("2x2", "3+2", "2x2-interleaved"; "" unknown): pgmpi_formats.layouts."""
+        return _layouts.run_layout(self.header)
 
     @property
     def mpirun_index(self) -> int:

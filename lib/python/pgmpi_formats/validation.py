@@ -19,8 +19,11 @@ from .results import parse_text
 TUNED = "tuned"
 
 
-def _medians(text: str, name: str) -> tuple[dict[tuple[str, int, str], float], dict[tuple[str, int, str], int]]:
+def _medians(text: str, name: str, layouts: set | None = None) -> tuple[dict[tuple[str, int, str], float],
+                                                                        dict[tuple[str, int, str], int]]:
     run = parse_text(text, name)
+    if layouts is not None:
+        layouts.add(run.layout)
     by: dict[tuple[str, int, str], list[float]] = {}
     for t, m, x, a in zip(run.test.tolist(), run.msize.tolist(), run.runtime.tolist(), run.algorithm.tolist()):
         call = run.tests[t]
@@ -40,8 +43,9 @@ def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
     counts: dict[tuple[str, int, str], int] = {}
     separate: dict[str, list[dict]] = {"default": [], TUNED: []}
     paired_keys: set[tuple[str, int]] = set()
+    layouts: set[str] = set()
     for k, (role, text) in enumerate(files):
-        med, cnt = _medians(text, f"{role} launch {k}")      # a malformed file raises, naming file:line
+        med, cnt = _medians(text, f"{role} launch {k}", layouts)  # a malformed file raises, naming file:line
         algs = {a for _, _, a in med}
         if {"default", TUNED} <= algs:
             for (call, m, a), x in med.items():
@@ -59,11 +63,13 @@ def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
         for key, x in d.items():
             if key not in paired_keys and key in t and t[key] > 0:
                 per_run.setdefault(key, []).append(x / t[key])
+    # the layout the launches measured (pgmpi_formats.layouts); "" when they disagree or do not say
+    layout = layouts.pop() if len(layouts) == 1 else ""
     out = []
     for (call, m), ratios in sorted(per_run.items()):
         coll = _colls.by_mpi_name(call)
         dflt, tuned = times.get((call, m, "default"), []), times.get((call, m, TUNED), [])
-        out.append({"collective": coll.key if coll else call.lower(), "msize": m, "nprocs": nprocs,
+        out.append({"collective": coll.key if coll else call.lower(), "msize": m, "nprocs": nprocs, "layout": layout,
                     "default_time": statistics.median(dflt) if dflt else math.nan,
                     "tuned_time": statistics.median(tuned) if tuned else math.nan,
                     "speedup": math.exp(statistics.median(math.log(r) for r in ratios)),

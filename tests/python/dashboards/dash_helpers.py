@@ -75,12 +75,13 @@ SPEEDUP = {  # (mock-up, size) -> how much faster than default the mock-up is (d
 
 
 def raw_file(machine, library, version, nprocs, mpirun, campaign, sizes=(8, 1024, 65536, 1048576),
-             nrep=12, seed=0, scale=1.0) -> str:
-    """A raw-results file (docs/contracts.md, 2) with a known violation of Allreduce <= Reduce + Bcast."""
+             nrep=12, seed=0, scale=1.0, nodes=1) -> str:
+    """A raw-results file (docs/contracts.md, 2) with a known violation of Allreduce <= Reduce + Bcast,
+    measured on `nodes` nodes x nprocs/nodes ranks."""
     import random
     rnd = random.Random(hash((seed, nprocs, mpirun, library)) & 0xffff)
     lines = ["#@pgmpi_format=1", f"#@machine={machine}", f"#@mpi_library={library}", f"#@mpi_version={version}",
-             f"#@module={library}/{version}", "#@nodes=1", f"#@ppn={nprocs}", f"#@nprocs={nprocs}",
+             f"#@module={library}/{version}", f"#@nodes={nodes}", f"#@ppn={nprocs // nodes}", f"#@nprocs={nprocs}",
              f"#@mpirun_index={mpirun}", "#@slurm_job_id=", f"#@campaign={campaign}", "#@clock=MPI_Wtime",
              "test nrep msize runtime_sec algorithm"]
     algs = [("MPI_Allreduce", "default"), ("MPI_Allreduce", "allreduce_as_reduce_bcast"),

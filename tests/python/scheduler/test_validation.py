@@ -61,7 +61,7 @@ def test_figures_medians_per_size():
     default += "MPI_Barrier 0 1024 1e-6 default\n"
     tuned = hdr + "".join(f"MPI_Allreduce {i} 1024 {t} tuned\n" for i, t in enumerate([2e-6, 2.5e-6, 9e-6]))
     figs = figures([("default", default), ("tuned", tuned)], 2)
-    assert figs == [{"collective": "allreduce", "msize": 1024, "nprocs": 2, "default_time": 5e-6,
+    assert figs == [{"collective": "allreduce", "msize": 1024, "nprocs": 2, "layout": "", "default_time": 5e-6,
                      "tuned_time": 2.5e-6, "speedup": 2.0, "run_ratios": [2.0], "paired": False,
                      "n_default": 3, "n_tuned": 3}]
 
@@ -87,3 +87,34 @@ def test_validation_job_interleaved(tmp_path):
     assert [ln.role for ln in job.launches] == ["paired", "paired"]
     for ln in job.launches:
         assert "--algorithms=default,tuned" in ln.argv and ln.env == {"PGMPITUNE_PROFILE_DIR": str(tmp_path)}
+
+
+def test_a_layout_profile_is_validated_on_its_layout_and_judged_by_its_figures(tmp_path):
+    """A candidate with `#@pgmpi layout 2x2` is measured on 2x2 (not on the campaign's 1x4 of the same p);
+    the figures carry the layout the launches measured, and the judge counts only figures of that layout."""
+    from pgmpi_formats.prf import format_prf
+    from service.analysis.validation import judge
+    c = parse_campaign({
+        "name": "c", "machine": "m", "backend": "local", "modules": [{"name": "openmpi/4.1.4", "mpi": "openmpi"}],
+        "layouts": [{"nodes": 1, "ppn": 4}, {"nodes": 2, "ppn": 2}],
+        "collectives": {"allreduce": {"sizes": [512, 1024, 4096]}}, "validation": {"nrep": 3, "mpiruns": 1}})
+    prf = format_prf("MPI_Allreduce", 4, [(1024, 1024, "allreduce_as_reduce_bcast")], meta={"layout": "2x2"})
+    job = validation_job(c, {"id": 5, "library": "openmpi", "files": {"allreduce_p4_2x2.prf": prf}}, tmp_path, 600)
+    assert (job.layout.nodes, job.layout.ppn) == (2, 2) and job.key.endswith("-n2x2-v5")
+    plain = prf.replace("#@pgmpi layout 2x2\n", "")
+    assert validation_job(c, {"id": 6, "files": {"allreduce_p4.prf": plain}}, tmp_path, 600).layout.nodes == 1
+
+    def launch(nodes: int, tuned_1024: float) -> str:
+        hdr = (f"#@pgmpi_format=1\n#@nodes={nodes}\n#@ppn={4 // nodes}\n#@nprocs=4\n"
+               f"#@placement={','.join(f'{k}:{4 // nodes}' for k in range(nodes))}\n"
+               "test nrep msize runtime_sec algorithm\n")
+        rows = "".join(f"MPI_Allreduce {i} {m} {t} {a}\n" for i in range(3) for m in (512, 1024, 4096)
+                       for a, t in (("default", 1e-5), ("tuned", tuned_1024 if m == 1024 else 1e-5)))
+        return hdr + rows
+    on_2x2 = figures([("paired", launch(2, 5e-6))], 4)
+    assert {f["layout"] for f in on_2x2} == {"2x2"}
+    assert judge({"allreduce_p4_2x2.prf": prf}, on_2x2)["state"] == "passed"
+    # figures of another layout of the same p say nothing about this profile: its range is missing
+    on_1x4 = figures([("paired", launch(1, 5e-6))], 4)
+    assert {f["layout"] for f in on_1x4} == {"1x4"}
+    assert judge({"allreduce_p4_2x2.prf": prf}, on_1x4)["state"] != "passed"

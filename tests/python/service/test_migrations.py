@@ -3,16 +3,24 @@ from __future__ import annotations
 
 import flask_migrate
 import pytest
-from sqlalchemy import inspect
+from alembic.config import Config as AlembicConfig
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
 
 from service.store.db import db
 
 from conftest import MIGRATIONS, create_pg_database, drop_pg_database, make_app
 
+def _head() -> str:
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
+HEAD = _head()      # the newest migration (each branch chains its own onto main's)
 TABLES = {"machines", "mpi_libraries", "campaigns", "jobs", "uploads", "runs", "series", "barrier_series",
           "analyses", "violations", "profile_sets", "profile_versions", "validation_figures", "users",
           "api_tokens", "audit_log", "library_overview", "login_failures"}
-HEAD = "0006_harden19"
 
 
 @pytest.fixture
@@ -58,12 +66,10 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
             diff = compare_metadata(MigrationContext.configure(conn), db.metadata)
         assert diff == []
 
-        flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="0004")
         tables, idx, rev = _state(app)
-        assert rev == "0005_truth22" and tables == TABLES - {"login_failures"} and "digest" not in _columns("uploads")
-        flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
-        tables, idx, rev = _state(app)
-        assert rev == "0004" and "status" not in _columns("violations")
+        assert rev == "0004" and tables == TABLES - {"login_failures"} and "status" not in _columns("violations")
+        assert "layout" not in _columns("runs") and "digest" not in _columns("uploads")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
         assert rev == "0003" and tables == TABLES - {"library_overview", "login_failures"}
@@ -86,4 +92,35 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
         assert _state(app)[0] == set()
         flask_migrate.upgrade(directory=MIGRATIONS)
         assert _state(app)[0] == TABLES
+        db.engine.dispose()
+
+
+def test_layout_columns_are_filled_from_what_runs_recorded(empty_url, tmp_path):
+    """0007_layout17: runs stored before it get their layout label from nodes x ppn (when that is their p) and
+    hosts / placement from their #@ headers; down removes the columns."""
+    app = make_app(empty_url, tmp_path / "inst")
+    with app.app_context():
+        flask_migrate.upgrade(directory=MIGRATIONS, revision="0006_harden19")
+        with db.engine.begin() as conn:
+            conn.execute(text("INSERT INTO machines (id, name, nodes, cores_per_node, interconnect, notes, created_at) "
+                              "VALUES (1, 'm', 3, 2, '', '', CURRENT_TIMESTAMP)"))
+            conn.execute(text("INSERT INTO mpi_libraries (id, machine_id, name, version, module, created_at) "
+                              "VALUES (1, 1, 'openmpi', '4.1.4', '', CURRENT_TIMESTAMP)"))
+            conn.execute(text("INSERT INTO uploads (id, upload_id, machine_id, actor, n_files, n_timings, created_at) "
+                              "VALUES (1, 'u', 1, 'a', 2, 0, CURRENT_TIMESTAMP)"))
+            for rid, nodes, ppn, nprocs, hdr in (
+                    (1, 2, 2, 4, '{"hosts": "node1,node2", "placement": "0:2,1:2"}'),
+                    (2, 2, 3, 5, '{"hosts": "node1,node2", "placement": "0:3,1:2"}')):
+                conn.execute(text(
+                    "INSERT INTO runs (id, upload_pk, machine_id, library_id, file_name, slurm_job_id, mpirun_index, "
+                    "nodes, ppn, nprocs, state, reason, created_at, headers, footer) VALUES "
+                    f"({rid}, 1, 1, 1, 'f{rid}', '', 0, {nodes}, {ppn}, {nprocs}, 'COMPLETED', '', CURRENT_TIMESTAMP, "
+                    f"'{hdr}', '[]')"))
+        flask_migrate.upgrade(directory=MIGRATIONS, revision="0007_layout17")
+        with db.engine.connect() as conn:
+            got = conn.execute(text("SELECT id, layout, hosts, placement FROM runs ORDER BY id")).all()
+        assert [tuple(r) for r in got] == [(1, "2x2", "node1,node2", "0:2,1:2"), (2, "", "node1,node2", "0:3,1:2")]
+        assert "layout" in _columns("violations") and "layout" in _columns("validation_figures")
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="0006_harden19")
+        assert "layout" not in _columns("runs") and "layout" not in _columns("violations")
         db.engine.dispose()
