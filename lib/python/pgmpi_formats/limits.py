@@ -22,6 +22,8 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 MODULE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/@:-]*$")
 # An MPI call or mock-up name as pgmpi_formats.results reads them.
 CALL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# a mock-up's or pseudo-algorithm's name, or a native algorithm's label (pgmpi_formats.native.LABEL_RE)
+ALGORITHM_RE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*|native:[A-Za-z0-9][A-Za-z0-9_.-]*(?::seg=[0-9]+)?)$")
 
 MACHINE_MAX = 100        # machines.name is 120, a path component 100
 LIBRARY_MAX = 80         # mpi_libraries.name / .version
@@ -69,7 +71,8 @@ def check_text(value, field: str, max_len: int, pattern: Optional[re.Pattern] = 
 
 _ALLOWED = {NAME_RE.pattern: "letters, digits and ._+- (starting with a letter or digit)",
             MODULE_RE.pattern: "letters, digits and ._+/@:- (starting with a letter or digit)",
-            CALL_RE.pattern: "letters, digits and _ (starting with a letter or _)"}
+            CALL_RE.pattern: "letters, digits and _ (starting with a letter or _)",
+            ALGORITHM_RE.pattern: "letters, digits and _ (starting with a letter or _), or native:<name>[:seg=<bytes>]"}
 
 
 def check_machine(value, field: str = "machine") -> str:
@@ -97,7 +100,7 @@ def check_call(value, field: str = "test") -> str:
 
 
 def check_algorithm(value, field: str = "algorithm") -> str:
-    return check_text(value, field, ALGORITHM_MAX, CALL_RE, "algorithm (mock-up) name")
+    return check_text(value, field, ALGORITHM_MAX, ALGORITHM_RE, "algorithm (mock-up) name")
 
 
 def check_int(value, field: str, lo: int = 0, hi: int = INT_MAX) -> int:

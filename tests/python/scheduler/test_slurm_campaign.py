@@ -23,15 +23,18 @@ R = 5          # mpiruns: the one-sided rank test over R medians needs R >= 4 to
 
 
 def service_counts(service, campaign: str):
-    from sqlalchemy import func, select
+    from sqlalchemy import select
     from service.store.db import db
-    from service.store.models import Campaign, Job, Run, Upload
+    from service.store.models import Campaign, Job, Run
 
     def _q():
         cid = db.session.scalar(select(Campaign.id).where(Campaign.name == campaign))
-        runs = db.session.scalars(select(Run).where(Run.campaign_id == cid)).all()
+        # the measurement's runs: validation launches (repeated when inconclusive) upload theirs too, tagged
+        # #@pgmpi_validation, which the analysis leaves out (service/store/analyses.py)
+        runs = [r for r in db.session.scalars(select(Run).where(Run.campaign_id == cid))
+                if not (r.headers or {}).get("pgmpi_validation")]
         jobs = db.session.scalars(select(Job).where(Job.campaign_id == cid)).all()
-        ups = db.session.scalar(select(func.count()).select_from(Upload).where(Upload.campaign_id == cid))
+        ups = len({r.upload_pk for r in runs})
         return ([(r.library.name, r.mpirun_index, r.nprocs, r.slurm_job_id, r.headers.get("module"))
                  for r in runs],
                 {j.job_key: (j.state, j.slurm_job_id, j.reason) for j in jobs}, ups)
