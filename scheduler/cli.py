@@ -269,3 +269,43 @@ def agent_nightly(state_dir, files, interval, max_hours, day):
 
 
 COMMANDS = [agent, campaign]
+
+
+@agent.command("native-validate")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--machine", required=True)
+@click.option("--mpi", "mpi", type=click.Choice(["openmpi", "mpich"]), required=True)
+@click.option("--mpi-version", required=True)
+@click.option("--mpi-module", required=True, help="the MPI's Lmod module, e.g. openmpi/4.1.4")
+@click.option("--tunelib-module", required=True, help="the pgmpitunelib module users load, e.g. pgmpitunelib/0.1.0")
+@click.option("--modulepath", multiple=True, help="extra MODULEPATH entries")
+@click.option("--nprocs", default=2, show_default=True)
+@click.option("--rounds", default=6, show_default=True, help="pairs of mpiruns (file arm, forced arm)")
+@click.option("--nrep", default=50, show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False), required=True)
+@click.option("--service-url", required=True)
+@click.option("--token-file", required=True, type=click.Path(exists=True, dir_okay=False))
+def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module, modulepath, nprocs, rounds, nrep,
+                    workdir, service_url, token_file):
+    """Validate a native decision file (native.rules / native.json) in a Slurm job that loads it through the
+    module, and have the service judge and record it.  A file its readers refuse is not submitted.
+    Exit 0 passed, 4 failed."""
+    from .native_validation import NativeValidationJob, post, precheck
+    from .uploader import Rejected, ServiceClient, Unreachable, read_token
+    name, text = Path(file).name, Path(file).read_text()
+    try:
+        cells = precheck(name, text, mpi, nprocs)
+    except ValueError as exc:
+        raise click.ClickException(f"refused before submitting: {exc}") from None
+    job = NativeValidationJob(Path(workdir), machine, mpi, mpi_version, name, text, mpi_module, tunelib_module,
+                              list(modulepath), nprocs=nprocs, rounds=rounds, nrep=nrep, cells=cells)
+    job.write()
+    try:
+        job_id = job.submit()
+        verdict = post(ServiceClient(service_url, read_token(token_file)), job, job.figures(), job_id)
+    except (RuntimeError, Unreachable, Rejected) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"{name}: {verdict['state']} (service record {verdict.get('id')})")
+    for p in verdict.get("problems", []):
+        click.echo(f"  {p}")
+    sys.exit(0 if verdict.get("ok") else 4)

@@ -179,6 +179,63 @@ static int noncommutative_ok(const call_t *c, const cplan_t *cp, char *sbuf, cha
     return ok;
 }
 
+/* Whether the environment names a decision file of the MPI library's own (Open MPI's dynamic rules file,
+ * MPICH's JSON selection file, as the module sets them): such a file applies to every operation, so the
+ * default arm may be a native choice too and gets the non-commutative check and the fingerprint, also when
+ * something else in the environment keeps the library from reading it (the fingerprint then shows it). */
+static int decision_file_in_env(void)
+{
+    const char *r = getenv("OMPI_MCA_coll_tuned_dynamic_rules_filename");
+    const char *j = getenv("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE");
+    return (r && *r) || (j && *j);
+}
+
+/* Fingerprint of the algorithm that ran a reduction (MPI_Allreduce, MPI_Reduce): MPI_SUM over doubles that
+ * are all quiet NaNs, rank r's element e carrying the payload (r + 1, e).  NaN + NaN keeps one operand's
+ * payload, so which rank's payload survives in each element, on each rank, follows the algorithm's operand
+ * order and its split of the vector: a built-in operation (no user op, which MPICH's selection files may
+ * route elsewhere) whose result identifies the algorithm.  Written as
+ * '#@pgmpi fingerprint <MPI_Name> <bytes> <alg> <hash of rank 0>:<hash of rank 1>:...' (hashes of the
+ * survivors, 0 on ranks without output); called twice, like noncommutative_ok, and "unstable" when the two
+ * calls disagree.  Read by pgmpi_formats.native_validation (the proof that a decision file took effect). */
+static void fingerprint(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, MPI_Comm comm, int alg)
+{
+    size_t ne = cp->n / sizeof(double);
+    if (ne == 0 || ne * sizeof(double) > cp->sbytes || ne * sizeof(double) > cp->rbytes) return;
+    unsigned long long h[2] = {0, 0};
+    for (int rep = 0; rep < 2; rep++) {
+        double *s = (double *)sbuf, *r = (double *)rbuf;
+        for (size_t e = 0; e < ne; e++) {
+            uint64_t bits = 0x7ff8000000000000ULL | ((uint64_t)(g_rank + 1) << 32) | (uint64_t)(e & 0xffffffffu);
+            memcpy(&s[e], &bits, sizeof bits);
+        }
+        memset(rbuf, 0, ne * sizeof(double));
+        int rc, mine = 1;
+        if (c->kind == K_ALLREDUCE) rc = MPI_Allreduce(sbuf, rbuf, (int)ne, MPI_DOUBLE, MPI_SUM, comm);
+        else { rc = MPI_Reduce(sbuf, rbuf, (int)ne, MPI_DOUBLE, MPI_SUM, O.root, comm); mine = g_rank == O.root; }
+        unsigned long long x = 1469598103934665603ULL;          /* FNV-1a over the survivors */
+        for (size_t e = 0; mine && rc == MPI_SUCCESS && e < ne; e++) {
+            uint64_t b;
+            memcpy(&b, &r[e], sizeof b);
+            unsigned who = ((b & 0x7ff8000000000000ULL) == 0x7ff8000000000000ULL) ? (unsigned)((b >> 32) & 0xffffu) : 0xffffu;
+            x = (x ^ who) * 1099511628211ULL;
+        }
+        h[rep] = rc != MPI_SUCCESS ? 1 : mine ? x : 0;
+    }
+    unsigned long long mine2[2] = {h[0], h[0] != h[1]}, *all = g_rank == 0 ? malloc(sizeof mine2 * (size_t)g_size) : NULL;
+    PMPI_Gather(mine2, 2, MPI_UNSIGNED_LONG_LONG, all, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (g_rank != 0 || !all) return;
+    char buf[4096];
+    size_t o = 0;
+    int unstable = 0;
+    for (int q = 0; q < g_size && o + 24 < sizeof buf; q++) {
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%llx", q ? ":" : "", all[2 * q]);
+        unstable |= all[2 * q + 1] != 0;
+    }
+    footer_add("#@pgmpi fingerprint %s %zu %s %s\n", c->mpi_name, cp->n, alg_label(c, alg), unstable ? "unstable" : buf);
+    free(all);
+}
+
 /* Runs the check round of one call at its installed plan; ok[a] = 0 for each algorithm that failed
  * on any rank.  Collective: every rank calls it with the same arguments. */
 void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok)
@@ -227,9 +284,16 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
             }
         }
         /* a native reduction must also keep the operand order (noncommutative_ok) */
-        if (code == 0 && alg <= ALG_NATIVE0 && (c->kind == K_ALLREDUCE || c->kind == K_REDUCE || c->kind == K_SCAN)
-            && !noncommutative_ok(c, cp, sbuf, rbuf, comm, detail, sizeof detail))
+        int noncomm = (alg <= ALG_NATIVE0 || (alg == 0 && decision_file_in_env()))
+                      && (c->kind == K_ALLREDUCE || c->kind == K_REDUCE || c->kind == K_SCAN);
+        if (code == 0 && noncomm && !noncommutative_ok(c, cp, sbuf, rbuf, comm, detail, sizeof detail))
             code = 3;
+        /* evidence that the cell ran a non-commutative operation (read by pgmpi_formats.native_validation) */
+        if (noncomm && code != 1 && code != 2)
+            footer_add("#@pgmpi noncommutative %s %zu %s\n", c->mpi_name, cp->n, alg_label(c, alg));
+        /* native comparisons (a decision file, or native variants): which algorithm ran a reduction */
+        if ((c->kind == K_ALLREDUCE || c->kind == K_REDUCE) && (alg <= ALG_NATIVE0 || (alg == 0 && (g_nnative || decision_file_in_env()))))
+            fingerprint(c, cp, sbuf, rbuf, comm, alg);
         if (comm != MPI_COMM_WORLD) { PMPI_Comm_set_errhandler(comm, saved_c); PMPI_Errhandler_free(&saved_c); }
         int codes[2] = {code, code ? g_rank : g_size}, worst[2];
         PMPI_Allreduce(codes, worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);

@@ -112,6 +112,11 @@ def document() -> dict:
             "slower than default (within the tolerance) at every size it redirects", "ValidationIn",
             "agent of the machine; admin", ("200",),
             [_p("version_id", {"type": "integer", "minimum": 0, "maximum": 2147483647})], (404,)),
+        "/native/validations": {
+            **_get("recorded validations of native decision files", ML, LIST),
+            **_write("post", "judge and record a native decision file's validation job (refused with the reason "
+                     "when the file's readers refuse it)", "NativeValidationIn", "agent of the machine; admin",
+                     ("201",), errors=(404, 422))},
         "/me": _get("who am I", (), errors=(401,)),
     }
     return {

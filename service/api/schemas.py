@@ -136,4 +136,20 @@ class ValidationIn(_In):
     upload_ids: list[str] = Field(default_factory=list, max_length=10_000)
 
 
-REQUEST_MODELS = [MachineIn, LibraryIn, CampaignIn, JobIn, FileIn, UploadIn, AnalysisIn, ValidationIn]
+class NativeValidationIn(_In):
+    """A validation job of an MPI library's own decision file: the file (the service reads its cells itself)
+    and the job's figures (pgmpi_formats.native_validation.figures).  The text is kept byte for byte: its
+    sha256 is what a publication is checked against."""
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
+    machine: str = Field(max_length=200)
+    library: str = Field(max_length=100)
+    version: str = Field(max_length=100)
+    name: Literal["native.rules", "native.json"]
+    text: str = Field(max_length=4 * 1024 * 1024)
+    nprocs: int = Field(ge=1, le=1_000_000)
+    figures: dict[str, dict[str, Any]] = Field(max_length=100_000)
+    job: str = Field(default="", max_length=200)
+
+
+REQUEST_MODELS = [MachineIn, LibraryIn, CampaignIn, JobIn, FileIn, UploadIn, AnalysisIn, ValidationIn,
+                  NativeValidationIn]

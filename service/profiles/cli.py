@@ -84,19 +84,21 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
             "`pgmpi profile publish-candidate ID`, or publish these files: they count as validated when a "
             "validated version with the same files is stored, else use --force --reason")
     files = {p.name: p.read_bytes() for p in sorted(Path(src).iterdir()) if p.is_file()}
-    evidence, unread = None, ""
+    evidence, native, unread = None, None, ""
     if not force:     # a forced publication needs no evidence (and no database)
         from sqlalchemy.exc import SQLAlchemyError
         from service.profiles import lifecycle
         try:
             with _app(database_url).app_context():
                 evidence = lifecycle.recorded_validation(machine, mpi_name, mpi_version, files)
+                native = lifecycle.recorded_native_validation(machine, mpi_name, mpi_version, files)
         except SQLAlchemyError as exc:
             unread = f" (the service's database could not be read: {str(exc).splitlines()[0][:200]})"
     try:
         res = pub.publish(_root(root), machine, mpi_name, mpi_version, files,
                           actor=actor or getpass.getuser(), validated=evidence is not None, force=force,
-                          reason=reason, validation=evidence or {}, mpi=mpi_flavor(mpi_name))
+                          reason=reason, validation=evidence or {}, mpi=mpi_flavor(mpi_name),
+                          native_validated=native is not None)
     except pub.PublishError as exc:
         raise click.ClickException(str(exc) + unread)
     click.echo(f"published version {res.version} (was {res.previous}) -> {res.target}/current"

@@ -17,8 +17,8 @@ from sqlalchemy import select
 from pgmpi_formats.checker import mpi_flavor
 from service.auth import audit
 from service.store.db import db
-from service.store.models import (Analysis, AuditLog, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion,
-                                  ValidationFigure, Violation)
+from service.store.models import (Analysis, AuditLog, Campaign, Machine, MpiLibrary, NativeValidation, ProfileSet,
+                                  ProfileVersion, ValidationFigure, Violation)
 from service.profiles import publish as pub
 
 
@@ -137,7 +137,8 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
     names, directory = _names(ps)
     # the service's own record decides, never a file: record_validation set validated_at and the state
     validated = v.validated_at is not None or v.state == "validated"
-    res = pub.publish(root, *names, v.files or {}, directory=directory,
+    native = recorded_native_validation(*names, v.files or {})
+    res = pub.publish(root, *names, v.files or {}, directory=directory, native_validated=native is not None,
                       actor=actor, validated=validated, force=force, reason=reason,
                       candidate=f"profile_version:{v.id}",
                       validation={"figures": len(v.figures),
@@ -201,6 +202,60 @@ def recorded_validation(machine: str, library: str, version: str, files) -> dict
         if dict(v.files or {}) == want:
             return {"profile_version": v.id, "validated_at": v.validated_at.isoformat(), "figures": len(v.figures)}
     return None
+
+
+def native_digest(text: str | bytes) -> str:
+    return hashlib.sha256(text.encode() if isinstance(text, str) else bytes(text)).hexdigest()
+
+
+def recorded_native_validation(machine: str, library: str, version: str, files) -> dict | None:
+    """The service's passing validation records of the native decision files among `files` (this machine x
+    library x version, exactly these texts): {name: record} when every native file has one, {} when there
+    is none to check, None when one lacks a record."""
+    out = {}
+    for name, text in files.items():
+        if name not in pub.NATIVE_FILES:
+            continue
+        rec = db.session.scalars(select(NativeValidation).where(
+            NativeValidation.digest == native_digest(text), NativeValidation.file_name == name,
+            NativeValidation.machine == machine, NativeValidation.library == library,
+            NativeValidation.version == version, NativeValidation.state == "passed")
+            .order_by(NativeValidation.id.desc())).first()
+        if rec is None:
+            return None
+        out[name] = {"native_validation": rec.id, "digest": rec.digest, "at": rec.created_at.isoformat(),
+                     "job": rec.job}
+    return out
+
+
+def record_native_validation(machine: str, library: str, version: str, name: str, text: str, nprocs: int,
+                             figs: dict, job: str, actor: str, tolerance: float | None = None) -> dict:
+    """Judge a native file's validation job (service/analysis/native_validation.py) on the cells the service
+    reads from the file itself, store the record, audit and commit.  A file the readers refuse raises
+    PublishError (no record: it never gets near a job or a publication)."""
+    from pgmpi_formats import mpich_json, native_validation as nv
+    from service.analysis.native_validation import judge
+    want = pub.NATIVE_FILES.get(name)
+    if want is None:
+        raise pub.PublishError(f"{name!r} is no native decision file; valid: {', '.join(pub.NATIVE_FILES)}")
+    pub.check_native_file(name, text, mpi_flavor(library))
+    if want == "openmpi":
+        cells = nv.cells_of_rules(text, pub._installed("openmpi"), nprocs, name)
+    else:
+        base, _known = pub._installed("mpich")
+        cells = nv.cells_of_json(mpich_json.loads(text, name), base, nprocs)
+    verdict = judge(cells, figs, want, 0.10 if tolerance is None else tolerance)
+    rec = NativeValidation(machine=machine, library=library, version=version, file_name=name,
+                           digest=native_digest(text), nprocs=nprocs, state=verdict["state"], verdict=verdict,
+                           job=job[:200], actor=actor)
+    db.session.add(rec)
+    db.session.flush()
+    audit(actor, "validate-native", "native", str(rec.id),
+          {"state": verdict["state"], "file": name, "digest": rec.digest, "problems": verdict["problems"][:20],
+           "job": job})
+    db.session.commit()
+    verdict["id"] = rec.id
+    return verdict
 
 
 def history(root: Path, machine: str, library: str, version: str, directory: str | None = None) -> dict:

@@ -347,17 +347,21 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
             files: Mapping[str, str | bytes], *, actor: str, validated: bool,
             force: bool = False, reason: str = "", candidate: str | None = None,
             validation: Mapping | None = None, checker: str | Sequence[str] | None = None,
-            mpi: str | None = None, directory: str | None = None) -> PublishResult:
+            mpi: str | None = None, directory: str | None = None,
+            native_validated: bool = False) -> PublishResult:
     """Publish a profile set as a new version and make it current.
 
     ``validated`` says whether a validation run showed the candidate is not slower
     anywhere it redirects.  An unvalidated candidate is refused unless ``force``
     (admin), which history.jsonl records with ``reason``.  ``pgmpitune-check``
-    must accept the files in every case.
+    must accept the files in every case.  A native decision file (native.rules /
+    native.json) also needs ``native_validated``: the service recorded a passing
+    validation job of exactly that file (service/analysis/native_validation.py);
+    its readers' checks apply even to a forced publication.
     """
     if not actor:
         raise PublishError("actor: who publishes must be recorded")
-    if not validated and not force:
+    if not validated and not force and any(n not in NATIVE_FILES for n in files):
         raise PublishError(
             "candidate has no passing validation run (tuned not slower than default wherever it "
             "redirects); an admin may force the publication, which the audit log records")
@@ -371,6 +375,11 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
         checked[check_file_name(name)] = data
         if name in NATIVE_FILES:
             check_native_file(name, data.decode("utf-8", "replace"), mpi)
+            if not native_validated and not force:
+                raise PublishError(
+                    f"{name}: no passing validation of this file is recorded by the service (a validation job "
+                    "that loaded it through the module and showed correct results, the chosen algorithms in "
+                    "use and none slower: `pgmpi agent native-validate`); an admin may force the publication")
             continue
         try:    # the control arm's label is no algorithm: even a forced publication refuses it
             from service.analysis.profiles import refuse_control

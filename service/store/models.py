@@ -335,6 +335,26 @@ class ValidationFigure(db.Model):
     version: Mapped[ProfileVersion] = relationship(back_populates="figures")
 
 
+class NativeValidation(db.Model):
+    """The service's record of one validation job of an MPI library's own decision file (native.rules /
+    native.json, by its sha256): the verdict service/analysis/native_validation.py gave on the job's figures.
+    Publishing such a file needs a passing record of exactly its text (service/profiles/lifecycle.py)."""
+    __tablename__ = "native_validations"
+    __table_args__ = (Index("ix_native_validations_digest", "digest"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    machine: Mapped[str] = mapped_column(String(200))
+    library: Mapped[str] = mapped_column(String(100))
+    version: Mapped[str] = mapped_column(String(100))
+    file_name: Mapped[str] = mapped_column(String(20))
+    digest: Mapped[str] = mapped_column(String(64))
+    nprocs: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))          # passed | failed
+    verdict: Mapped[dict[str, Any]] = mapped_column(JSON)
+    job: Mapped[str] = mapped_column(String(200), default="")
+    actor: Mapped[str] = mapped_column(String(160), default="")
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
 class LibraryOverview(db.Model):
     """Summary table behind the violations overview: one row per MPI library (= machine x library) with its
     latest analysis and the violation counts of its recent analyses.  Rewritten by

@@ -16,7 +16,8 @@ PRF = {"MPI_Allreduce.prf": "MPI_Allreduce\n2\n2\n0 default\n1 allreduce_as_redu
 
 
 def publish(root, files, mpi, ver):
-    return pub.publish(root, "m1", mpi, ver, files, actor="alice", validated=True, checker=["/bin/true"], mpi=mpi)
+    return pub.publish(root, "m1", mpi, ver, files, actor="alice", validated=True, checker=["/bin/true"], mpi=mpi,
+                       native_validated=True)
 
 
 def current(root, mpi, ver):
@@ -55,3 +56,17 @@ def test_a_json_file_missing_a_collective_is_refused_before_publishing(tmp_path)
                                                "missing: MPICH aborts every job at its first allreduce"):
         publish(tmp_path, {"native.json": mj.dumps(broken)}, "mpich", "4.0.2")
     assert current(tmp_path, "mpich", "4.0.2") == {"native.json": mj.dumps(tree)}
+
+
+def test_a_native_file_without_a_recorded_validation_is_refused(tmp_path):
+    rules = orr.write_rules([Decision("bcast", 2, 8, "native:binomial")], pub._installed("openmpi"))
+    with pytest.raises(pub.PublishError, match="native.rules: no passing validation of this file is recorded"):
+        pub.publish(tmp_path, "m1", "openmpi", "4.1.4", {**PRF, "native.rules": rules}, actor="alice",
+                    validated=True, checker=["/bin/true"], mpi="openmpi")
+    assert not (tmp_path / "m1" / "openmpi-4.1.4" / "current").exists()
+    # forced (recorded in the history), the readers' checks still apply
+    pub.publish(tmp_path, "m1", "openmpi", "4.1.4", {"native.rules": rules}, actor="alice", validated=False,
+                force=True, reason="test", checker=["/bin/true"], mpi="openmpi")
+    with pytest.raises(pub.PublishError, match="reorders a reduction's operands"):
+        pub.publish(tmp_path, "m1", "openmpi", "4.1.4", {"native.rules": "1\n2\n1\n2\n1\n0 4 0 0\n"},
+                    actor="alice", validated=False, force=True, reason="test", checker=["/bin/true"], mpi="openmpi")

@@ -49,7 +49,8 @@ def test_module_load_sets_the_published_native_file_for_the_job(tmp_path, mpi):
         name, text = "native.json", mj.dumps(mj.generate(DECISIONS, base, known))
         want = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": None}
     root = tmp_path / "profiles"
-    pub.publish(root, "m1", mpi, VERSIONS[mpi], {name: text}, actor="t", validated=True, checker=["/bin/true"], mpi=mpi)
+    pub.publish(root, "m1", mpi, VERSIONS[mpi], {name: text}, actor="t", validated=True, checker=["/bin/true"], mpi=mpi,
+                native_validated=True)
     published = root / "m1" / f"{mpi}-{VERSIONS[mpi]}" / "versions" / "1" / name
     np4 = f"mpirun.{mpi} -np 4" + (" --oversubscribe" if mpi == "openmpi" else "")
     env = clean_env(MODULEPATH=str(tmp_path / "mods"), PGMPI_SITE_PROFILE_ROOT=str(root), PGMPI_SITE_MACHINE="m1",

@@ -1,0 +1,192 @@
+"""Validating the MPI library's own decision file (native.rules / native.json) the way users get it: the cells
+the file selects, and the figures of a validation job (the agent measures them, the service judges them:
+service/analysis/native_validation.py).
+
+    cells = cells_of_rules(text, discovery, nprocs)        # Open MPI rules file -> [Cell]
+    cells = cells_of_json(tree, base, nprocs)              # MPICH JSON selection file -> [Cell]
+    figs = figures(files)     # [(arm, round, raw text)] -> {(key, msize): per-round medians and checks}
+
+A cell is one rule of the file at the job's communicator size: from `lo` bytes (ours, collectives.def) up
+to the next rule the collective runs `label` ("default": the library's own decision, or
+"native:<name>[:seg=<bytes>]").  It is measured at one size, `msize`, inside it.
+
+The job (scheduler/native_validation.py) runs rounds of two mpiruns each, in alternating order:
+  arm "file"    `module load` of the candidate set: the library reads the file; pgmpi-bench measures
+                `default` (= the file's choice) and runs its check round, with a non-commutative user
+                operation at every reduction cell (`#@pgmpi noncommutative` lines);
+  arm "forced"  the same module without the file's variables: `default` (the library's built-in decision)
+                and every label of the file forced (native:<name>), interleaved in the one mpirun.
+Open MPI applies a rules file before any forced algorithm on every communicator, so the file and the
+forced variants cannot share an mpirun; the two arms of a round are paired instead.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+
+from . import collectives as _colls
+from .mpich_json import MPICH_NAMES
+from .native import Discovery, format_label
+from .ompi_rules import _PER_BLOCK, parse_rules
+from .results import parse_text
+
+__all__ = ["Cell", "cells_of_rules", "cells_of_json", "figures", "SMALLEST"]
+
+SMALLEST = 8            # the smallest size a rule starting at 0 bytes is measured at (one double)
+
+
+@dataclass(frozen=True)
+class Cell:
+    key: str            # collectives.def key
+    nprocs: int
+    lo: int             # our bytes: the rule starts here
+    hi: int | None      # our bytes: the next rule starts after this (None: no upper end)
+    label: str          # default | native:<name>[:seg=<bytes>]
+    msize: int          # where the job measures it
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _pick(lo: int, hi: int | None) -> int:
+    """One size inside [lo, hi]: the rule's first power of two >= max(lo, SMALLEST) when it fits."""
+    s = SMALLEST
+    while s < lo:
+        s *= 2
+    if hi is not None and s > hi:
+        s = max(lo, 1)
+    return s
+
+
+def cells_of_rules(text: str, discovery: Discovery, nprocs: int, source: str = "native.rules") -> list[Cell]:
+    """The rules Open MPI applies at communicator size nprocs (the largest listed size <= nprocs, the first
+    listed when all are larger), as cells; Open MPI's message sizes converted back to ours."""
+    rules = parse_rules(text, source, discovery)
+    names = {k: {a.value: a.name for a in v} for k, v in discovery.algorithms.items()}
+    out = []
+    for key, sizes in sorted(rules.table.items()):
+        listed = sorted(sizes)
+        fit = [s for s in listed if s <= nprocs]
+        rows = sizes[fit[-1] if fit else listed[0]]
+        div = nprocs if key in _PER_BLOCK else 1
+        for i, (m, alg, _fan, seg) in enumerate(rows):
+            lo = -(-m // div)
+            hi = (rows[i + 1][0] - 1) // div if i + 1 < len(rows) else None
+            label = "default" if alg == 0 else format_label(names[key][alg], seg if seg > 0 else None)
+            out.append(Cell(key, nprocs, lo, hi, label, _pick(lo, hi)))
+    return out
+
+
+def _comm_size_matches(cond: str, p: int) -> bool | None:
+    """MPICH's comm_size conditions; None: not a comm_size key."""
+    if not cond.startswith("comm_size"):
+        return None
+    rest = cond[len("comm_size"):]
+    if rest in ("=any",):
+        return True
+    if rest == "=pow2":
+        return p & (p - 1) == 0
+    for op in ("<=", "<", "=", ">=", ">"):
+        if rest.startswith(op) and rest[len(op):].isdigit():
+            n = int(rest[len(op):])
+            return {"<=": p <= n, "<": p < n, "=": p == n, ">=": p >= n, ">": p > n}[op]
+    return False
+
+
+def _leaf_label(key: str, node: dict, builtin: dict) -> str | None:
+    if node == builtin:
+        return "default"
+    if len(node) == 1:
+        (k, v), = node.items()
+        cap = MPICH_NAMES[key][1]
+        for stem in (f"algorithm=MPIR_{cap}_intra_", f"algorithm=MPIR_{cap}_allcomm_"):
+            if k.startswith(stem) and v == {}:
+                return format_label(k[len(stem):])
+    return None
+
+
+def cells_of_json(tree: dict, base: dict, nprocs: int) -> list[Cell]:
+    """The branches an intra-communicator call at nprocs reaches in a selection file whose collective differs
+    from the built-in tree, as cells (first match wins; a commutativity / built-in-op branch is the path of
+    non-commutative calls, not a cell; avg_msg_size is our size for these calls, mpich_json's docstring)."""
+    out = []
+    for key, (mname, _cap) in sorted(MPICH_NAMES.items()):
+        ckey = f"collective={mname}"
+        if ckey not in tree or tree.get(ckey) == base.get(ckey):
+            continue
+        builtin = (base.get(ckey) or {}).get("comm_type=intra")
+        node = tree[ckey].get("comm_type=intra")
+        while isinstance(node, dict) and node != builtin:
+            hit = None
+            for cond, sub in node.items():
+                m = _comm_size_matches(cond, nprocs)
+                if m is None:
+                    break
+                if m:
+                    hit = sub
+                    break
+            if hit is None:
+                break
+            node = hit
+        if not isinstance(node, dict) or node == builtin:
+            continue
+        lo = 0
+        for cond, sub in node.items():
+            if cond in ("is_commutative=no", "is_op_built_in=no"):
+                continue
+            if cond.startswith("avg_msg_size<="):
+                hi = int(cond.split("<=", 1)[1])
+            elif cond == "avg_msg_size=any":
+                hi = None
+            else:
+                break
+            label = _leaf_label(key, sub, builtin)
+            if label is not None and (hi is None or hi >= lo):
+                out.append(Cell(key, nprocs, lo, hi, label, _pick(lo, hi)))
+            if hi is None:
+                break
+            lo = hi + 1
+    return out
+
+
+def figures(files: list[tuple[str, int, str]]) -> dict:
+    """Per (key, msize) as "key:msize": per round the median run-time of the file's choice ("file"), the
+    built-in default ("default") and each forced label; the check outcomes per arm and label, the reductions'
+    algorithm fingerprints (pgmpi-bench's `#@pgmpi fingerprint`, lib/bench/bench_check.c) per arm and label,
+    and the rounds in which the file arm ran a non-commutative operation there.  files: (arm "file" | "forced", round, raw text)."""
+    out: dict[str, dict] = {}
+    for arm, rnd, text in files:
+        run = parse_text(text, f"{arm} round {rnd}")
+        by: dict[tuple[str, int, str], list[float]] = {}
+        for t, m, x, a in zip(run.test.tolist(), run.msize.tolist(), run.runtime.tolist(), run.algorithm.tolist()):
+            by.setdefault((run.tests[t], m, run.algorithms[a]), []).append(x)
+        for (call, m, alg), xs in by.items():
+            coll = _colls.by_mpi_name(call)
+            if coll is None:
+                continue
+            cell = out.setdefault(f"{coll.key}:{m}", {"key": coll.key, "msize": m, "rounds": {}, "checks": {},
+                                                     "noncommutative": [], "fingerprints": {}})
+            name = "file" if arm == "file" else alg
+            cell["rounds"].setdefault(str(rnd), {})[name] = statistics.median(xs)
+        for line in run.pgmpi_lines:
+            parts = line.split()
+            # "#@pgmpi check <MPI_Name> <bytes> <alg> ok|fail <reason> <details>", "#@pgmpi noncommutative ..."
+            if len(parts) >= 5 and parts[1] in ("check", "noncommutative", "fingerprint"):
+                coll = _colls.by_mpi_name(parts[2])
+                if coll is None or not parts[3].isdigit():
+                    continue
+                cell = out.setdefault(f"{coll.key}:{int(parts[3])}", {"key": coll.key, "msize": int(parts[3]),
+                                                                    "rounds": {}, "checks": {}, "noncommutative": [],
+                                                                    "fingerprints": {}})
+                name = "file" if arm == "file" else parts[4]
+                if parts[1] == "fingerprint":
+                    if len(parts) >= 6:
+                        cell["fingerprints"].setdefault(name, []).append(parts[5])
+                    continue
+                if parts[1] == "noncommutative":
+                    if arm == "file":
+                        cell["noncommutative"].append(rnd)
+                    continue
+                verdict = "ok" if parts[5:6] == ["ok"] else "fail " + " ".join(parts[6:])[:200]
+                cell["checks"].setdefault(name, []).append(verdict)
+    return out

@@ -1,0 +1,115 @@
+"""A native decision file is validated the way users get it -- a Slurm job that loads it through the
+pgmpitunelib module -- and the service records the verdict; only a recorded pass lets it be published.
+Files the readers refuse (corrupt, a collective missing, an order-unsafe algorithm) never reach a job."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgmpi_formats import mpich_json as mj
+from pgmpi_formats import native
+from pgmpi_formats import ompi_rules as orr
+from pgmpi_formats.ompi_rules import Decision
+from scheduler.native_validation import NativeValidationJob, post, precheck
+from scheduler.uploader import Rejected, ServiceClient
+
+from sched_helpers import ROOT, add_machine
+
+VERSIONS = {"openmpi": "4.1.4", "mpich": "4.0.2"}
+# allreduce at 64 KiB: Open MPI's rabenseifner runs as fast as its default there but leaves another
+# fingerprint (measured at 2 ranks: 10.5 vs 10.4 us)
+DECISIONS = [Decision("allreduce", 2, 8, "default"), Decision("allreduce", 2, 65536, "native:rabenseifner"),
+             Decision("allreduce", 2, 131072, "default")]
+
+
+def tunelib_modules(top: Path, mpi: str) -> Path:
+    """pgmpitunelib/0.1.0 for this MPI from the plain Lmod template, over the build tree's install."""
+    prefix = top / "prefix"
+    (prefix / "share" / "pgmpitunelib").mkdir(parents=True)
+    (prefix / "share" / "pgmpitunelib" / "pgmpitune-site.lua").write_text(
+        (ROOT / "spack-repo/packages/pgmpitunelib/pgmpitune-site.lua").read_text())
+    for d in ("bin", "lib", "include"):
+        (prefix / d).symlink_to(ROOT / "build" / "install" / mpi / d)
+    text = (ROOT / "spack-repo/modules/pgmpitunelib.lua.in").read_text()
+    for key, val in {"@PREFIX@": str(prefix), "@VERSION@": "0.1.0", "@MPI_NAME@": mpi,
+                     "@MPI_VERSION@": VERSIONS[mpi], "@PRELOAD@": "false"}.items():
+        text = text.replace(key, val)
+    (top / "mods" / "pgmpitunelib").mkdir(parents=True)
+    (top / "mods" / "pgmpitunelib" / "0.1.0.lua").write_text(text)
+    return top / "mods"
+
+
+def test_refused_before_any_job(tmp_path):
+    d = native.discover("openmpi")
+    with pytest.raises(orr.RulesError, match=r"native.rules:7: .*count is larger"):
+        precheck("native.rules", "1\n2\n1\n2\n3\n0 3 0 0\n1024 6 0 0\n", "openmpi", 2)     # 3 rules, 2 given
+    with pytest.raises(orr.RulesError, match="ring \\(4\\) reorders a reduction's operands"):
+        precheck("native.rules", "1\n2\n1\n2\n1\n0 4 0 0\n", "openmpi", 2)
+    lib = mj.find_library()
+    tree = mj.generate([Decision("bcast", 2, 8, "native:binomial")], mj.builtin_tree(lib), mj.algorithm_names(lib))
+    del tree["collective=allreduce"]
+    with pytest.raises(ValueError, match="collective=allreduce is missing: MPICH aborts every job"):
+        precheck("native.json", mj.dumps(tree), "mpich", 2)
+    job = NativeValidationJob(tmp_path / "job", "m", "openmpi", "4.1.4", "native.rules", "1\n2\n1\n2\n1\n0 5 0 0\n",
+                              "openmpi/4.1.4", "pgmpitunelib/0.1.0", [])
+    with pytest.raises(orr.RulesError, match="segmented_ring"):
+        job.write()
+    assert not (tmp_path / "job" / "job.sh").exists()
+    assert precheck("native.rules", orr.write_rules(DECISIONS, d), "openmpi", 2)[1].label == "native:rabenseifner"
+
+
+@pytest.mark.slurm
+@pytest.mark.mpi
+@pytest.mark.lmod
+def test_validation_job_on_slurm_recorded_and_gating_publication(tmp_path, slurm_env, mpi_modulepath, bench_root,
+                                                                 service):
+    from service.profiles import lifecycle, publish as pub
+    token = add_machine(service, "nvbox", role="agent")
+    client = ServiceClient(service.url, token)
+    mods = tunelib_modules(tmp_path, "openmpi")
+    text = orr.write_rules(DECISIONS, native.discover("openmpi"))
+
+    def run(name: str, extra: list[str]) -> dict:
+        job = NativeValidationJob(tmp_path / name, "nvbox", "openmpi", "4.1.4", "native.rules", text, "openmpi/4.1.4",
+                                  "pgmpitunelib/0.1.0", [str(mpi_modulepath), str(mods)], rounds=4, nrep=20,
+                                  extra_lines=extra)
+        job.write()
+        job_id = job.submit(env=slurm_env)
+        return post(client, job, job.figures(), job_id)
+
+    # a site environment that switches dynamic rules off: Open MPI ignores the file silently; the fingerprint
+    # shows the default ran, not the file's rabenseifner
+    off = run("off", ["export OMPI_MCA_coll_tuned_use_dynamic_rules=0"])
+    assert off["state"] == "failed", off
+    cell = next(c for c in off["cells"] if c["label"] == "native:rabenseifner")
+    assert cell["evidence"] == "fingerprint" and any("did not run" in p for p in cell["problems"]), cell
+    files = {"native.rules": text}
+    with service.app.app_context():
+        assert lifecycle.recorded_native_validation("nvbox", "openmpi", "4.1.4", files) is None
+
+    # as users get it: the module sets the file; the fingerprint shows the file's choice at every round
+    ok = run("on", [])
+    used = next(c for c in ok["cells"] if c["label"] == "native:rabenseifner")
+    assert used["evidence"] == "fingerprint" and not any(p.startswith("(b)") for p in used["problems"]), used
+    assert not any(p.startswith(("(a)", "(d)")) for c in ok["cells"] for p in c["problems"]), ok
+    if ok["state"] != "passed":           # only (c) may fail here: timings on a loaded machine
+        assert all(p.startswith("(c)") for c in ok["cells"] for p in c["problems"]), ok
+        pytest.fail(f"the file ran and was correct, but was measured slower: {ok['problems']}")
+    with service.app.app_context():
+        rec = lifecycle.recorded_native_validation("nvbox", "openmpi", "4.1.4", files)
+        assert rec and rec["native.rules"]["native_validation"] == ok["id"]
+        # publishing: refused without the record (another text), accepted with it
+        root = tmp_path / "profiles"
+        with pytest.raises(pub.PublishError, match="no passing validation of this file is recorded"):
+            pub.publish(root, "nvbox", "openmpi", "4.1.4", {"native.rules": text + "# changed\n"}, actor="t",
+                        validated=False, checker=["/bin/true"], mpi="openmpi",
+                        native_validated=lifecycle.recorded_native_validation(
+                            "nvbox", "openmpi", "4.1.4", {"native.rules": text + "# changed\n"}) is not None)
+        pub.publish(root, "nvbox", "openmpi", "4.1.4", files, actor="t", validated=False, checker=["/bin/true"],
+                    mpi="openmpi", native_validated=rec is not None)
+    # the service itself refuses a file its readers refuse (no record)
+    with pytest.raises(Rejected, match="HTTP 422.*reorders a reduction's operands"):
+        client.request("POST", "/api/v1/native/validations", {"machine": "nvbox", "library": "openmpi",
+                       "version": "4.1.4", "name": "native.rules", "text": "1\n2\n1\n2\n1\n0 4 0 0\n", "nprocs": 2,
+                       "figures": {}, "job": "x"})
