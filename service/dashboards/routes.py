@@ -205,6 +205,25 @@ def trends(machine: str, lib: str):
     return render_template("trends.html", machine=m, lib=l, t=t, sel=sel, sels=sels, keys=sorted(data.MPI_OF))
 
 
+@bp.get("/m/<machine>/<lib>/native")
+@read_access
+def native(machine: str, lib: str):
+    """The library's own algorithms: heatmap, the default against the best, the searches' savings."""
+    from service.dashboards.native_data import native_view
+    key = request.args.get("key", "allreduce")
+    if key not in data.MPI_OF:
+        abort(404, description=f"no collective {key!r}; valid: {', '.join(sorted(data.MPI_OF))}")
+    m, l = _lib_or_404(machine, lib)
+    camp = _campaign(l, request.args.get("campaign"))
+    sels = data.layouts_of(db.session, l, camp)
+    sel = _selection(sels) or data.Sel(0, None)
+    v = native_view(db.session, l, camp, key, sel.p, sel.layout)
+    if request.args.get("format") == "json":
+        return jsonify(machine=m.name, library=l.name, version=l.version, campaign=camp.name if camp else None, **v)
+    return render_template("native.html", machine=m, lib=l, campaign=camp, sel=sel, sels=sels, v=v,
+                           keys=sorted(data.MPI_OF))
+
+
 def _selection(sels):
     """The layout switch's choice from ?layout= and ?p= (data.choose_layout); an unmeasured layout is a 404
     that lists the valid ones."""

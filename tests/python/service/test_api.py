@@ -162,9 +162,11 @@ def test_every_write_endpoint_refused_for_viewer_and_anonymous(client, seeded, a
               "/campaigns/{campaign}/jobs/{job_key}": {"state": "PENDING"},
               "/uploads": {"upload_id": "v", "files": [{"name": "f", "content": results_file()}]},
               "/analyses": {"machine": "m1", "library": "openmpi"},
-              "/profiles/{version_id}/validation": {"figures": []}}
+              "/profiles/{version_id}/validation": {"figures": []},
+              "/native/validations": {"machine": "m1", "library": "openmpi", "version": "4.1.4",
+                                      "name": "native.rules", "text": "1\n", "nprocs": 2, "figures": {}}}
     ops = list(_write_operations(client))
-    assert len(ops) == len(bodies) == 7
+    assert len(ops) == len(bodies) == 8
     before = counts(app)
     for method, path in ops:
         for who, status in (("viewer", 403), (None, 401)):

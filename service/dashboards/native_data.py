@@ -1,0 +1,89 @@
+"""The numbers of the native-algorithms page (plain Python, no Flask): per machine x library, collective and p,
+from the stored runs, whose algorithms are named `native:<name>[:seg=<bytes>]` (pgmpi_formats.native).
+
+    v = native_view(session, lib, campaign, key, p, layout)
+
+- heatmap: algorithm x message size, time relative to the best algorithm of that size (the seed paper's
+  figures; 1.0 = the best, blank = not measured);
+- default: per size the library's own choice (`default`) against the best native algorithm;
+- searches: service/analysis/native_search.py's methods replayed over the stored exhaustive data, per size and
+  in total: experiments, measuring time (sum of the measured variants' times), loss of the choice against the
+  exhaustive optimum of the same data.
+A stored value that is missing, zero or not finite is left out (a cell is blank), never an error.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from pgmpi_formats.native import parse_label
+from service.analysis import native_search as ns
+from service.dashboards import data
+
+
+def _ok(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def native_view(s, lib, campaign, key: str, p: int, layout: str | None = None) -> dict[str, Any]:
+    call = data.coll_mpi(key)
+    med = data.medians(s, lib, campaign, p, call=call, layout=layout)
+    times: dict[str, dict[int, float]] = {}
+    for (_c, alg, m), vals in med.items():
+        vals = [v for v in vals if _ok(v)]
+        if vals and (alg == "default" or parse_label(alg) is not None):
+            times.setdefault(alg, {})[m] = statistics.median(vals)
+    natives = sorted(a for a in times if a != "default")
+    out: dict[str, Any] = {"key": key, "call": call, "p": p, "layout": layout, "algorithms": [], "sizes": [],
+                           "z": [], "times": [], "default": [], "searches": [], "per_size": []}
+    if not natives:
+        return out
+    algs = ["default"] + natives if "default" in times else natives
+    sizes = sorted({m for a in algs for m in times[a]})
+    best = {m: min((times[a][m], a) for a in algs if m in times[a]) for m in sizes}
+    out.update(algorithms=algs, sizes=sizes,
+               times=[[times[a].get(m) for m in sizes] for a in algs],
+               z=[[(times[a][m] / best[m][0]) if m in times[a] else None for m in sizes] for a in algs])
+    for m in sizes:
+        d = times.get("default", {}).get(m)
+        nb = min(((times[a][m], a) for a in natives if m in times[a]), default=None)
+        out["default"].append({"msize": m, "default_s": d, "best": nb[1] if nb else None,
+                               "best_s": nb[0] if nb else None,
+                               "default_over_best": (d / nb[0]) if (d and nb) else None})
+    # the searches, replayed over the exhaustive data of each size (native variants only)
+    totals = {k: {"experiments": 0, "time": 0.0, "losses": []} for k in ns.SEARCHES}
+    for m in sizes:
+        cell_times: dict[str, dict[int | None, float]] = {}
+        for a in natives:
+            if m in times[a]:
+                v = parse_label(a)
+                cell_times.setdefault(v.name, {})[v.seg] = times[a][m]
+        if not cell_times:
+            continue
+        cell = ns.Cell(cell_times)
+        row = {"msize": m}
+        for k in ns.SEARCHES:
+            r = ns.search(k, cell, m)
+            loss = cell.loss(r.choice, m)
+            row[k] = {"choice": _label(r.choice), "experiments": len(r.experiments), "time": r.cost(cell),
+                      "loss": loss}
+            totals[k]["experiments"] += len(r.experiments)
+            totals[k]["time"] += r.cost(cell)
+            totals[k]["losses"].append(loss)
+        out["per_size"].append(row)
+    ex = totals["exhaustive"]
+    for k in ns.SEARCHES:
+        t = totals[k]
+        out["searches"].append({
+            "search": k, "experiments": t["experiments"], "time": t["time"],
+            "fewer": (ex["experiments"] / t["experiments"]) if t["experiments"] else None,
+            "time_saved": (1 - t["time"] / ex["time"]) if ex["time"] else None,
+            "mean_loss": statistics.fmean(t["losses"]) if t["losses"] else None,
+            "max_loss": max(t["losses"]) if t["losses"] else None})
+    return out
+
+
+def _label(choice: tuple[str, int | None]) -> str:
+    name, seg = choice
+    return f"native:{name}" + (f":seg={seg}" if seg is not None else "")
