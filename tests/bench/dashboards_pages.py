@@ -255,6 +255,7 @@ def main() -> int:
             "detail": f"/m/{lk}/detail/{key}?p={p}",
             "detail CSV": f"/m/{lk}/detail/{key}?p={p}&format=csv",
             "trends (a year of campaigns)": f"/m/{lk}/trends?key={key}&msize={msize}&algorithm=default&p={p}",
+            "native algorithms (a year of campaigns)": f"/m/{lk}/native?key={key}&p={p}",
             "alerts.json": "/alerts.json",
             "campaigns": "/campaigns",
             "profiles": "/profiles",
