@@ -57,6 +57,19 @@ def test_refused_before_any_job(tmp_path):
         job.write()
     assert not (tmp_path / "job" / "job.sh").exists()
     assert precheck("native.rules", orr.write_rules(DECISIONS, d), "openmpi", 2)[1].label == "native:rabenseifner"
+    # the command refuses it the same way, before writing or submitting anything
+    from click.testing import CliRunner
+    from scheduler.cli import agent
+    bad = tmp_path / "native.rules"
+    bad.write_text("1\n2\n1\n2\n1\n0 5 0 0\n")
+    token = tmp_path / "token"
+    token.write_text("x\n")
+    r = CliRunner().invoke(agent, ["native-validate", str(bad), "--machine", "m", "--mpi", "openmpi", "--mpi-version",
+                                   "4.1.4", "--mpi-module", "openmpi/4.1.4", "--tunelib-module", "pgmpitunelib/0.1.0",
+                                   "--workdir", str(tmp_path / "cli"), "--service-url", "http://127.0.0.1:9",
+                                   "--token-file", str(token)])
+    assert r.exit_code == 1 and "refused before submitting: native.rules:6: allreduce: segmented_ring (5) reorders" in r.output
+    assert not (tmp_path / "cli").exists()
 
 
 @pytest.mark.slurm
