@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from dash_helpers import raw_file, upload
+from test_browser import browser, serve, wait_plot  # noqa: F401  (browser: the fixture)
 
 LIB = "/m/m1/openmpi-4.1.4"
 # planted medians (seconds) per label and size; native:linear measured at 8 B only (a blank elsewhere)
@@ -27,7 +30,9 @@ def native_file(mpirun: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_native_page_from_stored_runs(app, tokens):
+@pytest.mark.browser
+def test_native_page_from_stored_runs(app, tokens, browser):
+    """One seeded app for the page checks and the browser (Chromium draws the heatmap)."""
     c = app.test_client()
     A = tokens["admin"]
     assert c.post("/api/v1/machines", headers=A, json={"name": "m1", "nodes": 1, "cores_per_node": 2,
@@ -57,3 +62,12 @@ def test_native_page_from_stored_runs(app, tokens):
     assert 'id="native-heatmap"' in html and 'id="native-searches"' in html and "1.80×" in html
     assert 'native algorithms</a>' in c.get(f"{LIB}/heatmap").get_data(as_text=True)
     assert c.get(f"{LIB}/native?key=nosuch").status_code == 404
+    from selenium.webdriver.common.by import By
+    srv, base = serve(app)
+    try:
+        browser.get(base + f"{LIB}/native?key=bcast&campaign=nat&p=2")
+        wait_plot(browser, "#native-heatmap")
+        assert browser.find_elements(By.CSS_SELECTOR, "#native-heatmap .heatmaplayer")
+        assert "smgd" in browser.find_element(By.ID, "native-searches").text
+    finally:
+        srv.shutdown()
