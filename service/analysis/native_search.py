@@ -1,101 +1,240 @@
 """Searching the MPI library's own algorithms x segment sizes with fewer experiments (the seed paper's MGD and
-SMGD), evaluated on exhaustive data: which (method, segment) each search would have measured, what it
-would have chosen, and what that costs against the exhaustive optimum of the same cell.
+SMGD, tests/../papers: "tuned collective operations by experiment", section 4.2).  One engine serves both
+uses, so a replay and a live campaign take exactly the same steps:
 
-    cell = Cell(times={"binomial": {None: 8.1e-5, 262144: 7.9e-5, ...}, ...})   # seconds, None = unsegmented
-    r = search("mgd", cell, size)       # -> Result(choice, experiments, cost)
-    loss = cell.loss(r.choice)          # (t(choice) - t(best)) / t(best) over the cell's variants
+    space = grid(methods, segmented, SEGMENTS, size)        # {method: [None, 524288, ..., 1024]}
+    path = run("smgd", space, measure, start=previous)      # measure([variants]) -> {variant: seconds}
+    path.choice, path.experiments, path.rounds
+
+- replay: `measure` looks the variants up in an exhaustive campaign's stored results (`Cell.measure`);
+- live: the campaign job's search driver (scheduler/native_driver.py) launches pgmpi-bench for each round's
+  variants, default interleaved in the same mpirun.
 
 An experiment is one (method, segment size) measured at one (collective, message size, p); its cost is its
-run-time (every experiment repeats the same number of times, so cost ratios are time ratios).  Segment sizes
-searched at a message size are the measured ones below it (the seed paper), plus the unsegmented variant.
+run-time (the same repetitions everywhere, so cost ratios are time ratios).  Variant `(method, None)` is the
+unsegmented one ("segment size equal to message size", the paper's largest segment); segment sizes searched
+at a message size are the grid's powers of two *below* it (the paper: "powers of 2 ... and less than the
+message size").  Methods that take no segment size have the single variant `(method, None)`.
 
-- exhaustive: every variant.
-- mgd (modified gradient descent): per method, start at the largest segment (the unsegmented variant) and
-  step to smaller segments; keep going past the first minimum for `lookahead` steps without improvement
-  (the curves have several local minima), then stop.
-- smgd (scanning MGD): first one experiment per method at its start; order the methods by that value and
-  prune those more than `prune` slower than the best start; descend the rest in that order with MGD, and
-  stop a descent early when it has not improved on its own start after `lookahead` steps while it is
-  already `prune` behind the best found so far.
+- exhaustive: every variant of the cell.
+- mgd (modified gradient descent): per method, start at the largest segment (unsegmented) and step to
+  smaller segments only; keep going past the first minimum for `lookahead` steps without improvement (the
+  curves have several local minima), then stop.  The methods descend side by side, one step per round.
+- smgd (scanning MGD): round 0 scans every method's start; the methods are ordered by that value and those
+  more than `prune` slower than the best start are pruned; the rest descend in that order, and a descent
+  stops early when its last gradient, continued for two more steps, cannot reach the best found so far
+  (the paper's "rates of change ... to predict values and thus prune").
+- start=<the neighbouring (smaller) message size's path>: the scan is limited to the methods that were not
+  pruned there (a method clearly worse at the neighbour stays out), every `rescan`-th message size scans
+  all methods again, and a method starts its descent at the segment size that was its best at the
+  neighbour when that is below this size (then it still looks `lookahead` steps past it).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 SEARCHES = ("exhaustive", "mgd", "smgd")
+Variant = tuple[str, "int | None"]
+
+# The exhaustive grid a site would sweep (tests/bench/native_search.py, lib/bench/README.md): message sizes
+# in powers of two from 8 B to 1 MiB (the paper's primary grid) and segment sizes in powers of two from
+# 1 KiB below the message size (the paper: powers of two below the message size; 1 KiB is the smallest
+# segment Open MPI's own fixed decision uses, and below it a 1 MiB message needs >1000 segments per call).
+SIZES = [2 ** k for k in range(3, 21)]
+SEGMENTS = [2 ** k for k in range(10, 20)]
+
+# Open MPI 4.1 methods that take coll_tuned_<coll>_algorithm_segmentsize (the base functions' segsize
+# argument in ompi/mca/coll/base/coll_base_{bcast,reduce,allreduce}.c); every other method ignores it, so
+# sweeping it there would only inflate the grid.  MPICH has no segment size for blocking algorithms.
+SEGMENTED = {
+    "openmpi": {"bcast": {"chain", "pipeline", "split_binary_tree", "binary_tree", "binomial", "knomial"},
+                "reduce": {"chain", "pipeline", "binary", "binomial", "in-order_binary"},
+                "allreduce": {"segmented_ring"}},
+    "mpich": {},
+}
+
+
+def grid(methods, segmented, segments, size: int) -> dict[str, list]:
+    """The cell's variants per method, start first: unsegmented, then segment sizes below `size` descending."""
+    return {m: [None] + (sorted((s for s in segments if s < size), reverse=True) if m in segmented else [])
+            for m in methods}
+
+
+@dataclass
+class Path:
+    """What one search of one cell did: the rounds of variants it measured and what it chose."""
+    kind: str
+    choice: Variant | None = None
+    rounds: list[list[Variant]] = field(default_factory=list)
+    times: dict[Variant, float] = field(default_factory=dict)
+    pruned: list[str] = field(default_factory=list)        # methods left out (scan threshold or neighbour)
+    best_segment: dict[str, "int | None"] = field(default_factory=dict)   # per method: its best variant's seg
+
+    @property
+    def experiments(self) -> list[Variant]:
+        return [v for r in self.rounds for v in r]
+
+    def cost(self) -> float:
+        return sum(self.times[v] for v in self.experiments)
+
+    def to_json(self) -> dict:
+        lab = _label
+        return {"kind": self.kind, "choice": lab(self.choice) if self.choice else None,
+                "rounds": [[lab(v) for v in r] for r in self.rounds],
+                "times": {lab(v): t for v, t in self.times.items()}, "pruned": self.pruned,
+                "best_segment": self.best_segment}
+
+
+def _label(v: Variant) -> str:
+    return f"native:{v[0]}" + (f":seg={v[1]}" if v[1] is not None else "")
+
+
+class _Descent:
+    """One method's walk down its variants, starting at index `first`, `lookahead` misses past a minimum."""
+
+    def __init__(self, method: str, variants: list, lookahead: int, first: int = 0):
+        self.method, self.variants, self.lookahead = method, variants, lookahead
+        self.i, self.best, self.misses, self.last = first, None, 0, []
+        self.done = not variants
+
+    def next(self) -> Variant | None:
+        if self.done or self.i >= len(self.variants):
+            self.done = True
+            return None
+        return (self.method, self.variants[self.i])
+
+    def record(self, t: float, times: dict) -> None:
+        v = (self.method, self.variants[self.i])
+        self.last = (self.last + [t])[-2:]
+        if self.best is None or t < times[self.best]:
+            self.best, self.misses = v, 0
+        else:
+            self.misses += 1
+            if self.misses > self.lookahead:
+                self.done = True
+        self.i += 1
+
+
+def steps(kind: str, space: dict[str, list], lookahead: int = 2, prune: float = 0.5,
+          start: Path | None = None, rescan: bool = True) -> Generator[list[Variant], dict, Path]:
+    """The search as a generator: yields a round's variants, receives their times, returns the Path."""
+    if kind not in SEARCHES:
+        raise ValueError(f"unknown search {kind!r}; valid: {', '.join(SEARCHES)}")
+    path = Path(kind)
+    times = path.times
+
+    def measured(batch):
+        got = yield batch
+        path.rounds.append(list(batch))
+        times.update({v: got[v] for v in batch})
+
+    if kind == "exhaustive":
+        yield from measured([(m, s) for m, segs in space.items() for s in segs])
+    else:
+        methods = [m for m in space if space[m]]
+        carry = start is not None and not rescan
+        if carry:                                   # the neighbour's survivors only
+            kept = [m for m in methods if m not in start.pruned]
+            path.pruned = [m for m in methods if m not in kept]
+            methods = kept or methods
+
+        def first(m):                               # the neighbour's best segment of m, if below this size
+            seg = start.best_segment.get(m) if start is not None else None
+            return space[m].index(seg) if seg in space[m] else 0
+
+        descents = {m: _Descent(m, space[m], lookahead, first(m)) for m in methods}
+        if kind == "smgd":
+            scan = [d.next() for d in descents.values()]
+            yield from measured(scan)
+            for d in descents.values():
+                d.record(times[d.next()], times)
+            order = sorted(methods, key=lambda m: times[descents[m].best])
+            top = times[descents[order[0]].best]
+            for m in order:
+                if times[descents[m].best] > top * (1 + prune):
+                    descents[m].done = True
+                    path.pruned.append(m)
+            descents = {m: descents[m] for m in order}
+        while True:
+            batch = [v for v in (d.next() for d in descents.values()) if v is not None]
+            if not batch:
+                break
+            yield from measured(batch)
+            for d in descents.values():
+                v = d.next()
+                if v is not None and v in times and v in batch:
+                    d.record(times[v], times)
+            if kind == "smgd":
+                best = min(times[d.best] for d in descents.values() if d.best is not None)
+                for d in descents.values():
+                    if not d.done and len(d.last) == 2 and d.last[1] < d.last[0]:
+                        rate = d.last[1] / d.last[0]
+                        if d.last[1] * rate * rate > best:          # two more steps at this rate lose anyway
+                            d.done = True
+                    elif not d.done and d.misses >= 1 and times[d.best] > best * (1 + prune / 2):
+                        d.done = True                               # not improving and clearly behind
+        for m, d in descents.items():
+            if d.best is not None:
+                path.best_segment[m] = d.best[1]
+    path.choice = min(times, key=times.get) if times else None
+    if kind == "exhaustive":
+        path.best_segment = {m: min(((m, s) for s in segs), key=times.get)[1] for m, segs in space.items() if segs}
+    return path
+
+
+def run(kind: str, space: dict[str, list], measure: Callable[[list[Variant]], dict], **kw) -> Path:
+    """Drives `steps` with `measure(variants) -> {variant: seconds}` (a replay table or real launches)."""
+    gen = steps(kind, space, **kw)
+    try:
+        batch = next(gen)
+        while True:
+            batch = gen.send(measure(batch))
+    except StopIteration as stop:
+        return stop.value
+
+
+def run_sizes(kind: str, spaces: dict[int, dict[str, list]], measure: Callable[[int, list], dict],
+              neighbour: bool = True, rescan_every: int = 4, **kw) -> dict[int, Path]:
+    """One collective at every message size, ascending; with `neighbour`, each size starts from the
+    previous size's path (mgd and smgd) and every `rescan_every`-th size scans every method again."""
+    out: dict[int, Path] = {}
+    prev = None
+    for i, size in enumerate(sorted(spaces)):
+        start = prev if (neighbour and kind != "exhaustive") else None
+        rescan = start is None or i % rescan_every == 0
+        out[size] = prev = run(kind, spaces[size], lambda b, s=size: measure(s, b), start=start,
+                               rescan=rescan, **kw)
+    return out
 
 
 @dataclass
 class Cell:
-    times: dict[str, dict[int | None, float]]
+    """An exhaustive campaign's times of one (collective, size, p): method -> {segment or None: seconds}."""
+    times: dict[str, dict]
 
-    def variants(self, size: int) -> list[tuple[str, int | None]]:
-        return [(m, s) for m, segs in self.times.items() for s in self.segments(m, size)]
+    def space(self, size: int | None = None) -> dict[str, list]:
+        """Variants as measured (start first), optionally only segment sizes below `size`."""
+        return {m: [None] * (None in segs) + sorted((s for s in segs if s is not None
+                                                     and (size is None or s < size)), reverse=True)
+                for m, segs in self.times.items()}
 
-    def segments(self, method: str, size: int) -> list[int | None]:
-        """Start first: the unsegmented variant (if measured), then segment sizes below `size`, descending."""
-        segs = self.times[method]
-        out = [None] if None in segs else []
-        return out + sorted((s for s in segs if s is not None and s < size), reverse=True)
-
-    def t(self, v: tuple[str, int | None]) -> float:
+    def t(self, v: Variant) -> float:
         return self.times[v[0]][v[1]]
 
-    def best(self, size: int) -> tuple[str, int | None]:
-        return min(self.variants(size), key=self.t)
+    def measure(self, batch: list[Variant]) -> dict:
+        return {v: self.t(v) for v in batch}
 
-    def loss(self, choice: tuple[str, int | None], size: int) -> float:
+    def best(self, size: int | None = None) -> Variant:
+        return min(((m, s) for m, segs in self.space(size).items() for s in segs), key=self.t)
+
+    def loss(self, choice: Variant, size: int | None = None) -> float:
         b = self.t(self.best(size))
         return (self.t(choice) - b) / b
 
 
-@dataclass
-class Result:
-    choice: tuple[str, int | None]
-    experiments: list[tuple[str, int | None]] = field(default_factory=list)
-
-    def cost(self, cell: Cell) -> float:
-        return sum(cell.t(v) for v in self.experiments)
-
-
-def _descend(cell: Cell, method: str, size: int, lookahead: int, seen: list, start_done: bool = False,
-             give_up=None) -> tuple[str, int | None]:
-    best = None
-    misses = 0
-    for i, s in enumerate(cell.segments(method, size)):
-        v = (method, s)
-        if not (start_done and i == 0):
-            seen.append(v)
-        if best is None or cell.t(v) < cell.t(best):
-            best, misses = v, 0
-        else:
-            misses += 1
-            if misses > lookahead or (give_up and give_up(best, misses)):
-                break
-    return best
-
-
-def search(kind: str, cell: Cell, size: int, lookahead: int = 2, prune: float = 0.5) -> Result:
-    if kind not in SEARCHES:
-        raise ValueError(f"unknown search {kind!r}; valid: {', '.join(SEARCHES)}")
-    if kind == "exhaustive":
-        vs = cell.variants(size)
-        return Result(min(vs, key=cell.t), list(vs))
-    seen: list = []
-    if kind == "mgd":
-        picks = [_descend(cell, m, size, lookahead, seen) for m in cell.times if cell.segments(m, size)]
-        return Result(min(picks, key=cell.t), seen)
-    # smgd: scan the starts, order, prune, descend
-    starts = [(m, cell.segments(m, size)[0]) for m in cell.times if cell.segments(m, size)]
-    seen.extend(starts)
-    starts.sort(key=cell.t)
-    best = starts[0]
-    for v in starts:
-        if cell.t(v) > cell.t(best) * (1 + prune):
-            continue                                           # clearly worse from the start: pruned
-        pick = _descend(cell, v[0], size, lookahead, seen, start_done=True,
-                        give_up=lambda b, misses: misses >= 1 and cell.t(b) > cell.t(best) * (1 + prune / 2))
-        if cell.t(pick) < cell.t(best):
-            best = pick
-    return Result(best, seen)
+def search(kind: str, cell: Cell, size: int, lookahead: int = 2, prune: float = 0.5,
+           start: Path | None = None) -> Path:
+    """Replay of one search over one cell of stored results."""
+    return run(kind, cell.space(size), cell.measure, lookahead=lookahead, prune=prune, start=start,
+               rescan=start is None)
