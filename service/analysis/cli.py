@@ -213,4 +213,37 @@ def datatypes_cmd(files, alpha, fdr, min_effect, test, fmt, detail, html_out):
     con.print(d)
 
 
-COMMANDS = [analyze]
+
+
+@click.command("explain")
+@click.argument("machine")
+@click.argument("library")
+@click.argument("collective")
+@click.argument("size", type=click.IntRange(1))
+@click.argument("p", type=click.IntRange(1))
+@click.option("--campaign", default=None, help="only the runs of this campaign (default: every stored run)")
+@click.option("--profile-root", default=None, help="site profile root to check what is published "
+              "(default: profile_root of the site file, else /opt/pgmpi-site/profiles)")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--min-gain", type=click.FloatRange(0, 10), default=0.05, show_default=True)
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
+def explain_cmd(machine, library, collective, size, p, campaign, profile_root, alpha, min_gain, database_url):
+    """The evidence of one cell: every candidate (default, the library's own algorithms, mock-ups) with its
+    median, paired ratio to the default, CI, p-value and regimes, the search path that visited it, the
+    choice and why, and whether the published native file / profile holds it."""
+    from pgmpi_formats import site
+    from service.commands import app_context
+    from service.store.db import db as sa
+
+    from .explain import ExplainError, explain
+    root = str(site.profile_root(profile_root))
+    with app_context(database_url):
+        try:
+            click.echo(explain(sa.session, machine, library, collective, size, p, campaign=campaign,
+                               profile_root=root, alpha=alpha, min_gain=min_gain))
+        except ExplainError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+COMMANDS = [analyze, explain_cmd]

@@ -238,3 +238,111 @@ def search(kind: str, cell: Cell, size: int, lookahead: int = 2, prune: float = 
     """Replay of one search over one cell of stored results."""
     return run(kind, cell.space(size), cell.measure, lookahead=lookahead, prune=prune, start=start,
                rescan=start is None)
+
+
+# --------------------------------------------------------------------------- evaluation against exhaustive
+
+def cells_from_files(files) -> tuple[dict, dict]:
+    """An exhaustive campaign's raw files -> ({(key, size): Cell}, {(key, size): default seconds}).  A cell's
+    value per variant is the median over mpiruns of each mpirun's median (pgmpi_formats.results files)."""
+    import statistics
+    from collections import defaultdict
+
+    from pgmpi_formats.collectives import by_mpi_name
+    from pgmpi_formats.native import parse_label
+    from pgmpi_formats.results import read_file
+
+    per = defaultdict(lambda: defaultdict(list))
+    for f in files:
+        run = read_file(f)
+        groups = defaultdict(list)
+        for t, m, a, x in zip(run.test, run.msize, run.algorithm, run.runtime):
+            groups[(run.tests[t], int(m), run.algorithms[a])].append(float(x))
+        for (name, m, a), xs in groups.items():
+            c = by_mpi_name(name)
+            if c is not None:
+                per[(c.key, m)][a].append(statistics.median(xs))
+    cells, defaults = {}, {}
+    for cell, labels in per.items():
+        times: dict = defaultdict(dict)
+        for label, xs in labels.items():
+            v = parse_label(label)
+            if v:
+                times[v.name][v.seg] = statistics.median(xs)
+        if times:
+            cells[cell] = Cell(dict(times))
+            if "default" in labels:
+                defaults[cell] = statistics.median(labels["default"])
+    return cells, defaults
+
+
+@dataclass
+class Row:
+    """One search of one collective over its message sizes, against the exhaustive optimum per cell."""
+    key: str
+    kind: str
+    source: str                 # replay | campaign
+    experiments: int
+    seconds: float              # sum of the visited variants' run-times (the exhaustive table's)
+    losses: list[float]
+
+    @property
+    def over3(self) -> int:
+        return sum(x > 0.03 for x in self.losses)
+
+
+def replay(cells: dict, key: str, kind: str, neighbour: bool = True, **kw) -> tuple[Row, dict[int, Path]]:
+    mine = {s: c for (k, s), c in cells.items() if k == key}
+    paths = run_sizes(kind, {s: c.space(s) for s, c in mine.items()}, lambda s, b: mine[s].measure(b),
+                      neighbour=neighbour, **kw)
+    row = Row(key, kind, "replay", sum(len(p.experiments) for p in paths.values()),
+              sum(mine[s].t(v) for s, p in paths.items() for v in p.experiments),
+              [mine[s].loss(p.choice, s) for s, p in paths.items()])
+    return row, paths
+
+
+def campaign_row(cells: dict, key: str, kind: str, paths: dict) -> Row:
+    """A real reduced campaign's search (its report's paths, {size: Path.to_json()}) judged on the exhaustive
+    campaign's table: its choice's loss there, and what its visited variants cost there."""
+    from pgmpi_formats.native import parse_label
+    losses, n, secs = [], 0, 0.0
+    for size, p in paths.items():
+        cell = cells.get((key, int(size)))
+        if cell is None or not p.get("choice"):
+            continue
+        visited = [parse_label(x) for r in p["rounds"] for x in r]
+        n += len(visited)
+        secs += sum(cell.times.get(v.name, {}).get(v.seg, 0.0) for v in visited)
+        c = parse_label(p["choice"])
+        losses.append(cell.loss((c.name, c.seg), int(size)) if c.seg in cell.times.get(c.name, {}) else float("nan"))
+    return Row(key, kind, "campaign", n, secs, losses)
+
+
+def table(rows: list[Row]) -> str:
+    """Experiments, measuring time and loss per collective and search, ratios against exhaustive."""
+    import math
+    ex = {r.key: r for r in rows if r.kind == "exhaustive"}
+    out = [f"{'collective':10} {'search':10} {'from':8} {'experiments':>11} {'fewer':>6} {'time s':>9} "
+           f"{'less time':>9} {'mean loss':>9} {'max loss':>8} {'cells > 3 %':>11}"]
+    tot: dict = {}
+    for r in rows:
+        e = ex.get(r.key)
+        good = [x for x in r.losses if not math.isnan(x)]
+        out.append(f"{r.key:10} {r.kind:10} {r.source:8} {r.experiments:>11} "
+                   f"{(e.experiments / r.experiments if e and r.experiments else float('nan')):>5.1f}x "
+                   f"{r.seconds:>9.4f} {(e.seconds / r.seconds if e and r.seconds else float('nan')):>8.1f}x "
+                   f"{(sum(good) / len(good) * 100 if good else float('nan')):>8.2f}% "
+                   f"{(max(good) * 100 if good else float('nan')):>7.1f}% {r.over3:>5}/{len(r.losses)}")
+        t = tot.setdefault((r.kind, r.source), [0, 0.0, []])
+        t[0] += r.experiments
+        t[1] += r.seconds
+        t[2] += good
+    exall = next((v for (k, s), v in tot.items() if k == "exhaustive"), None)
+    for (kind, source), (n, secs, losses) in tot.items():
+        out.append(f"{'ALL':10} {kind:10} {source:8} {n:>11} "
+                   f"{(exall[0] / n if exall and n else float('nan')):>5.1f}x {secs:>9.4f} "
+                   f"{(exall[1] / secs if exall and secs else float('nan')):>8.1f}x "
+                   f"{(sum(losses) / len(losses) * 100 if losses else float('nan')):>8.2f}% "
+                   f"{(max(losses) * 100 if losses else float('nan')):>7.1f}% "
+                   f"{sum(x > 0.03 for x in losses):>5}/{len(losses)}")
+    return "\n".join(out)

@@ -1,0 +1,63 @@
+"""The reduced native searches against an exhaustive campaign on the same machine, from the agent's state:
+
+    text = report(state_dir, "ns-exhaustive", ["ns-mgd", "ns-smgd"])
+
+Per job (module x layout) of the exhaustive campaign: its stored raw results become the table of every
+(collective, size, method, segment) (service/analysis/native_search.cells_from_files); MGD and SMGD are
+replayed on that table (the same engine the search driver runs), and each reduced campaign's own recorded
+search (search-<job>-<i>.json) is judged on it: experiments, their run-times in the exhaustive table, and
+the loss of each choice against the exhaustive optimum of its cell.  The jobs' own measuring seconds (all
+pgmpi-bench launches of the driver, mpirun start-up included) are printed next to them.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from service.analysis.native_search import Row, campaign_row, cells_from_files, replay, table
+
+
+def _completed_attempt(job_dir: Path) -> Path | None:
+    done = [a for a in sorted(job_dir.glob("attempt-*"), key=lambda p: int(p.name.split("-")[1]))
+            if (a / "status").is_file() and (a / "status").read_text().startswith("COMPLETED")]
+    return done[-1] if done else None
+
+
+def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 2, prune: float = 0.5) -> str:
+    root = Path(state_dir) / "campaigns"
+    if not (root / exhaustive).is_dir():
+        raise FileNotFoundError(f"{root / exhaustive}: no such campaign in this agent state")
+    out = []
+    for job_dir in sorted(p for p in (root / exhaustive).iterdir() if p.is_dir()):
+        adir = _completed_attempt(job_dir)
+        if adir is None:
+            out.append(f"## {job_dir.name}: no completed attempt")
+            continue
+        reports = sorted(adir.glob("search-*.json"))
+        files = [adir / f for r in reports for f in json.loads(r.read_text())["files"]]
+        cells, _ = cells_from_files(files)
+        keys = list(dict.fromkeys(k for k, _ in sorted(cells)))
+        secs = [json.loads(r.read_text()).get("launch_seconds", 0.0) for r in reports]
+        out.append(f"## {job_dir.name}: exhaustive {exhaustive}: {len(reports)} sweep(s), {len(cells)} cells, "
+                   f"measuring {sum(secs) / max(len(secs), 1):.1f} s per sweep (pgmpi-bench launches)")
+        rows: list[Row] = []
+        for key in keys:
+            for kind in ("exhaustive", "mgd", "smgd"):
+                rows.append(replay(cells, key, kind, lookahead=lookahead, prune=prune)[0])
+            for name in reduced:
+                f = root / name / f"search-{job_dir.name}-0.json"
+                if f.is_file():
+                    rep = json.loads(f.read_text())
+                    if key in rep["paths"]:
+                        r = campaign_row(cells, key, rep["search"][key], rep["paths"][key])
+                        r.source = name[:8]
+                        rows.append(r)
+        out.append(table(rows))
+        for name in reduced:
+            f = root / name / f"search-{job_dir.name}-0.json"
+            if f.is_file():
+                rep = json.loads(f.read_text())
+                out.append(f"campaign {name}: {rep['mpiruns']} mpiruns, measuring {rep['launch_seconds']:.1f} s "
+                           f"(pgmpi-bench launches) against {sum(secs) / max(len(secs), 1):.1f} s per exhaustive sweep")
+        out.append("")
+    return "\n".join(out)
