@@ -98,7 +98,10 @@ class CollectiveSpec(_Strict):
         "exhaustive | mgd | smgd; unset: measure the algorithms listed, nothing searched")
     segments: list[int] | None = Field(None, description="segment sizes (bytes) a search sweeps below each "
                                        "message size (default: powers of two 1 KiB - 512 KiB)")
-    lookahead: int = Field(2, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops")
+    lookahead: int = Field(1, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops")
+    neighbour: Literal["none", "segment", "prune"] = Field(
+        "none", description="mgd/smgd: reuse the next smaller message size's search: none; segment (start each "
+        "method at its best segment there); prune (also leave out the methods pruned there, rescan every 4th)")
     prune: float = Field(0.5, gt=0, description="smgd: methods slower than (1 + prune) x the best start are pruned")
 
     @model_validator(mode="after")

@@ -48,12 +48,18 @@ class Launcher:
         self.seconds = 0.0
 
     def measure(self, key: str, size: int, batch: list) -> dict:
-        s = self.spec
         labels = [native.format_label(m, seg) for m, seg in batch]
+        run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
+        rows: dict[str, list[float]] = {}
+        for a, x in zip(run.algorithm, run.runtime):
+            rows.setdefault(run.algorithms[a], []).append(float(x))
+        return {v: (statistics.median(rows[lab]) if lab in rows else NEVER) for v, lab in zip(batch, labels)}
+
+    def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
+        s = self.spec
         algs = ["default", *labels] + (["default_control"] if s.get("control") else [])
-        name = f"{s['prefix']}-{key}-{size}-r{self.n:03d}.txt"
         self.n += 1
-        argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={key}", f"--sizes={size}",
+        argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={key}", f"--sizes={','.join(map(str, sizes))}",
                                              f"--algorithms={','.join(algs)}", "--no-barrier-rows",
                                              *s["bench_args"], f"--output={name}"]
         t0 = time.perf_counter()
@@ -63,11 +69,7 @@ class Launcher:
             sys.exit(f"pgmpi-bench {key} {size} ({', '.join(labels)}) exited with {p.returncode}: "
                      f"{p.stderr[-800:]}")
         self.files.append(name)
-        run = read_file(self.outdir / name)
-        rows: dict[str, list[float]] = {}
-        for a, x in zip(run.algorithm, run.runtime):
-            rows.setdefault(run.algorithms[a], []).append(float(x))
-        return {v: (statistics.median(rows[lab]) if lab in rows else NEVER) for v, lab in zip(batch, labels)}
+        return read_file(self.outdir / name)
 
 
 def main(argv=None) -> int:
@@ -88,14 +90,27 @@ def main(argv=None) -> int:
     for key, entry in spec["collectives"].items():
         spaces = spaces_for(d, key, entry["sizes"], entry["segments"])
         report["search"][key] = entry["search"]
+        report.setdefault("neighbour", {})[key] = entry.get("neighbour", "none")
         report["grid"][key] = {str(s): sum(len(v) for v in sp.values()) for s, sp in spaces.items()}
         paths = run_sizes(entry["search"], spaces, lambda s, b, k=key: launcher.measure(k, s, b),
-                          lookahead=entry["lookahead"], prune=entry["prune"])
+                          lookahead=entry["lookahead"], prune=entry["prune"],
+                          neighbour=entry.get("neighbour", "none"))
         report["paths"][key] = {str(s): p.to_json() for s, p in paths.items()}
         print(f"pgmpi-search: {key} {entry['search']}: {sum(len(p.experiments) for p in paths.values())} "
               f"experiments over {len(paths)} sizes (grid {sum(report['grid'][key].values())})", file=sys.stderr)
-    report["mpiruns"] = launcher.n
-    report["launch_seconds"] = round(launcher.seconds, 3)
+    # Confirmation: a search measures each variant in one mpirun; a verdict needs paired mpiruns.  So the
+    # choices of every size are measured again against the default in `confirm` mpiruns of their own
+    # (all sizes of the collective in one mpirun; counted apart from the search's experiments).
+    searched_runs, searched_secs = launcher.n, launcher.seconds
+    for i in range(int(spec.get("confirm", 0))):
+        for key, paths in report["paths"].items():
+            chosen = sorted({p["choice"] for p in paths.values() if p["choice"]})
+            sizes = [int(s) for s in paths]
+            if chosen:
+                launcher.launch(key, sizes, chosen, f"{spec['prefix']}-{key}-confirm-{i}.txt")
+    report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3)}
+    report["mpiruns"] = searched_runs
+    report["launch_seconds"] = round(searched_secs, 3)
     report["wall_seconds"] = round(time.perf_counter() - t0, 3)
     tmp = a.output.with_suffix(".tmp")
     tmp.write_text(json.dumps(report, indent=1) + "\n")

@@ -171,9 +171,11 @@ def search_launches(c: Campaign, module: Module) -> list[Launch]:
     for i in range(1 if sequential else c.mpiruns):
         common = bench_argv(c, module, i, "x", keys, [1], "default")[3:-1]   # nrep policy, index, campaign...
         spec = {"prefix": f"search-{i}", "control": c.control, "bench_args": common,
+                "confirm": c.mpiruns if sequential else 0,
                 "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),
                                     "segments": c.collectives[k].segment_sizes,
-                                    "lookahead": c.collectives[k].lookahead, "prune": c.collectives[k].prune}
+                                    "lookahead": c.collectives[k].lookahead, "prune": c.collectives[k].prune,
+                                    "neighbour": c.collectives[k].neighbour}
                                 for k in keys}}
         out.append(Launch(i, ["--spec", json.dumps(spec, separators=(",", ":"))], f"search-{i}.json",
                           role="search"))

@@ -23,7 +23,8 @@ def _completed_attempt(job_dir: Path) -> Path | None:
     return done[-1] if done else None
 
 
-def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 2, prune: float = 0.5) -> str:
+def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 1, prune: float = 0.5,
+           neighbours=("none", "segment", "prune")) -> str:
     root = Path(state_dir) / "campaigns"
     if not (root / exhaustive).is_dir():
         raise FileNotFoundError(f"{root / exhaustive}: no such campaign in this agent state")
@@ -42,14 +43,20 @@ def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 2, p
                    f"measuring {sum(secs) / max(len(secs), 1):.1f} s per sweep (pgmpi-bench launches)")
         rows: list[Row] = []
         for key in keys:
-            for kind in ("exhaustive", "mgd", "smgd"):
-                rows.append(replay(cells, key, kind, lookahead=lookahead, prune=prune)[0])
+            rows.append(replay(cells, key, "exhaustive")[0])
+            for kind in ("mgd", "smgd"):
+                for nb in neighbours:
+                    r = replay(cells, key, kind, lookahead=lookahead, prune=prune, neighbour=nb)[0]
+                    r.kind = f"{kind}/{nb}" if nb != "none" else kind
+                    rows.append(r)
             for name in reduced:
                 f = root / name / f"search-{job_dir.name}-0.json"
                 if f.is_file():
                     rep = json.loads(f.read_text())
                     if key in rep["paths"]:
                         r = campaign_row(cells, key, rep["search"][key], rep["paths"][key])
+                        nb = rep.get("neighbour", {}).get(key, "none")
+                        r.kind += f"/{nb}" if nb != "none" else ""
                         r.source = name[:8]
                         rows.append(r)
         out.append(table(rows))

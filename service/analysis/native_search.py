@@ -24,10 +24,10 @@ message size").  Methods that take no segment size have the single variant `(met
   more than `prune` slower than the best start are pruned; the rest descend in that order, and a descent
   stops early when its last gradient, continued for two more steps, cannot reach the best found so far
   (the paper's "rates of change ... to predict values and thus prune").
-- start=<the neighbouring (smaller) message size's path>: the scan is limited to the methods that were not
-  pruned there (a method clearly worse at the neighbour stays out), every `rescan`-th message size scans
-  all methods again, and a method starts its descent at the segment size that was its best at the
-  neighbour when that is below this size (then it still looks `lookahead` steps past it).
+- start=<the neighbouring (smaller) message size's path> (run_sizes, neighbour "segment" or "prune"): a method
+  starts its descent at the segment size that was its best at the neighbour when that is below this size
+  (then it still looks `lookahead` steps past it); with "prune" the scan is also limited to the methods that
+  were not pruned there (rescan=False), except at every `rescan_every`-th message size.
 """
 from __future__ import annotations
 
@@ -194,15 +194,21 @@ def run(kind: str, space: dict[str, list], measure: Callable[[list[Variant]], di
         return stop.value
 
 
+NEIGHBOUR = ("none", "segment", "prune")
+
+
 def run_sizes(kind: str, spaces: dict[int, dict[str, list]], measure: Callable[[int, list], dict],
-              neighbour: bool = True, rescan_every: int = 4, **kw) -> dict[int, Path]:
-    """One collective at every message size, ascending; with `neighbour`, each size starts from the
-    previous size's path (mgd and smgd) and every `rescan_every`-th size scans every method again."""
+              neighbour: str = "none", rescan_every: int = 4, **kw) -> dict[int, Path]:
+    """One collective at every message size, ascending.  neighbour (mgd and smgd): "none", every size on its
+    own; "segment", each method starts at the segment that was its best at the previous size; "prune", also
+    the methods pruned at the previous size stay out, except at every `rescan_every`-th size."""
+    if neighbour not in NEIGHBOUR:
+        raise ValueError(f"unknown neighbour mode {neighbour!r}; valid: {', '.join(NEIGHBOUR)}")
     out: dict[int, Path] = {}
     prev = None
     for i, size in enumerate(sorted(spaces)):
-        start = prev if (neighbour and kind != "exhaustive") else None
-        rescan = start is None or i % rescan_every == 0
+        start = prev if (neighbour != "none" and kind != "exhaustive") else None
+        rescan = start is None or neighbour == "segment" or i % rescan_every == 0
         out[size] = prev = run(kind, spaces[size], lambda b, s=size: measure(s, b), start=start,
                                rescan=rescan, **kw)
     return out
@@ -291,7 +297,7 @@ class Row:
         return sum(x > 0.03 for x in self.losses)
 
 
-def replay(cells: dict, key: str, kind: str, neighbour: bool = True, **kw) -> tuple[Row, dict[int, Path]]:
+def replay(cells: dict, key: str, kind: str, neighbour: str = "none", **kw) -> tuple[Row, dict[int, Path]]:
     mine = {s: c for (k, s), c in cells.items() if k == key}
     paths = run_sizes(kind, {s: c.space(s) for s, c in mine.items()}, lambda s, b: mine[s].measure(b),
                       neighbour=neighbour, **kw)
@@ -322,13 +328,13 @@ def table(rows: list[Row]) -> str:
     """Experiments, measuring time and loss per collective and search, ratios against exhaustive."""
     import math
     ex = {r.key: r for r in rows if r.kind == "exhaustive"}
-    out = [f"{'collective':10} {'search':10} {'from':8} {'experiments':>11} {'fewer':>6} {'time s':>9} "
+    out = [f"{'collective':10} {'search':13} {'from':8} {'experiments':>11} {'fewer':>6} {'time s':>9} "
            f"{'less time':>9} {'mean loss':>9} {'max loss':>8} {'cells > 3 %':>11}"]
     tot: dict = {}
     for r in rows:
         e = ex.get(r.key)
         good = [x for x in r.losses if not math.isnan(x)]
-        out.append(f"{r.key:10} {r.kind:10} {r.source:8} {r.experiments:>11} "
+        out.append(f"{r.key:10} {r.kind:13} {r.source:8} {r.experiments:>11} "
                    f"{(e.experiments / r.experiments if e and r.experiments else float('nan')):>5.1f}x "
                    f"{r.seconds:>9.4f} {(e.seconds / r.seconds if e and r.seconds else float('nan')):>8.1f}x "
                    f"{(sum(good) / len(good) * 100 if good else float('nan')):>8.2f}% "
@@ -339,7 +345,7 @@ def table(rows: list[Row]) -> str:
         t[2] += good
     exall = next((v for (k, s), v in tot.items() if k == "exhaustive"), None)
     for (kind, source), (n, secs, losses) in tot.items():
-        out.append(f"{'ALL':10} {kind:10} {source:8} {n:>11} "
+        out.append(f"{'ALL':10} {kind:13} {source:8} {n:>11} "
                    f"{(exall[0] / n if exall and n else float('nan')):>5.1f}x {secs:>9.4f} "
                    f"{(exall[1] / secs if exall and secs else float('nan')):>8.1f}x "
                    f"{(sum(losses) / len(losses) * 100 if losses else float('nan')):>8.2f}% "
