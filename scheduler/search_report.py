@@ -7,7 +7,9 @@ Per job (module x layout) of the exhaustive campaign: its stored raw results bec
 replayed on that table (the same engine the search driver runs), and each reduced campaign's own recorded
 search (search-<job>-<i>.json) is judged on it: experiments, their run-times in the exhaustive table, and
 the loss of each choice against the exhaustive optimum of its cell.  The jobs' own measuring seconds (all
-pgmpi-bench launches of the driver, mpirun start-up included) are printed next to them.
+pgmpi-bench launches of the driver, mpirun start-up included) are printed next to them.  The noise floor of
+the loss: rows "exh. sweep k / others" choose by exhaustive search on one sweep and are judged on the other
+sweeps (a choice measured at another time loses that much by chance).
 """
 from __future__ import annotations
 
@@ -21,6 +23,21 @@ def _completed_attempt(job_dir: Path) -> Path | None:
     done = [a for a in sorted(job_dir.glob("attempt-*"), key=lambda p: int(p.name.split("-")[1]))
             if (a / "status").is_file() and (a / "status").read_text().startswith("COMPLETED")]
     return done[-1] if done else None
+
+
+def holdout_rows(adir: Path, reports: list[Path], keys: list[str]) -> list[Row]:
+    """The loss floor of the noise: exhaustive search on one sweep, its choices judged on the other sweeps'
+    table (what any search's choice, measured at another time, loses by chance).  Needs >= 2 sweeps."""
+    if len(reports) < 2:
+        return []
+    rows = []
+    for k, rep in enumerate(reports):
+        own, _ = cells_from_files([adir / f for f in json.loads(rep.read_text())["files"]])
+        rest, _ = cells_from_files([adir / f for r in reports if r != rep for f in json.loads(r.read_text())["files"]])
+        for key in keys:
+            losses = [rest[c].loss(own[c].best(c[1]), c[1]) for c in own if c[0] == key and c in rest]
+            rows.append(Row(key, f"exh. sweep {k}", "others", 0, 0.0, losses))
+    return rows
 
 
 def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 1, prune: float = 0.5,
@@ -59,6 +76,7 @@ def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 1, p
                         r.kind += f"/{nb}" if nb != "none" else ""
                         r.source = name[:8]
                         rows.append(r)
+        rows += holdout_rows(adir, reports, keys)
         out.append(table(rows))
         for name in reduced:
             f = root / name / f"search-{job_dir.name}-0.json"

@@ -334,9 +334,10 @@ def table(rows: list[Row]) -> str:
     for r in rows:
         e = ex.get(r.key)
         good = [x for x in r.losses if not math.isnan(x)]
-        out.append(f"{r.key:10} {r.kind:13} {r.source:8} {r.experiments:>11} "
-                   f"{(e.experiments / r.experiments if e and r.experiments else float('nan')):>5.1f}x "
-                   f"{r.seconds:>9.4f} {(e.seconds / r.seconds if e and r.seconds else float('nan')):>8.1f}x "
+        cost = (f"{r.experiments:>11} {(e.experiments / r.experiments if e else float('nan')):>5.1f}x "
+                f"{r.seconds:>9.4f} {(e.seconds / r.seconds if e and r.seconds else float('nan')):>8.1f}x "
+                if r.experiments else f"{'-':>11} {'-':>6} {'-':>9} {'-':>9} ")     # a noise-floor row
+        out.append(f"{r.key:10} {r.kind:13} {r.source:8} {cost}"
                    f"{(sum(good) / len(good) * 100 if good else float('nan')):>8.2f}% "
                    f"{(max(good) * 100 if good else float('nan')):>7.1f}% {r.over3:>5}/{len(r.losses)}")
         t = tot.setdefault((r.kind, r.source), [0, 0.0, []])
@@ -345,9 +346,10 @@ def table(rows: list[Row]) -> str:
         t[2] += good
     exall = next((v for (k, s), v in tot.items() if k == "exhaustive"), None)
     for (kind, source), (n, secs, losses) in tot.items():
-        out.append(f"{'ALL':10} {kind:13} {source:8} {n:>11} "
-                   f"{(exall[0] / n if exall and n else float('nan')):>5.1f}x {secs:>9.4f} "
-                   f"{(exall[1] / secs if exall and secs else float('nan')):>8.1f}x "
+        cost = (f"{n:>11} {(exall[0] / n if exall else float('nan')):>5.1f}x {secs:>9.4f} "
+                f"{(exall[1] / secs if exall and secs else float('nan')):>8.1f}x " if n
+                else f"{'-':>11} {'-':>6} {'-':>9} {'-':>9} ")
+        out.append(f"{'ALL':10} {kind:13} {source:8} {cost}"
                    f"{(sum(losses) / len(losses) * 100 if losses else float('nan')):>8.2f}% "
                    f"{(max(losses) * 100 if losses else float('nan')):>7.1f}% "
                    f"{sum(x > 0.03 for x in losses):>5}/{len(losses)}")
