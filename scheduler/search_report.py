@@ -74,7 +74,7 @@ def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 1, p
                         r = campaign_row(cells, key, rep["search"][key], rep["paths"][key])
                         nb = rep.get("neighbour", {}).get(key, "none")
                         r.kind += f"/{nb}" if nb != "none" else ""
-                        r.source = name[:8]
+                        r.source = name[:14]
                         rows.append(r)
         rows += holdout_rows(adir, reports, keys)
         out.append(table(rows))

@@ -328,7 +328,7 @@ def table(rows: list[Row]) -> str:
     """Experiments, measuring time and loss per collective and search, ratios against exhaustive."""
     import math
     ex = {r.key: r for r in rows if r.kind == "exhaustive"}
-    out = [f"{'collective':10} {'search':13} {'from':8} {'experiments':>11} {'fewer':>6} {'time s':>9} "
+    out = [f"{'collective':10} {'search':13} {'from':14} {'experiments':>11} {'fewer':>6} {'time s':>9} "
            f"{'less time':>9} {'mean loss':>9} {'max loss':>8} {'cells > 3 %':>11}"]
     tot: dict = {}
     for r in rows:
@@ -337,7 +337,7 @@ def table(rows: list[Row]) -> str:
         cost = (f"{r.experiments:>11} {(e.experiments / r.experiments if e else float('nan')):>5.1f}x "
                 f"{r.seconds:>9.4f} {(e.seconds / r.seconds if e and r.seconds else float('nan')):>8.1f}x "
                 if r.experiments else f"{'-':>11} {'-':>6} {'-':>9} {'-':>9} ")     # a noise-floor row
-        out.append(f"{r.key:10} {r.kind:13} {r.source:8} {cost}"
+        out.append(f"{r.key:10} {r.kind:13} {r.source:14} {cost}"
                    f"{(sum(good) / len(good) * 100 if good else float('nan')):>8.2f}% "
                    f"{(max(good) * 100 if good else float('nan')):>7.1f}% {r.over3:>5}/{len(r.losses)}")
         t = tot.setdefault((r.kind, r.source), [0, 0.0, []])
@@ -349,7 +349,7 @@ def table(rows: list[Row]) -> str:
         cost = (f"{n:>11} {(exall[0] / n if exall else float('nan')):>5.1f}x {secs:>9.4f} "
                 f"{(exall[1] / secs if exall and secs else float('nan')):>8.1f}x " if n
                 else f"{'-':>11} {'-':>6} {'-':>9} {'-':>9} ")
-        out.append(f"{'ALL':10} {kind:13} {source:8} {cost}"
+        out.append(f"{'ALL':10} {kind:13} {source:14} {cost}"
                    f"{(sum(losses) / len(losses) * 100 if losses else float('nan')):>8.2f}% "
                    f"{(max(losses) * 100 if losses else float('nan')):>7.1f}% "
                    f"{sum(x > 0.03 for x in losses):>5}/{len(losses)}")

@@ -19,7 +19,7 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
                                              monkeypatch):
     token = add_machine(service, "searchbox", role="agent")
     (tmp_path / "token").write_text(token)
-    cdef = tiny_campaign("nsrch", "searchbox", mpi_modulepath, bench_root, mpiruns=2,
+    cdef = tiny_campaign("nsrch", "searchbox", mpi_modulepath, bench_root, mpiruns=1,
                          modules=[{"name": "openmpi/4.1.4", "mpi": "openmpi", "modulepath": [str(mpi_modulepath)]}],
                          collectives={"bcast": {"sizes": [2048, 8192], "search": "smgd", "segments": [1024, 4096]}},
                          repetitions={"policy": "fixed", "nrep": 5},
@@ -33,12 +33,12 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
     paths = rep["paths"]["bcast"]
     # what the search visited is what was measured: one mpirun per round, its variants and the default
     rounds = [r for size in ("2048", "8192") for r in paths[size]["rounds"]]
-    assert rep["mpiruns"] == len(rounds) and rep["confirm"]["mpiruns"] == 2
+    assert rep["mpiruns"] == len(rounds) and rep["confirm"]["mpiruns"] == 1
     assert rep["grid"]["bcast"]["8192"] == 9 + 6 * 2                       # 9 methods, 6 take both segments
     assert sum(map(len, rounds)) < sum(rep["grid"]["bcast"].values())       # smgd prunes or stops early
     first = paths["2048"]["rounds"][0]
     assert len(first) == 9 and all(":seg=" not in x for x in first)         # the scan: every method unsegmented
-    assert s["uploaded"] == len(rep["files"]) == rep["mpiruns"] + 2 and s["rejected"] == 0
+    assert s["uploaded"] == len(rep["files"]) == rep["mpiruns"] + 1 and s["rejected"] == 0
     # the decision and its evidence, from what the service stored
     from service.analysis.cli import explain_cmd
     monkeypatch.setenv("DATABASE_URL", service.app.config["SQLALCHEMY_DATABASE_URI"])
