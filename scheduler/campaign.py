@@ -84,9 +84,9 @@ class Layout(_Strict):
         return self.nodes * self.ppn
 
 
-SEARCHES = ("exhaustive", "mgd", "smgd")      # service/analysis/native_search.py
+SEARCHES = ("exhaustive", "mgd", "smgd")      # pgmpi_formats/native_search.py
 # The seed paper's segment sizes (powers of two below the message size), from 1 KiB (the smallest segment Open
-# MPI's fixed decision uses) to 512 KiB: what a site sweeps (service/analysis/native_search.py, SEGMENTS).
+# MPI's fixed decision uses) to 512 KiB: what a site sweeps (pgmpi_formats/native_search.py, SEGMENTS).
 DEFAULT_SEGMENTS = [2 ** k for k in range(10, 20)]
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pgmpi_formats import native
 from pgmpi_formats.results import read_file
-from service.analysis.native_search import SEGMENTED, grid, run_sizes
+from pgmpi_formats.native_search import SEGMENTED, grid, run_sizes
 
 NEVER = float("inf")
 

@@ -3,7 +3,7 @@
     text = report(state_dir, "ns-exhaustive", ["ns-mgd", "ns-smgd"])
 
 Per job (module x layout) of the exhaustive campaign: its stored raw results become the table of every
-(collective, size, method, segment) (service/analysis/native_search.cells_from_files); MGD and SMGD are
+(collective, size, method, segment) (pgmpi_formats/native_search.cells_from_files); MGD and SMGD are
 replayed on that table (the same engine the search driver runs), and each reduced campaign's own recorded
 search (search-<job>-<i>.json) is judged on it: experiments, their run-times in the exhaustive table, and
 the loss of each choice against the exhaustive optimum of its cell.  The jobs' own measuring seconds (all
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from service.analysis.native_search import Row, campaign_row, cells_from_files, replay, table
+from pgmpi_formats.native_search import Row, campaign_row, cells_from_files, replay, table
 
 
 def _completed_attempt(job_dir: Path) -> Path | None:

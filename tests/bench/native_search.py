@@ -4,7 +4,7 @@
     .venv/bin/python tests/bench/native_search.py --state-dir /tmp/ns ns-exhaustive.yaml ns-mgd.yaml ns-smgd.yaml
     .venv/bin/python tests/bench/native_search.py --state-dir /tmp/ns --no-submit ns-exhaustive ns-mgd ns-smgd
 
-The first campaign must search `exhaustive` (over the grid of service/analysis/native_search.py: message
+The first campaign must search `exhaustive` (over the grid of pgmpi_formats/native_search.py: message
 sizes 8 B - 1 MiB in powers of two, segment sizes 1 KiB - 512 KiB below each message size for the methods
 that take one); the others `mgd` / `smgd`.  Submits each campaign in turn (so their jobs never share the
 machine), then prints scheduler/search_report.py's table per MPI library: MGD and SMGD replayed on the

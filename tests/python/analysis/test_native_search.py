@@ -1,4 +1,4 @@
-"""The reduced searches over native algorithms x segment sizes (service/analysis/native_search.py) on cells
+"""The reduced searches over native algorithms x segment sizes (pgmpi_formats/native_search.py) on cells
 whose answer is known: which experiments each visits, what it chooses, its loss against exhaustive."""
 from __future__ import annotations
 
