@@ -46,7 +46,7 @@ def _cells(session, lib_ids, p, campaign_id):
 
 
 def _published(profile_root, machine, lib, key, size, p) -> list[str]:
-    from pgmpi_formats import native, ompi_rules, mpich_json
+    from pgmpi_formats import native, ompi_rules
     from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
     from service.profiles import publish as pub
     out = []
