@@ -51,36 +51,38 @@ def native_view(s, lib, campaign, key: str, p: int, layout: str | None = None) -
         out["default"].append({"msize": m, "default_s": d, "best": nb[1] if nb else None,
                                "best_s": nb[0] if nb else None,
                                "default_over_best": (d / nb[0]) if (d and nb) else None})
-    # the searches, replayed over the exhaustive data of each size (native variants only)
-    totals = {k: {"experiments": 0, "time": 0.0, "losses": []} for k in ns.SEARCHES}
+    # the searches, replayed over the exhaustive data of each size (native variants only), as the campaign's
+    # search report does (native_search.replay)
+    cells = {}
     for m in sizes:
         cell_times: dict[str, dict[int | None, float]] = {}
         for a in natives:
             if m in times[a]:
                 v = parse_label(a)
                 cell_times.setdefault(v.name, {})[v.seg] = times[a][m]
-        if not cell_times:
-            continue
-        cell = ns.Cell(cell_times)
+        if cell_times:
+            cells[(key, m)] = ns.Cell(cell_times)
+    rows, paths = {}, {}
+    for k in ns.SEARCHES:
+        rows[k], paths[k] = ns.replay(cells, key, k)
+    for (_k, m) in sorted(cells):
         row = {"msize": m}
         for k in ns.SEARCHES:
-            r = ns.search(k, cell, m)
-            loss = cell.loss(r.choice, m)
-            row[k] = {"choice": _label(r.choice), "experiments": len(r.experiments), "time": r.cost(cell),
-                      "loss": loss}
-            totals[k]["experiments"] += len(r.experiments)
-            totals[k]["time"] += r.cost(cell)
-            totals[k]["losses"].append(loss)
+            pth = paths[k].get(m)
+            if pth is not None and pth.choice is not None:
+                row[k] = {"choice": _label(pth.choice), "experiments": len(pth.experiments), "time": pth.cost(),
+                          "loss": cells[(key, m)].loss(pth.choice, m)}
         out["per_size"].append(row)
-    ex = totals["exhaustive"]
+    ex = rows["exhaustive"]
     for k in ns.SEARCHES:
-        t = totals[k]
+        r = rows[k]
+        losses = [x for x in r.losses if x == x]
         out["searches"].append({
-            "search": k, "experiments": t["experiments"], "time": t["time"],
-            "fewer": (ex["experiments"] / t["experiments"]) if t["experiments"] else None,
-            "time_saved": (1 - t["time"] / ex["time"]) if ex["time"] else None,
-            "mean_loss": statistics.fmean(t["losses"]) if t["losses"] else None,
-            "max_loss": max(t["losses"]) if t["losses"] else None})
+            "search": k, "experiments": r.experiments, "time": r.seconds,
+            "fewer": (ex.experiments / r.experiments) if r.experiments else None,
+            "time_saved": (1 - r.seconds / ex.seconds) if ex.seconds else None,
+            "mean_loss": statistics.fmean(losses) if losses else None,
+            "max_loss": max(losses) if losses else None})
     return out
 
 
