@@ -107,7 +107,8 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
         launches.append(f"{launcher(job, in_slurm)} {shlex.quote(str(bench))} --list-native >native-algorithms.txt "
                         "2>native-algorithms.log || fail 'pgmpi-bench --list-native failed (native-algorithms.log)'")
     for ln in job.launches:
-        line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(bench))} {shlex.join(ln.argv)}"
+        program = bench.parent / ln.program if ln.program else bench   # pgmpi-dtbench: pgmpi-bench's sibling
+        line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(program))} {shlex.join(ln.argv)}"
         if ln.env:
             exports = "; ".join(f"export {k}={shlex.quote(v)}" for k, v in ln.env.items())
             line = f"({exports}; {line}) || exit 1"

@@ -20,12 +20,15 @@ The guidelines (the paper's sect. 3), each a comparison of two descriptions of t
   normalise both to its best form, so a difference in either direction is a violation of GL4 for the slower
   description.
 
+GL1, GL4, control and repair are tested in the direction their median ratio points to, so their p-values are
+doubled (two-sided); GL2/3 is one-sided (typed slower than packed).
 A verdict is ``violated`` when p (BH-adjusted with fdr) <= alpha and the paired ratio (the median over the
 mpiruns of slower / faster) exceeds 1 + min_effect; ``holds`` otherwise; ``n/a`` with fewer than two mpiruns.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -48,6 +51,7 @@ class DtCase:
     variant: int
     A: int
     basetype: str
+    signature: str = ""    # the layout signature pgmpi-dtbench recorded (lib/docs/profile-format.md); "" none
 
     @property
     def layout_label(self) -> str:
@@ -77,6 +81,9 @@ class DtVerdict:
     p: float               # one-sided paired p-value of "slower is slower" (BH-adjusted with fdr)
     runs: int
     verdict: str           # violated | holds | n/a
+    nprocs: int = 0
+    process_layout: str = ""   # nodes x ppn of the runs (pgmpi_formats.layouts), not the datatype layout
+    signature: str = ""
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -85,20 +92,32 @@ class DtVerdict:
         return d
 
 
+SIGNATURE_RE = re.compile(r"^[0-9a-f]{16}$")
+
+
+def case_of_line(line: str) -> DtCase | None:
+    """One `#@pgmpi dtcase <test> pattern=.. layout=.. variant=.. A=.. basetype=.. [signature=<16 hex>]` line,
+    None for any other line (or a malformed one: the case is then not analysed)."""
+    parts = line.split()
+    if len(parts) < 3 or parts[1] != "dtcase":
+        return None
+    kv = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
+    sig = kv.get("signature", "")
+    try:
+        return DtCase(parts[2], kv["pattern"], kv["layout"], int(kv["variant"]), int(kv["A"]), kv["basetype"],
+                      sig if SIGNATURE_RE.match(sig) else "")
+    except (KeyError, ValueError):
+        return None
+
+
 def dt_cases(rs: ResultSet) -> dict[str, DtCase]:
     """The cases pgmpi-dtbench declared (`#@pgmpi dtcase <test> pattern=.. layout=.. variant=.. A=.. basetype=..`)."""
     out: dict[str, DtCase] = {}
     for run in rs.runs:
         for line in run.pgmpi_lines:
-            parts = line.split()
-            if len(parts) < 3 or parts[1] != "dtcase":
-                continue
-            kv = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
-            try:
-                out[parts[2]] = DtCase(parts[2], kv["pattern"], kv["layout"], int(kv["variant"]), int(kv["A"]),
-                                       kv["basetype"])
-            except (KeyError, ValueError):
-                continue
+            case = case_of_line(line)
+            if case is not None:
+                out[case.test] = case
     return out
 
 
@@ -151,6 +170,11 @@ def dt_verdicts(rs: ResultSet, alpha: float = 0.05, fdr: bool = False, min_effec
             rows.append((cfg, gl, case, m, x, y, med, d.size))   # GL2/3 with med < 0: the datatype is faster
             ds.append(d)
     p, _ = pvalues_paired_greater(ds, test=test) if ds else (np.zeros(0), None)
+    # a comparison tested in the direction its own median points to is two-sided: double its one-sided p
+    # (else the control arm, whose truth is 1, would be flagged at twice alpha)
+    two = np.array([both_sides(r[1]) for r in rows], dtype=bool)
+    if len(p):
+        p = np.where(two, np.minimum(1.0, 2 * p), p)
     if fdr and len(p):
         p = bh_adjust(p)
     out: list[DtVerdict] = []
@@ -168,7 +192,9 @@ def dt_verdicts(rs: ResultSet, alpha: float = 0.05, fdr: bool = False, min_effec
         c = cells.configs[cfg]
         out.append(DtVerdict(config=c.label, library=f"{c.library}-{c.version}" if c.version else c.library,
                              guideline=gl, pattern=case.pattern, basetype=case.basetype, layout=case.layout_label,
-                             msize=int(m), slower=x, faster=y, ratio=ratio, p=pk, runs=int(n), verdict=verdict))
+                             msize=int(m), slower=x, faster=y, ratio=ratio, p=pk, runs=int(n), verdict=verdict,
+                             nprocs=int(c.nprocs), process_layout=getattr(c, "layout", "") or "",
+                             signature=case.signature))
     return out
 
 
@@ -196,3 +222,128 @@ def summary(verdicts: list[DtVerdict]) -> list[DtSummary]:
     order = {g: i for i, g in enumerate(GUIDELINES)}
     pats = {"pingpong": 0, "bcast": 1, "allgather": 2}
     return sorted(acc.values(), key=lambda s: (s.library, order.get(s.guideline, 9), pats.get(s.pattern, 9)))
+
+
+# ---------------------------------------------------------------------------------------------- the service
+
+REPAIRS = {"bcast": ("MPI_Bcast", "bcast_as_packed_bcast"),
+           "allgather": ("MPI_Allgather", "allgather_as_packed_allgather")}
+
+
+def control_of(verdicts: list[DtVerdict], alpha: float, fdr: bool):
+    """The campaign's false alarms: the control arm (typed against typed_control, a ratio whose truth is 1)
+    summarised like the collective guidelines' control (service/analysis/verdicts.py ControlSummary)."""
+    from .verdicts import ControlSummary
+    out = ControlSummary(alpha=alpha, fdr=fdr)
+    ratios = []
+    for v in verdicts:
+        if v.guideline != "control" or v.verdict == "n/a":
+            continue
+        out.tested += 1
+        out.flagged += v.verdict == "violated"
+        out.flagged_raw += bool(math.isfinite(v.p) and v.p <= alpha)
+        if math.isfinite(v.ratio):
+            ratios.append(abs(v.ratio - 1.0))
+    out.null_spread = max(ratios) if ratios else None
+    return out
+
+
+@dataclass
+class RepairRange:
+    pattern: str           # bcast | allgather
+    nprocs: int
+    process_layout: str
+    lo: int
+    hi: int
+    speedups: list[float]  # typed / repaired of the violating layouts at the range's sizes
+    evidence: list[str]    # "<layout label> <base> <bytes> B [signature]" of those cases
+
+
+def repair_ranges(verdicts: list[DtVerdict], min_effect: float = 0.10) -> tuple[list[RepairRange], list[dict]]:
+    """GL2/3 violations -> the sizes where every rank may run the repair mock-up (pack, the call on the packed
+    bytes, unpack): keyed on (pattern, p, size) only, never on a rank's layout (rule 3 of
+    lib/src/core/pgmpitune_core.h), so a size qualifies when some layout there violates GL2/3 with the repair
+    significantly faster than the typed call (the `repair` verdict), and no layout measured at that size,
+    the contiguous one included, has the repair significantly slower.  Runs of consecutive qualifying
+    measured sizes become ranges.  Returns (ranges, refused sizes with why)."""
+    by: dict[tuple, dict[int, list[DtVerdict]]] = {}
+    for v in verdicts:
+        if v.pattern in REPAIRS and v.guideline in ("GL2/3", "repair"):
+            by.setdefault((v.pattern, v.nprocs, v.process_layout), {}).setdefault(v.msize, []).append(v)
+    ranges, refused = [], []
+    for (pat, p, lay), sizes in sorted(by.items()):
+        good: dict[int, tuple[list[float], list[str]]] = {}
+        for m, vs in sorted(sizes.items()):
+            gl2 = {(v.layout, v.basetype) for v in vs if v.guideline == "GL2/3" and v.verdict == "violated"}
+            wins = [v for v in vs if v.guideline == "repair" and v.verdict == "violated" and v.slower != REPAIRED
+                    and (v.layout, v.basetype) in gl2 and v.ratio > 1 + min_effect]
+            loses = [v for v in vs if v.guideline == "repair" and v.verdict == "violated" and v.slower == REPAIRED]
+            if loses:
+                refused.append({"pattern": pat, "nprocs": p, "msize": m, "why": "the repair is slower for "
+                                + ", ".join(sorted({f"{v.layout} {v.basetype}" for v in loses}))})
+            elif wins:
+                good[m] = ([v.ratio for v in wins], [f"{v.layout} {v.basetype} {m} B"
+                                                     + (f" {v.signature}" if v.signature else "") for v in wins])
+        measured = sorted(sizes)
+        run: list[int] = []
+        for m in measured + [None]:
+            if m is not None and m in good:
+                run.append(m)
+                continue
+            if run:
+                ranges.append(RepairRange(pat, p, lay, run[0], run[-1],
+                                          [r for x in run for r in good[x][0]], [e for x in run for e in good[x][1]]))
+            run = []
+    return ranges, refused
+
+
+def repair_profiles(ranges: list[RepairRange], library: str, version: str, machine: str,
+                    campaign: str | None, alpha: float, test: str, fdr: bool, created: str) -> dict[str, str]:
+    """.prf files (the one writer, pgmpi_formats.prf) selecting the repair mock-ups over the ranges: one file
+    per (pattern, p, process layout); the layouts and signatures measured are its comments (evidence)."""
+    from pgmpi_formats.prf import format_prf, meta_token, profile_filename
+    from pgmpi_formats.layouts import parse_layout
+    from .profiles import GENERATOR
+    files: dict[str, str] = {}
+    groups: dict[tuple, list[RepairRange]] = {}
+    for r in ranges:
+        groups.setdefault((r.pattern, r.nprocs, r.process_layout), []).append(r)
+    for (pat, p, lay), rs in sorted(groups.items()):
+        even = parse_layout(lay) if lay else None
+        if lay and even is None:
+            continue            # uneven or interleaved process layouts get no profile (as the collectives')
+        prof_lay = lay if even and even[0] > 1 else ""
+        mpi_name, mock = REPAIRS[pat]
+        meta = {"machine": meta_token(machine), "mpi_library": meta_token(library),
+                "mpi_version": version and meta_token(version), "layout": prof_lay or None,
+                "campaign": campaign and meta_token(campaign), "created": created, "generator": GENERATOR,
+                "source": "datatypes"}
+        ev = sorted({e for r in rs for e in r.evidence})
+        comments = [f"derived-datatype guideline GL2/3: typed {pat} slower than pack + {pat} + unpack; "
+                    f"one-sided {test}{' + BH' if fdr else ''}, alpha={alpha}",
+                    "measured for: " + "; ".join(ev)]
+        notes = [f"{mock}, measured {min(r.speedups):.2f}x-{max(r.speedups):.2f}x faster" for r in rs]
+        files[profile_filename(pat, p, prof_lay)] = format_prf(
+            mpi_name, p, [(r.lo, r.hi, mock) for r in rs], meta=meta, comments=comments, range_notes=notes)
+    return files
+
+
+def analyse(rs: ResultSet, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: bool = True,
+            min_effect: float = 0.10, campaign: str | None = None, created: str = "") -> dict | None:
+    """The service's datatype analysis of one library's runs: None without pgmpi-dtbench cases, else
+    {"verdicts": [DtVerdict], "control": ControlSummary, "profiles": {file: .prf text}, "ranges", "refused"}.
+    No profile from an untrustworthy campaign (its control arm flagged beyond chance)."""
+    if not dt_cases(rs):
+        return None
+    vs = dt_verdicts(rs, alpha=alpha, fdr=fdr, min_effect=min_effect, test=test)
+    ctl = control_of(vs, alpha, fdr)
+    ranges, refused = repair_ranges(vs, min_effect)
+    profiles: dict[str, str] = {}
+    if ranges and ctl.trustworthy:
+        run = rs.runs[0]
+        profiles = repair_profiles(ranges, run.library, run.version, run.machine, campaign, alpha, test, fdr,
+                                   created)
+    elif ranges:
+        refused += [{"pattern": r.pattern, "nprocs": r.nprocs, "msize": r.lo,
+                     "why": "the campaign's control arm is untrustworthy"} for r in ranges]
+    return {"verdicts": vs, "control": ctl, "profiles": profiles, "ranges": ranges, "refused": refused}
