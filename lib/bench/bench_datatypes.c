@@ -249,6 +249,45 @@ static MPI_Datatype block_type(const dtcase_t *d, MPI_Datatype base, MPI_Aint es
     return resized(t, (MPI_Aint)b.X * es);
 }
 
+/* The layout signatures of the cell's descriptions (libpgmpitune computes them: one owner), for the
+ * footer: the description's own type (what a datatype profile's replacement is keyed on) and the whole
+ * message (count x type), which every description of one layout shares -- checked here, since GL4
+ * compares descriptions of one layout only. Packed and the reference's arms report the reference's. */
+static void record_signatures(const call_t *c, const cplan_t *cp)
+{
+    char first[17] = "", firstname[32] = "";
+    for (int k = 0; k < D_COUNT; k++) {
+        if (!cur.has[k]) continue;
+        int ref = dt_reference(((const dtcase_t *)c->dt)->layout);
+        MPI_Datatype t = k == D_PACKED ? cur.t[ref] : cur.t[k];
+        int cnt = k == D_PACKED ? cur.count[ref] : cur.count[k];
+        char own[17], msg[17];
+        if (pgmpitune_type_signature(t, 1, own, NULL, 0) || pgmpitune_type_signature(t, cnt, msg, NULL, 0)) {
+            footer_add("# dtsig %s %zu %s: the library could not flatten this type\n", c->mpi_name, cp->n, desc_names[k]);
+            continue;
+        }
+        footer_add("#@pgmpi dtsig %s %zu %s %s count=%d message=%s\n", c->mpi_name, cp->n, desc_names[k], own, cnt, msg);
+        if (!first[0]) { memcpy(first, msg, sizeof first); snprintf(firstname, sizeof firstname, "%s", desc_names[k]); }
+        else if (strcmp(first, msg)) {
+            footer_add("#@pgmpi dtsig_differs %s %zu %s %s\n", c->mpi_name, cp->n, firstname, desc_names[k]);
+            fprintf(stderr, "pgmpi-dtbench: warning: %s %zu B: descriptions %s and %s do not describe the same type map\n",
+                    c->mpi_name, cp->n, firstname, desc_names[k]);
+        }
+    }
+}
+
+/* The signature of the case's static block type (the typed description's type, independent of the
+ * size); "" for rowcol, which has none. */
+void dt_case_signature(const dtcase_t *d, char hex[17])
+{
+    hex[0] = 0;
+    if (!dt_layout_has(d->layout, D_TYPED)) return;
+    MPI_Datatype base = dtype_handle(O.dt), t = block_type(d, base, (MPI_Aint)dtypes[O.dt].size);
+    if (t != base) CK(MPI_Type_commit(&t));
+    if (pgmpitune_type_signature(t, 1, hex, NULL, 0)) hex[0] = 0;
+    if (t != base) MPI_Type_free(&t);
+}
+
 void dt_prepare(const call_t *c, cplan_t *cp)
 {
     release();
@@ -383,6 +422,7 @@ void dt_prepare(const call_t *c, cplan_t *cp)
         cur.plen = pos;
         cur.has[D_PACKED] = 1; cur.count[D_PACKED] = cur.count[ref]; cur.t[D_PACKED] = MPI_DATATYPE_NULL;
     }
+    if (g_rank == 0) record_signatures(c, cp);
 }
 
 int dt_applies(const call_t *c, int a) { return cur.call == c && a >= 0 && a < D_COUNT && cur.has[a]; }

@@ -226,8 +226,11 @@ int main(int argc, char **argv)
     if (g_rank == 0) write_header(argc, argv, start_wall, seed, &L);
     for (int i = 0; i < O.ncalls; i++) {
         const dtcase_t *d = &g_cases[i];
-        footer_add("#@pgmpi dtcase %s pattern=%s layout=%s variant=%d A=%ld basetype=%s\n", d->name,
-                   dt_pattern_names[d->pattern], dt_layout_names[d->layout], d->variant, d->A, dtypes[O.dt].name);
+        char sig[17];
+        dt_case_signature(d, sig);
+        footer_add("#@pgmpi dtcase %s pattern=%s layout=%s variant=%d A=%ld basetype=%s%s%s\n", d->name,
+                   dt_pattern_names[d->pattern], dt_layout_names[d->layout], d->variant, d->A, dtypes[O.dt].name,
+                   sig[0] ? " signature=" : "", sig);
     }
     measure_all();
     dt_release();

@@ -173,6 +173,8 @@ const pgmpi_coll_desc_t pgmpi_desc_ALLGATHER = {
 
 int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm)
 {
+    st = pgmpi_type_for_call(st);   /* GL4: faster descriptions of the same type maps, if any */
+    rt = pgmpi_type_for_call(rt);
     size_t n = (size_t)(rc > 0 ? rc : 0) * pgmpi_type_bytes(rt);
     PGMPI_DISPATCH(ALLGATHER, allgather_algs, allgather_fn, comm, n, 1, PMPI_Allgather,
                    (sb, sc, st, rb, rc, rt, comm));

@@ -115,6 +115,7 @@ const pgmpi_coll_desc_t pgmpi_desc_BCAST = {
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
+    dt = pgmpi_type_for_call(dt);   /* GL4: a faster description of the same type map, if any */
     size_t n = (size_t)(count > 0 ? count : 0) * pgmpi_type_bytes(dt);
     PGMPI_DISPATCH(BCAST, bcast_algs, bcast_fn, comm, n, 1, PMPI_Bcast, (buf, count, dt, root, comm));
 }
