@@ -29,7 +29,8 @@
     X(D_STRUCT_FLAT,   "struct_flat",   "GL4: create_struct over every unit")                               \
     X(D_STRUCT,        "struct",        "GL4 test 10 Alternating-struct / test 11 RowCol-struct")           \
     X(D_CONTROL,       "typed_control", "control arm: the reference measured again under its own label")   \
-    X(D_REPAIRED,      "repaired",      "typed through libpgmpitune's repair (bcast/allgather_as_packed_*)")
+    X(D_REPAIRED,      "repaired",      "typed through libpgmpitune's repair (bcast/allgather_as_packed_*)") \
+    X(D_TUNED,         "tuned",         "typed with libpgmpitune following its profile (validation; not in all)")
 enum {
 #define X(id, name, what) id,
     DT_DESCRIPTIONS(X)
@@ -137,7 +138,7 @@ int dt_layout_has(int layout, int d)
     case D_STRUCT_FLAT: return layout != L_CONTIG && layout != L_ROWCOL;
     case D_STRUCT: return layout == L_ALTREP || layout == L_ROWCOL;
     case D_CONTROL: return 1;
-    case D_REPAIRED: return layout != L_ROWCOL;
+    case D_REPAIRED: case D_TUNED: return layout != L_ROWCOL;
     default: return 0;
     }
 }
@@ -197,7 +198,7 @@ static void die_mpi(const char *what, int rc)
 static void release(void)
 {
     for (int d = 0; d < D_COUNT; d++)
-        if (cur.has[d] && d != D_PACKED && d != D_CONTROL && d != D_REPAIRED && cur.t[d] != dtype_handle(O.dt))
+        if (cur.has[d] && d != D_PACKED && d != D_CONTROL && d != D_REPAIRED && d != D_TUNED && cur.t[d] != dtype_handle(O.dt))
             MPI_Type_free(&cur.t[d]);
     for (int d = 0; d < D_COUNT; d++) { cur.t[d] = MPI_DATATYPE_NULL; cur.has[d] = 0; cur.count[d] = 0; }
     free(cur.pbuf); free(cur.prbuf); cur.pbuf = cur.prbuf = NULL;
@@ -322,7 +323,7 @@ void dt_prepare(const call_t *c, cplan_t *cp)
             CK(MPI_Type_contiguous((int)cur.c, u, &t));
             if (u != base) MPI_Type_free(&u);
             break;
-        case D_PACKED: case D_CONTROL: case D_REPAIRED: continue;   /* the reference's type; set below */
+        case D_PACKED: case D_CONTROL: case D_REPAIRED: case D_TUNED: continue;   /* the reference's type; set below */
         case D_VECTOR: CK(MPI_Type_vector((int)cur.c, (int)b.len[0], (int)b.X, base, &t)); t = resized(t, E); break;
         case D_NESTED:
             if (cur.c % NESTED_S) continue;
@@ -406,6 +407,9 @@ void dt_prepare(const call_t *c, cplan_t *cp)
         if (cur.repair > 0 && dt_layout_has(d->layout, D_REPAIRED)) {
             cur.has[D_REPAIRED] = 1; cur.t[D_REPAIRED] = cur.t[ref]; cur.count[D_REPAIRED] = cur.count[ref];
         }
+        if (cur.coll >= 0 && dt_layout_has(d->layout, D_TUNED)) {
+            cur.has[D_TUNED] = 1; cur.t[D_TUNED] = cur.t[ref]; cur.count[D_TUNED] = cur.count[ref];
+        }
     }
     if (cur.has[ref]) {
         int ps = 0;
@@ -432,7 +436,9 @@ void dt_select(const call_t *c, int a)
 {
     (void)c;
     cur.sel = a;
-    if (cur.coll >= 0) pgmpitune_force(cur.coll, a == D_REPAIRED ? cur.repair : 0);
+    if (cur.coll < 0) return;
+    if (a == D_TUNED) pgmpitune_unforce(cur.coll);      /* the profile decides, as in an application */
+    else pgmpitune_force(cur.coll, a == D_REPAIRED ? cur.repair : 0);
 }
 const char *dt_alg_label(const call_t *c, int a) { (void)c; return dt_description_name(a); }
 size_t dt_row_count(const call_t *c, int a) { (void)c; return a >= 0 && a < D_COUNT ? (size_t)cur.count[a] : 0; }

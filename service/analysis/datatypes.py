@@ -16,9 +16,9 @@ The guidelines (the paper's sect. 3), each a comparison of two descriptions of t
   profile selecting the repair would give (a "violated" row = a significant difference, either direction);
 * control ``typed`` against ``typed_control``: the campaign's false alarms;
 * GL4   the reference description (``typed``; ``indexed_block`` for rowcol) against every other description of
-  the layout (vector, nested, tiled_struct, indexed_block, indexed, struct_flat, struct): the library should
-  normalise both to its best form, so a difference in either direction is a violation of GL4 for the slower
-  description.
+  the layout (vector, nested, tiled_struct, indexed_block, indexed, struct_flat, struct), and those others
+  pairwise: the library should normalise all to its best form, so a difference in either direction is a
+  violation of GL4 for the slower description.
 
 GL1, GL4, control and repair are tested in the direction their median ratio points to, so their p-values are
 doubled (two-sided); GL2/3 is one-sided (typed slower than packed).
@@ -84,6 +84,7 @@ class DtVerdict:
     nprocs: int = 0
     process_layout: str = ""   # nodes x ppn of the runs (pgmpi_formats.layouts), not the datatype layout
     signature: str = ""
+    test: str = ""             # the case (pgmpi-dtbench's test name)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -134,9 +135,14 @@ def _pairs(case: DtCase, present: set[str]):
         yield "control", ref, CONTROL, True
     if REPAIRED in present:     # what the library's repair gains (or loses) against the library's own call
         yield "repair", ref, REPAIRED, True
-    for alt in GL4_ALTERNATIVES:
-        if alt != ref and alt in present:
-            yield "GL4", ref, alt, True
+    alts = [a for a in GL4_ALTERNATIVES if a != ref and a in present]
+    for alt in alts:
+        yield "GL4", ref, alt, True
+    # and the other descriptions among themselves: a faster description of the same type map is what a
+    # datatype profile's replacement selects (gl4_replacements)
+    for i, a in enumerate(alts):
+        for b in alts[i + 1:]:
+            yield "GL4", a, b, True
 
 
 def both_sides(guideline: str) -> bool:
@@ -194,7 +200,7 @@ def dt_verdicts(rs: ResultSet, alpha: float = 0.05, fdr: bool = False, min_effec
                              guideline=gl, pattern=case.pattern, basetype=case.basetype, layout=case.layout_label,
                              msize=int(m), slower=x, faster=y, ratio=ratio, p=pk, runs=int(n), verdict=verdict,
                              nprocs=int(c.nprocs), process_layout=getattr(c, "layout", "") or "",
-                             signature=case.signature))
+                             signature=case.signature, test=case.test))
     return out
 
 
@@ -328,6 +334,78 @@ def repair_profiles(ranges: list[RepairRange], library: str, version: str, machi
     return files
 
 
+def dt_signatures(rs: ResultSet) -> dict[tuple[str, int, str], str]:
+    """(test, bytes, description) -> the layout signature of the description's own type, from pgmpi-dtbench's
+    `#@pgmpi dtsig <test> <bytes> <description> <signature> count=.. message=..` lines (libpgmpitune computed
+    it; nothing here recomputes it)."""
+    out: dict[tuple[str, int, str], str] = {}
+    for run in rs.runs:
+        for line in run.pgmpi_lines:
+            parts = line.split()
+            if len(parts) >= 6 and parts[1] == "dtsig" and parts[3].isdigit() and SIGNATURE_RE.match(parts[5]):
+                out[(parts[2], int(parts[3]), parts[4])] = parts[5]
+    return out
+
+
+# the calls in which libpgmpitune communicates with a GL4 replacement (lib/docs/profile-format.md)
+REPLACED_IN = ("bcast", "allgather")
+
+
+@dataclass
+class Replacement:
+    signature: str
+    description: str
+    speedups: list[float]
+    evidence: list[str]      # "<test>:<slower description>@<bytes>"
+
+
+def gl4_replacements(verdicts: list[DtVerdict], sigs: dict[tuple[str, int, str], str],
+                     min_effect: float = 0.10) -> tuple[list[Replacement], list[dict]]:
+    """GL4 violations -> `replace <signature> <description>` rules: a description of the library's own list
+    (pgmpi_formats.dtprf.DESCRIPTIONS) that was significantly faster than another description with the SAME
+    signature (one element's type map: exact by construction) in MPI_Bcast / MPI_Allgather, and never
+    significantly slower than a description of that signature there.  The replacement applies at every
+    size, so one measured loss refuses it.  Several candidates for one signature: the largest geometric-mean
+    speed-up wins.  Returns (rules, refused)."""
+    from pgmpi_formats.dtprf import DESCRIPTIONS
+    wins: dict[tuple[str, str], tuple[list[float], list[str]]] = {}
+    loses: dict[tuple[str, str], list[str]] = {}
+    for v in verdicts:
+        if v.guideline != "GL4" or v.pattern not in REPLACED_IN or v.verdict != "violated":
+            continue
+        s_slow, s_fast = sigs.get((v.test, v.msize, v.slower)), sigs.get((v.test, v.msize, v.faster))
+        if not s_slow or s_slow != s_fast:
+            continue
+        loses.setdefault((s_slow, v.slower), []).append(f"{v.test}@{v.msize}:{v.ratio:.2f}x")
+        if v.faster in DESCRIPTIONS and v.ratio > 1 + min_effect:
+            w = wins.setdefault((s_fast, v.faster), ([], []))
+            w[0].append(v.ratio)
+            w[1].append(f"{v.test}:{v.slower}@{v.msize}")
+    best: dict[str, Replacement] = {}
+    refused = []
+    for (sig, desc), (ratios, ev) in sorted(wins.items()):
+        if (sig, desc) in loses:
+            refused.append({"signature": sig, "description": desc,
+                            "why": "slower elsewhere: " + ", ".join(loses[(sig, desc)][:5])})
+            continue
+        gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        cur = best.get(sig)
+        if cur is None or gm > math.exp(sum(math.log(r) for r in cur.speedups) / len(cur.speedups)):
+            best[sig] = Replacement(sig, desc, ratios, ev)
+    return [best[k] for k in sorted(best)], refused
+
+
+def replacement_profile(rules: list[Replacement], library: str, version: str, machine: str,
+                        campaign: str | None, alpha: float, test: str, fdr: bool) -> str:
+    from pgmpi_formats.dtprf import format_dtprf
+    return format_dtprf(
+        [(r.signature, r.description, {"speedup": f"{min(r.speedups):.2f}-{max(r.speedups):.2f}",
+                                       "evidence": ",".join(sorted(set(r.evidence))[:4])}) for r in rules],
+        comments=[f"made by pgmpi-site (machine {machine}, {library} {version}, campaign {campaign or '-'})",
+                  f"GL4: one-sided {test}{' + BH' if fdr else ''}, alpha={alpha}; exact by construction: each rule "
+                  "replaces a type by a description of the identical type map (same signature)"])
+
+
 def analyse(rs: ResultSet, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: bool = True,
             min_effect: float = 0.10, campaign: str | None = None, created: str = "") -> dict | None:
     """The service's datatype analysis of one library's runs: None without pgmpi-dtbench cases, else
@@ -338,12 +416,22 @@ def analyse(rs: ResultSet, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: b
     vs = dt_verdicts(rs, alpha=alpha, fdr=fdr, min_effect=min_effect, test=test)
     ctl = control_of(vs, alpha, fdr)
     ranges, refused = repair_ranges(vs, min_effect)
+    rules, refused4 = gl4_replacements(vs, dt_signatures(rs), min_effect)
+    refused += refused4
     profiles: dict[str, str] = {}
-    if ranges and ctl.trustworthy:
-        run = rs.runs[0]
-        profiles = repair_profiles(ranges, run.library, run.version, run.machine, campaign, alpha, test, fdr,
-                                   created)
-    elif ranges:
+    run = rs.runs[0]
+    if ctl.trustworthy:
+        if ranges:
+            profiles = repair_profiles(ranges, run.library, run.version, run.machine, campaign, alpha, test, fdr,
+                                       created)
+        if rules:
+            from pgmpi_formats.dtprf import FILE_NAME
+            profiles[FILE_NAME] = replacement_profile(rules, run.library, run.version, run.machine, campaign,
+                                                      alpha, test, fdr)
+    else:
         refused += [{"pattern": r.pattern, "nprocs": r.nprocs, "msize": r.lo,
                      "why": "the campaign's control arm is untrustworthy"} for r in ranges]
-    return {"verdicts": vs, "control": ctl, "profiles": profiles, "ranges": ranges, "refused": refused}
+        refused += [{"signature": r.signature, "description": r.description,
+                     "why": "the campaign's control arm is untrustworthy"} for r in rules]
+    return {"verdicts": vs, "control": ctl, "profiles": profiles, "ranges": ranges, "replacements": rules,
+            "refused": refused}
