@@ -103,9 +103,8 @@ def campaign(args) -> None:
         dts = {"patterns": ["pingpong", "bcast", "allgather"],
                "layouts": ["contiguous", "tiled", "block", "bucket", "alternating", "altrep"],
                "variants": [1], "blocksizes": [2, 100], "sizes": [3200, 262144], "basetypes": ["MPI_INT"]}
-        if args.small:      # the repair's evidence again (a second night): bcast / allgather of the basic layouts
-            dts.update(patterns=["bcast", "allgather"], layouts=["contiguous", "tiled", "bucket", "alternating"],
-                       blocksizes=[2], descriptions=["typed", "packed", "repaired"])
+        if args.small:      # the profiles' evidence again (a second night): the patterns a profile can tune
+            dts.update(patterns=["bcast", "allgather"])
         cdef = {"name": name, "machine": MACHINE, "backend": "slurm",
                 "modules": [{"name": MODULES[m], "mpi": m, "modulepath": [str(modpath)]} for m in args.mpi],
                 "layouts": [{"nodes": 1, "ppn": 2}], "datatypes": dts,
