@@ -168,6 +168,77 @@ def report(args) -> None:
                     print(f"    notes: {v.notes[:400]}")
 
 
+def publish(args) -> None:
+    """Publish every validated candidate (the service's own record decides, service/profiles/lifecycle.py)."""
+    from service.profiles import lifecycle
+    from service.store.db import db
+    from service.store.models import ProfileVersion
+    from sqlalchemy import select
+    out = Path(args.out).resolve()
+    app = app_for(out)
+    with app.app_context():
+        vs = db.session.scalars(select(ProfileVersion).where(ProfileVersion.state == "validated")
+                                .order_by(ProfileVersion.id)).all()
+        if not vs:
+            print("no validated candidate to publish")
+        for v in vs:
+            lib = v.profile_set.library
+            res = lifecycle.publish_candidate(v, out / "profiles", actor="dt_chain")
+            print(f"published version {v.id} of {lib.name}-{lib.version} as {res.target}/versions/{res.version} "
+                  f"(current -> {res.version}); files {', '.join(sorted(v.files))}; notes: {v.notes[:300]}")
+            for fn, text in sorted(v.files.items()):
+                print(f"  --- {fn}\n    " + text.replace("\n", "\n    ").rstrip())
+
+
+def app_run(args) -> None:
+    """The application without and with the published profile after `module load pgmpitunelib/<mpi>`
+    (deploy/demo.py's modulefiles over OUT/profiles): K pairs of mpiruns, alternating the order."""
+    import importlib.util
+    out = Path(args.out).resolve()
+    spec = importlib.util.spec_from_file_location("demo", ROOT / "deploy" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    versions = {"openmpi": "4.1.4", "mpich": "4.0.2"}
+    tree = demo._write_modules(out / "apprun", out / "profiles", MACHINE, versions)
+    lmod = "/usr/share/lmod/lmod/init/bash"
+    print(f"load before: {uptime()}")
+    for mpi in args.mpi:
+        exe = out / "apprun" / f"dt_app.{mpi}"
+        subprocess.run([f"mpicc.{mpi}", "-O2", "-o", str(exe), str(ROOT / "tests" / "bench" / "dt_app.c")], check=True)
+        cur = out / "profiles" / MACHINE / f"{mpi}-{versions[mpi]}" / "current"
+        print(f"\n== {mpi}: published profile set {cur} ({', '.join(sorted(p.name for p in cur.glob('*'))) if cur.exists() else 'none'})")
+        for pattern, desc, nbytes in args.cases:
+            argv = f"{exe} {pattern} {desc} {nbytes} {args.iter}"
+            plain = f"OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.{mpi} -np 2 {argv}"
+            tuned = (f". {lmod}; module use {tree}; module load pgmpitunelib/{mpi} >/dev/null 2>&1; "
+                     f"OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PGMPITUNE_VERBOSE=1 "
+                     f"$PGMPITUNE_MPIRUN -np 2 {argv}")
+            ratios, sums, report = [], set(), ""
+            for k in range(args.pairs):
+                res = {}
+                for arm in (("plain", "tuned") if k % 2 == 0 else ("tuned", "plain")):
+                    r = subprocess.run(["bash", "-c", plain if arm == "plain" else tuned], capture_output=True, text=True)
+                    line = next((x for x in r.stdout.splitlines() if x.startswith("median_sec=")), None)
+                    if r.returncode != 0 or line is None:
+                        sys.exit(f"{mpi} {arm} run failed ({r.returncode}): {r.stdout[-800:]} {r.stderr[-800:]}")
+                    kv = dict(x.split("=", 1) for x in line.split())
+                    res[arm] = float(kv["median_sec"])
+                    sums.add(kv["checksum"])
+                    if arm == "tuned":
+                        report = "\n".join(x for x in r.stdout.splitlines()
+                                            if x.startswith("#@pgmpi") and ("alg" in x or "dtreplace" in x
+                                                                            or "datatypes" in x))
+                ratios.append(res["plain"] / res["tuned"])
+            gm = statistics.geometric_mean(ratios)
+            print(f"  {pattern} {desc} {nbytes} B: plain / tuned per pair (median of {args.iter} calls each) "
+                  f"{' '.join(f'{r:.2f}' for r in ratios)}; geometric mean {gm:.2f}x, "
+                  f"{sum(r > 1 for r in ratios)} of {len(ratios)} pairs faster; checksums "
+                  f"{'identical' if len(sums) == 1 else 'DIFFER: ' + ' '.join(sorted(sums))} ({next(iter(sums))})")
+            if report:
+                print("    tuned run's report: " + report.replace("\n", "\n    tuned run's report: "))
+    print(f"load after: {uptime()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -184,8 +255,20 @@ def main() -> None:
     c.add_argument("--timeout", type=float, default=5400)
     r = sub.add_parser("report")
     r.add_argument("out")
+    p = sub.add_parser("publish")
+    p.add_argument("out")
+    a = sub.add_parser("app")
+    a.add_argument("out")
+    a.add_argument("--pairs", type=int, default=10)
+    a.add_argument("--iter", type=int, default=200)
+    a.add_argument("--mpi", nargs="+", default=["openmpi", "mpich"])
+    a.add_argument("--case", dest="cases", nargs=3, action="append", metavar=("PATTERN", "DESC", "BYTES"),
+                   help="bcast|allgather typed|nested bytes (default: bcast typed 262144, bcast nested 3200)")
     args = ap.parse_args()
-    {"campaign": campaign, "report": report}[args.cmd](args)
+    if args.cmd == "app" and not args.cases:
+        args.cases = [("bcast", "typed", "262144"), ("allgather", "typed", "262144"), ("bcast", "nested", "3200"),
+                      ("allgather", "nested", "3200")]
+    {"campaign": campaign, "report": report, "publish": publish, "app": app_run}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -89,6 +89,7 @@ def test_upload_analysis_pages_and_profile(app, tokens):
     assert "Which guidelines hold" in page and "bucket v1 A=2" in page and "Plotly.newPlot" in page
     assert "typed" in page and "packed" in page and "bcast_p2.prf" in page
     assert "control: 0 of" in page
+    assert "dt_bcast" not in client.get("/m/m1/openmpi-4.1.4/heatmap").get_data(as_text=True)   # own pages
     lay = client.get("/m/m1/openmpi-4.1.4/datatypes/layout?pattern=bcast&basetype=MPI_INT&p=2&layout=bucket v1 A=2")
     html = lay.get_data(as_text=True)
     assert lay.status_code == 200 and SIG in html and "count 400" in html and "violated" in html
