@@ -53,3 +53,22 @@ def test_writer_refuses_what_the_format_forbids():
     for rules in ([(SIG1, "nested", {})], [("XYZ", "indexed", {})], [(SIG1, "indexed", {}), (SIG1, "vector", {})]):
         with pytest.raises(DtProfileFormatError):
             format_dtprf(rules)
+
+
+def test_published_with_the_profiles_checked_and_rolled_back_together(tmp_path):
+    """A datatype profile goes into the versioned profile set with the .prf files: pgmpitune-check (the
+    library's reader) must accept it, the swap is one, and a rollback swaps it back with them."""
+    from service.profiles import publish as pub
+    prf = ("# pgtune profile\n#@pgmpi profile_version 1\nMPI_Bcast\n2 # nb. of processes\n1 # nb. of mock-up impl.\n"
+           "1 bcast_as_packed_bcast\n1 # nb. of ranges\n262144 262144 1\n")
+    v1 = {"bcast_p2.prf": prf, "datatypes.dtprf": format_dtprf([(SIG1, "indexed", {})])}
+    v2 = {"bcast_p2.prf": prf, "datatypes.dtprf": format_dtprf([(SIG1, "struct_flat", {}), (SIG2, "vector", {})])}
+    kw = dict(actor="t", validated=True, checker=[str(checker())])
+    pub.publish(tmp_path, "m1", "openmpi", "4.1.4", v1, **kw)
+    pub.publish(tmp_path, "m1", "openmpi", "4.1.4", v2, **kw)
+    cur = tmp_path / "m1" / "openmpi-4.1.4" / "current"
+    assert {p.name: p.read_text() for p in cur.iterdir()} == v2
+    with pytest.raises(pub.PublishError):
+        pub.publish(tmp_path, "m1", "openmpi", "4.1.4", {**v1, "datatypes.dtprf": "replace x y\n"}, **kw)
+    pub.rollback(tmp_path, "m1", "openmpi", "4.1.4", actor="t")
+    assert {p.name: p.read_text() for p in cur.iterdir()} == v1
