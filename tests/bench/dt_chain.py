@@ -105,8 +105,13 @@ def campaign(args) -> None:
                "variants": [1], "blocksizes": [2, 100], "sizes": [3200, 262144], "basetypes": ["MPI_INT"]}
         if args.small:      # the profiles' evidence again (a second night): the patterns a profile can tune
             dts.update(patterns=["bcast", "allgather"])
+        if args.gl4:        # the GL4 replacements' evidence: the tiled descriptions of one type map
+            dts.update(patterns=["bcast", "allgather"], layouts=["tiled"], blocksizes=[2],
+                       descriptions=["typed", "vector", "nested", "indexed", "indexed_block", "struct_flat"])
         cdef = {"name": name, "machine": MACHINE, "backend": "slurm",
-                "modules": [{"name": MODULES[m], "mpi": m, "modulepath": [str(modpath)]} for m in args.mpi],
+                # the launches at the lowest CPU priority on a shared machine (the module's mpirun)
+                "modules": [{"name": MODULES[m], "mpi": m, "modulepath": [str(modpath)],
+                             **({"mpirun": "nice -n 19 mpirun"} if args.nice else {})} for m in args.mpi],
                 "layouts": [{"nodes": 1, "ppn": 2}], "datatypes": dts,
                 "repetitions": {"policy": "fixed", "nrep": args.nrep}, "mpiruns": args.mpiruns,
                 "slurm": {"partition": "debug", "walltime": "01:00:00"},
@@ -252,6 +257,8 @@ def main() -> None:
     c.add_argument("--tolerance", type=float, default=0.10)
     c.add_argument("--name")
     c.add_argument("--small", action="store_true")
+    c.add_argument("--gl4", action="store_true")
+    c.add_argument("--no-nice", dest="nice", action="store_false", help="launch without nice -n 19")
     c.add_argument("--mpi", nargs="+", default=["openmpi", "mpich"])
     c.add_argument("--timeout", type=float, default=5400)
     r = sub.add_parser("report")
