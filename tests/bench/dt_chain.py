@@ -10,7 +10,7 @@
     tests/bench/dt_chain.py report OUT            the verdict table and the candidate profiles again
     tests/bench/dt_chain.py publish OUT           publish each validated candidate into OUT/profiles (the
                                                   versioned profile set; prints the files)
-    tests/bench/dt_chain.py app OUT [--pairs K]   the application tests/bench/dt_app.c (a violating layout in
+    tests/bench/dt_chain.py app OUT [--pairs K]   the application tests/bench/dt_chain_app.c (a violating layout in
                                                   MPI_Bcast / MPI_Allgather) without and with the published
                                                   profile, K interleaved pairs of mpiruns per MPI: paired
                                                   ratios and the checksums (identical results)
@@ -209,7 +209,7 @@ def app_run(args) -> None:
     print(f"load before: {uptime()}")
     for mpi in args.mpi:
         exe = out / "apprun" / f"dt_app.{mpi}"
-        subprocess.run([f"mpicc.{mpi}", "-O2", "-o", str(exe), str(ROOT / "tests" / "bench" / "dt_app.c")], check=True)
+        subprocess.run([f"mpicc.{mpi}", "-O2", "-o", str(exe), str(ROOT / "tests" / "bench" / "dt_chain_app.c")], check=True)
         cur = out / "profiles" / MACHINE / f"{mpi}-{versions[mpi]}" / "current"
         print(f"\n== {mpi}: published profile set {cur} ({', '.join(sorted(p.name for p in cur.glob('*'))) if cur.exists() else 'none'})")
         for pattern, desc, nbytes in args.cases:
