@@ -20,7 +20,7 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else prin
 field() { sed -n "s/.* $1=\([-0-9.a-z]*\).*/\1/p"; }
 echo "load before: $(uptime)"
 for mpi in $mpis; do
-  prefix=$top/build/install/$mpi
+  prefix=${INSTALL_ROOT:-$top/build/install}/$mpi
   [ -f "$prefix/lib/libpgmpitune.so" ] || "$top/deploy/build-lib.sh" "$mpi" >/dev/null
   "mpicc.$mpi" -O2 -o "$work/ovh.$mpi" "$top/tests/bench/lib_overhead.c" -I"$prefix/include" \
       -L"$prefix/lib" -Wl,--no-as-needed -lpgmpitune -Wl,-rpath,"$prefix/lib"

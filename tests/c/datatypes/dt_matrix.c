@@ -4,7 +4,7 @@
  * block, bucket and alternating (variant 1), equal blocks at one stride, a negative lb, and tiled over
  * MPI_DOUBLE; plus two the replacement must leave alone (a struct of MPI_INT and MPI_FLOAT; a subarray).
  * Every layout exists once per replacement description (contiguous, vector, indexed_block, indexed,
- * hindexed, struct_flat), padded by k base elements so that each has its own signature, and the datatype
+ * hindexed, struct_flat, contig), padded by k base elements so that each has its own signature, and the datatype
  * profile (written by `dt_matrix --write-profile FILE` on one rank, from the library's signatures) maps
  * every signature to its description. Whether the replacement fits is predicted here (one block for
  * contiguous, equal blocks for vector and indexed_block, one base type, no probing) and checked with
@@ -58,8 +58,9 @@ static const layout_t layouts[] = {
     {"subarray", 1, {0}, {2}, 4, 0, 2, 0},
 };
 #define NLAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
-static const char *const repl_names[] = {"contiguous", "vector", "indexed_block", "indexed", "hindexed", "struct_flat"};
-#define NREPL 6
+static const char *const repl_names[] = {"contiguous", "vector", "indexed_block", "indexed", "hindexed", "struct_flat",
+                                         "contig"};
+#define NREPL 7
 enum { U_INDEXED, U_STRUCT, U_HINDEXED, U_VECTOR, U_INDEXED_BLOCK, NUSER };
 static const char *const user_names[NUSER] = {"indexed", "struct", "hindexed", "vector", "indexed_block"};
 
