@@ -42,6 +42,8 @@ typedef struct {
 
 /* Pseudo-algorithm "tuned": nothing forced, the library follows its profiles
  * (PGMPITUNE_PROFILE_DIR) -- what a user gets; validation jobs measure it against "default". */
+#define BUF_TOUCH_REPROMPI 2
+
 #define ALG_TUNED (-1)
 /* Pseudo-algorithm "default_control": the default measured a second time under its own label,
  * interleaved like any algorithm (a control arm: its ratio to "default" is a null ratio). */
@@ -81,9 +83,10 @@ typedef struct {
     /* how */
     int sync_mpi_barrier;
     int interleave_size;           /* 1: all calls of a size interleaved; 0: one (call, size) at a time */
-    int buf_cell;                  /* 1: buffers per (call, size); 0: once for the largest */
+    int buf_cell;                  /* 1 (default): buffers per (call, size); 0: once for the largest */
     long buf_align;                /* 0: malloc's own; else posix_memalign to this power of two */
-    int buf_touch;                 /* write the buffers before measuring */
+    int buf_touch;                 /* 1: write the buffers before measuring; 0: leave calloc's pages;
+                                      BUF_TOUCH_REPROMPI: per call, as ReproMPI initialises them */
     int check;                     /* check round before timing each cell */
     int order_rr;
     unsigned long long seed; int seed_given;

@@ -279,7 +279,7 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     put("interleave", O.interleave_size ? "size" : "cell");
     put("buffers", O.buf_cell ? "cell" : "once");
     if (O.buf_align) putl("buffer_align", O.buf_align); else put("buffer_align", "malloc");
-    put("buffer_touch", O.buf_touch ? "yes" : "no");
+    put("buffer_touch", O.buf_touch == BUF_TOUCH_REPROMPI ? "reprompi" : O.buf_touch ? "yes" : "no");
     { long so, ro; buffer_page_offsets(&so, &ro);
       if (so >= 0) { snprintf(b, sizeof b, "%ld,%ld", so, ro); put("buffer_page_offsets", b); } }
     put("check", O.check ? "yes" : "no");
