@@ -42,6 +42,8 @@ typedef struct {
 
 /* Pseudo-algorithm "tuned": nothing forced, the library follows its profiles
  * (PGMPITUNE_PROFILE_DIR) -- what a user gets; validation jobs measure it against "default". */
+#define BUF_TOUCH_REPROMPI 2
+
 #define ALG_TUNED (-1)
 /* Pseudo-algorithm "default_control": the default measured a second time under its own label,
  * interleaved like any algorithm (a control arm: its ratio to "default" is a null ratio). */
@@ -81,9 +83,10 @@ typedef struct {
     /* how */
     int sync_mpi_barrier;
     int interleave_size;           /* 1: all calls of a size interleaved; 0: one (call, size) at a time */
-    int buf_cell;                  /* 1: buffers per (call, size); 0: once for the largest */
+    int buf_cell;                  /* 1 (default): buffers per (call, size); 0: once for the largest */
     long buf_align;                /* 0: malloc's own; else posix_memalign to this power of two */
-    int buf_touch;                 /* write the buffers before measuring */
+    int buf_touch;                 /* 1: write the buffers before measuring; 0: leave calloc's pages;
+                                      BUF_TOUCH_REPROMPI: per call, as ReproMPI initialises them */
     int check;                     /* check round before timing each cell */
     int order_rr;
     unsigned long long seed; int seed_given;
@@ -210,6 +213,10 @@ typedef struct { int nodes, ppn, ppn_min; const char *source; char *hosts, *plac
 extern FILE *g_out;
 void out_fail(void) __attribute__((noreturn));
 int open_output(void);
+void bench_quiet_finalize(void);
+int check_error_detail(int rc, char *detail, size_t dl);
+int check_verdict(const char *mpi_name, size_t n, const char *label, int code, const char *detail);
+int bench_start(double limit, size_t ms, size_t mr, size_t msc, int wj, unsigned long long *seed);
 void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L);
 void write_row(const call_t *c, long idx, size_t n, double t, int a);
 /* pgmpi-dtbench: extra header keys before the column line, and a count column in every row */

@@ -548,10 +548,7 @@ void dt_check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, i
         int rc = dt_run(c, sbuf, rbuf), code = 0;
         char detail[200] = "";
         if (rc != MPI_SUCCESS) {
-            char msg[MPI_MAX_ERROR_STRING]; int len = 0;
-            MPI_Error_string(rc, msg, &len);
-            for (char *q = msg; *q; q++) if (*q == '\n' || *q == '\r') *q = ' ';
-            code = 1; snprintf(detail, sizeof detail, "rank=%d %.150s", g_rank, msg);
+            code = check_error_detail(rc, detail, sizeof detail);
         } else {
             /* what each rank must hold: (buffer, block count, source rank of block b) */
             const char *got = rbuf; int nb = 1, bcast = d->pattern == PAT_BCAST, pp = d->pattern == PAT_PINGPONG;
@@ -572,22 +569,7 @@ void dt_check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, i
                 }
             }
         }
-        int codes[2] = {code, code ? g_rank : g_size}, worst[2];
-        PMPI_Allreduce(codes, worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
-        if (worst[0] == 0) { footer_add("#@pgmpi check %s %zu %s ok\n", c->mpi_name, cp->n, desc_names[alg]); continue; }
-        ok[a] = 0;
-        char why[200] = "";
-        if (worst[1] == 0 || g_rank == worst[1]) memcpy(why, detail, sizeof why);
-        if (worst[1] != 0) {
-            if (g_rank == worst[1]) PMPI_Send(why, (int)sizeof why, MPI_CHAR, 0, 0x5048, MPI_COMM_WORLD);
-            if (g_rank == 0) PMPI_Recv(why, (int)sizeof why, MPI_CHAR, worst[1], 0x5048, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        }
-        why[sizeof why - 1] = 0;
-        footer_add("#@pgmpi check %s %zu %s fail %s %s\n", c->mpi_name, cp->n, desc_names[alg],
-                   worst[0] == 1 ? "error" : "wrong_result", why);
-        if (g_rank == 0)
-            fprintf(stderr, "pgmpi-dtbench: %s %zu B %s failed its check (%s %s): not timed\n", c->mpi_name, cp->n,
-                    desc_names[alg], worst[0] == 1 ? "error" : "wrong_result", why);
+        ok[a] = check_verdict(c->mpi_name, cp->n, desc_names[alg], code, detail);
     }
     PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
     free(mask);

@@ -157,17 +157,20 @@ static void usage(FILE *f)
 "  --interleave=cell|size  cell (default): one (call, size) at a time, its algorithms interleaved;\n"
 "                        size: every call of a size interleaved (each call then runs in the cache\n"
 "                        state the others leave; measured 1.3-1.8x slower at 64 KiB-1 MiB here)\n"
-"  --buffers=once|cell   once (default): one send and one receive buffer for the largest cell;\n"
-"                        cell: a fresh pair for every (call, size), as ReproMPI\n"
+"  --buffers=cell|once   cell (default): a fresh send and receive pair from calloc for every\n"
+"                        (call, size), as an application allocates its arrays and as ReproMPI;\n"
+"                        once: one pair for the largest cell, reused by every cell\n"
 "  --buffer-align=malloc|page|N  malloc (default: what malloc gives an application), page (4096)\n"
 "                        or N bytes (power of two); written to #@buffer_align\n"
-"  --buffer-touch=yes|no yes (default): write the buffers before measuring (no page fault in a timed\n"
-"                        region); no: as calloc leaves them, as ReproMPI\n"
+"  --buffer-touch=yes|no|reprompi  yes (default): write the buffers before measuring (no page\n"
+"                        fault in a timed region, no send buffer backed by the kernel's zero page);\n"
+"                        no: as calloc leaves them; reprompi: as ReproMPI (zeros written for\n"
+"                        Allreduce, Bcast, Reduce, Scan, Exscan; calloc's pages left for the others)\n"
 "  --check=yes|no        yes (default): before timing a cell, run each algorithm once on\n"
 "                        deterministic data and compare the result; a wrong result or an error is\n"
 "                        written as '#@pgmpi check ... fail ...' and that algorithm is not timed\n"
 "  --method=pgmpi|reprompi  reprompi: ReproMPI's method exactly (--interleave=cell --buffers=cell\n"
-"                        --buffer-align=malloc --buffer-touch=no --check=no --sync=mpi_barrier);\n"
+"                        --buffer-align=malloc --buffer-touch=reprompi --check=no --sync=mpi_barrier);\n"
 "                        options after it override\n"
 "\n"
 "OUTPUT AND METADATA\n"
@@ -570,7 +573,7 @@ void parse_args(int argc, char **argv)
     O.pmin = 20; O.pmax = 1000; O.pstep = 10;
     O.t_rse1 = 0.01; O.t_rse2 = 0.05; O.b1 = 5; O.b2 = 5; O.K = 10; O.tmax = 10000; O.tmin1 = 10; O.tmax1 = 1000;
     O.dt = 0; O.op = 0; O.root = 0;
-    O.buf_touch = 1; O.check = 1;
+    O.buf_touch = 1; O.check = 1; O.buf_cell = 1;
     const char *calls = "all", *algs = "all", *sizes = "8,1K,64K,1M", *predict = NULL, *time_rule = NULL;
     const char *pred_params = NULL, *rse = NULL, *cm = NULL, *cmw = NULL, *cd = NULL, *cdw = NULL;
     int nrep_given = 0;
@@ -637,7 +640,8 @@ void parse_args(int argc, char **argv)
             NEEDVAL();
             if (streq_ci(val, "yes")) O.buf_touch = 1;
             else if (streq_ci(val, "no")) O.buf_touch = 0;
-            else die_usage("--buffer-touch: unknown value '%s'; valid: yes, no", val);
+            else if (streq_ci(val, "reprompi")) O.buf_touch = BUF_TOUCH_REPROMPI;
+            else die_usage("--buffer-touch: unknown value '%s'; valid: yes, no, reprompi", val);
         }
         else if (FLAG("--check")) {
             NEEDVAL();
@@ -648,10 +652,10 @@ void parse_args(int argc, char **argv)
         else if (FLAG("--method")) {
             NEEDVAL();
             if (streq_ci(val, "reprompi")) {   /* ReproMPI's mpibenchmark, option by option (README) */
-                O.interleave_size = 0; O.buf_cell = 1; O.buf_align = 0; O.buf_touch = 0; O.check = 0;
+                O.interleave_size = 0; O.buf_cell = 1; O.buf_align = 0; O.buf_touch = BUF_TOUCH_REPROMPI; O.check = 0;
                 O.sync_mpi_barrier = 1;
             } else if (streq_ci(val, "pgmpi")) {
-                O.interleave_size = 0; O.buf_cell = 0; O.buf_align = 0; O.buf_touch = 1; O.check = 1;
+                O.interleave_size = 0; O.buf_cell = 1; O.buf_align = 0; O.buf_touch = 1; O.check = 1;
                 O.sync_mpi_barrier = 0;
             } else die_usage("--method: unknown value '%s'; valid: pgmpi (the defaults), reprompi", val);
         }
@@ -756,6 +760,9 @@ void parse_args(int argc, char **argv)
         if (O.K > O.tmax) die_usage("--time-rule: K=%ld > max=%ld", O.K, O.tmax);
         if (O.tmin1 > O.tmax1) die_usage("--time-rule: min1=%ld > max1=%ld", O.tmin1, O.tmax1);
     }
+    if (O.buf_touch == BUF_TOUCH_REPROMPI && !O.buf_cell)
+        die_usage("--buffer-touch=reprompi initialises each call's buffers as ReproMPI does, so it needs "
+                  "--buffers=cell (the default)");
     /* with libpgmpitune disabled pgmpitune_force does nothing: mock-up rows would measure the default */
     const char *dis = getenv("PGMPITUNE_DISABLE");
     if (dis && *dis && strcmp(dis, "0") && strcasecmp(dis, "no") && strcasecmp(dis, "false") && strcasecmp(dis, "off"))

@@ -197,30 +197,9 @@ int main(int argc, char **argv)
     double limit; size_t ms, mr, msc; int wj;
     check_plan(&limit, &ms, &mr, &msc, &wj);
     describe_policy();
-    if (O.dry_run) {
-        dry_run(limit, ms, mr, msc, wj);
-        fflush(stdout);
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) { dup2(fd, 1); close(fd); }
-        MPI_Finalize();
-        return 0;
-    }
-    unsigned long long seed = O.seed;
-    int ok = 1;
-    if (g_rank == 0) {
-        ok = open_output();
-        if (!O.seed_given) seed = ((unsigned long long)time(NULL) << 20) ^ (unsigned long long)getpid() ^ (unsigned long long)clock();
-    }
-    unsigned long long hdr[2] = {(unsigned long long)ok, seed};
-    share_from_rank0(hdr, 2);   /* never a rooted collective first: bench.h */
-    if (!hdr[0]) {
-        fflush(stdout);
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) { dup2(fd, 1); close(fd); }
-        MPI_Finalize();
-        return 2;
-    }
-    rng_state = seed = hdr[1];
+    unsigned long long seed;
+    int rc = bench_start(limit, ms, mr, msc, wj, &seed);
+    if (rc >= 0) return rc;
     g_dt = dtype_handle(O.dt);
     g_op = op_handle(O.op);
     alloc_buffers();

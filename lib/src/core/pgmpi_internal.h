@@ -35,7 +35,8 @@ typedef void (*pgmpi_diag_fn)(void *ctx, int is_error, const char *file, int lin
     X(PGMPI_DT_INDEXED_BLOCK, "indexed_block")   \
     X(PGMPI_DT_INDEXED, "indexed")               \
     X(PGMPI_DT_HINDEXED, "hindexed")             \
-    X(PGMPI_DT_STRUCT_FLAT, "struct_flat")
+    X(PGMPI_DT_STRUCT_FLAT, "struct_flat")       \
+    X(PGMPI_DT_CONTIG, "contig")
 enum {
 #define PGMPI_DT_DESC(id, name) id,
     PGMPI_DT_DESCRIPTIONS(PGMPI_DT_DESC)

@@ -4,7 +4,7 @@
  * block, bucket and alternating (variant 1), equal blocks at one stride, a negative lb, and tiled over
  * MPI_DOUBLE; plus two the replacement must leave alone (a struct of MPI_INT and MPI_FLOAT; a subarray).
  * Every layout exists once per replacement description (contiguous, vector, indexed_block, indexed,
- * hindexed, struct_flat), padded by k base elements so that each has its own signature, and the datatype
+ * hindexed, struct_flat, contig), padded by k base elements so that each has its own signature, and the datatype
  * profile (written by `dt_matrix --write-profile FILE` on one rank, from the library's signatures) maps
  * every signature to its description. Whether the replacement fits is predicted here (one block for
  * contiguous, equal blocks for vector and indexed_block, one base type, no probing) and checked with
@@ -16,6 +16,7 @@
  * application's handle must stay its own: combiner, extent, lb and size are checked after commit, and
  * MPI_Type_dup of it works. Calls: MPI_Bcast (roots 0 and p-1) and MPI_Allgather (also MPI_IN_PLACE), at
  * counts 0, 1, 7 and 1000, each with the library's default and with the packed repair mock-up forced;
+ * and MPI_Send / MPI_Recv around a ring (p >= 2);
  * the reference is the same call through PMPI_ with the user's own types on a second buffer, and the
  * whole buffers (gaps included) must be equal byte for byte. --some runs one count and one of the two
  * modes per (layout, description, pattern), rotating. A watchdog turns a hang into a failure.
@@ -57,8 +58,9 @@ static const layout_t layouts[] = {
     {"subarray", 1, {0}, {2}, 4, 0, 2, 0},
 };
 #define NLAYOUTS ((int)(sizeof layouts / sizeof layouts[0]))
-static const char *const repl_names[] = {"contiguous", "vector", "indexed_block", "indexed", "hindexed", "struct_flat"};
-#define NREPL 6
+static const char *const repl_names[] = {"contiguous", "vector", "indexed_block", "indexed", "hindexed", "struct_flat",
+                                         "contig"};
+#define NREPL 7
 enum { U_INDEXED, U_STRUCT, U_HINDEXED, U_VECTOR, U_INDEXED_BLOCK, NUSER };
 static const char *const user_names[NUSER] = {"indexed", "struct", "hindexed", "vector", "indexed_block"};
 
@@ -237,18 +239,36 @@ int main(int argc, char **argv)
                 size_t span = E * (size_t)(n ? n : 1) + (size_t)shift + 64;
                 unsigned char *a = malloc(span * (size_t)P), *b = malloc(span * (size_t)P);
                 unsigned char *s1 = malloc(span), *s2 = malloc(span);
-                for (int pat = 0; pat < 3; pat++)
+                for (int pat = 0; pat < 4; pat++)
                     for (int fm = 0; fm < 2; fm++) {
-                        if (some && fm != (l + k + pat) % 2) continue;
+                        if (pat == 3 && (fm || P == 1)) continue;   /* send/recv: no mock-up; a ring needs 2 */
+                        if (some && pat < 3 && fm != (l + k + pat) % 2) continue;
                         int coll = pat == 0 ? 0 : 1;
-                        pgmpitune_force(forced[coll][0], forced[coll][1] > 0 ? fm * forced[coll][1] : 0);
+                        if (pat < 3) pgmpitune_force(forced[coll][0], forced[coll][1] > 0 ? fm * forced[coll][1] : 0);
                         for (size_t i = 0; i < span * (size_t)P; i++) a[i] = b[i] = fill_byte(R, i, ci + pat);
                         for (size_t i = 0; i < span; i++) s1[i] = s2[i] = fill_byte(R + 9, i, ci);
                         char cw[300];
                         snprintf(cw, sizeof cw, "%s count=%d %s%s", what, n,
-                                 pat == 0 ? "bcast" : pat == 1 ? "allgather" : "allgather in place", fm ? " packed repair" : "");
+                                 pat == 0 ? "bcast" : pat == 1 ? "allgather" : pat == 2 ? "allgather in place" : "send/recv ring",
+                                 fm ? " packed repair" : "");
                         int rc1, rc2;
-                        if (pat == 0) {
+                        if (pat == 3) {   /* even ranks send first, odd ones receive first: no cycle */
+                            int to = (R + 1) % P, from = (R + P - 1) % P;
+                            wd_enter("MPI_Send/MPI_Recv", cw);
+                            if (R % 2 == 0) {
+                                rc1 = MPI_Send(s1 + shift, n * per, mine, to, 7, MPI_COMM_WORLD);
+                                if (rc1 == MPI_SUCCESS) rc1 = MPI_Recv(a + shift, n * per, mine, from, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                                rc2 = PMPI_Send(s2 + shift, n * per, mine, to, 8, MPI_COMM_WORLD);
+                                if (rc2 == MPI_SUCCESS) rc2 = PMPI_Recv(b + shift, n * per, mine, from, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                            } else {
+                                rc1 = MPI_Recv(a + shift, n * per, mine, from, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                                if (rc1 == MPI_SUCCESS) rc1 = MPI_Send(s1 + shift, n * per, mine, to, 7, MPI_COMM_WORLD);
+                                rc2 = PMPI_Recv(b + shift, n * per, mine, from, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                                if (rc2 == MPI_SUCCESS) rc2 = PMPI_Send(s2 + shift, n * per, mine, to, 8, MPI_COMM_WORLD);
+                            }
+                            wd_leave();
+                            compare(cw, a, b, span);
+                        } else if (pat == 0) {
                             int root = (l + k) % 2 ? P - 1 : 0;
                             wd_enter("MPI_Bcast", cw);
                             rc1 = MPI_Bcast(a + shift, n * per, mine, root, MPI_COMM_WORLD);

@@ -112,18 +112,28 @@ def test_control_arm_and_tuned_interleave_with_default_in_every_round(bench, tmp
 
 
 def test_buffer_parameters_are_recorded_and_checked(bench):
-    r = bench.run(["--calls=allreduce", "--sizes=1M", "--nrep=2", "--buffer-align=page"])
+    r = bench.run(["--calls=allreduce", "--sizes=1M", "--nrep=2", "--buffers=once", "--buffer-align=page"])
     assert r.rc == 0, r.stderr
     h, _r, _f = strict_parse(r.stdout)
     assert (h["buffers"], h["buffer_align"], h["buffer_touch"], h["buffer_page_offsets"]) == ("once", "4096", "yes", "0,0")
-    r = bench.run(["--calls=allreduce", "--sizes=1M", "--nrep=2"])
-    h, _r, _f = strict_parse(r.stdout)
-    assert h["buffer_align"] == "malloc" and h["interleave"] == "cell"
-    so, ro = map(int, h["buffer_page_offsets"].split(","))
-    assert 0 <= so < 4096 and 0 <= ro < 4096
-    r = bench.run(["--method=reprompi", "--calls=bcast", "--sizes=8", "--nrep=2"])
-    h, _r, _f = strict_parse(r.stdout)
+    # the default: a fresh pair per (call, size), as an application allocates; each recorded in the footer
+    r = bench.run(["--calls=allreduce,allgather", "--sizes=64K,1M", "--nrep=2"])
+    assert r.rc == 0, r.stderr
+    h, _r, footer = strict_parse(r.stdout)
+    assert (h["buffers"], h["buffer_align"], h["buffer_touch"], h["interleave"]) == ("cell", "malloc", "yes", "cell")
+    cells = {(c, int(n)): kv for c, n, *kv in pgmpi_lines(footer, "buffers")}
+    assert set(cells) >= {(c, n) for c in ("MPI_Allreduce", "MPI_Allgather") for n in (65536, 1048576)}
+    for kv in cells.values():
+        so, ro = map(int, kv[0].removeprefix("page_offsets=").split(","))
+        assert 0 <= so < 4096 and 0 <= ro < 4096 and kv[1] == "touched=yes"
+    # ReproMPI writes zeros into Allreduce's and Bcast's buffers and leaves Allgather's as calloc gives them
+    r = bench.run(["--method=reprompi", "--calls=bcast,allgather", "--sizes=8", "--nrep=2"])
+    h, _r, footer = strict_parse(r.stdout)
     assert (h["buffers"], h["buffer_touch"], h["check"], h["sync"], h["interleave"]) == \
-        ("cell", "no", "no", "MPI_Barrier", "cell")
+        ("cell", "reprompi", "no", "MPI_Barrier", "cell")
+    touched = {c: kv[1] for c, _n, *kv in pgmpi_lines(footer, "buffers")}
+    assert touched == {"MPI_Bcast": "touched=yes", "MPI_Allgather": "touched=no", "MPI_Barrier": "touched=yes"}
+    r = bench.run(["--buffers=once", "--buffer-touch=reprompi"], np=0)
+    assert r.rc == 2 and "--buffers=cell" in r.stderr
     r = bench.run(["--buffer-align=3000"], np=0)
     assert r.rc == 2 and "--buffer-align" in r.stderr and "power of two" in r.stderr
