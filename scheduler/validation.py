@@ -66,7 +66,9 @@ def dt_validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_se
     d = c.datatypes
     if d is None:
         return None
-    patterns = [p for p in d.patterns if p in ("bcast", "allgather")]
+    # a .prf acts in the collectives; a replacement in MPI_Send/MPI_Recv too (lib/docs/profile-format.md)
+    has_dtprf = any(n.endswith(".dtprf") for n in (version.get("files") or {}))
+    patterns = [p for p in d.patterns if p in ("bcast", "allgather") or (has_dtprf and p == "pingpong")]
     extra: list[str] = []
     for name, text in (version.get("files") or {}).items():
         if not name.endswith(".dtprf"):

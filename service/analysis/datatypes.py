@@ -334,21 +334,27 @@ def repair_profiles(ranges: list[RepairRange], library: str, version: str, machi
     return files
 
 
+MESSAGE = "message"     # dt_signatures' pseudo-description: the signature of the whole message (count x type)
+
+
 def dt_signatures(rs: ResultSet) -> dict[tuple[str, int, str], str]:
-    """(test, bytes, description) -> the layout signature of the description's own type, from pgmpi-dtbench's
-    `#@pgmpi dtsig <test> <bytes> <description> <signature> count=.. message=..` lines (libpgmpitune computed
-    it; nothing here recomputes it)."""
+    """(test, bytes, description) -> the layout signature of the description's own type, and (test, bytes,
+    MESSAGE) -> the whole message's, from pgmpi-dtbench's `#@pgmpi dtsig <test> <bytes> <description>
+    <signature> count=.. message=<signature>` lines (libpgmpitune computed them; nothing here recomputes)."""
     out: dict[tuple[str, int, str], str] = {}
     for run in rs.runs:
         for line in run.pgmpi_lines:
             parts = line.split()
             if len(parts) >= 6 and parts[1] == "dtsig" and parts[3].isdigit() and SIGNATURE_RE.match(parts[5]):
                 out[(parts[2], int(parts[3]), parts[4])] = parts[5]
+                msg = next((p[8:] for p in parts[6:] if p.startswith("message=")), "")
+                if SIGNATURE_RE.match(msg):
+                    out[(parts[2], int(parts[3]), MESSAGE)] = msg
     return out
 
 
 # the calls in which libpgmpitune communicates with a GL4 replacement (lib/docs/profile-format.md)
-REPLACED_IN = ("bcast", "allgather")
+REPLACED_IN = ("pingpong", "bcast", "allgather")
 
 
 @dataclass
@@ -374,11 +380,16 @@ def gl4_replacements(verdicts: list[DtVerdict], sigs: dict[tuple[str, int, str],
         if v.guideline != "GL4" or v.pattern not in REPLACED_IN or v.verdict != "violated":
             continue
         s_slow, s_fast = sigs.get((v.test, v.msize, v.slower)), sigs.get((v.test, v.msize, v.faster))
+        faster = v.faster
+        if s_slow and s_slow == sigs.get((v.test, v.msize, MESSAGE)) and v.faster == "typed":
+            # a description of the whole message slower than c x t: the library's `contig` builds the message
+            # as contiguous(c, block) of its repeating block, i.e. as typed communicates it
+            s_fast, faster = s_slow, "contig"
         if not s_slow or s_slow != s_fast:
             continue
         loses.setdefault((s_slow, v.slower), []).append(f"{v.test}@{v.msize}:{v.ratio:.2f}x")
-        if v.faster in DESCRIPTIONS and v.ratio > 1 + min_effect:
-            w = wins.setdefault((s_fast, v.faster), ([], []))
+        if faster in DESCRIPTIONS and v.ratio > 1 + min_effect:
+            w = wins.setdefault((s_fast, faster), ([], []))
             w[0].append(v.ratio)
             w[1].append(f"{v.test}:{v.slower}@{v.msize}")
     best: dict[str, Replacement] = {}

@@ -131,8 +131,15 @@ def _judge_dtprf(fname: str, text: str, dt_figs, tol: float):
     from pgmpi_formats.dtprf import parse_dtprf
     keep, kept, dropped = [], [], []
     for sig, desc, ev in parse_dtprf(text, fname)["rules"]:
-        pairs = {tuple(item.split("@", 1)[0].split(":", 1)) for item in ev.get("evidence", "").split(",") if ":" in item}
-        mine = [f for f in dt_figs if (_get(f, "case"), _get(f, "description")) in pairs]
+        # the replacement acts on the evidence's own type only: that case, description and size (another size
+        # of the same description is another type map, another signature)
+        cells = set()
+        for item in ev.get("evidence", "").split(","):
+            case, _, rest = item.partition(":")
+            replaced, _, size = rest.partition("@")
+            if case and replaced and size.isdigit():
+                cells.add((case, replaced, int(size)))
+        mine = [f for f in dt_figs if (_get(f, "case"), _get(f, "description"), _get(f, "msize")) in cells]
         entry = {"file": fname, "signature": sig, "description": desc, "figures": [_fig(f) for f in mine]}
         why = [w for w in (_size_failure(f, tol) for f in mine) if w]
         if not mine:

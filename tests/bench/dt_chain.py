@@ -208,7 +208,7 @@ def app_run(args) -> None:
     lmod = "/usr/share/lmod/lmod/init/bash"
     print(f"load before: {uptime()}")
     for mpi in args.mpi:
-        exe = out / "apprun" / f"dt_app.{mpi}"
+        exe = out / "apprun" / f"dt_chain_app.{mpi}"
         subprocess.run([f"mpicc.{mpi}", "-O2", "-o", str(exe), str(ROOT / "tests" / "bench" / "dt_chain_app.c")], check=True)
         cur = out / "profiles" / MACHINE / f"{mpi}-{versions[mpi]}" / "current"
         print(f"\n== {mpi}: published profile set {cur} ({', '.join(sorted(p.name for p in cur.glob('*'))) if cur.exists() else 'none'})")

@@ -3,7 +3,7 @@
  * per call and a checksum of every rank's whole receive side (layout bytes and gaps) -- identical with and
  * without libpgmpitune, or the repair changed a result.
  *
- *   dt_app bcast|allgather typed|nested BYTES ITER
+ *   dt_chain_app bcast|allgather typed|nested BYTES ITER
  *     typed:  the tiled layout as count x contiguous(2 ints) resized to 4 ints (the paper's static type)
  *     nested: the same layout as ONE hvector(c/4, 1, 16 ints) of vector(4, 2, 4, MPI_INT), resized to the
  *             whole message (pgmpi-dtbench's `nested` description of tiled A=2, variant 1)
@@ -27,7 +27,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc != 5) {
-        if (!rank) fprintf(stderr, "usage: dt_app bcast|allgather typed|nested BYTES ITER\n");
+        if (!rank) fprintf(stderr, "usage: dt_chain_app bcast|allgather typed|nested BYTES ITER\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int bcast = !strcmp(argv[1], "bcast"), nested = !strcmp(argv[2], "nested");

@@ -12,7 +12,7 @@ import re
 
 VERSION = 1
 FILE_NAME = "datatypes.dtprf"                 # the name pgmpi-site writes in a profile set
-DESCRIPTIONS = ("contiguous", "vector", "indexed_block", "indexed", "hindexed", "struct_flat")   # the library's
+DESCRIPTIONS = ("contiguous", "vector", "indexed_block", "indexed", "hindexed", "struct_flat", "contig")  # the library's
 MAX_RULES = 1024
 _SIG = re.compile(r"^[0-9a-f]{16}$")
 _KV = re.compile(r"^[^=\s]+=\S*$")

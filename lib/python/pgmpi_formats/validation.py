@@ -22,20 +22,19 @@ from .results import parse_text
 TUNED = "tuned"
 
 
-DT_SEP = "/"      # a pgmpi-dtbench validation figure's key: "<pattern MPI name>/<case>/<description>"
-_DT_MPI = {"bcast": "MPI_Bcast", "allgather": "MPI_Allgather"}
+DT_SEP = "/"      # a pgmpi-dtbench validation figure's key: "<pattern>/<case>/<description>"
+_DT_PATTERNS = ("pingpong", "bcast", "allgather")     # a figure's collective: the pattern (bcast, allgather: keys)
 
 
 def _dt_calls(run) -> dict[str, str]:
-    """pgmpi-dtbench's cases of a run (`#@pgmpi dtcase <test> pattern=..`) whose pattern a profile can tune:
-    test -> the pattern's MPI name."""
+    """pgmpi-dtbench's cases of a run (`#@pgmpi dtcase <test> pattern=..`): test -> pattern."""
     out = {}
     for line in run.pgmpi_lines:
         parts = line.split()
         if len(parts) >= 4 and parts[1] == "dtcase":
             kv = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
-            if kv.get("pattern") in _DT_MPI:
-                out[parts[2]] = _DT_MPI[kv["pattern"]]
+            if kv.get("pattern") in _DT_PATTERNS:
+                out[parts[2]] = kv["pattern"]
     return out
 
 
@@ -96,11 +95,12 @@ def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
     layout = layouts.pop() if len(layouts) == 1 else ""
     out = []
     for (call, m), ratios in sorted(per_run.items()):
-        mpi_name, *dt = call.split(DT_SEP)
-        coll = _colls.by_mpi_name(mpi_name)
+        first, *dt = call.split(DT_SEP)
+        coll = _colls.by_mpi_name(first)
         dflt, tuned = times.get((call, m, "default"), []), times.get((call, m, TUNED), [])
         extra = {"case": dt[0], "description": dt[1]} if dt else {}
-        out.append({**extra, "collective": coll.key if coll else call.lower(), "msize": m, "nprocs": nprocs, "layout": layout,
+        key = first if dt else (coll.key if coll else call.lower())
+        out.append({**extra, "collective": key, "msize": m, "nprocs": nprocs, "layout": layout,
                     "default_time": statistics.median(dflt) if dflt else math.nan,
                     "tuned_time": statistics.median(tuned) if tuned else math.nan,
                     "speedup": math.exp(statistics.median(math.log(r) for r in ratios)),

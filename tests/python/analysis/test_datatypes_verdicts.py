@@ -101,6 +101,10 @@ def test_gl4_replacements_need_one_signature_and_no_loss():
     assert [(r.signature, r.description) for r in rules] == [("a" * 16, "struct_flat")]
     assert rules[0].evidence == ["dt_allgather_int_tiled_v1_a2:vector@3200"]
     assert [(r["description"], r["why"][:16]) for r in refused] == [("vector", "slower elsewhere")]
+    # a whole-message description slower than c x t: the library's contig builds it as typed sends it
+    sigs.update({(t, 65536, "vector"): "d" * 16, (t, 65536, "message"): "d" * 16, (t, 65536, "typed"): "b" * 16})
+    rules, _ = gl4_replacements([_v("GL4", "tiled v1 A=2", 65536, "vector", "typed", 1.4, test=t)], sigs)
+    assert [(r.signature, r.description, r.evidence) for r in rules] == [("d" * 16, "contig", [f"{t}:vector@65536"])]
 
 
 def test_judge_datatype_candidate():
@@ -124,7 +128,7 @@ def test_judge_datatype_candidate():
     assert v["state"] == "repaired", v
     assert [(k["range"], [f["ratio"] for f in k["figures"]]) for k in v["kept"]] == [([262144, 262144], [1.2])]
     assert [c["msize"] for c in v["control"]] == [3200] and v["control"][0]["ok"]
-    assert [(k["description"], len(k["figures"])) for k in v["dt_kept"]] == [("indexed", 2)]
+    assert [(k["description"], len(k["figures"])) for k in v["dt_kept"]] == [("indexed", 1)]     # its size only
     assert [d["signature"] for d in v["dt_dropped"]] == ["c" * 16]
     from pgmpi_formats.dtprf import parse_dtprf
     assert [r[:2] for r in parse_dtprf(v["files"]["datatypes.dtprf"])["rules"]] == [("a" * 16, "indexed")]
