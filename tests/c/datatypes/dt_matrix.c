@@ -19,7 +19,8 @@
  * and MPI_Send / MPI_Recv around a ring (p >= 2);
  * the reference is the same call through PMPI_ with the user's own types on a second buffer, and the
  * whole buffers (gaps included) must be equal byte for byte. --some runs one count and one of the two
- * modes per (layout, description, pattern), rotating. A watchdog turns a hang into a failure.
+ * modes per (layout, description, pattern), rotating; --part=i/n (implies --some) only every n-th
+ * (layout, description) variant from the i-th, so that two process counts share the variants. A watchdog turns a hang into a failure.
  * Exit 0 only without mismatches. */
 #include <mpi.h>
 #include <stdint.h>
@@ -182,7 +183,11 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    int some = argc == 2 && !strcmp(argv[1], "--some");
+    int some = 0, part = 0, parts = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--some")) some = 1;
+        else if (sscanf(argv[i], "--part=%d/%d", &part, &parts) == 2 && parts >= 1 && part >= 0 && part < parts) some = 1;
+    }
     wd_start(R, P);
     int cb = pgmpitune_collective_lookup("bcast"), ca = pgmpitune_collective_lookup("allgather");
     int forced[2][2] = {{cb, 0}, {ca, 0}};
@@ -193,6 +198,7 @@ int main(int argc, char **argv)
     for (int l = 0; l < NLAYOUTS; l++) {
         const layout_t *L = &layouts[l];
         for (int k = 0; k < NREPL; k++) {
+            if ((l * NREPL + k) % parts != part) continue;
             /* this rank's constructor: rotate over the ones that fit, differently per rank and variant */
             int fits[NUSER], nf = 0;
             for (int u = 0; u < NUSER; u++) if (user_fits(L, u)) fits[nf++] = u;
