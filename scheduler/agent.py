@@ -22,7 +22,7 @@ from pathlib import Path
 from pgmpi_formats.native import DiscoveryError, parse_listing
 from pgmpi_formats.results import ResultsFormatError
 
-from .backends import Backend, BackendUnavailable, Status, collect
+from .backends import Backend, BackendUnavailable, Status, collect_pairs
 from .campaign import Campaign, Layout, Module
 from .planner import JobSpec, Launch, plan
 from .state import ACTIVE, FINAL, State
@@ -210,7 +210,7 @@ class Agent:
             try:
                 self._record_native(job, adir)
                 pairs = []
-                for ln, path in zip(job.launches, collect(adir, job)):
+                for ln, path in collect_pairs(adir, job):
                     content = path.read_text(errors="replace")
                     if job.kind == "validate":
                         pairs.append((ln.role, content))
@@ -261,6 +261,9 @@ class Agent:
         if listing.exists():
             d = parse_listing(listing.read_text())
             (self.root / f"native-{job.module.key}.json").write_text(d.dumps() + "\n")
+        for ln in job.launches:          # every search's path: its rounds, times and choice per cell
+            if ln.role == "search" and (adir / ln.output).is_file():
+                (self.root / f"search-{job.key}-{ln.index}.json").write_text((adir / ln.output).read_text())
 
     def upload(self) -> dict:
         t0 = time.perf_counter()

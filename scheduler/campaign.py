@@ -84,9 +84,44 @@ class Layout(_Strict):
         return self.nodes * self.ppn
 
 
+SEARCHES = ("exhaustive", "mgd", "smgd")      # pgmpi_formats/native_search.py
+# The seed paper's segment sizes (powers of two below the message size), from 1 KiB (the smallest segment Open
+# MPI's fixed decision uses) to 512 KiB: what a site sweeps (pgmpi_formats/native_search.py, SEGMENTS).
+DEFAULT_SEGMENTS = [2 ** k for k in range(10, 20)]
+
+
 class CollectiveSpec(_Strict):
     sizes: list[int] | str | None = Field(None, description="byte sizes, or the name of a size set")
     algorithms: Literal["all"] | list[str] | None = None
+    search: Literal["exhaustive", "mgd", "smgd"] | None = Field(
+        None, description="search the MPI library's own algorithms x segment sizes (scheduler/native_driver.py): "
+        "exhaustive | mgd | smgd; unset: measure the algorithms listed, nothing searched")
+    segments: list[int] | None = Field(None, description="segment sizes (bytes) a search sweeps below each "
+                                       "message size (default: powers of two 1 KiB - 512 KiB)")
+    lookahead: int = Field(1, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops")
+    neighbour: Literal["none", "segment", "prune"] = Field(
+        "none", description="mgd/smgd: reuse the next smaller message size's search: none; segment (start each "
+        "method at its best segment there); prune (also leave out the methods pruned there, rescan every 4th)")
+    prune: float = Field(0.5, gt=0, description="smgd: methods slower than (1 + prune) x the best start are pruned")
+
+    @model_validator(mode="after")
+    def _search(self):
+        if self.search is None:
+            for f in ("segments",):
+                if getattr(self, f) is not None:
+                    raise ValueError(f"{f} applies to a search (search: {' | '.join(SEARCHES)})")
+            return self
+        if self.algorithms not in (None, ["native:all"], ["default", "native:all"]):
+            raise ValueError("a search measures the MPI library's own algorithms (native:all) against the "
+                             "default; leave algorithms unset or [native:all] (mock-ups: a collective entry "
+                             "without search)")
+        if self.segments is not None:
+            _check_sizes(self.segments, "segments")
+        return self
+
+    @property
+    def segment_sizes(self) -> list[int]:
+        return sorted(self.segments if self.segments is not None else DEFAULT_SEGMENTS)
 
 
 # The predict rules' thresholds/windows; each becomes pgmpi-bench's --<field with dashes>.
@@ -339,8 +374,14 @@ class Campaign(_Strict):
             return list(self.all_size_sets()[spec.sizes])
         return list(spec.sizes)
 
+    def searched(self) -> list[str]:
+        """Collectives whose library algorithms are searched (search: set), in file order."""
+        return [k for k, spec in self.collectives.items() if spec.search is not None]
+
     def _alg_list(self, key: str) -> list[str]:
         spec = self.collectives[key]
+        if spec.search is not None:
+            return ["default", "native:all"]
         if isinstance(spec.algorithms, list):
             return spec.algorithms
         if spec.algorithms == "all":

@@ -207,6 +207,22 @@ def campaign_cancel(ref, state_dir):
     click.echo(f"cancelled {n} job(s) of {c.name}")
 
 
+@campaign.command("search-report")
+@click.argument("exhaustive")
+@click.argument("reduced", nargs=-1)
+@STATE_OPT
+@click.option("--lookahead", default=1, show_default=True, help="replayed mgd/smgd: steps past a minimum")
+@click.option("--prune", default=0.5, show_default=True, help="replayed smgd: prune methods slower than (1+prune) x best")
+def campaign_search_report(exhaustive, reduced, state_dir, lookahead, prune):
+    """Native searches against the EXHAUSTIVE campaign's results: MGD/SMGD replayed on them and the REDUCED
+    campaigns' own searches, with experiments, measuring time and loss per collective (scheduler/search_report.py)."""
+    from .search_report import report
+    try:
+        click.echo(report(_state_dir(state_dir), exhaustive, list(reduced), lookahead, prune))
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @agent.command("run-once")
 @STATE_OPT
 @click.option("--campaign", "files", multiple=True, type=click.Path(exists=True, dir_okay=False),

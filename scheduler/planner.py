@@ -26,7 +26,7 @@ class Launch:
     argv: list[str]            # pgmpi-bench arguments (after the launcher)
     output: str                # file name of its raw result, relative to the job's output dir
     env: dict = field(default_factory=dict)   # extra environment of this launch only
-    role: str = "measure"      # measure | default | tuned (validation)
+    role: str = "measure"      # measure | default | tuned (validation) | search (scheduler/native_driver.py)
     program: str = ""          # "" = the job's pgmpi-bench; else a sibling program (pgmpi-dtbench)
 
 
@@ -203,11 +203,36 @@ def _seconds_per_launch(c: Campaign, module: Module, layout: Layout) -> float:
     return total
 
 
+def search_launches(c: Campaign, module: Module) -> list[Launch]:
+    """The searched collectives (search: set) of one job: one search driver run per mpirun index for
+    exhaustive, one in all for mgd / smgd (a sequential search is one search; scheduler/native_driver.py)."""
+    keys = c.searched()
+    if not keys:
+        return []
+    out = []
+    sequential = any(c.collectives[k].search != "exhaustive" for k in keys)
+    for i in range(1 if sequential else c.mpiruns):
+        common = bench_argv(c, module, i, "x", keys, [1], "default")[3:-1]   # nrep policy, index, campaign...
+        spec = {"prefix": f"search-{i}", "control": c.control, "bench_args": common,
+                "confirm": c.mpiruns if sequential else 0,
+                "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),
+                                    "segments": c.collectives[k].segment_sizes,
+                                    "lookahead": c.collectives[k].lookahead, "prune": c.collectives[k].prune,
+                                    "neighbour": c.collectives[k].neighbour}
+                                for k in keys}}
+        out.append(Launch(i, ["--spec", json.dumps(spec, separators=(",", ":"))], f"search-{i}.json",
+                          role="search"))
+    return out
+
+
 def plan(c: Campaign) -> list[JobSpec]:
     jobs = []
+    searched = set(c.searched())
+    calls = {k: c.sizes_for(k) for k in c.collectives if k not in searched}
     for module in c.modules:
         for layout in c.layouts:
-            launches = launches_for(c, module, c.mpiruns, control=c.control) + dt_launches(c, module, c.mpiruns)
+            launches = (launches_for(c, module, c.mpiruns, calls=calls, control=c.control) if calls else []) \
+                + search_launches(c, module) + dt_launches(c, module, c.mpiruns)
             est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \
                 + _dt_seconds_per_launch(c, layout) * c.mpiruns
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,

@@ -11,8 +11,10 @@ environment, run R launches of pgmpi-bench, check the MPI size, write a `status`
 """
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -102,11 +104,20 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
         mod.append(f"module is-loaded {q} || fail {shlex.quote('module ' + m.name + ' is not loaded (unknown module?)')}")
     env = [f"export {k}={shlex.quote(v)}" for k, v in job_env(job, in_slurm).items()]
     launches = []
-    if any("native:" in a for ln in job.launches for a in ln.argv if a.startswith("--algorithms=")):
+    if any("native:" in a for ln in job.launches for a in ln.argv if a.startswith("--algorithms=")) \
+            or any(ln.role == "search" for ln in job.launches):
         # the library's own algorithms, as this module's library offers them (recorded with the campaign)
         launches.append(f"{launcher(job, in_slurm)} {shlex.quote(str(bench))} --list-native >native-algorithms.txt "
                         "2>native-algorithms.log || fail 'pgmpi-bench --list-native failed (native-algorithms.log)'")
     for ln in job.launches:
+        if ln.role == "search":
+            # the search driver launches pgmpi-bench itself, round by round (scheduler/native_driver.py)
+            launches.append(f"{shlex.quote(sys.executable)} -m scheduler.native_driver {shlex.join(ln.argv)} "
+                            f"--launcher {shlex.quote(launcher(job, in_slurm))} --bench {shlex.quote(str(bench))} "
+                            f"--output {shlex.quote(ln.output)} >{shlex.quote(ln.output[:-5] + '.log')} 2>&1 "
+                            f"|| {{ tail -n 20 {shlex.quote(ln.output[:-5] + '.log')} >&2; "
+                            f"fail 'search driver {ln.index} failed ({ln.output[:-5]}.log)'; }}")
+            continue
         program = bench.parent / ln.program if ln.program else bench   # pgmpi-dtbench: pgmpi-bench's sibling
         line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(program))} {shlex.join(ln.argv)}"
         if ln.env:
@@ -146,12 +157,25 @@ def read_marker(attempt_dir: Path) -> Status | None:
 
 def collect(attempt_dir: Path, job: JobSpec) -> list[Path]:
     """Raw result files of a completed job, in launch order; raises if one is missing."""
+    return [p for _, p in collect_pairs(attempt_dir, job)]
+
+
+def collect_pairs(attempt_dir: Path, job: JobSpec) -> list[tuple]:
+    """(launch, raw result file) of a completed job, in launch order (a search launch has many files)."""
     files = []
     for ln in job.launches:
         p = attempt_dir / ln.output
+        if ln.role == "search":      # the driver's report lists its mpiruns' raw files
+            if not p.is_file():
+                raise FileNotFoundError(f"{p}: report of search driver {ln.index} is missing")
+            for name in json.loads(p.read_text())["files"]:
+                if not (attempt_dir / name).is_file():
+                    raise FileNotFoundError(f"{attempt_dir / name}: listed by {p.name} but missing")
+                files.append((ln, attempt_dir / name))
+            continue
         if not p.is_file() or p.stat().st_size == 0:
             raise FileNotFoundError(f"{p}: result of launch {ln.index} is missing")
-        files.append(p)
+        files.append((ln, p))
     return files
 
 

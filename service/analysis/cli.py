@@ -213,4 +213,87 @@ def datatypes_cmd(files, alpha, fdr, min_effect, test, fmt, detail, html_out):
     con.print(d)
 
 
-COMMANDS = [analyze]
+
+
+@click.command("explain")
+@click.argument("machine")
+@click.argument("library")
+@click.argument("collective")
+@click.argument("size", type=click.IntRange(1))
+@click.argument("p", type=click.IntRange(1))
+@click.option("--campaign", default=None, help="only the runs of this campaign (default: every stored run)")
+@click.option("--profile-root", default=None, help="site profile root to check what is published "
+              "(default: profile_root of the site file, else /opt/pgmpi-site/profiles)")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--min-gain", type=click.FloatRange(0, 10), default=0.05, show_default=True)
+@click.option("--database-url", envvar="DATABASE_URL", default=None,
+              help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
+def explain_cmd(machine, library, collective, size, p, campaign, profile_root, alpha, min_gain, database_url):
+    """The evidence of one cell: every candidate (default, the library's own algorithms, mock-ups) with its
+    median, paired ratio to the default, CI, p-value and regimes, the search path that visited it, the
+    choice and why, and whether the published native file / profile holds it."""
+    from pgmpi_formats import site
+    from service.commands import app_context
+    from service.store.db import db as sa
+
+    from .explain import ExplainError, explain
+    root = str(site.profile_root(profile_root))
+    with app_context(database_url):
+        try:
+            click.echo(explain(sa.session, machine, library, collective, size, p, campaign=campaign,
+                               profile_root=root, alpha=alpha, min_gain=min_gain))
+        except ExplainError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@analyze.command("native-files")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="folder to write into")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option("--min-gain", type=click.FloatRange(0, 10), default=0.05, show_default=True)
+def native_files_cmd(files, out_dir, alpha, min_gain):
+    """One decision per (collective, size, p) over FILES of one MPI library (default, its own algorithms,
+    mock-ups; service/analysis/native_decision.py), written as the library's own file (native.rules for Open
+    MPI, native.json for MPICH, each checked by its reader) and .prf profiles for the cells a mock-up wins."""
+    from pathlib import Path
+
+    from pgmpi_formats import mpich_json, native, ompi_rules
+    from pgmpi_formats.collectives import by_key
+    from pgmpi_formats.prf import format_prf, profile_filename
+    from pgmpi_formats.results import read_file
+
+    from .native_decision import decide, runs_from_files
+    libs = {read_file(f).header.get("mpi_library") for f in files}
+    if len(libs) != 1 or not libs <= {"openmpi", "mpich"}:
+        raise click.ClickException(f"FILES must be of one MPI library, openmpi or mpich; got {sorted(map(str, libs))}")
+    lib = libs.pop()
+    res = decide(runs_from_files(files), alpha=alpha, min_gain=min_gain)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    decs = res.native_decisions()
+    if lib == "openmpi":
+        text = ompi_rules.write_rules(decs, native.discover("openmpi"), comment="pgmpi analyze native-files")
+        (out / "native.rules").write_text(text)
+        click.echo(f"wrote {out / 'native.rules'} (read back by ompi_rules.parse_rules)")
+    else:
+        base_lib = mpich_json.find_library()
+        base, known = mpich_json.builtin_tree(base_lib), mpich_json.algorithm_names(base_lib)
+        tree = mpich_json.generate(decs, base, known)
+        problems = mpich_json.check_tree(tree, base, known)
+        if problems:
+            raise click.ClickException("generated JSON refused: " + "; ".join(problems))
+        (out / "native.json").write_text(mpich_json.dumps(tree))
+        click.echo(f"wrote {out / 'native.json'} (complete: mpich_json.check_tree)")
+    for (key, p), ranges in res.prf_ranges().items():
+        name = profile_filename(key, p)
+        (out / name).write_text(format_prf(by_key(key).mpi_name, p, ranges))
+        click.echo(f"wrote {out / name}: {len(ranges)} mock-up range(s)")
+    for (key, size, p), d in sorted(res.decisions.items()):
+        if d.choice != "default":
+            click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}")
+    n = sum(d.choice != "default" for d in res.decisions.values())
+    click.echo(f"{n} of {len(res.decisions)} cells leave the default (control arm null spread "
+               f"{100 * res.spread:.1f} %, threshold {100 * res.threshold:.1f} %)")
+
+
+COMMANDS = [analyze, explain_cmd]

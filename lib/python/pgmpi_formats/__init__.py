@@ -11,6 +11,7 @@
 | `native` | the MPI library's own algorithms: discovery (ompi_info, pgmpi-bench --list-native), labels |
 | `ompi_rules` | Open MPI's classic dynamic rules file: writer and strict reader |
 | `mpich_json` | MPICH's JSON selection file: the built-in tree, a complete generated file, its check |
+| `native_search` | searching native algorithms x segment sizes (MGD / SMGD): the agent's search driver and the replay against exhaustive |
 
 The agent imports this package and never service/; service/ imports scheduler/ only through here
 (tests/python/formats/test_import_graph.py enforces both).

@@ -1,4 +1,4 @@
-"""The reduced searches over native algorithms x segment sizes (service/analysis/native_search.py) on cells
+"""The reduced searches over native algorithms x segment sizes (pgmpi_formats/native_search.py) on cells
 whose answer is known: which experiments each visits, what it chooses, its loss against exhaustive."""
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_smgd_scans_orders_and_prunes():
     assert r.choice == ("chain", 4096)
     assert [v for v in r.experiments if v[0] == "linear"] == [("linear", None)]   # pruned after its scan
     assert len(r.experiments) < len(search("mgd", CELL, MSG).experiments) < 21
-    assert r.cost(CELL) < search("exhaustive", CELL, MSG).cost(CELL) / 2
+    assert r.cost() < search("exhaustive", CELL, MSG).cost() / 2
     with pytest.raises(ValueError, match="valid: exhaustive, mgd, smgd"):
         search("random", CELL, MSG)
 
@@ -55,3 +55,17 @@ def test_a_native_verdict_never_becomes_a_prf_redirection():
     from service.analysis.verdicts import redirect_refusal
     why = redirect_refusal(SimpleNamespace(algorithm="native:recursive_doubling"), None, 0.1)
     assert why and "own decision file" in why
+
+
+def test_neighbour_start_keeps_the_pruned_out_and_starts_at_the_neighbours_segment():
+    prev = search("smgd", CELL, MSG)
+    assert prev.pruned == ["linear"] and prev.best_segment["chain"] == 4096
+    r = search("smgd", CELL, 2 * MSG, start=prev)
+    assert all(v[0] != "linear" for v in r.experiments)
+    assert r.rounds[0][0] == ("chain", 4096)          # the descent starts where the neighbour's optimum was
+
+
+def test_grid_segments_only_the_methods_that_take_a_segment_size():
+    from service.analysis.native_search import SEGMENTS, grid
+    g = grid(["binomial", "basic_linear"], {"binomial"}, SEGMENTS, 4096)
+    assert g == {"binomial": [None, 2048, 1024], "basic_linear": [None]}

@@ -104,6 +104,14 @@ sizes = "small"
                                                                "'predict' with rule 'covmean'"]),
     ("max_nrep: 500}", "max_nrep: 500, covmedian_window: 1}", ["repetitions.covmedian_window",
                                                                "greater than or equal to 2"]),
+    ("  allgather: {}", "  allgather: {search: random}", ["c.yaml:14:", "collectives.allgather.search",
+                                                         "'exhaustive', 'mgd' or 'smgd'"]),
+    ("  allgather: {}", "  allgather: {segments: [1024]}", ["c.yaml:14:", "collectives.allgather",
+                                                           "segments applies to a search"]),
+    ("  allgather: {}", "  allgather: {search: mgd, neighbour: left}", ["collectives.allgather.neighbour",
+                                                                       "'none', 'segment' or 'prune'"]),
+    ("[bcast_as_scatter_allgather]}", "[bcast_as_scatter_allgather], search: smgd}",
+     ["collectives.bcast", "a search measures the MPI library's own algorithms"]),
 ])
 def test_bad_fields_are_named(tmp_path, old, new, expect):
     assert old in GOOD
@@ -112,6 +120,29 @@ def test_bad_fields_are_named(tmp_path, old, new, expect):
     msg = str(exc.value)
     for e in expect:
         assert e in msg, msg
+
+
+def test_search_runs_in_one_driver_per_job_and_only_there(tmp_path):
+    """search: the searched collectives leave the plain launches; exhaustive sweeps R times, mgd/smgd search once
+    (sequential) and confirm the choices in R mpiruns; the job script runs the driver with the job's launcher."""
+    import json
+
+    from scheduler.backends import render_script
+    c = load_campaign(write(tmp_path, GOOD.replace("  allgather: {}", "  allgather: {search: smgd, segments: [4096, 1024]}")))
+    job = plan(c)[0]
+    plain = [ln for ln in job.launches if ln.role == "measure"]
+    search = [ln for ln in job.launches if ln.role == "search"]
+    assert len(plain) == 3 * 2 and all("allgather" not in ln.argv[0] for ln in plain)   # two size groups x R
+    assert len(search) == 1 and search[0].output == "search-0.json"
+    spec = json.loads(search[0].argv[1])
+    assert spec["collectives"]["allgather"] == {"search": "smgd", "sizes": SMALL_SIZES, "segments": [1024, 4096],
+                                                "lookahead": 1, "prune": 0.5, "neighbour": "none"}
+    assert spec["confirm"] == 3 and "--nrep=500" not in spec["bench_args"]
+    script = render_script(job, tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=True)
+    assert "-m scheduler.native_driver --spec" in script and "--list-native" in script
+    ex = load_campaign(write(tmp_path, GOOD.replace("  allgather: {}", "  allgather: {search: exhaustive}")))
+    sweeps = [ln for ln in plan(ex)[0].launches if ln.role == "search"]
+    assert [ln.index for ln in sweeps] == [0, 1, 2] and json.loads(sweeps[0].argv[1])["confirm"] == 0
 
 
 def test_bad_yaml_syntax_and_budget(tmp_path):

@@ -1,0 +1,122 @@
+"""The search driver: runs inside a campaign job (after `module load`, in the Slurm allocation) and searches
+the MPI library's own algorithms x segment sizes of the collectives whose campaign entry says `search:`.
+
+    python -m scheduler.native_driver --spec '{...}' --launcher 'mpirun -np 2' --bench .../pgmpi-bench \
+        --output search-0.json
+
+MGD and SMGD are sequential (each round's variants depend on the times measured before), so the search runs
+in one job: for every round of every (collective, message size) one pgmpi-bench mpirun measures that round's
+variants interleaved with the default (`default` in every mpirun: each experiment has a paired reference),
+message sizes ascending so a size can start from its neighbour's path.  `exhaustive` is the same loop with
+one round per cell: every variant.  Each mpirun's raw file is a campaign result like any other (uploaded,
+stored); `--output` lists them and records every search's path (rounds, times, pruned methods, choice),
+which the agent keeps with the campaign (<state>/campaigns/<name>/search-<job>-<i>.json).
+A variant that fails pgmpi-bench's check round has no rows: it counts as measured and is never chosen.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pgmpi_formats import native
+from pgmpi_formats.results import read_file
+from pgmpi_formats.native_search import SEGMENTED, grid, run_sizes
+
+NEVER = float("inf")
+
+
+def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[int]) -> dict[int, dict]:
+    """Per message size, the cell's variants: the library's algorithms of `key` that are safe for every
+    operation (native.ORDER_UNSAFE), segment sizes only for the methods that take one."""
+    methods = [n for n in d.names(key) if (key, n) not in native.ORDER_UNSAFE.get(d.library, ())]
+    segmented = SEGMENTED.get(d.library, {}).get(key, set()) if d.has_segments(key) else set()
+    return {s: grid(methods, segmented, segments, s) for s in sizes}
+
+
+class Launcher:
+    def __init__(self, spec: dict, outdir: Path):
+        self.spec, self.outdir = spec, outdir
+        self.files: list[str] = []
+        self.n = 0
+        self.seconds = 0.0
+
+    def measure(self, key: str, size: int, batch: list) -> dict:
+        labels = [native.format_label(m, seg) for m, seg in batch]
+        run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
+        rows: dict[str, list[float]] = {}
+        for a, x in zip(run.algorithm, run.runtime):
+            rows.setdefault(run.algorithms[a], []).append(float(x))
+        return {v: (statistics.median(rows[lab]) if lab in rows else NEVER) for v, lab in zip(batch, labels)}
+
+    def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
+        s = self.spec
+        algs = ["default", *labels] + (["default_control"] if s.get("control") else [])
+        self.n += 1
+        argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={key}", f"--sizes={','.join(map(str, sizes))}",
+                                             f"--algorithms={','.join(algs)}", "--no-barrier-rows",
+                                             *s["bench_args"], f"--output={name}"]
+        t0 = time.perf_counter()
+        p = subprocess.run(argv, cwd=self.outdir, capture_output=True, text=True)
+        self.seconds += time.perf_counter() - t0
+        if p.returncode != 0:
+            sys.exit(f"pgmpi-bench {key} {size} ({', '.join(labels)}) exited with {p.returncode}: "
+                     f"{p.stderr[-800:]}")
+        self.files.append(name)
+        return read_file(self.outdir / name)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", required=True, help="the searched collectives, JSON (scheduler/planner.py)")
+    ap.add_argument("--launcher", required=True, help="the job's MPI launcher line, e.g. 'mpirun -np 2'")
+    ap.add_argument("--bench", required=True, help="pgmpi-bench of the job's module")
+    ap.add_argument("--output", required=True, type=Path)
+    a = ap.parse_args(argv)
+    spec = dict(json.loads(a.spec), launcher=a.launcher, bench=a.bench)
+    outdir = a.output.resolve().parent
+    listing = outdir / spec.get("listing", "native-algorithms.txt")
+    d = native.parse_listing(listing.read_text())
+    launcher = Launcher(spec, outdir)
+    report = {"search": {}, "library": d.library, "version": d.version, "files": launcher.files,
+              "paths": {}, "grid": {}}
+    t0 = time.perf_counter()
+    for key, entry in spec["collectives"].items():
+        spaces = spaces_for(d, key, entry["sizes"], entry["segments"])
+        report["search"][key] = entry["search"]
+        report.setdefault("neighbour", {})[key] = entry.get("neighbour", "none")
+        report["grid"][key] = {str(s): sum(len(v) for v in sp.values()) for s, sp in spaces.items()}
+        paths = run_sizes(entry["search"], spaces, lambda s, b, k=key: launcher.measure(k, s, b),
+                          lookahead=entry["lookahead"], prune=entry["prune"],
+                          neighbour=entry.get("neighbour", "none"))
+        report["paths"][key] = {str(s): p.to_json() for s, p in paths.items()}
+        print(f"pgmpi-search: {key} {entry['search']}: {sum(len(p.experiments) for p in paths.values())} "
+              f"experiments over {len(paths)} sizes (grid {sum(report['grid'][key].values())})", file=sys.stderr)
+    # Confirmation: a search measures each variant in one mpirun; a verdict needs paired mpiruns.  So the
+    # choices of every size are measured again against the default in `confirm` mpiruns of their own
+    # (all sizes of the collective in one mpirun; counted apart from the search's experiments).
+    searched_runs, searched_secs = launcher.n, launcher.seconds
+    for i in range(int(spec.get("confirm", 0))):
+        for key, paths in report["paths"].items():
+            chosen = sorted({p["choice"] for p in paths.values() if p["choice"]})
+            sizes = [int(s) for s in paths]
+            if chosen:
+                launcher.launch(key, sizes, chosen, f"{spec['prefix']}-{key}-confirm-{i}.txt")
+    report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3)}
+    report["mpiruns"] = searched_runs
+    report["launch_seconds"] = round(searched_secs, 3)
+    report["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    tmp = a.output.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    os.replace(tmp, a.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

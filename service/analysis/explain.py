@@ -1,0 +1,131 @@
+"""`pgmpi explain <machine> <library> <collective> <size> <p>`: the evidence behind one cell's decision, from
+the runs the service stores (no Flask request; used by the CLI with an app context).
+
+    text = explain(session, "slurmbox", "openmpi", "bcast", 4096, 2, campaign=None, profile_root=None)
+
+Candidates: every algorithm measured at that (machine, library, collective, size, p) -- the default, the
+library's own algorithms, the mock-ups -- with the decision of service/analysis/native_decision.py over all
+cells of that (machine, library, p) (the control arm's null spread and the "parts natively retuned" rule need
+them all).  Search path: the runs of a native search (scheduler/native_driver.py names them
+`search-<i>-<collective>-<size>-r<round>.txt`) in round order, per campaign.  Published: whether the
+current native file (native.rules / native.json) and .prf profile under the profile root hold that cell.
+Raises ExplainError with the valid choices for an unknown machine, library or cell.
+"""
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+
+from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
+
+from .native_decision import decide, explain_lines
+
+SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")
+
+
+class ExplainError(LookupError):
+    pass
+
+
+def _cells(session, lib_ids, p, campaign_id):
+    from service.store.models import Run, Series
+    q = select(Run.id, Run.file_name, Run.campaign_id, Series.call, Series.msize, Series.algorithm, Series.median) \
+        .join(Series, Series.run_id == Run.id).where(Run.library_id.in_(lib_ids), Run.nprocs == p)
+    if campaign_id is not None:
+        q = q.where(Run.campaign_id == campaign_id)
+    per_run: dict = {}
+    names: dict = {}
+    for rid, fname, cid, call, msize, alg, med in session.execute(q):
+        c = by_mpi_name(call)
+        if c is None or call == "MPI_Barrier":
+            continue
+        per_run.setdefault((c.key, msize, p), {}).setdefault(rid, {})[alg] = med
+        names[rid] = (fname, cid)
+    return {k: list(v.values()) for k, v in per_run.items()}, per_run, names
+
+
+def _published(profile_root, machine, lib, key, size, p) -> list[str]:
+    from pgmpi_formats import native, ompi_rules
+    from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
+    from service.profiles import publish as pub
+    out = []
+    try:
+        files = pub.published_files(profile_root, machine, lib.name, lib.version)
+    except (OSError, ValueError, KeyError) as exc:
+        return [f"published: none under {profile_root} ({exc})"]
+    cur = pub.status(profile_root, machine, lib.name, lib.version).get("current")
+    target = pub.target_dir(profile_root, machine, lib.name, lib.version)
+    base = target / "current"
+    if not files:
+        return [f"published: no current set for {machine}/{lib.name}-{lib.version} under {profile_root}"]
+    prf = profile_filename(key, p)
+    if prf in files:
+        ranges = redirected_ranges(parse_prf((base / prf).read_text(), prf))
+        hit = [r for r in ranges if r[0] <= size <= r[1]]
+        out.append(f"published .prf (version {cur}) {prf}: " + (f"redirects {size} B to {hit[0][2]}" if hit
+                                                                 else f"no range holds {size} B (default)"))
+    else:
+        out.append(f"published .prf (version {cur}): no {prf}")
+    if "native.rules" in files and lib.name == "openmpi":
+        rules = ompi_rules.parse_rules((base / "native.rules").read_text(), "native.rules", native.FALLBACK["openmpi"])
+        hit = rules.lookup(key, p, ompi_rules.ompi_bytes(key, size, p))
+        names = {a.value: a.name for a in native.FALLBACK["openmpi"].algorithms.get(key, ())}
+        what = ("the library's own decision (algorithm 0)" if not hit or hit[0] == 0 else
+                f"{names.get(hit[0], hit[0])}" + (f" segment {hit[2]} B" if hit[2] else ""))
+        out.append(f"published native.rules (version {cur}): {what} at {size} B, p={p}")
+    elif "native.json" in files and lib.name == "mpich":
+        out.append(f"published native.json (version {cur}): present")
+    else:
+        out.append(f"published native file (version {cur}): none")
+    return out
+
+
+def explain(session, machine: str, library: str, collective: str, size: int, p: int, campaign: str | None = None,
+            profile_root=None, alpha: float = 0.05, min_gain: float = 0.05) -> str:
+    from service.store.models import Campaign, Machine, MpiLibrary
+    m = session.scalar(select(Machine).where(Machine.name == machine))
+    if m is None:
+        known = session.scalars(select(Machine.name).order_by(Machine.name)).all()
+        raise ExplainError(f"unknown machine {machine!r}; valid: {', '.join(known) or '(none stored)'}")
+    libs = session.scalars(select(MpiLibrary).where(MpiLibrary.machine_id == m.id)).all()
+    mine = [x for x in libs if library in (x.name, f"{x.name}-{x.version}", x.module)]
+    if not mine:
+        valid = sorted({x.name for x in libs} | {f"{x.name}-{x.version}" for x in libs})
+        raise ExplainError(f"unknown library {library!r} on {machine}; valid: {', '.join(valid) or '(none stored)'}")
+    if collective not in KEYS:
+        raise ExplainError(f"unknown collective {collective!r}; valid: {', '.join(KEYS)}")
+    cid = None
+    if campaign is not None:
+        cid = session.scalar(select(Campaign.id).where(Campaign.name == campaign))
+        if cid is None:
+            raise ExplainError(f"unknown campaign {campaign!r}")
+    cells, per_run, names = _cells(session, [x.id for x in mine], p, cid)
+    key = (collective, size, p)
+    if key not in cells:
+        have = sorted({s for (k, s, _) in cells if k == collective})
+        raise ExplainError(f"no measurement of {collective} at {size} B, p={p} for {library} on {machine}; "
+                           f"measured sizes at p={p}: {', '.join(map(str, have)) or '(none)'}")
+    result = decide(cells, alpha=alpha, min_gain=min_gain)
+    d = result.decisions[key]
+    camp_names = dict(session.execute(select(Campaign.id, Campaign.name)).all())
+    path_lines = []
+    rounds: dict = {}
+    for rid, algs in per_run[key].items():
+        fname, c = names[rid]
+        mt = SEARCH_RUN.search(fname)
+        if mt and mt.group(2) == collective and int(mt.group(3)) == size:
+            rounds.setdefault((camp_names.get(c, "?"), int(mt.group(1))), []).append(
+                (int(mt.group(4)), sorted(a for a in algs if a.startswith("native:"))))
+    for (cname, idx), rs in sorted(rounds.items()):
+        rs.sort()
+        path_lines.append(f"search path in campaign {cname} (sweep {idx}): "
+                          + " -> ".join(f"[{', '.join(a[len('native:'):] for a in algs)}]" for _, algs in rs))
+    path_lines.append(f"control arm: null spread {100 * result.spread:.1f} %; threshold {100 * result.threshold:.1f} %, mpirun loss tolerance {100 * result.tolerance:.1f} %")
+    lines = [f"{machine} {', '.join(f'{x.name}-{x.version}' for x in mine)} {by_key(collective).mpi_name}: "
+             f"{len(per_run[key])} mpirun(s) measured this cell"]
+    lines += explain_lines(d, path_lines)
+    if profile_root is not None:
+        for lib in mine:
+            lines += _published(profile_root, machine, lib, collective, size, p)
+    return "\n".join(lines)

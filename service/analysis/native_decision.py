@@ -1,0 +1,221 @@
+"""One decision per call: per (collective, size, p) the fastest of the default, the MPI library's own
+algorithms and the mock-ups, with the paired statistics the verdicts use (service/analysis/stats.py,
+verdicts.py, regimes.py), written as the library's own decision file *or* a `.prf` range, never both.
+
+    runs = [{"default": 1.2e-5, "native:binomial": 1.0e-5, "default_control": 1.21e-5, ...}, ...]  # per mpirun
+    cells = {(key, size, p): runs}
+    result = decide(cells, alpha=0.05, min_gain=0.05)
+    result.decisions[(key, size, p)].choice / .reason / .candidates
+    result.native_decisions() -> [ompi_rules.Decision]   # for ompi_rules.write_rules / mpich_json.generate
+    result.prf_ranges() -> {(key, p): [(first, last, mock-up)]}   # for pgmpi_formats.prf.format_prf
+
+A candidate wins only when (1) the one-sided paired t-test of log(default / candidate) over the mpiruns that
+measured both is significant at alpha, (2) its paired ratio beats the default by more than both min_gain and
+the campaign's null spread (the control arm: default / default_control per mpirun, 95th percentile of |r - 1|),
+(3) no mpirun regime of it loses by more than that tolerance (regimes.split_regimes), and (4) it passed
+pgmpi-bench's results check (a failed variant has no rows: it is no candidate).  The fastest winner by paired
+ratio is the choice; otherwise the default.
+
+A mock-up whose parts are natively retuned (any of its parts' collectives has a native choice at this p) is
+refused: it was measured with the library's default for its parts, and with the native file in place its
+parts run other algorithms, so its measurement no longer says what it will cost.  Measure such a mock-up in a
+campaign of its own with the native file loaded (module environment) to let it compete.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pgmpi_formats.collectives import KEYS
+from pgmpi_formats.native import parse_label
+
+from .regimes import split_regimes
+from .stats import pvalues_paired_greater
+from .verdicts import CONTROL, QUANTILE, RUN_LOSS_FLOOR
+
+
+@dataclass
+class Candidate:
+    label: str
+    kind: str                        # default | native | mockup
+    median: float                    # median over mpiruns of the per-mpirun medians
+    runs: int                        # mpiruns that measured it
+    paired_ratio: float | None = None      # median over mpiruns of default / candidate (same mpirun)
+    run_ratios: list[float] = field(default_factory=list)
+    p_value: float | None = None
+    ci: tuple[float, float] | None = None  # 95 % t interval of the paired ratio (geometric)
+    regimes: str = ""
+    refused: str | None = None       # why it cannot win (None: it may)
+
+
+@dataclass
+class CellDecision:
+    key: str
+    size: int
+    nprocs: int
+    choice: str                      # default | native:... | <key>_as_...
+    kind: str
+    reason: str
+    candidates: list[Candidate]
+
+
+def kind_of(label: str) -> str:
+    if label in ("default", CONTROL):
+        return "default"
+    return "native" if parse_label(label) else "mockup"
+
+
+def mockup_parts(label: str) -> set[str]:
+    """The collectives a mock-up calls, from its name (<key>_as_<part>_<part>...; lib/docs/mockup-names.md)."""
+    _, _, rest = label.partition("_as_")
+    return {t for t in rest.split("_") if t in KEYS}
+
+
+def null_spread(cells: dict) -> float:
+    """The control arm's spread: 95th percentile (the largest below 20 cells) of |r - 1| over the per-mpirun
+    ratios default / default_control of every cell (0 without a control arm)."""
+    dev = sorted(abs(r["default"] / r[CONTROL] - 1) for runs in cells.values() for r in runs
+                 if CONTROL in r and "default" in r and r[CONTROL] > 0)
+    if not dev:
+        return 0.0
+    return dev[-1] if len(dev) < 20 else float(np.quantile(dev, QUANTILE))
+
+
+def _candidate(label: str, runs: list[dict]) -> Candidate:
+    mine = [r[label] for r in runs if label in r and math.isfinite(r[label])]
+    c = Candidate(label, kind_of(label), statistics.median(mine) if mine else math.inf, len(mine))
+    if label == "default" or not mine:
+        return c
+    c.run_ratios = [r["default"] / r[label] for r in runs if label in r and "default" in r and r[label] > 0]
+    if c.run_ratios:
+        c.paired_ratio = statistics.median(c.run_ratios)
+        d = np.log(np.array(c.run_ratios))
+        p, _ = pvalues_paired_greater([d])
+        c.p_value = None if math.isnan(p[0]) else float(p[0])
+        if len(d) >= 2:
+            from scipy import stats as st
+            half = st.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+            c.ci = (float(math.exp(d.mean() - half)), float(math.exp(d.mean() + half)))
+    return c
+
+
+@dataclass
+class Result:
+    decisions: dict = field(default_factory=dict)      # (key, size, p) -> CellDecision
+    tolerance: float = RUN_LOSS_FLOOR
+    threshold: float = 0.0
+    spread: float = 0.0                                # the control arm's null spread
+
+    def native_decisions(self):
+        from pgmpi_formats.ompi_rules import Decision
+        return [Decision(d.key, d.nprocs, d.size, d.choice if d.kind == "native" else "default")
+                for d in sorted(self.decisions.values(), key=lambda d: (d.key, d.nprocs, d.size))]
+
+    def prf_ranges(self) -> dict:
+        """Consecutive measured sizes with the same winning mock-up merge into one inclusive range."""
+        out: dict = {}
+        by = {}
+        for d in sorted(self.decisions.values(), key=lambda d: (d.key, d.nprocs, d.size)):
+            by.setdefault((d.key, d.nprocs), []).append(d)
+        for kp, ds in by.items():
+            ranges = []
+            for prev, d in zip([None] + ds[:-1], ds):
+                if d.kind != "mockup":
+                    continue
+                if ranges and prev is not None and prev.kind == "mockup" and ranges[-1][2] == d.choice:
+                    ranges[-1] = (ranges[-1][0], d.size, d.choice)
+                else:
+                    ranges.append((d.size, d.size, d.choice))
+            if ranges:
+                out[kp] = ranges
+        return out
+
+
+def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05) -> Result:
+    """cells: {(key, size, p): [per-mpirun {label: median seconds}]} -> Result (module doc)."""
+    spread = null_spread(cells)
+    res = Result(tolerance=max(RUN_LOSS_FLOOR, spread), threshold=max(min_gain, spread), spread=spread)
+    staged = {}
+    for (key, size, p), runs in cells.items():
+        labels = sorted({a for r in runs for a in r if a != CONTROL} | {"default"})
+        cands = [_candidate(a, runs) for a in labels]
+        for c in cands:
+            if c.label == "default":
+                continue
+            if c.runs == 0:
+                c.refused = "no measurement (failed pgmpi-bench's results check)"
+            elif c.p_value is None:
+                c.refused = f"no paired test: {len(c.run_ratios)} mpirun(s) measured it with the default (need 2)"
+            elif c.p_value > alpha:
+                c.refused = f"not significant: p = {c.p_value:.3g} > alpha {alpha}"
+            elif c.paired_ratio - 1 <= res.threshold:
+                c.refused = (f"gain {100 * (c.paired_ratio - 1):.1f} % <= {100 * res.threshold:.1f} % "
+                             f"(max of min_gain and the control arm's null spread)")
+            else:
+                rg = split_regimes(c.run_ratios, res.tolerance)
+                c.regimes = rg.line()
+                if rg.losing(res.tolerance):
+                    c.refused = f"loses in some mpiruns ({rg.line()})"
+            if not c.regimes and c.run_ratios:
+                c.regimes = split_regimes(c.run_ratios, res.tolerance).line()
+        staged[(key, size, p)] = cands
+    # natives first: which collectives get a native choice at each p
+    retuned: dict[int, set[str]] = {}
+    for (key, size, p), cands in staged.items():
+        if any(c.kind == "native" and c.refused is None for c in cands):
+            retuned.setdefault(p, set()).add(key)
+    for (key, size, p), cands in staged.items():
+        for c in cands:
+            if c.kind == "mockup" and c.refused is None:
+                parts = mockup_parts(c.label) & retuned.get(p, set())
+                if parts:
+                    c.refused = (f"its parts ({', '.join(sorted(parts))}) are natively retuned at p={p}: measured "
+                                 "with their defaults, it is judged only with the native file loaded")
+        ok = [c for c in cands if c.label != "default" and c.refused is None]
+        if ok:
+            best = max(ok, key=lambda c: c.paired_ratio)
+            why = (f"{best.paired_ratio:.3f}x faster than the default (paired over {len(best.run_ratios)} "
+                   f"mpiruns, p = {best.p_value:.3g}), the fastest of {len(ok)} winning candidate(s)")
+        else:
+            best = next(c for c in cands if c.label == "default")
+            why = "no candidate beats the default significantly and by more than the threshold"
+        res.decisions[(key, size, p)] = CellDecision(key, size, p, best.label, best.kind, why, cands)
+    return res
+
+
+def runs_from_files(files) -> dict:
+    """Raw result files -> {(key, size, p): [per-mpirun {label: median}]} (one entry per file)."""
+    from pgmpi_formats.collectives import by_mpi_name
+    from pgmpi_formats.results import read_file
+    cells: dict = {}
+    for f in files:
+        run = read_file(f)
+        p = int(run.header.get("nprocs", 0))
+        groups: dict = {}
+        for t, m, a, x in zip(run.test, run.msize, run.algorithm, run.runtime):
+            groups.setdefault((run.tests[t], int(m)), {}).setdefault(run.algorithms[a], []).append(float(x))
+        for (name, m), algs in groups.items():
+            c = by_mpi_name(name)
+            if c is None:
+                continue
+            cells.setdefault((c.key, m, p), []).append({a: statistics.median(xs) for a, xs in algs.items()})
+    return cells
+
+
+def explain_lines(d: CellDecision, path_lines: list[str] | None = None) -> list[str]:
+    """The evidence of one cell, as `pgmpi explain` prints it."""
+    out = [f"{d.key} {d.size} B p={d.nprocs}: {len(d.candidates)} candidates",
+           f"{'candidate':44} {'median us':>10} {'runs':>4} {'ratio':>7} {'95% CI':>15} {'p':>9}  verdict / regimes"]
+    for c in sorted(d.candidates, key=lambda c: c.median):
+        ci = f"{c.ci[0]:.3f}-{c.ci[1]:.3f}" if c.ci else "-"
+        verdict = "reference" if c.label == "default" else (f"refused: {c.refused}" if c.refused else "wins")
+        out.append(f"{c.label:44} {c.median * 1e6:>10.2f} {c.runs:>4} "
+                   f"{(f'{c.paired_ratio:.3f}' if c.paired_ratio else '-'):>7} {ci:>15} "
+                   f"{(f'{c.p_value:.2g}' if c.p_value is not None else '-'):>9}  {verdict}"
+                   + (f"; {c.regimes}" if c.regimes and c.label != "default" else ""))
+    out += path_lines or []
+    out.append(f"chosen: {d.choice} ({d.kind}): {d.reason}")
+    return out

@@ -1,0 +1,54 @@
+"""One decision per call (service/analysis/native_decision.py): the fastest of the default, the library's own
+algorithms and the mock-ups under the paired verdict rules, a mock-up with natively retuned parts refused,
+and a cell going to the native file or the .prf, never both."""
+from __future__ import annotations
+
+from service.analysis.native_decision import decide, explain_lines, mockup_parts
+
+NOISE = [1.00, 1.01, 0.99, 1.02, 0.98]          # the same drift per mpirun for every algorithm in it
+JITTER = [0.0, 0.01, -0.01, 0.005, -0.005]      # and 1 % of its own
+
+
+def runs(**medians):
+    """Five mpiruns; each label's median scaled by the mpirun's drift (paired design) and a little jitter."""
+    return [{label.replace("__", ":"): t * d * (1 + JITTER[(r + i) % 5]) for i, (label, t) in enumerate(medians.items())}
+            | {"default_control": medians["default"] * d * (1 + JITTER[(r + 3) % 5])} for r, d in enumerate(NOISE)]
+
+
+def test_native_wins_and_goes_to_the_native_file_only():
+    cells = {("bcast", 4096, 2): runs(default=10.0, native__binomial=8.0, bcast_as_scatter_allgather=9.5),
+             ("bcast", 8, 2): runs(default=1.0, native__binomial=0.99)}
+    r = decide(cells)
+    d = r.decisions[("bcast", 4096, 2)]
+    assert (d.choice, d.kind) == ("native:binomial", "native") and "x faster than the default (paired over 5 mpiruns" in d.reason
+    assert r.decisions[("bcast", 8, 2)].choice == "default"        # 1 % gain is below min_gain
+    assert [x.label for x in r.native_decisions()] == ["default", "native:binomial"]
+    assert r.prf_ranges() == {}                                     # the same cell never in both files
+
+
+def test_a_mockup_whose_parts_are_natively_retuned_is_refused():
+    cells = {("bcast", 4096, 2): runs(default=10.0, native__binomial=8.0, bcast_as_scatter_allgather=6.0),
+             ("allgather", 4096, 2): runs(default=10.0, native__ring=7.0)}
+    d = decide(cells).decisions[("bcast", 4096, 2)]
+    mock = next(c for c in d.candidates if c.label == "bcast_as_scatter_allgather")
+    assert mock.refused and "allgather" in mock.refused and "native file loaded" in mock.refused
+    assert d.choice == "native:binomial"
+    # without the retuned part the faster mock-up wins and becomes a .prf range, not a native rule
+    alone = decide({("bcast", 4096, 2): runs(default=10.0, native__binomial=8.0, bcast_as_scatter_allgather=6.0)})
+    assert alone.decisions[("bcast", 4096, 2)].choice == "bcast_as_scatter_allgather"
+    assert alone.prf_ranges() == {("bcast", 2): [(4096, 4096, "bcast_as_scatter_allgather")]}
+    assert [x.label for x in alone.native_decisions()] == ["default"]
+    assert mockup_parts("allreduce_as_reducescatterblock_allgather") == {"reducescatterblock", "allgather"}
+
+
+def test_the_control_arm_and_a_single_mpirun_keep_the_default():
+    noisy = runs(default=10.0, native__chain=9.0)
+    for i, r in enumerate(noisy):
+        r["default_control"] = r["default"] * (1.3 if i % 2 else 0.75)      # null spread 33 %
+    d = decide({("reduce", 1024, 2): noisy}).decisions[("reduce", 1024, 2)]
+    assert d.choice == "default" and "null spread" in d.candidates[0 if d.candidates[0].label != "default" else 1].refused
+    one = decide({("reduce", 1024, 2): runs(default=10.0, native__chain=5.0)[:1]})
+    c = next(c for c in one.decisions[("reduce", 1024, 2)].candidates if c.label == "native:chain")
+    assert one.decisions[("reduce", 1024, 2)].choice == "default" and "need 2" in c.refused
+    text = "\n".join(explain_lines(one.decisions[("reduce", 1024, 2)], ["search path: [chain]"]))
+    assert "native:chain" in text and "search path" in text and text.splitlines()[-1].startswith("chosen: default")

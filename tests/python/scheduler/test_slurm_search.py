@@ -1,0 +1,56 @@
+"""One native search end to end on the real Slurm: a campaign file with `search: smgd` -> one job whose search
+driver launches pgmpi-bench round by round -> every round's raw file uploaded to the service -> the decision
+per cell -> `pgmpi explain` prints the candidates, the search path and the choice."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from scheduler.runner import make_agent
+
+from sched_helpers import add_machine, campaign_file, tiny_campaign
+
+pytestmark = [pytest.mark.slurm, pytest.mark.mpi, pytest.mark.lmod]
+
+
+def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath, bench_root, service,
+                                             monkeypatch):
+    token = add_machine(service, "searchbox", role="agent")
+    (tmp_path / "token").write_text(token)
+    cdef = tiny_campaign("nsrch", "searchbox", mpi_modulepath, bench_root, mpiruns=1,
+                         modules=[{"name": "openmpi/4.1.4", "mpi": "openmpi", "modulepath": [str(mpi_modulepath)]}],
+                         collectives={"bcast": {"sizes": [2048, 8192], "search": "smgd", "segments": [1024, 4096]}},
+                         repetitions={"policy": "fixed", "nrep": 5},
+                         service={"url": service.url, "token_file": str(tmp_path / "token")},
+                         validation={"enabled": False})
+    agent = make_agent(campaign_file(tmp_path / "nsrch.yaml", **cdef), tmp_path / "state", env=slurm_env, log=None)
+    s = agent.run(interval=1.0, timeout=240)
+    assert [r["state"] for r in agent.state.jobs("nsrch")] == ["COMPLETED"], s
+    camp = tmp_path / "state" / "campaigns" / "nsrch"
+    rep = json.loads((camp / "search-openmpi-4.1.4-n1x2-0.json").read_text())
+    paths = rep["paths"]["bcast"]
+    # what the search visited is what was measured: one mpirun per round, its variants and the default
+    rounds = [r for size in ("2048", "8192") for r in paths[size]["rounds"]]
+    assert rep["mpiruns"] == len(rounds) and rep["confirm"]["mpiruns"] == 1
+    assert rep["grid"]["bcast"]["8192"] == 9 + 6 * 2                       # 9 methods, 6 take both segments
+    assert sum(map(len, rounds)) < sum(rep["grid"]["bcast"].values())       # smgd prunes or stops early
+    first = paths["2048"]["rounds"][0]
+    assert len(first) == 9 and all(":seg=" not in x for x in first)         # the scan: every method unsegmented
+    assert s["uploaded"] == len(rep["files"]) == rep["mpiruns"] + 1 and s["rejected"] == 0
+    # the decision and its evidence, from what the service stored
+    from service.analysis.cli import explain_cmd
+    monkeypatch.setenv("DATABASE_URL", service.app.config["SQLALCHEMY_DATABASE_URI"])
+    out = CliRunner().invoke(explain_cmd, ["searchbox", "openmpi", "bcast", "8192", "2",
+                                           "--profile-root", str(tmp_path / "profiles")])
+    assert out.exit_code == 0, out.output
+    text = out.output
+    choice = paths["8192"]["choice"]
+    assert f"{choice} " in text and "search path in campaign nsrch (sweep 0): [" in text
+    assert text.count(" -> ") == len(paths["8192"]["rounds"]) - 1
+    assert "chosen: " in text and "reference" in text and "published" in text
+    bad = CliRunner().invoke(explain_cmd, ["searchbox", "openmpi", "bcast", "4096", "2"])
+    assert bad.exit_code == 1 and "measured sizes at p=2: 2048, 8192" in bad.output
+    bad = CliRunner().invoke(explain_cmd, ["searchbox", "lam", "bcast", "8192", "2"])
+    assert "unknown library 'lam' on searchbox; valid: openmpi" in bad.output
