@@ -380,14 +380,17 @@ def gl4_replacements(verdicts: list[DtVerdict], sigs: dict[tuple[str, int, str],
         if v.guideline != "GL4" or v.pattern not in REPLACED_IN or v.verdict != "violated":
             continue
         s_slow, s_fast = sigs.get((v.test, v.msize, v.slower)), sigs.get((v.test, v.msize, v.faster))
-        faster = v.faster
-        if s_slow and s_slow == sigs.get((v.test, v.msize, MESSAGE)) and v.faster == "typed":
-            # a description of the whole message slower than c x t: the library's `contig` builds the message
-            # as contiguous(c, block) of its repeating block, i.e. as typed communicates it
+        faster, slower = v.faster, v.slower
+        message = sigs.get((v.test, v.msize, MESSAGE))
+        # typed (c x t) against a description of the whole message: the library's `contig` builds the message
+        # as contiguous(c, block) of its repeating block, i.e. as typed communicates it
+        if s_slow and s_slow == message and v.faster == "typed":
             s_fast, faster = s_slow, "contig"
+        elif s_fast and s_fast == message and v.slower == "typed":
+            s_slow, slower = s_fast, "contig"
         if not s_slow or s_slow != s_fast:
             continue
-        loses.setdefault((s_slow, v.slower), []).append(f"{v.test}@{v.msize}:{v.ratio:.2f}x")
+        loses.setdefault((s_slow, slower), []).append(f"{v.test}@{v.msize}:{v.ratio:.2f}x")
         if faster in DESCRIPTIONS and v.ratio > 1 + min_effect:
             w = wins.setdefault((s_fast, faster), ([], []))
             w[0].append(v.ratio)

@@ -28,6 +28,7 @@ The verdict:
 from __future__ import annotations
 
 import math
+import re
 import statistics
 
 from pgmpi_formats import collectives as _colls
@@ -124,6 +125,11 @@ def _dt_typed(dt_figs, profile_files: dict[str, str]) -> list[dict]:
     return out
 
 
+def _any_pattern(case: str) -> str:
+    """pgmpi-dtbench's case name without its pattern (dt_<pattern>_<base>_<layout>...)."""
+    return re.sub(r"^dt_(pingpong|bcast|allgather)_", "dt_", case)
+
+
 def _judge_dtprf(fname: str, text: str, dt_figs, tol: float):
     """Each replacement of a datatype profile by the figures of the descriptions it replaces (its evidence:
     `<case>:<description>@<bytes>`): kept when no figure of those measured it slower; the kept rules, and
@@ -131,15 +137,17 @@ def _judge_dtprf(fname: str, text: str, dt_figs, tol: float):
     from pgmpi_formats.dtprf import parse_dtprf
     keep, kept, dropped = [], [], []
     for sig, desc, ev in parse_dtprf(text, fname)["rules"]:
-        # the replacement acts on the evidence's own type only: that case, description and size (another size
-        # of the same description is another type map, another signature)
+        # the replacement acts on the evidence's type: that layout, description and size (another size of the
+        # same description is another type map, another signature) -- in every call that communicates it, so
+        # in every pattern measured, not only the evidence's
         cells = set()
         for item in ev.get("evidence", "").split(","):
             case, _, rest = item.partition(":")
             replaced, _, size = rest.partition("@")
             if case and replaced and size.isdigit():
-                cells.add((case, replaced, int(size)))
-        mine = [f for f in dt_figs if (_get(f, "case"), _get(f, "description"), _get(f, "msize")) in cells]
+                cells.add((_any_pattern(case), replaced, int(size)))
+        mine = [f for f in dt_figs if (_any_pattern(_get(f, "case") or ""), _get(f, "description"),
+                                       _get(f, "msize")) in cells]
         entry = {"file": fname, "signature": sig, "description": desc, "figures": [_fig(f) for f in mine]}
         why = [w for w in (_size_failure(f, tol) for f in mine) if w]
         if not mine:

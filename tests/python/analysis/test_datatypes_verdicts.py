@@ -105,6 +105,13 @@ def test_gl4_replacements_need_one_signature_and_no_loss():
     sigs.update({(t, 65536, "vector"): "d" * 16, (t, 65536, "message"): "d" * 16, (t, 65536, "typed"): "b" * 16})
     rules, _ = gl4_replacements([_v("GL4", "tiled v1 A=2", 65536, "vector", "typed", 1.4, test=t)], sigs)
     assert [(r.signature, r.description, r.evidence) for r in rules] == [("d" * 16, "contig", [f"{t}:vector@65536"])]
+    # ... unless typed is slower than a whole-message description in another pattern (contig would lose there)
+    b = "dt_bcast_int_tiled_v1_a2"
+    sigs.update({(b, 65536, "indexed"): "d" * 16, (b, 65536, "message"): "d" * 16, (b, 65536, "typed"): "b" * 16})
+    rules, refused = gl4_replacements([_v("GL4", "tiled v1 A=2", 65536, "vector", "typed", 1.4, test=t),
+                                       _v("GL4", "tiled v1 A=2", 65536, "typed", "indexed", 1.8, test=b)], sigs)
+    assert [(r.signature, r.description) for r in rules] == [("d" * 16, "indexed")]
+    assert [(r["signature"], r["description"]) for r in refused] == [("d" * 16, "contig")]
 
 
 def test_judge_datatype_candidate():
@@ -123,12 +130,15 @@ def test_judge_datatype_candidate():
             fig("dt_bcast_int_bucket_v1_a2", "typed", 3200, 1.01), fig("dt_bcast_int_tiled_v1_a2", "typed", 3200, 0.99),
             fig("dt_bcast_int_contiguous", "typed", 3200, 0.5),
             fig("dt_bcast_int_tiled_v1_a2", "nested", 3200, 1.25), fig("dt_bcast_int_tiled_v1_a2", "nested", 262144, 1.1),
-            fig("dt_bcast_int_bucket_v1_a2", "indexed", 3200, 0.8)]
+            fig("dt_bcast_int_bucket_v1_a2", "indexed", 3200, 0.8),
+            fig("dt_allgather_int_tiled_v1_a2", "nested", 3200, 1.3),      # the same type in another call
+            fig("dt_allgather_int_bucket_v1_a2", "indexed", 3200, 1.5)]
     v = judge({"bcast_p2.prf": prf, "datatypes.dtprf": dtprf}, figs)
     assert v["state"] == "repaired", v
     assert [(k["range"], [f["ratio"] for f in k["figures"]]) for k in v["kept"]] == [([262144, 262144], [1.2])]
     assert [c["msize"] for c in v["control"]] == [3200] and v["control"][0]["ok"]
-    assert [(k["description"], len(k["figures"])) for k in v["dt_kept"]] == [("indexed", 1)]     # its size only
+    # its size only, in both calls
+    assert [(k["description"], len(k["figures"])) for k in v["dt_kept"]] == [("indexed", 2)]
     assert [d["signature"] for d in v["dt_dropped"]] == ["c" * 16]
     from pgmpi_formats.dtprf import parse_dtprf
     assert [r[:2] for r in parse_dtprf(v["files"]["datatypes.dtprf"])["rules"]] == [("a" * 16, "indexed")]
