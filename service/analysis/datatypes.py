@@ -394,7 +394,7 @@ def gl4_replacements(verdicts: list[DtVerdict], sigs: dict[tuple[str, int, str],
         if faster in DESCRIPTIONS and v.ratio > 1 + min_effect:
             w = wins.setdefault((s_fast, faster), ([], []))
             w[0].append(v.ratio)
-            w[1].append(f"{v.test}:{v.slower}@{v.msize}")
+            w[1].append(f"{v.test}:{slower}@{v.msize}")   # the description whose type is replaced
     best: dict[str, Replacement] = {}
     refused = []
     for (sig, desc), (ratios, ev) in sorted(wins.items()):
