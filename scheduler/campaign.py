@@ -170,6 +170,69 @@ class Repetitions(_Strict):
         return argv
 
 
+# pgmpi-dtbench's names (lib/bench/README.md, "pgmpi-dtbench"; `pgmpi-dtbench --help`)
+DT_PATTERNS = ("pingpong", "bcast", "allgather")
+DT_LAYOUTS = ("contiguous", "tiled", "block", "bucket", "alternating", "altrep", "rowcol")
+DT_BASIC_LAYOUTS = ("contiguous", "tiled", "block", "bucket", "alternating")
+DT_DESCRIPTIONS = ("typed", "contig", "packed", "vector", "nested", "tiled_struct", "indexed_block", "indexed",
+                   "struct_flat", "struct", "typed_control", "repaired")
+DT_CONTROL = "typed_control"      # the reference measured twice: the datatype campaign's control arm
+DT_BASETYPES = ("MPI_INT", "MPI_DOUBLE")
+
+
+class Datatypes(_Strict):
+    """A derived-datatype campaign part: pgmpi-dtbench over patterns x layouts x base types x sizes, every
+    description of a case interleaved in each mpirun (the guidelines GL1-GL4, service/analysis/datatypes.py)."""
+    patterns: list[Literal["pingpong", "bcast", "allgather"]] = Field(default_factory=lambda: list(DT_PATTERNS),
+                                                                      min_length=1)
+    layouts: list[Literal["contiguous", "tiled", "block", "bucket", "alternating", "altrep", "rowcol"]] = Field(
+        default_factory=lambda: list(DT_BASIC_LAYOUTS), min_length=1)
+    variants: list[Literal[1, 2]] = Field(default_factory=lambda: [1, 2], min_length=1)
+    blocksizes: list[int] = Field(default_factory=lambda: [2, 100], min_length=1,
+                                  description="the unit size A in elements")
+    basetypes: list[Literal["MPI_INT", "MPI_DOUBLE"]] = Field(default_factory=lambda: ["MPI_INT"], min_length=1)
+    sizes: list[int] = Field(default_factory=lambda: [3200, 65536], description="bytes of the layout's elements")
+    descriptions: Literal["all"] | list[Literal[DT_DESCRIPTIONS]] = "all"  # type: ignore[valid-type]
+
+    @field_validator("blocksizes")
+    @classmethod
+    def _blocks(cls, v):
+        if any(a < 1 or a > 1 << 20 for a in v):
+            raise ValueError("blocksizes are element counts from 1 to 1048576")
+        if len(set(v)) != len(v):
+            raise ValueError("duplicate blocksizes")
+        return v
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, v):
+        _check_sizes(v, "datatypes.sizes")
+        return v
+
+    @model_validator(mode="after")
+    def _reference(self):
+        if isinstance(self.descriptions, list) and "typed" not in self.descriptions \
+                and self.layouts != ["rowcol"]:
+            raise ValueError("descriptions: every guideline compares against 'typed' (the reference); "
+                             "list it, or use 'all'")
+        return self
+
+    def descriptions_for(self, control: bool) -> str:
+        if self.descriptions == "all":
+            return "all"
+        d = list(self.descriptions)
+        if control and DT_CONTROL not in d:
+            d.append(DT_CONTROL)
+        return ",".join(d)
+
+    def argv(self) -> list[str]:
+        """pgmpi-dtbench's case options (everything but the base type, repetitions and bookkeeping)."""
+        return [f"--patterns={','.join(self.patterns)}", f"--layouts={','.join(self.layouts)}",
+                f"--variants={','.join(str(v) for v in self.variants)}",
+                f"--blocksizes={','.join(str(a) for a in self.blocksizes)}",
+                f"--sizes={','.join(str(s) for s in self.sizes)}"]
+
+
 class Slurm(_Strict):
     partition: str | None = None
     account: str | None = None
@@ -230,7 +293,9 @@ class Campaign(_Strict):
     modules: list[Module] = Field(..., min_length=1)
     layouts: list[Layout] = Field(..., min_length=1, description="node counts x processes per node")
     size_sets: dict[str, list[int]] = Field(default_factory=dict)
-    collectives: dict[str, CollectiveSpec] = Field(..., min_length=1)
+    collectives: dict[str, CollectiveSpec] = Field(default_factory=dict, description="the collectives to "
+                                                   "measure with pgmpi-bench (at least one, or datatypes)")
+    datatypes: Datatypes | None = Field(None, description="derived-datatype guidelines with pgmpi-dtbench")
     algorithms: Literal["all"] | list[str] = "all"
     repetitions: Repetitions = Field(default_factory=Repetitions)
     mpiruns: int = Field(3, ge=1, le=1000, description="R: separate launches per configuration")
@@ -270,6 +335,8 @@ class Campaign(_Strict):
 
     @model_validator(mode="after")
     def _cross(self):
+        if not self.collectives and self.datatypes is None:
+            raise ValueError("collectives: name at least one collective (or a datatypes section)")
         sets = self.all_size_sets()
         for key, spec in self.collectives.items():
             if isinstance(spec.sizes, str) and spec.sizes not in sets:
@@ -336,6 +403,10 @@ class Campaign(_Strict):
             return Path(module.bench)
         root = Path(self.bench_root) if self.bench_root else ROOT / "build" / "install"
         return root / module.mpi / "bin" / "pgmpi-bench"
+
+    def dtbench_for(self, module: Module) -> Path:
+        """pgmpi-dtbench: next to the module's pgmpi-bench (one build installs both)."""
+        return self.bench_for(module).parent / "pgmpi-dtbench"
 
     def definition(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -431,7 +502,8 @@ def _model_at(loc: tuple):
             return None
         ann = model.model_fields[part].annotation
         model = None
-        for cand in (Module, Layout, CollectiveSpec, Repetitions, Slurm, Service, Retry, Validation, Budget):
+        for cand in (Module, Layout, CollectiveSpec, Repetitions, Slurm, Service, Retry, Validation, Budget,
+                     Datatypes):
             if ann is cand or cand.__name__ in str(ann):
                 model = cand
                 break

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .campaign import Campaign, Layout, Module, collectives
+from .campaign import DT_DESCRIPTIONS as DT_ALL, Campaign, Layout, Module, collectives
 
 # pgmpi-bench's reserved label for the default measured a second time (lib/bench/bench_options.c); the
 # analysis reads it as the control arm (service/analysis/verdicts.py)
@@ -27,6 +27,7 @@ class Launch:
     output: str                # file name of its raw result, relative to the job's output dir
     env: dict = field(default_factory=dict)   # extra environment of this launch only
     role: str = "measure"      # measure | default | tuned (validation) | search (scheduler/native_driver.py)
+    program: str = ""          # "" = the job's pgmpi-bench; else a sibling program (pgmpi-dtbench)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,48 @@ def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorith
     return out
 
 
+DTBENCH = "pgmpi-dtbench"
+
+
+def dt_launches(c: Campaign, module: Module, mpiruns: int) -> list[Launch]:
+    """pgmpi-dtbench launches of the campaign's datatypes section: per mpirun index one launch per base type
+    (it measures one base type per run), every description of a case interleaved inside."""
+    d = c.datatypes
+    if d is None:
+        return []
+    out = []
+    rep = c.repetitions
+    for i in range(mpiruns):
+        for base in d.basetypes:
+            name = f"dt-{i}-{base.removeprefix('MPI_').lower()}.txt"
+            argv = d.argv() + [f"--descriptions={d.descriptions_for(c.control)}", f"--datatype={base}"]
+            if rep.policy == "predict":
+                argv += rep.predict_argv()
+            else:      # pgmpi-dtbench has no time rule: the fixed count (max_nrep under time-rule)
+                argv.append(f"--nrep={rep.nrep if rep.policy == 'fixed' else rep.max_nrep}")
+            if rep.time_budget:
+                argv.append(f"--time-budget={rep.time_budget:g}")
+            argv += [f"--mpirun-index={i}", f"--campaign={c.name}", f"--machine={c.machine}"]
+            if module.name:
+                argv.append(f"--module-name={module.name}")
+            argv.append(f"--output={name}")
+            out.append(Launch(i, argv, name, program=DTBENCH))
+    return out
+
+
+def _dt_seconds_per_launch(c: Campaign, layout: Layout) -> float:
+    """Rough: per case, size and description nrep x (20 us + size / 0.5 GB/s), plus 2 s launch overhead."""
+    d = c.datatypes
+    if d is None:
+        return 0.0
+    rep = c.repetitions
+    n = rep.nrep if rep.policy == "fixed" else rep.max_nrep
+    cases = len(d.patterns) * len(d.layouts) * len(d.variants) * len(d.blocksizes)
+    ndesc = len(DT_ALL) if d.descriptions == "all" else len(d.descriptions) + 1
+    per = sum(20e-6 + s / 5e8 * max(1.0, math.log2(max(layout.nprocs, 2))) for s in d.sizes)
+    return (2.0 + cases * ndesc * n * per * 3) * len(d.basetypes)
+
+
 def mockup_counts(c: Campaign, module: Module) -> dict[str, int]:
     """Number of mock-ups per collective from `pgmpitune-check --list --json` of that build
     ({"collectives": [{"key": ..., "algorithms": [{"name": ...}, ...]}, ...]}, lib/tools/pgmpitune-check.c).
@@ -189,8 +232,9 @@ def plan(c: Campaign) -> list[JobSpec]:
     for module in c.modules:
         for layout in c.layouts:
             launches = (launches_for(c, module, c.mpiruns, calls=calls, control=c.control) if calls else []) \
-                + search_launches(c, module)
-            est = _seconds_per_launch(c, module, layout) * c.mpiruns
+                + search_launches(c, module) + dt_launches(c, module, c.mpiruns)
+            est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \
+                + _dt_seconds_per_launch(c, layout) * c.mpiruns
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
                                 c.slurm.walltime_seconds, estimate_seconds=est))
     return jobs
@@ -228,6 +272,7 @@ def describe(jobs: list[JobSpec]) -> str:
     for j in jobs:
         lines.append(f"{j.key}: module {j.module.name or '-'} ({j.module.mpi}), {j.nodes} node(s) x {j.ppn} ppn, "
                      f"{len(j.launches)} launch(es), ~{j.estimate_seconds:.0f} s")
-        if j.launches:
-            lines.append("   pgmpi-bench " + shlex.join(j.launches[0].argv))
+        for prog in dict.fromkeys(ln.program or "pgmpi-bench" for ln in j.launches):
+            first = next(ln for ln in j.launches if (ln.program or "pgmpi-bench") == prog)
+            lines.append(f"   {prog} " + shlex.join(first.argv))
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from pgmpi_formats.prf import ProfileFormatError, parse_prf, profile_layout, red
 from pgmpi_formats.validation import figures as paired_figures
 
 from .campaign import Campaign
-from .planner import JobSpec, launches_for
+from .planner import DTBENCH, JobSpec, Launch, launches_for
 
 
 def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:
@@ -41,8 +41,79 @@ def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:
     return key, sorted(chosen)
 
 
+def is_datatype_candidate(files: dict[str, str]) -> bool:
+    """A candidate from a datatype campaign: a datatype profile, or .prf files the datatype analysis wrote
+    (`#@pgmpi source datatypes`)."""
+    for name, text in files.items():
+        if name.endswith(".dtprf"):
+            return True
+        try:
+            if parse_prf(text).get("meta", {}).get("source", "").strip() == "datatypes":
+                return True
+        except ProfileFormatError:
+            continue
+    return False
+
+
+def dt_validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_seconds: int) -> JobSpec | None:
+    """A datatype candidate is validated where it acts: pgmpi-dtbench on the campaign's datatype cases in
+    MPI_Bcast / MPI_Allgather at all its sizes (those outside the .prf ranges are the control), in separate
+    launches without and with the candidate (a GL4 replacement acts at MPI_Type_commit, so it cannot be
+    switched per call): the default arm runs `typed` and the descriptions the datatype profile replaces, the
+    tuned arm `tuned` (the .prf's choice) and the same descriptions.  Every layout is measured because a .prf
+    range redirects every call of its size, whatever the layout (rule 3 of lib/src/core/pgmpitune_core.h)."""
+    from pgmpi_formats.dtprf import DtProfileFormatError, parse_dtprf
+    d = c.datatypes
+    if d is None:
+        return None
+    # a .prf acts in the collectives; a replacement in MPI_Send/MPI_Recv too (lib/docs/profile-format.md)
+    has_dtprf = any(n.endswith(".dtprf") for n in (version.get("files") or {}))
+    patterns = [p for p in d.patterns if p in ("bcast", "allgather") or (has_dtprf and p == "pingpong")]
+    extra: list[str] = []
+    for name, text in (version.get("files") or {}).items():
+        if not name.endswith(".dtprf"):
+            continue
+        try:
+            rules = parse_dtprf(text, name)["rules"]
+        except DtProfileFormatError:
+            continue
+        for _, _, ev in rules:
+            for item in ev.get("evidence", "").split(","):
+                desc = item.split(":", 1)[-1].split("@", 1)[0]
+                if desc and desc not in extra and desc not in ("typed", "tuned"):
+                    extra.append(desc)
+    if not patterns:
+        return None
+    library = version.get("library") or version.get("mpi")
+    module = next((m for m in c.modules if library is None or m.mpi == library), c.modules[0])
+    layout = sorted((lay for lay in c.layouts), key=lambda lay: lay.nodes)[0]
+    case_argv = [f"--patterns={','.join(patterns)}", f"--layouts={','.join(d.layouts)}",
+                 f"--variants={','.join(str(v) for v in d.variants)}",
+                 f"--blocksizes={','.join(str(a) for a in d.blocksizes)}",
+                 f"--sizes={','.join(str(s) for s in d.sizes)}", f"--nrep={c.validation.nrep}"]
+    launches = []
+    env = {"PGMPITUNE_PROFILE_DIR": str(profile_dir)}
+    for i in range(c.validation.mpiruns):
+        for base in d.basetypes:
+            b = base.removeprefix("MPI_").lower()
+            for role, first in (("default", "typed"), ("tuned", "tuned")):
+                name = f"validate-{role}-{i}-{b}.txt"
+                argv = case_argv + [f"--descriptions={','.join([first, *extra])}", f"--datatype={base}",
+                                    f"--mpirun-index={i}", f"--campaign={c.name}", f"--machine={c.machine}"]
+                if module.name:
+                    argv.append(f"--module-name={module.name}")
+                argv.append(f"--output={name}")
+                launches.append(Launch(i, argv, name, dict(env) if role == "tuned" else {}, role,
+                                       program=DTBENCH))
+    vid = version.get("id", "x")
+    return JobSpec(f"validate-{module.key}-n{layout.nodes}x{layout.ppn}-v{vid}", module, layout, launches,
+                   walltime_seconds, kind="validate")
+
+
 def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_seconds: int) -> JobSpec | None:
     """A validation job for one candidate profile version (as the analyses endpoint returns it)."""
+    if is_datatype_candidate(version.get("files") or {}):
+        return dt_validation_job(c, version, profile_dir, walltime_seconds)
     calls: dict[str, list[int]] = {}
     nprocs = None
     layout_wanted = ""

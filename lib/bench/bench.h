@@ -213,6 +213,10 @@ typedef struct { int nodes, ppn, ppn_min; const char *source; char *hosts, *plac
 extern FILE *g_out;
 void out_fail(void) __attribute__((noreturn));
 int open_output(void);
+void bench_quiet_finalize(void);
+int check_error_detail(int rc, char *detail, size_t dl);
+int check_verdict(const char *mpi_name, size_t n, const char *label, int code, const char *detail);
+int bench_start(double limit, size_t ms, size_t mr, size_t msc, int wj, unsigned long long *seed);
 void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L);
 void write_row(const call_t *c, long idx, size_t n, double t, int a);
 /* pgmpi-dtbench: extra header keys before the column line, and a count column in every row */

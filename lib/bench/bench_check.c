@@ -8,6 +8,7 @@
  * brings the buffers' and the library pools' pages in before the first timed call. */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,9 +223,14 @@ static void fingerprint(const call_t *c, const cplan_t *cp, char *sbuf, char *rb
         }
         h[rep] = rc != MPI_SUCCESS ? 1 : mine ? x : 0;
     }
-    unsigned long long mine2[2] = {h[0], h[0] != h[1]}, *all = g_rank == 0 ? malloc(sizeof mine2 * (size_t)g_size) : NULL;
-    PMPI_Gather(mine2, 2, MPI_UNSIGNED_LONG_LONG, all, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    if (g_rank != 0 || !all) return;
+    /* Allgather, not Gather: an odd number of one-way messages slows Open MPI's later small collectives
+     * (share_from_rank0 in bench_measure.c) */
+    unsigned long long mine2[2] = {h[0], h[0] != h[1]}, *all = malloc(sizeof mine2 * (size_t)g_size);
+    int have = all != NULL, everyone = 0;
+    PMPI_Allreduce(&have, &everyone, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!everyone) { free(all); return; }
+    PMPI_Allgather(mine2, 2, MPI_UNSIGNED_LONG_LONG, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+    if (g_rank != 0) { free(all); return; }
     char buf[4096];
     size_t o = 0;
     int unstable = 0;
@@ -234,6 +240,43 @@ static void fingerprint(const call_t *c, const cplan_t *cp, char *sbuf, char *rb
     }
     footer_add("#@pgmpi fingerprint %s %zu %s %s\n", c->mpi_name, cp->n, alg_label(c, alg), unstable ? "unstable" : buf);
     free(all);
+}
+
+/* A call's MPI error code as the check's rank-local detail; returns the verdict code 1 ("error"). */
+int check_error_detail(int rc, char *detail, size_t dl)
+{
+    char msg[MPI_MAX_ERROR_STRING]; int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    for (char *q = msg; *q; q++) if (*q == '\n' || *q == '\r') *q = ' ';
+    snprintf(detail, dl, "rank=%d %.150s", g_rank, msg);
+    return 1;
+}
+
+/* The verdict over all ranks of one checked call (collective): code is this rank's (0 ok, 1 error,
+ * 2 wrong result, 3 operand order), detail what it saw. The worst code wins; the failing rank with the
+ * lowest number tells rank 0 what it saw; one `#@pgmpi check` footer line (and a message when it
+ * failed). Returns 1 when the call was right on every rank. */
+int check_verdict(const char *mpi_name, size_t n, const char *label, int code, const char *detail)
+{
+    int codes[2] = {code, code ? g_rank : g_size}, worst[2];
+    PMPI_Allreduce(codes, worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
+    if (worst[0] == 0) {
+        footer_add("#@pgmpi check %s %zu %s ok\n", mpi_name, n, label);
+        return 1;
+    }
+    char why[200] = "";
+    if (worst[1] == 0 || g_rank == worst[1]) snprintf(why, sizeof why, "%s", detail);
+    if (worst[1] != 0) {
+        if (g_rank == worst[1]) PMPI_Send(why, (int)sizeof why, MPI_CHAR, 0, 0x5048, MPI_COMM_WORLD);
+        if (g_rank == 0) PMPI_Recv(why, (int)sizeof why, MPI_CHAR, worst[1], 0x5048, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    why[sizeof why - 1] = 0;
+    const char *reason = worst[0] == 1 ? "error" : worst[0] == 2 ? "wrong_result" : "noncommutative";
+    footer_add("#@pgmpi check %s %zu %s fail %s %s\n", mpi_name, n, label, reason, why);
+    if (g_rank == 0)
+        fprintf(stderr, "%s: %s %zu B %s failed its check (%s %s): not timed\n", program_invocation_short_name,
+                mpi_name, n, label, reason, why);
+    return 0;
 }
 
 /* Runs the check round of one call at its installed plan; ok[a] = 0 for each algorithm that failed
@@ -268,11 +311,7 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
         int code = 0;
         char detail[200] = "";
         if (rc != MPI_SUCCESS) {
-            char msg[MPI_MAX_ERROR_STRING]; int len = 0;
-            MPI_Error_string(rc, msg, &len);
-            for (char *q = msg; *q; q++) if (*q == '\n' || *q == '\r') *q = ' ';
-            code = 1;
-            snprintf(detail, sizeof detail, "rank=%d %.150s", g_rank, msg);
+            code = check_error_detail(rc, detail, sizeof detail);
         } else if (nexp) {
             const char *got = in_sbuf ? sbuf : rbuf;
             for (size_t k = 0; k < nexp; k++)
@@ -295,26 +334,7 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
         if ((c->kind == K_ALLREDUCE || c->kind == K_REDUCE) && (alg <= ALG_NATIVE0 || (alg == 0 && (g_nnative || decision_file_in_env()))))
             fingerprint(c, cp, sbuf, rbuf, comm, alg);
         if (comm != MPI_COMM_WORLD) { PMPI_Comm_set_errhandler(comm, saved_c); PMPI_Errhandler_free(&saved_c); }
-        int codes[2] = {code, code ? g_rank : g_size}, worst[2];
-        PMPI_Allreduce(codes, worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
-        if (worst[0] == 0) {
-            footer_add("#@pgmpi check %s %zu %s ok\n", c->mpi_name, cp->n, alg_label(c, alg));
-            continue;
-        }
-        ok[a] = 0;
-        /* the failing rank with the lowest number tells rank 0 what it saw */
-        char why[200] = "";
-        if (worst[1] == 0 || g_rank == worst[1]) memcpy(why, detail, sizeof why);
-        if (worst[1] != 0) {
-            if (g_rank == worst[1]) PMPI_Send(why, (int)sizeof why, MPI_CHAR, 0, 0x5048, MPI_COMM_WORLD);
-            if (g_rank == 0) PMPI_Recv(why, (int)sizeof why, MPI_CHAR, worst[1], 0x5048, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        }
-        why[sizeof why - 1] = 0;
-        const char *reason = worst[0] == 1 ? "error" : worst[0] == 2 ? "wrong_result" : "noncommutative";
-        footer_add("#@pgmpi check %s %zu %s fail %s %s\n", c->mpi_name, cp->n, alg_label(c, alg), reason, why);
-        if (g_rank == 0)
-            fprintf(stderr, "pgmpi-bench: %s %zu B %s failed its check (%s %s): not timed\n", c->mpi_name, cp->n,
-                    alg_label(c, alg), reason, why);
+        ok[a] = check_verdict(c->mpi_name, cp->n, alg_label(c, alg), code, detail);
     }
     PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
     free(exp);

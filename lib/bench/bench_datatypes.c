@@ -29,7 +29,8 @@
     X(D_STRUCT_FLAT,   "struct_flat",   "GL4: create_struct over every unit")                               \
     X(D_STRUCT,        "struct",        "GL4 test 10 Alternating-struct / test 11 RowCol-struct")           \
     X(D_CONTROL,       "typed_control", "control arm: the reference measured again under its own label")   \
-    X(D_REPAIRED,      "repaired",      "typed through libpgmpitune's repair (bcast/allgather_as_packed_*)")
+    X(D_REPAIRED,      "repaired",      "typed through libpgmpitune's repair (bcast/allgather_as_packed_*)") \
+    X(D_TUNED,         "tuned",         "typed with libpgmpitune following its profile (validation; not in all)")
 enum {
 #define X(id, name, what) id,
     DT_DESCRIPTIONS(X)
@@ -137,7 +138,7 @@ int dt_layout_has(int layout, int d)
     case D_STRUCT_FLAT: return layout != L_CONTIG && layout != L_ROWCOL;
     case D_STRUCT: return layout == L_ALTREP || layout == L_ROWCOL;
     case D_CONTROL: return 1;
-    case D_REPAIRED: return layout != L_ROWCOL;
+    case D_REPAIRED: case D_TUNED: return layout != L_ROWCOL;
     default: return 0;
     }
 }
@@ -197,7 +198,7 @@ static void die_mpi(const char *what, int rc)
 static void release(void)
 {
     for (int d = 0; d < D_COUNT; d++)
-        if (cur.has[d] && d != D_PACKED && d != D_CONTROL && d != D_REPAIRED && cur.t[d] != dtype_handle(O.dt))
+        if (cur.has[d] && d != D_PACKED && d != D_CONTROL && d != D_REPAIRED && d != D_TUNED && cur.t[d] != dtype_handle(O.dt))
             MPI_Type_free(&cur.t[d]);
     for (int d = 0; d < D_COUNT; d++) { cur.t[d] = MPI_DATATYPE_NULL; cur.has[d] = 0; cur.count[d] = 0; }
     free(cur.pbuf); free(cur.prbuf); cur.pbuf = cur.prbuf = NULL;
@@ -249,6 +250,45 @@ static MPI_Datatype block_type(const dtcase_t *d, MPI_Datatype base, MPI_Aint es
     return resized(t, (MPI_Aint)b.X * es);
 }
 
+/* The layout signatures of the cell's descriptions (libpgmpitune computes them: one owner), for the
+ * footer: the description's own type (what a datatype profile's replacement is keyed on) and the whole
+ * message (count x type), which every description of one layout shares -- checked here, since GL4
+ * compares descriptions of one layout only. Packed and the reference's arms report the reference's. */
+static void record_signatures(const call_t *c, const cplan_t *cp)
+{
+    char first[17] = "", firstname[32] = "";
+    for (int k = 0; k < D_COUNT; k++) {
+        if (!cur.has[k]) continue;
+        int ref = dt_reference(((const dtcase_t *)c->dt)->layout);
+        MPI_Datatype t = k == D_PACKED ? cur.t[ref] : cur.t[k];
+        int cnt = k == D_PACKED ? cur.count[ref] : cur.count[k];
+        char own[17], msg[17];
+        if (pgmpitune_type_signature(t, 1, own, NULL, 0) || pgmpitune_type_signature(t, cnt, msg, NULL, 0)) {
+            footer_add("# dtsig %s %zu %s: the library could not flatten this type\n", c->mpi_name, cp->n, desc_names[k]);
+            continue;
+        }
+        footer_add("#@pgmpi dtsig %s %zu %s %s count=%d message=%s\n", c->mpi_name, cp->n, desc_names[k], own, cnt, msg);
+        if (!first[0]) { memcpy(first, msg, sizeof first); snprintf(firstname, sizeof firstname, "%s", desc_names[k]); }
+        else if (strcmp(first, msg)) {
+            footer_add("#@pgmpi dtsig_differs %s %zu %s %s\n", c->mpi_name, cp->n, firstname, desc_names[k]);
+            fprintf(stderr, "pgmpi-dtbench: warning: %s %zu B: descriptions %s and %s do not describe the same type map\n",
+                    c->mpi_name, cp->n, firstname, desc_names[k]);
+        }
+    }
+}
+
+/* The signature of the case's static block type (the typed description's type, independent of the
+ * size); "" for rowcol, which has none. */
+void dt_case_signature(const dtcase_t *d, char hex[17])
+{
+    hex[0] = 0;
+    if (!dt_layout_has(d->layout, D_TYPED)) return;
+    MPI_Datatype base = dtype_handle(O.dt), t = block_type(d, base, (MPI_Aint)dtypes[O.dt].size);
+    if (t != base) CK(MPI_Type_commit(&t));
+    if (pgmpitune_type_signature(t, 1, hex, NULL, 0)) hex[0] = 0;
+    if (t != base) MPI_Type_free(&t);
+}
+
 void dt_prepare(const call_t *c, cplan_t *cp)
 {
     release();
@@ -283,7 +323,7 @@ void dt_prepare(const call_t *c, cplan_t *cp)
             CK(MPI_Type_contiguous((int)cur.c, u, &t));
             if (u != base) MPI_Type_free(&u);
             break;
-        case D_PACKED: case D_CONTROL: case D_REPAIRED: continue;   /* the reference's type; set below */
+        case D_PACKED: case D_CONTROL: case D_REPAIRED: case D_TUNED: continue;   /* the reference's type; set below */
         case D_VECTOR: CK(MPI_Type_vector((int)cur.c, (int)b.len[0], (int)b.X, base, &t)); t = resized(t, E); break;
         case D_NESTED:
             if (cur.c % NESTED_S) continue;
@@ -367,6 +407,9 @@ void dt_prepare(const call_t *c, cplan_t *cp)
         if (cur.repair > 0 && dt_layout_has(d->layout, D_REPAIRED)) {
             cur.has[D_REPAIRED] = 1; cur.t[D_REPAIRED] = cur.t[ref]; cur.count[D_REPAIRED] = cur.count[ref];
         }
+        if (cur.coll >= 0 && dt_layout_has(d->layout, D_TUNED)) {
+            cur.has[D_TUNED] = 1; cur.t[D_TUNED] = cur.t[ref]; cur.count[D_TUNED] = cur.count[ref];
+        }
     }
     if (cur.has[ref]) {
         int ps = 0;
@@ -383,6 +426,7 @@ void dt_prepare(const call_t *c, cplan_t *cp)
         cur.plen = pos;
         cur.has[D_PACKED] = 1; cur.count[D_PACKED] = cur.count[ref]; cur.t[D_PACKED] = MPI_DATATYPE_NULL;
     }
+    if (g_rank == 0) record_signatures(c, cp);
 }
 
 int dt_applies(const call_t *c, int a) { return cur.call == c && a >= 0 && a < D_COUNT && cur.has[a]; }
@@ -392,7 +436,9 @@ void dt_select(const call_t *c, int a)
 {
     (void)c;
     cur.sel = a;
-    if (cur.coll >= 0) pgmpitune_force(cur.coll, a == D_REPAIRED ? cur.repair : 0);
+    if (cur.coll < 0) return;
+    if (a == D_TUNED) pgmpitune_unforce(cur.coll);      /* the profile decides, as in an application */
+    else pgmpitune_force(cur.coll, a == D_REPAIRED ? cur.repair : 0);
 }
 const char *dt_alg_label(const call_t *c, int a) { (void)c; return dt_description_name(a); }
 size_t dt_row_count(const call_t *c, int a) { (void)c; return a >= 0 && a < D_COUNT ? (size_t)cur.count[a] : 0; }
@@ -502,10 +548,7 @@ void dt_check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, i
         int rc = dt_run(c, sbuf, rbuf), code = 0;
         char detail[200] = "";
         if (rc != MPI_SUCCESS) {
-            char msg[MPI_MAX_ERROR_STRING]; int len = 0;
-            MPI_Error_string(rc, msg, &len);
-            for (char *q = msg; *q; q++) if (*q == '\n' || *q == '\r') *q = ' ';
-            code = 1; snprintf(detail, sizeof detail, "rank=%d %.150s", g_rank, msg);
+            code = check_error_detail(rc, detail, sizeof detail);
         } else {
             /* what each rank must hold: (buffer, block count, source rank of block b) */
             const char *got = rbuf; int nb = 1, bcast = d->pattern == PAT_BCAST, pp = d->pattern == PAT_PINGPONG;
@@ -526,22 +569,7 @@ void dt_check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, i
                 }
             }
         }
-        int codes[2] = {code, code ? g_rank : g_size}, worst[2];
-        PMPI_Allreduce(codes, worst, 1, MPI_2INT, MPI_MAXLOC, MPI_COMM_WORLD);
-        if (worst[0] == 0) { footer_add("#@pgmpi check %s %zu %s ok\n", c->mpi_name, cp->n, desc_names[alg]); continue; }
-        ok[a] = 0;
-        char why[200] = "";
-        if (worst[1] == 0 || g_rank == worst[1]) memcpy(why, detail, sizeof why);
-        if (worst[1] != 0) {
-            if (g_rank == worst[1]) PMPI_Send(why, (int)sizeof why, MPI_CHAR, 0, 0x5048, MPI_COMM_WORLD);
-            if (g_rank == 0) PMPI_Recv(why, (int)sizeof why, MPI_CHAR, worst[1], 0x5048, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        }
-        why[sizeof why - 1] = 0;
-        footer_add("#@pgmpi check %s %zu %s fail %s %s\n", c->mpi_name, cp->n, desc_names[alg],
-                   worst[0] == 1 ? "error" : "wrong_result", why);
-        if (g_rank == 0)
-            fprintf(stderr, "pgmpi-dtbench: %s %zu B %s failed its check (%s %s): not timed\n", c->mpi_name, cp->n,
-                    desc_names[alg], worst[0] == 1 ? "error" : "wrong_result", why);
+        ok[a] = check_verdict(c->mpi_name, cp->n, desc_names[alg], code, detail);
     }
     PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
     free(mask);

@@ -25,6 +25,7 @@ int dt_layout_has(int layout, int d);
 int dt_reference(int layout);
 const char *dt_case_check(const dtcase_t *d);    /* NULL, or why the parameters make no layout */
 void dt_case_name(dtcase_t *d);
+void dt_case_signature(const dtcase_t *d, char hex[17]);   /* the typed description's block type */
 void dt_plan(const call_t *c, size_t req, int p, cplan_t *cp);
 void dt_release(void);
 #endif

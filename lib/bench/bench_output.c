@@ -181,6 +181,39 @@ void footer_add(const char *fmt, ...)
     g_flen += n;
 }
 
+/* Ends a run that measured nothing; the library's report at MPI_Finalize stays out of stdout. */
+void bench_quiet_finalize(void)
+{
+    fflush(stdout);
+    int fd = open("/dev/null", O_WRONLY);
+    if (fd >= 0) { dup2(fd, 1); close(fd); }
+    MPI_Finalize();
+}
+
+/* The start both programs share, after their plan checks: --dry-run prints the plan and ends the run
+ * (returns 0); otherwise rank 0 opens the output and draws the seed (unless --seed), and every rank gets
+ * both through share_from_rank0 -- never a rooted collective first (bench.h). Returns -1 to go on
+ * (*seed and rng_state set), or the exit status after MPI_Finalize (2: the output cannot be written). */
+int bench_start(double limit, size_t ms, size_t mr, size_t msc, int wj, unsigned long long *seed)
+{
+    if (O.dry_run) {
+        dry_run(limit, ms, mr, msc, wj);
+        bench_quiet_finalize();
+        return 0;
+    }
+    unsigned long long s = O.seed;
+    int ok = 1;
+    if (g_rank == 0) {
+        ok = open_output();
+        if (!O.seed_given) s = ((unsigned long long)time(NULL) << 20) ^ (unsigned long long)getpid() ^ (unsigned long long)clock();
+    }
+    unsigned long long hdr[2] = {(unsigned long long)ok, s};
+    share_from_rank0(hdr, 2);
+    if (!hdr[0]) { bench_quiet_finalize(); return 2; }
+    *seed = rng_state = hdr[1];
+    return -1;
+}
+
 /* Rank 0 opens --output (new or empty) or stdout; returns 0 when the run must stop (message printed). */
 int open_output(void)
 {

@@ -78,42 +78,17 @@ int main(int argc, char **argv)
     check_pools();
     check_nrep_from();
     describe_policy();
-    if (O.dry_run) {
-        dry_run(limit, ms, mr, msc, wj);
-        fflush(stdout);
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) { dup2(fd, 1); close(fd); }
-        MPI_Finalize();
-        return 0;
-    }
     /* ---- from here on: MPI communication (all checks passed) */
-    unsigned long long seed = O.seed;
-    int ok = 1;
-    if (g_rank == 0) {
-        ok = open_output();
-        if (!O.seed_given) seed = ((unsigned long long)time(NULL) << 20) ^ (unsigned long long)getpid() ^ (unsigned long long)clock();
-    }
-    unsigned long long hdr[2] = {(unsigned long long)ok, seed};
-    share_from_rank0(hdr, 2);
-    if (!hdr[0]) {   /* keep the library's report out of stdout: nothing was measured */
-        fflush(stdout);
-        int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) { dup2(fd, 1); close(fd); }
-        MPI_Finalize();
-        return 2;
-    }
-    seed = hdr[1];
-    rng_state = seed;
+    unsigned long long seed;
+    int rc = bench_start(limit, ms, mr, msc, wj, &seed);
+    if (rc >= 0) return rc;
     {   /* a launcher that did not make the requested layout is an error of this run, not a relabel */
         char why[1024] = "";
         unsigned long long bad = g_rank == 0 ? (unsigned long long)layout_mismatch(&L, why, sizeof why) : 0;
         share_from_rank0(&bad, 1);
         if (bad) {
             if (g_rank == 0) fprintf(stderr, "pgmpi-bench: error: layout: %s\n", why);
-            fflush(stdout);
-            int fd = open("/dev/null", O_WRONLY);
-            if (fd >= 0) { dup2(fd, 1); close(fd); }
-            MPI_Finalize();
+            bench_quiet_finalize();
             return 3;
         }
     }

@@ -3,6 +3,7 @@
 #ifndef PGMPITUNE_H
 #define PGMPITUNE_H
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -43,8 +44,18 @@ size_t      pgmpitune_pool_bytes(int which);
  * MPI_Finalize itself; alg/count lines exist only with PGMPITUNE_VERBOSE=1. */
 void        pgmpitune_report(FILE *out);
 
-/* Validates profile files and directories exactly as the library reads them at MPI_Init
- * (same parser). Messages "path:line: ..." go to out (notes too when verbose). Returns the
+/* Layout signature of a datatype (lib/docs/profile-format.md, "Datatype profiles"): 16 lowercase hex
+ * digits of FNV-1a 64 over "v1;<base>;<extent>;<disp>+<len>,..." for `count` consecutive elements (1: the
+ * type's own signature, cached per committed handle; c: that of contiguous(c, t), the whole message).
+ * hex gets 17 bytes; text, when not NULL, the canonical text (truncated to cap). 0, or -1 when the
+ * type cannot be flattened. Needs MPI_Init. */
+int         pgmpitune_type_signature(MPI_Datatype t, int count, char hex[17], char *text, size_t cap);
+/* The description this process communicates t with in the wrapped calls (a datatype profile's GL4
+ * replacement, made at MPI_Type_commit), or NULL when it uses t itself. */
+const char *pgmpitune_type_replacement(MPI_Datatype t);
+
+/* Validates profile files and directories (*.prf and *.dtprf) exactly as the library reads them at
+ * MPI_Init (same parser). Messages "path:line: ..." go to out (notes too when verbose). Returns the
  * number of errors (0 = all valid). Needs no MPI_Init. */
 int         pgmpitune_check_paths(int npaths, const char *const *paths, FILE *out, int verbose);
 

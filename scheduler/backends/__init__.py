@@ -118,7 +118,8 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
                             f"|| {{ tail -n 20 {shlex.quote(ln.output[:-5] + '.log')} >&2; "
                             f"fail 'search driver {ln.index} failed ({ln.output[:-5]}.log)'; }}")
             continue
-        line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(bench))} {shlex.join(ln.argv)}"
+        program = bench.parent / ln.program if ln.program else bench   # pgmpi-dtbench: pgmpi-bench's sibling
+        line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(program))} {shlex.join(ln.argv)}"
         if ln.env:
             exports = "; ".join(f"export {k}={shlex.quote(v)}" for k, v in ln.env.items())
             line = f"({exports}; {line}) || exit 1"

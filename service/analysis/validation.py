@@ -28,6 +28,7 @@ The verdict:
 from __future__ import annotations
 
 import math
+import re
 import statistics
 
 from pgmpi_formats import collectives as _colls
@@ -94,14 +95,96 @@ def render_prf(text: str, keep: list[tuple[int, int, str]]) -> str:
                       comments=["validation dropped the sizes it measured slower (see the profile page)"])
 
 
+def _dt_typed(dt_figs, profile_files: dict[str, str]) -> list[dict]:
+    """A datatype validation's figures of the `typed` description (the .prf repair's evidence) as one figure
+    per (collective, p, size) for the .prf judgement: inside a redirected range the worst case (a range
+    redirects every call of its size, whatever the layout), outside (the control) the median case."""
+    ranges = []
+    for fname, text in profile_files.items():
+        if fname.endswith(".dtprf"):
+            continue
+        try:
+            prf = parse_prf(text, fname)
+        except ValueError:
+            continue
+        coll = _colls.by_mpi_name(prf["mpi_name"])
+        if coll is not None:
+            ranges += [(coll.key, prf["nprocs"], lo, hi) for lo, hi, a in prf["ranges"] if a != "default"]
+    by: dict[tuple, list] = {}
+    for f in dt_figs:
+        if _get(f, "description") == "typed" and _ratio(f) is not None:
+            by.setdefault((_get(f, "collective"), _get(f, "nprocs"), _get(f, "msize")), []).append(f)
+    out = []
+    for (coll, p, m), fs in sorted(by.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        fs.sort(key=_ratio)
+        inside = any(c == coll and q == p and lo <= m <= hi for c, q, lo, hi in ranges)
+        f = fs[0] if inside else fs[len(fs) // 2]
+        out.append(dict(f) if isinstance(f, dict) else f.model_dump())
+    for f in out:
+        f.pop("case", None)
+    return out
+
+
+def _any_pattern(case: str) -> str:
+    """pgmpi-dtbench's case name without its pattern (dt_<pattern>_<base>_<layout>...)."""
+    return re.sub(r"^dt_(pingpong|bcast|allgather)_", "dt_", case)
+
+
+def _judge_dtprf(fname: str, text: str, dt_figs, tol: float):
+    """Each replacement of a datatype profile by the figures of the descriptions it replaces (its evidence:
+    `<case>:<description>@<bytes>`): kept when no figure of those measured it slower; the kept rules, and
+    the kept / dropped entries with their figures."""
+    from pgmpi_formats.dtprf import parse_dtprf
+    keep, kept, dropped = [], [], []
+    for sig, desc, ev in parse_dtprf(text, fname)["rules"]:
+        # the replacement acts on the evidence's type: that layout, description and size (another size of the
+        # same description is another type map, another signature) -- in every call that communicates it, so
+        # in every pattern measured, not only the evidence's
+        cells = set()
+        for item in ev.get("evidence", "").split(","):
+            case, _, rest = item.partition(":")
+            replaced, _, size = rest.partition("@")
+            if case and replaced and size.isdigit():
+                cells.add((_any_pattern(case), replaced, int(size)))
+        mine = [f for f in dt_figs if (_any_pattern(_get(f, "case") or ""), _get(f, "description"),
+                                       _get(f, "msize")) in cells]
+        entry = {"file": fname, "signature": sig, "description": desc, "figures": [_fig(f) for f in mine]}
+        why = [w for w in (_size_failure(f, tol) for f in mine) if w]
+        if not mine:
+            dropped.append(entry | {"why": "no measured figure of the descriptions it replaces"})
+        elif why:
+            dropped.append(entry | {"why": "; ".join(why)})
+        else:
+            kept.append(entry)
+            keep.append((sig, desc, ev))
+    return keep, kept, dropped
+
+
 def judge(profile_files: dict[str, str], figs, null_spread: float | None = None,
           all_or_nothing: bool = False) -> dict:
     """The verdict of one validation run on a candidate's profile files (see the module doc)."""
     tol = max(null_spread or 0.0, TOLERANCE_FLOOR)
     kept_files: dict[str, str] = {}
     kept, dropped, control, errors = [], [], [], []
+    dt_kept, dt_dropped = [], []
     checked = 0
+    dt_figs = [f for f in figs if _get(f, "case")]
+    figs = [f for f in figs if not _get(f, "case")] + _dt_typed(dt_figs, profile_files)
     for fname, text in sorted(profile_files.items()):
+        if fname.endswith(".dtprf"):
+            try:
+                keep_rules, k, d = _judge_dtprf(fname, text, dt_figs, tol)
+            except ValueError as exc:
+                errors.append({"file": fname, "error": str(exc)})
+                continue
+            dt_kept += k
+            dt_dropped += d
+            checked += sum(len(x["figures"]) for x in k + d)
+            if keep_rules:
+                from pgmpi_formats.dtprf import format_dtprf
+                kept_files[fname] = text if not d else format_dtprf(
+                    keep_rules, comments=["validation dropped the replacements it measured slower"])
+            continue
         try:
             refuse_control(text, fname)
             prf = parse_prf(text, fname)
@@ -153,9 +236,9 @@ def judge(profile_files: dict[str, str], figs, null_spread: float | None = None,
     bad_control = [c for c in control if not c["ok"]]
     if bad_control:
         state = "inconclusive"
-    elif errors or not kept or (dropped and all_or_nothing):
+    elif errors or not (kept or dt_kept) or ((dropped or dt_dropped) and all_or_nothing):
         state = "failed"
-    elif dropped:
+    elif dropped or dt_dropped:
         state = "repaired"
     else:
         state = "passed"
@@ -167,6 +250,7 @@ def judge(profile_files: dict[str, str], figs, null_spread: float | None = None,
     return {"state": state, "ok": state in ("passed", "repaired"), "checked": checked, "tolerance": tol,
             "slower": slower, "missing": missing,
             "kept": kept, "dropped": dropped, "control": control, "errors": errors,
+            "dt_kept": dt_kept, "dt_dropped": dt_dropped,
             "all_or_nothing": all_or_nothing, "files": kept_files if state in ("passed", "repaired") else {},
             "paired": all(_get(f, "paired", False) for f in figs) if figs else False}
 
@@ -185,6 +269,11 @@ def summary_line(verdict: dict) -> str:
     if verdict["dropped"] and st != "inconclusive":
         s += "; dropped " + "; ".join(f"{d['collective']} p={d['nprocs']} {d['range'][0]}-{d['range'][1]} "
                                      f"{d['algorithm']} ({d['why']})" for d in verdict["dropped"][:10])
+    if verdict.get("dt_kept") or verdict.get("dt_dropped"):
+        s += f"; datatype replacements kept {len(verdict.get('dt_kept') or [])}"
+        if verdict.get("dt_dropped"):
+            s += ", dropped " + "; ".join(f"{d['signature']} {d['description']} ({d['why']})"
+                                         for d in verdict["dt_dropped"][:10])
     if verdict["errors"]:
         s += "; errors: " + "; ".join(e.get("error", "") for e in verdict["errors"][:5])
     if not verdict.get("paired"):

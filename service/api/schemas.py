@@ -122,6 +122,10 @@ class ValidationFigureIn(_In):
     run_ratios: Optional[list[float]] = Field(default=None, max_length=10_000,
                                               description="per mpirun: default / tuned median of that mpirun")
     paired: bool = Field(default=False, description="default and tuned measured interleaved in the same mpiruns")
+    case: str = Field(default="", max_length=120, pattern=r"^[A-Za-z0-9_]*$",
+                      description="pgmpi-dtbench's case (datatype validation), e.g. dt_bcast_int_bucket_v1_a2")
+    description: str = Field(default="", max_length=40, pattern=r"^[a-z_]*$",
+                             description="the datatype description both arms ran (typed: the profile's .prf)")
 
 
 class ValidationIn(_In):

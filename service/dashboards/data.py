@@ -294,9 +294,10 @@ def _violation_on_layout(q, layout: str | None):
 def medians(s, lib: MpiLibrary, campaign: Campaign | None, p: int, call: str | None = None,
             layout: str | None = None):
     """(call, algorithm, msize) -> per-run medians, for one campaign (or all), p and layout (None: all)."""
+    # pgmpi-dtbench's cases (calls named dt_<pattern>_...) have their own pages (service/dashboards/dt_data.py)
     q = _on_layout(select(Series.call, Series.algorithm, Series.msize, Series.median)
                    .join(Run, Run.id == Series.run_id)
-                   .where(Run.library_id == lib.id, Run.nprocs == p), layout)
+                   .where(Run.library_id == lib.id, Run.nprocs == p, ~Series.call.startswith("dt_")), layout)
     if campaign is not None:
         q = q.where(Run.campaign_id == campaign.id)
     if call is not None:

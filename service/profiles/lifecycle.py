@@ -30,8 +30,11 @@ def validation_verdict(v: ProfileVersion, figures, tolerance: float | None = Non
     control arm measured (service/analysis/README.md, "Validation"); a configured tolerance is a floor."""
     from service.analysis.validation import judge
     analysis = db.session.get(Analysis, v.analysis_id) if v.analysis_id else None
-    control = ((analysis.summary or {}).get("control") or {}) if analysis is not None else {}
+    summ = (analysis.summary or {}) if analysis is not None else {}
+    control = summ.get("control") or {}
     spread = control.get("null_spread")
+    if spread is None:      # a datatype campaign: its control arm is typed_control (service/analysis/datatypes.py)
+        spread = ((summ.get("datatypes") or {}).get("control") or {}).get("null_spread")
     if tolerance is not None:
         spread = max(spread or 0.0, tolerance)
     return judge(v.files or {}, figures, null_spread=spread, all_or_nothing=all_or_nothing)
@@ -63,7 +66,9 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
                              speedup=f.speedup if f.speedup is not None else f.default_time / f.tuned_time,
                              details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": job,
                                       "campaign": campaign, "run_ratios": getattr(f, "run_ratios", None),
-                                      "paired": getattr(f, "paired", False), "verdict": verdict["state"]})
+                                      "paired": getattr(f, "paired", False), "verdict": verdict["state"],
+                                      **({"case": f.case, "description": f.description}
+                                         if getattr(f, "case", "") else {})})
             for f in figures]
     db.session.add_all(rows)
     apply_verdict(v, verdict, job)

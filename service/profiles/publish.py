@@ -45,7 +45,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 from pgmpi_formats.checker import CHECKER_NAME, find_checker
 
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
-_FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,123}\.prf$")
+_FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,123}\.(prf|dtprf)$")   # .dtprf: datatype profiles
 # the library's own decision file, one per set (pgmpi_formats.ompi_rules / mpich_json)
 NATIVE_FILES = {"native.rules": "openmpi", "native.json": "mpich"}
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -152,7 +152,7 @@ def check_file_name(name: str) -> str:
     if not _FILE_OK.match(name or "") or name in (".", ".."):
         raise PublishError(
             f"profile file name {name!r}: use letters, digits and ._+- only, no directories, "
-            f"not starting with a dot, ending in .prf (e.g. allreduce_p16.prf), or "
+            f"not starting with a dot, ending in .prf (e.g. allreduce_p16.prf) or .dtprf (datatypes.dtprf), or "
             f"{' / '.join(NATIVE_FILES)} (the MPI library's own decision file)")
     return name
 

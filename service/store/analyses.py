@@ -9,8 +9,8 @@ from sqlalchemy import select
 
 from pgmpi_formats.results import ResultSet, RunResult
 from service.store.db import db
-from service.store.models import (Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run, Series,
-                            Violation)
+from service.store.models import (Analysis, Campaign, DtVerdict, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
+                                  Series, Violation)
 
 
 class AnalysisInputError(ValueError):
@@ -79,9 +79,34 @@ def run_analysis(machine: Machine, data, actor: str) -> Analysis:
                                confirmations=getattr(data, "confirmations", 1),
                                confirmed_before=nights(lib, campaign)[0] if campaign else {})
         data.fdr = out["fdr"]    # None (the default) resolved: on for a campaign's analysis
+        from datetime import datetime, timezone
+        from service.analysis import datatypes
+        dt = datatypes.analyse(rs, alpha=data.alpha, test=data.test if data.test in datatypes.PAIRED_TESTS
+                               else datatypes.DEFAULT_TEST, fdr=bool(out["fdr"]),
+                               min_effect=getattr(data, "min_gain", 0.10), campaign=campaign.name if campaign else None,
+                               created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     except ValueError as e:
         raise AnalysisInputError(str(e)) from None
-    return store_result(machine, lib, campaign, data, actor, convert(out))
+    result = convert(out)
+    if dt is not None:
+        merge_datatypes(result, dt)
+    return store_result(machine, lib, campaign, data, actor, result)
+
+
+def merge_datatypes(result: dict, dt: dict) -> None:
+    """The datatype guidelines' verdicts, control arm and repair profiles (service/analysis/datatypes.py
+    analyse) into the rows store_result writes; a repair profile whose file name a collective profile of the
+    same analysis took is left out (the collective campaign's measurement of that call decides)."""
+    vs = dt["verdicts"]
+    result["datatypes"] = [v.as_dict() for v in vs]
+    taken = set(result.get("profiles") or {})
+    added = {k: v for k, v in dt["profiles"].items() if k not in taken}
+    result.setdefault("profiles", {}).update(added)
+    tested = [v for v in vs if v.verdict != "n/a" and v.guideline in ("GL1", "GL2/3", "GL4")]
+    result["summary"]["datatypes"] = {
+        "tested": len(tested), "violated": sum(v.verdict == "violated" for v in tested),
+        "control": dt["control"].to_dict(), "profiles": sorted(added),
+        "left_out": sorted(set(dt["profiles"]) - set(added)), "refused": dt["refused"][:200]}
 
 
 def _key(collective: str, nprocs: int, msize: int, mockup: str) -> str:
@@ -195,6 +220,12 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
                                  status=v.get("status", "verified"), status_why=v.get("status_why"),
                                  nights_confirmed=1 + confirmed.get(k, 0) if kind == "pattern" else None,
                                  nights_contradicted=contradicted.get(k, 0) if kind == "pattern" else None))
+    for d in result.get("datatypes") or []:
+        db.session.add(DtVerdict(analysis_id=a.id, guideline=d["guideline"], pattern=d["pattern"],
+                                 basetype=d["basetype"], dt_layout=d["layout"][:60], nprocs=int(d["nprocs"]),
+                                 layout=d.get("process_layout") or "", msize=int(d["msize"]), slower=d["slower"],
+                                 faster=d["faster"], ratio=d["ratio"], p_value=d["p"], runs=int(d["runs"]),
+                                 verdict=d["verdict"], signature=d.get("signature") or ""))
     profiles = result.get("profiles") or {}
     if profiles:
         ps = db.session.scalar(select(ProfileSet).where(ProfileSet.machine_id == machine.id,

@@ -18,7 +18,8 @@ from pgmpi_formats import limits
 from pgmpi_formats.layouts import layout_label
 from pgmpi_formats.results import ResultsFormatError, RunResult, parse_text
 from service.store.db import db
-from service.store.models import BarrierSeries, Campaign, Job, Machine, MpiLibrary, Run, Series, Upload
+from service.analysis.datatypes import case_of_line
+from service.store.models import BarrierSeries, Campaign, DtCase, Job, Machine, MpiLibrary, Run, Series, Upload
 
 
 class UploadError(ValueError):
@@ -262,6 +263,7 @@ class UploadWriter:
         for rows, model in ((series_rows, Series), (barrier_rows, BarrierSeries)):
             for i in range(0, len(rows), 2000):
                 db.session.execute(insert(model), rows[i:i + 2000])
+        _dt_cases_of(run.id, p.result)
         self.n_files += 1
         self.n_timings += len(p.result)
 
@@ -352,6 +354,25 @@ def _series_of(run_id: int, r: RunResult, series_rows: list, barrier_rows: list)
             series_rows.append({"run_id": run_id, "call": r.tests[ti], "algorithm": r.algorithms[int(a[s])],
                                 "msize": int(m[s]), "n": n, "median": float(medians[k]), "mean": float(means[k]),
                                 "minimum": float(mins[k]), "timings": blob})
+
+
+def _dt_cases_of(run_id: int, r: RunResult) -> None:
+    """pgmpi-dtbench's cases of one run (its `#@pgmpi dtcase` lines) with the count of each description
+    and size, for the cases the run measured; other files have none."""
+    rows = []
+    for line in r.pgmpi_lines:
+        case = case_of_line(line)
+        if case is None or case.test not in r.tests:
+            continue
+        counts: dict[str, dict[str, int]] = {}
+        for (t, alg, m), c in r.cell_counts.items():
+            if t == case.test:
+                counts.setdefault(alg, {})[str(m)] = int(c)
+        rows.append({"run_id": run_id, "test": case.test[:120], "pattern": case.pattern[:20],
+                     "dt_layout": case.layout[:40], "variant": case.variant, "block": case.A,
+                     "basetype": case.basetype[:40], "signature": case.signature, "counts": counts})
+    if rows:
+        db.session.execute(insert(DtCase), list({r["test"]: r for r in rows}.values()))
 
 
 def _check_machine(principal, machine_id: int, name: str) -> None:

@@ -370,3 +370,47 @@ class LibraryOverview(db.Model):
     max_slowdown: Mapped[Optional[float]] = mapped_column(Float)
     by_collective: Mapped[dict[str, Any]] = mapped_column(JSON)   # collective -> {violations, max_slowdown}
     history: Mapped[list[Any]] = mapped_column(JSON)              # [[iso time, n_violations], ...] oldest first
+
+
+class DtCase(db.Model):
+    """A derived-datatype case of one run (pgmpi-dtbench's `#@pgmpi dtcase` footer line): the call name of its
+    series is `test`; each series' algorithm is a description of the datatype layout.  `dt_layout` is the
+    paper's memory layout (tiled, bucket, ...), not the process layout of Run.layout; `counts` holds the count
+    argument per description and size ({description: {bytes: count}}), `signature` the layout signature
+    pgmpi-dtbench recorded for the case ("" when it did not)."""
+    __tablename__ = "dt_cases"
+    __table_args__ = (UniqueConstraint("run_id", "test", name="uq_dt_cases_run_test"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    test: Mapped[str] = mapped_column(String(120))
+    pattern: Mapped[str] = mapped_column(String(20))
+    dt_layout: Mapped[str] = mapped_column(String(40))
+    variant: Mapped[int] = mapped_column(Integer)
+    block: Mapped[int] = mapped_column(Integer)            # the unit size A of the paper, in elements
+    basetype: Mapped[str] = mapped_column(String(40))
+    signature: Mapped[str] = mapped_column(String(16), default="", server_default="")
+    counts: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class DtVerdict(db.Model):
+    """A verdict of a derived-datatype guideline (GL1, GL2/3, GL4; control and repair as evidence) of one
+    analysis: `slower` against `faster`, two descriptions of one datatype layout measured in the same mpiruns
+    (service/analysis/datatypes.py)."""
+    __tablename__ = "dt_verdicts"
+    __table_args__ = (Index("ix_dt_verdicts_analysis_pattern", "analysis_id", "pattern"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    analysis_id: Mapped[int] = mapped_column(ForeignKey("analyses.id", ondelete="CASCADE"))
+    guideline: Mapped[str] = mapped_column(String(16))
+    pattern: Mapped[str] = mapped_column(String(20))
+    basetype: Mapped[str] = mapped_column(String(40))
+    dt_layout: Mapped[str] = mapped_column(String(60))      # DtCase label, e.g. "bucket v1 A=2"
+    nprocs: Mapped[int] = mapped_column(Integer)
+    layout: Mapped[str] = mapped_column(String(60), default="", server_default="")   # process layout of the runs
+    msize: Mapped[int] = mapped_column(Integer)
+    slower: Mapped[str] = mapped_column(String(40))
+    faster: Mapped[str] = mapped_column(String(40))
+    ratio: Mapped[Optional[float]] = mapped_column(Float)   # median over mpiruns of slower / faster
+    p_value: Mapped[Optional[float]] = mapped_column(Float)
+    runs: Mapped[int] = mapped_column(Integer)
+    verdict: Mapped[str] = mapped_column(String(12))        # violated | holds | n/a
+    signature: Mapped[str] = mapped_column(String(16), default="", server_default="")

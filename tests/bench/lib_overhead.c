@@ -4,6 +4,11 @@
  * With LOOKUP=1 it also times pgmpitune_selected() over pseudo-random message sizes (pure lookup:
  * O(1) collective + profile index + O(log M) range search).
  * Times are thread CPU time (CLOCK_THREAD_CPUTIME_ID), so preemption by other jobs is not counted.
+ * With OP=bcast the calls are an 8-byte MPI_Bcast instead, with OP=send a pair MPI_Send + MPI_Recv of 8
+ * bytes from each rank to itself (its wrapper checks the datatype for a GL4
+ * replacement, lib/src/core/datatypes.c); DT_SIGNATURE=1 prints the layout signature of the vector type
+ * below and exits; DT_KEEP=1 commits that type first and keeps it alive, so that with a datatype profile
+ * naming its signature a replacement exists and every call takes the filter of the datatype check.
  *   lib_overhead ITER BLOCKS */
 #include <mpi.h>
 #include <stdio.h>
@@ -33,11 +38,27 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int g_bcast, g_send, g_self;
+
 static double loop(int wrapped, long iter)
 {
     double x = 1.0, y = 0.0;
     double t0 = now();
-    if (wrapped)
+    if (g_send && wrapped)   /* to itself: an 8-byte send completes eagerly */
+        for (long i = 0; i < iter; i++) {
+            MPI_Send(&x, 1, MPI_DOUBLE, g_self, 5, MPI_COMM_WORLD);
+            MPI_Recv(&y, 1, MPI_DOUBLE, g_self, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    else if (g_send)
+        for (long i = 0; i < iter; i++) {
+            PMPI_Send(&x, 1, MPI_DOUBLE, g_self, 5, MPI_COMM_WORLD);
+            PMPI_Recv(&y, 1, MPI_DOUBLE, g_self, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    else if (g_bcast && wrapped)
+        for (long i = 0; i < iter; i++) MPI_Bcast(&x, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    else if (g_bcast)
+        for (long i = 0; i < iter; i++) PMPI_Bcast(&x, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    else if (wrapped)
         for (long i = 0; i < iter; i++) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     else
         for (long i = 0; i < iter; i++) PMPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -51,6 +72,22 @@ int main(int argc, char **argv)
     int blocks = argc > 2 ? atoi(argv[2]) : 21, rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
+    g_bcast = getenv("OP") && getenv("OP")[0] == 'b';
+    g_send = getenv("OP") && getenv("OP")[0] == 's';
+    g_self = rank;
+    MPI_Datatype kept = MPI_DATATYPE_NULL;
+    if (getenv("DT_SIGNATURE") || getenv("DT_KEEP")) {
+        MPI_Type_vector(4, 2, 3, MPI_DOUBLE, &kept);
+        MPI_Type_commit(&kept);
+        if (getenv("DT_SIGNATURE")) {
+            char hex[17] = "";
+            pgmpitune_type_signature(kept, 1, hex, NULL, 0);
+            if (rank == 0) printf("%s\n", hex);
+            MPI_Type_free(&kept);
+            MPI_Finalize();
+            return 0;
+        }
+    }
     double *w = malloc(sizeof(double) * (size_t)blocks), *b = malloc(sizeof(double) * (size_t)blocks);
     double *d = malloc(sizeof(double) * (size_t)blocks);
     loop(1, iter / 10 + 1);
@@ -78,8 +115,10 @@ int main(int argc, char **argv)
         double mo = median(d, blocks);
         printf("p=%d wrapped_ns=%.2f bare_ns=%.2f overhead_ns=%.2f", p, median(w, blocks), median(b, blocks), mo);
         if (lookup >= 0) printf(" lookup_ns=%.2f", lookup);
+        if (kept != MPI_DATATYPE_NULL) printf(" kept_type_replaced=%s", pgmpitune_type_replacement(kept) ? "yes" : "no");
         printf("\n");
     }
+    if (kept != MPI_DATATYPE_NULL) MPI_Type_free(&kept);
     MPI_Finalize();
     return 0;
 }

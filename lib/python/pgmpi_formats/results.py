@@ -86,6 +86,9 @@ class RunResult:
     alg_footer: dict[tuple[str, int], str] = field(default_factory=dict)   # (MPI name, bytes) -> algorithm
     config: dict[str, str] = field(default_factory=dict)                    # #@pgmpi config key value
     pgmpi_lines: list[str] = field(default_factory=list)                    # every #@pgmpi line, raw
+    # the count argument of each cell (call, algorithm, bytes) when the file has a `count` column next to
+    # `msize` (pgmpi-dtbench: the count of the row's datatype description)
+    cell_counts: dict[tuple[str, str, int], int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.runtime.shape[0])
@@ -423,6 +426,13 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
         test_codes = np.array(tmap, dtype=np.int32)[test_codes]
         tests = new_tests
 
+    cell_counts: dict[tuple[str, str, int], int] = {}
+    if "count" in cidx and "msize" in cidx and nrows:
+        cnt = numeric("count", np.int64)
+        cells = np.unique(np.stack([test_codes.astype(np.int64), alg_codes.astype(np.int64), msize, cnt]), axis=1)
+        for t, a, m, c in cells.T.tolist():
+            cell_counts[(tests[t], algorithms[a], m)] = c
+
     keep = None
     if "errorcode" in cidx:
         keep = numeric("errorcode", np.int64) == 0
@@ -466,7 +476,7 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
         runtime = mx
     return RunResult(source=source, header=header, tests=tests, algorithms=algorithms, test=test_codes,
                      nrep=nrep, msize=msize, runtime=runtime, algorithm=alg_codes, alg_footer=alg_footer,
-                     config=config, pgmpi_lines=["#@" + b for _, b in pgmpi_lines])
+                     config=config, pgmpi_lines=["#@" + b for _, b in pgmpi_lines], cell_counts=cell_counts)
 
 
 _GL_RE = re.compile(r"^GL_([A-Z][a-z]*(?:_[a-z]+)*)_as_([A-Za-z]+)$")

@@ -7,6 +7,9 @@ A launch that measured `default` and `tuned` interleaved (pgmpi-bench --algorith
 ratio default / tuned per (collective, size) from the medians of that launch; launches of the older layout
 (one arm per launch, role "default" / "tuned") are paired launch by launch and marked paired=False. A size's
 figure is the median of its per-launch ratios, with the ratios themselves (the regime check needs them).
+A pgmpi-dtbench validation (a datatype profile: scheduler/validation.py) gives one figure per case, size and
+description, with the case and description named; its default arm is `typed` (or the description both arms
+run) without the profile, its tuned arm `tuned` (or that description) with it, in separate launches.
 """
 from __future__ import annotations
 
@@ -19,17 +22,42 @@ from .results import parse_text
 TUNED = "tuned"
 
 
+DT_SEP = "/"      # a pgmpi-dtbench validation figure's key: "<pattern>/<case>/<description>"
+_DT_PATTERNS = ("pingpong", "bcast", "allgather")     # a figure's collective: the pattern (bcast, allgather: keys)
+
+
+def _dt_calls(run) -> dict[str, str]:
+    """pgmpi-dtbench's cases of a run (`#@pgmpi dtcase <test> pattern=..`): test -> pattern."""
+    out = {}
+    for line in run.pgmpi_lines:
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] == "dtcase":
+            kv = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
+            if kv.get("pattern") in _DT_PATTERNS:
+                out[parts[2]] = kv["pattern"]
+    return out
+
+
 def _medians(text: str, name: str, layouts: set | None = None) -> tuple[dict[tuple[str, int, str], float],
                                                                         dict[tuple[str, int, str], int]]:
     run = parse_text(text, name)
     if layouts is not None:
         layouts.add(run.layout)
+    dt = _dt_calls(run)
+    # a datatype validation launch is one arm: with the profile when it ran the `tuned` description
+    dt_arm = TUNED if TUNED in run.algorithms else "default"
     by: dict[tuple[str, int, str], list[float]] = {}
     for t, m, x, a in zip(run.test.tolist(), run.msize.tolist(), run.runtime.tolist(), run.algorithm.tolist()):
         call = run.tests[t]
         if call == "MPI_Barrier":
             continue
-        by.setdefault((call, m, run.algorithms[a]), []).append(x)
+        alg = run.algorithms[a]
+        if dt:      # a datatype validation launch: one figure per (case, description); typed/tuned are the arms
+            if call not in dt:
+                continue
+            desc = "typed" if alg in ("typed", TUNED) else alg
+            call, alg = DT_SEP.join((dt[call], call, desc)), dt_arm
+        by.setdefault((call, m, alg), []).append(x)
     return ({k: statistics.median(v) for k, v in by.items()}, {k: len(v) for k, v in by.items()})
 
 
@@ -67,9 +95,12 @@ def figures(files: list[tuple[str, str]], nprocs: int) -> list[dict]:
     layout = layouts.pop() if len(layouts) == 1 else ""
     out = []
     for (call, m), ratios in sorted(per_run.items()):
-        coll = _colls.by_mpi_name(call)
+        first, *dt = call.split(DT_SEP)
+        coll = _colls.by_mpi_name(first)
         dflt, tuned = times.get((call, m, "default"), []), times.get((call, m, TUNED), [])
-        out.append({"collective": coll.key if coll else call.lower(), "msize": m, "nprocs": nprocs, "layout": layout,
+        extra = {"case": dt[0], "description": dt[1]} if dt else {}
+        key = first if dt else (coll.key if coll else call.lower())
+        out.append({**extra, "collective": key, "msize": m, "nprocs": nprocs, "layout": layout,
                     "default_time": statistics.median(dflt) if dflt else math.nan,
                     "tuned_time": statistics.median(tuned) if tuned else math.nan,
                     "speedup": math.exp(statistics.median(math.log(r) for r in ratios)),

@@ -14,23 +14,44 @@ static int allgather_place_own(const void *sb, int sc, MPI_Datatype st, void *rb
     return pm_pack((char *)rb + (MPI_Aint)r * rc * pm_extent(rt), rc, rt, V + (size_t)r * n, n, comm);
 }
 
+/* The p blocks of n bytes as one byte vector V of p x n bytes that every rank communicates (rule 3): the
+ * receive buffer itself when its type is contiguous, else the message pool, with this rank's own block
+ * already at its place; allgather_bytes_done unpacks. PGMPI_FALLBACK (before any communication) for an
+ * intercommunicator, a vector too long for an int count, or packing that is not raw bytes; *n = 0:
+ * nothing moves anywhere. */
+static int allgather_bytes(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm,
+                           char **V, size_t *n)
+{
+    *n = 0;
+    if (pm_inter(comm)) return PGMPI_FALLBACK;
+    int p = pm_size(comm);
+    *n = (size_t)rc * pgmpi_type_bytes(rt);                      /* the same on every rank */
+    if (*n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(*n * (size_t)p) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    *V = pm_landing(rb, rt, pgmpi_pool_msg());
+    return allgather_place_own(sb, sc, st, rb, rc, rt, *V, pm_rank(comm), *n, comm);
+}
+static int allgather_bytes_done(const char *V, size_t n, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm)
+{
+    int p = pm_size(comm);
+    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, n * (size_t)p, rb, rc * p, rt, comm);
+}
+
 /* GL1: Gather to rank 0, then Bcast of the whole vector, in bytes (rule 3): every rank puts its own
  * block at its place of V (the receive buffer when contiguous, else the message pool), rank 0 gathers
  * in place, every rank unpacks V after the Bcast. */
 static int allgather_as_gather_bcast(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                                      MPI_Datatype rt, MPI_Comm comm)
 {
-    if (pm_inter(comm)) return PGMPI_FALLBACK;
+    char *V = NULL;
+    size_t n;
+    int ret = allgather_bytes(sb, sc, st, rb, rc, rt, comm, &V, &n);
+    if (ret != MPI_SUCCESS || n == 0) return ret;
     int p = pm_size(comm), r = pm_rank(comm);
-    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;   /* n: the same on every rank */
-    if (n == 0) return MPI_SUCCESS;                                      /* nothing moves anywhere */
-    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
-    char *V = pm_landing(rb, rt, pgmpi_pool_msg());
-    PM_TRY(allgather_place_own(sb, sc, st, rb, rc, rt, V, r, n, comm));
     if (r == 0) PM_TRY(PMPI_Gather(MPI_IN_PLACE, (int)n, MPI_BYTE, V, (int)n, MPI_BYTE, 0, comm));
     else PM_TRY(PMPI_Gather(V + (size_t)r * n, (int)n, MPI_BYTE, NULL, 0, MPI_BYTE, 0, comm));
-    PM_TRY(PMPI_Bcast(V, (int)all, MPI_BYTE, 0, comm));
-    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
+    PM_TRY(PMPI_Bcast(V, (int)(n * (size_t)p), MPI_BYTE, 0, comm));
+    return allgather_bytes_done(V, n, rb, rc, rt, comm);
 }
 
 /* GL2: every rank sends p copies of its block with Alltoall, in bytes: the own block is packed into
@@ -83,17 +104,15 @@ static int allgather_as_allreduce(const void *sb, int sc, MPI_Datatype st, void 
 static int allgather_as_allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                                    MPI_Datatype rt, MPI_Comm comm)
 {
-    if (pm_inter(comm)) return PGMPI_FALLBACK;
-    int p = pm_size(comm), r = pm_rank(comm);
-    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;
-    if (n == 0) return MPI_SUCCESS;
-    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
-    char *V = pm_landing(rb, rt, pgmpi_pool_msg());
-    PM_TRY(allgather_place_own(sb, sc, st, rb, rc, rt, V, r, n, comm));
+    char *V = NULL;
+    size_t n;
+    int ret = allgather_bytes(sb, sc, st, rb, rc, rt, comm, &V, &n);
+    if (ret != MPI_SUCCESS || n == 0) return ret;
+    int p = pm_size(comm);
     int *counts = pgmpi_pool_int(), *displs = counts + p;
     for (int i = 0; i < p; i++) { counts[i] = (int)n; displs[i] = i * (int)n; }
     PM_TRY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, V, counts, displs, MPI_BYTE, comm));
-    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
+    return allgather_bytes_done(V, n, rb, rc, rt, comm);
 }
 
 /* Node-aware: Gather of the n-byte blocks to the first rank of every node, Allgatherv of the nodes'
@@ -141,15 +160,12 @@ static int allgather_as_nodegather_leaderallgatherv_nodebcast(const void *sb, in
 static int allgather_as_packed_allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc,
                                          MPI_Datatype rt, MPI_Comm comm)
 {
-    if (pm_inter(comm)) return PGMPI_FALLBACK;
-    int p = pm_size(comm), r = pm_rank(comm);
-    size_t n = (size_t)rc * pgmpi_type_bytes(rt), all = n * (size_t)p;
-    if (n == 0) return MPI_SUCCESS;
-    if (!pm_fits_int(all) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
-    char *V = pm_landing(rb, rt, pgmpi_pool_msg());
-    PM_TRY(allgather_place_own(sb, sc, st, rb, rc, rt, V, r, n, comm));
+    char *V = NULL;
+    size_t n;
+    int ret = allgather_bytes(sb, sc, st, rb, rc, rt, comm, &V, &n);
+    if (ret != MPI_SUCCESS || n == 0) return ret;
     PM_TRY(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, V, (int)n, MPI_BYTE, comm));
-    return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
+    return allgather_bytes_done(V, n, rb, rc, rt, comm);
 }
 
 static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
@@ -173,6 +189,8 @@ const pgmpi_coll_desc_t pgmpi_desc_ALLGATHER = {
 
 int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc, MPI_Datatype rt, MPI_Comm comm)
 {
+    st = pgmpi_type_for_call(st);   /* GL4: faster descriptions of the same type maps, if any */
+    rt = pgmpi_type_for_call(rt);
     size_t n = (size_t)(rc > 0 ? rc : 0) * pgmpi_type_bytes(rt);
     PGMPI_DISPATCH(ALLGATHER, allgather_algs, allgather_fn, comm, n, 1, PMPI_Allgather,
                    (sb, sc, st, rb, rc, rt, comm));

@@ -4,25 +4,43 @@
 
 typedef int (*bcast_fn)(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
 
+/* The n bytes of a Bcast as one byte vector V that every rank communicates (rule 3): the buffer itself
+ * when its type is contiguous, else the message pool, which the root packs into here and the others
+ * unpack with bcast_bytes_done. PGMPI_FALLBACK (before any communication) for an intercommunicator, a bad
+ * root, a vector too long for an int count, or packing that is not raw bytes; *n = 0: nothing moves. */
+static int bcast_bytes(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, char **V, size_t *n)
+{
+    *n = 0;
+    if (pm_inter(comm)) return PGMPI_FALLBACK;
+    if (root < 0 || root >= pm_size(comm)) return PGMPI_FALLBACK;
+    *n = (size_t)count * pgmpi_type_bytes(dt);                  /* the same on every rank */
+    if (*n == 0) return MPI_SUCCESS;
+    if (!pm_fits_int(*n) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
+    *V = pm_landing(buf, dt, pgmpi_pool_msg());
+    if (pm_rank(comm) == root && *V != (char *)buf) return pm_pack(buf, count, dt, *V, *n, comm);
+    return MPI_SUCCESS;
+}
+static int bcast_bytes_done(const char *V, size_t n, void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    if (pm_rank(comm) != root && V != (char *)buf) return pm_unpack(V, n, buf, count, dt, comm);
+    return MPI_SUCCESS;
+}
+
 /* GL9: Allgatherv in place where only the root contributes its n bytes, in bytes on every rank (rule 3):
  * on the buffer itself when its type is contiguous, else on a packed copy in the message pool that the
  * root packs into and the others unpack from. */
 static int bcast_as_allgatherv(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    if (pm_inter(comm)) return PGMPI_FALLBACK;
-    int p = pm_size(comm), r = pm_rank(comm);
-    if (root < 0 || root >= p) return PGMPI_FALLBACK;
-    size_t n = (size_t)count * pgmpi_type_bytes(dt);            /* the same on every rank */
-    if (n == 0) return MPI_SUCCESS;
-    if (!pm_fits_int(n) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
-    char *V = pm_landing(buf, dt, pgmpi_pool_msg());
-    if (r == root && V != (char *)buf) PM_TRY(pm_pack(buf, count, dt, V, n, comm));
+    char *V = NULL;
+    size_t n;
+    int rc = bcast_bytes(buf, count, dt, root, comm, &V, &n);
+    if (rc != MPI_SUCCESS || n == 0) return rc;
+    int p = pm_size(comm);
     int *counts = pgmpi_pool_int(), *displs = counts + p;
     for (int i = 0; i < p; i++) { counts[i] = 0; displs[i] = 0; }
     counts[root] = (int)n;
     PM_TRY(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, V, counts, displs, MPI_BYTE, comm));
-    if (r != root && V != (char *)buf) return pm_unpack(V, n, buf, count, dt, comm);
-    return MPI_SUCCESS;
+    return bcast_bytes_done(V, n, buf, count, dt, root, comm);
 }
 
 /* GL10 (van de Geijn): Scatter of p byte blocks from the root, then Allgather in place, on the n bytes
@@ -52,15 +70,14 @@ static int bcast_as_scatter_allgather(void *buf, int count, MPI_Datatype dt, int
 static int bcast_as_leaderbcast_nodebcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     if (pm_inter(comm)) return PGMPI_FALLBACK;
-    int p = pm_size(comm), r = pm_rank(comm);
-    if (root < 0 || root >= p) return PGMPI_FALLBACK;
-    const pgmpi_nodes_t *N = pm_nodes(comm, MPI_OP_NULL);
+    int r = pm_rank(comm);
+    if (root < 0 || root >= pm_size(comm)) return PGMPI_FALLBACK;
+    const pgmpi_nodes_t *N = pm_nodes(comm, MPI_OP_NULL);   /* collective: before anything rank-local */
     if (!N) return PGMPI_FALLBACK;
-    size_t n = (size_t)count * pgmpi_type_bytes(dt);            /* the same on every rank */
-    if (n == 0) return MPI_SUCCESS;
-    if (!pm_fits_int(n) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
-    char *V = pm_landing(buf, dt, pgmpi_pool_msg());
-    if (r == root && V != (char *)buf) PM_TRY(pm_pack(buf, count, dt, V, n, comm));
+    char *V = NULL;
+    size_t n;
+    int rc = bcast_bytes(buf, count, dt, root, comm, &V, &n);
+    if (rc != MPI_SUCCESS || n == 0) return rc;
     int K = N->node_of[root];
     if (N->lrank_of[root] != 0 && N->node == K) {
         if (r == root) PM_TRY(PMPI_Send(V, (int)n, MPI_BYTE, 0, PM_NODE_TAG, N->node_comm));
@@ -69,8 +86,7 @@ static int bcast_as_leaderbcast_nodebcast(void *buf, int count, MPI_Datatype dt,
     }
     if (N->leaders != MPI_COMM_NULL) PM_TRY(PMPI_Bcast(V, (int)n, MPI_BYTE, K, N->leaders));
     PM_TRY(PMPI_Bcast(V, (int)n, MPI_BYTE, 0, N->node_comm));
-    if (r != root && V != (char *)buf) return pm_unpack(V, n, buf, count, dt, comm);
-    return MPI_SUCCESS;
+    return bcast_bytes_done(V, n, buf, count, dt, root, comm);
 }
 
 /* Datatype repair (GL2/GL3 of the datatype guidelines; pgmpi-dtbench, lib/bench/README.md): the library's
@@ -79,17 +95,12 @@ static int bcast_as_leaderbcast_nodebcast(void *buf, int count, MPI_Datatype dt,
  * unpack; a contiguous type communicates from its own buffer (rule 3: the same pattern on every rank). */
 static int bcast_as_packed_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    if (pm_inter(comm)) return PGMPI_FALLBACK;
-    int p = pm_size(comm), r = pm_rank(comm);
-    if (root < 0 || root >= p) return PGMPI_FALLBACK;
-    size_t n = (size_t)count * pgmpi_type_bytes(dt);            /* the same on every rank */
-    if (n == 0) return MPI_SUCCESS;
-    if (!pm_fits_int(n) || !pgmpi_pack_is_raw()) return PGMPI_FALLBACK;
-    char *V = pm_landing(buf, dt, pgmpi_pool_msg());
-    if (r == root && V != (char *)buf) PM_TRY(pm_pack(buf, count, dt, V, n, comm));
+    char *V = NULL;
+    size_t n;
+    int rc = bcast_bytes(buf, count, dt, root, comm, &V, &n);
+    if (rc != MPI_SUCCESS || n == 0) return rc;
     PM_TRY(PMPI_Bcast(V, (int)n, MPI_BYTE, root, comm));
-    if (r != root && V != (char *)buf) return pm_unpack(V, n, buf, count, dt, comm);
-    return MPI_SUCCESS;
+    return bcast_bytes_done(V, n, buf, count, dt, root, comm);
 }
 
 static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
@@ -115,6 +126,7 @@ const pgmpi_coll_desc_t pgmpi_desc_BCAST = {
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
+    dt = pgmpi_type_for_call(dt);   /* GL4: a faster description of the same type map, if any */
     size_t n = (size_t)(count > 0 ? count : 0) * pgmpi_type_bytes(dt);
     PGMPI_DISPATCH(BCAST, bcast_algs, bcast_fn, comm, n, 1, PMPI_Bcast, (buf, count, dt, root, comm));
 }

@@ -56,7 +56,8 @@ int pgmpitune_check_paths(int npaths, const char *const *paths, FILE *out, int v
                 continue;
             }
             pgmpi_profile_t p;
-            if (pgmpi_profile_parse(path, text, len, &p, check_diag, &ctx) == 0)
+            if (pgmpi_is_dtprofile_name(path)) pgmpi_dtprofile_parse(path, text, len, &set, check_diag, &ctx);
+            else if (pgmpi_profile_parse(path, text, len, &p, check_diag, &ctx) == 0)
                 pgmpi_profset_add(&set, &p, check_diag, &ctx);
             free(text);
         }
@@ -74,6 +75,8 @@ int pgmpitune_check_paths(int npaths, const char *const *paths, FILE *out, int v
                 fprintf(ctx.out, "%s: ok: %s p=%d layout %dx%d, %d range(s)\n", p->file, pgmpi_coll_mpi_names[c],
                         p->nprocs, p->lnodes, p->lppn, p->nranges);
             }
+        if (set.ndtfiles)
+            fprintf(ctx.out, "datatype profiles: ok: %d file(s), %d replacement(s)\n", set.ndtfiles, set.ndtrules);
     }
     pgmpi_profset_free(&set);
     return ctx.errors;

@@ -27,6 +27,35 @@ void pgmpi_coll_list(char *buf, size_t cap);
 /* One message: "<file>:<line>: <text>" (line 0 = whole file). */
 typedef void (*pgmpi_diag_fn)(void *ctx, int is_error, const char *file, int line, const char *text);
 
+/* ---- datatype profiles (profile.c reads *.dtprf files, datatypes.c applies them) ------------- */
+/* The descriptions a GL4 replacement can be built as from a flattened type map (datatypes.c). */
+#define PGMPI_DT_DESCRIPTIONS(X)                 \
+    X(PGMPI_DT_CONTIGUOUS, "contiguous")         \
+    X(PGMPI_DT_VECTOR, "vector")                 \
+    X(PGMPI_DT_INDEXED_BLOCK, "indexed_block")   \
+    X(PGMPI_DT_INDEXED, "indexed")               \
+    X(PGMPI_DT_HINDEXED, "hindexed")             \
+    X(PGMPI_DT_STRUCT_FLAT, "struct_flat")       \
+    X(PGMPI_DT_CONTIG, "contig")
+enum {
+#define PGMPI_DT_DESC(id, name) id,
+    PGMPI_DT_DESCRIPTIONS(PGMPI_DT_DESC)
+#undef PGMPI_DT_DESC
+    PGMPI_DT_NDESC
+};
+extern const char *const pgmpi_dt_description_names[PGMPI_DT_NDESC];
+typedef struct {
+    uint64_t sig;      /* layout signature (datatypes.c) */
+    int      desc;     /* PGMPI_DT_* */
+} pgmpi_dtrule_t;
+#define PGMPI_DT_MAX_RULES 1024
+/* Replacements alive at once, at most: they are MPI types too, and MPICH 4.0.2 mishandles newly committed
+ * types once about 770 derived types are alive; the library must not push an application toward that. */
+#define PGMPI_DT_MAX_LIVE 64
+void pgmpi_datatypes_setup(const pgmpi_dtrule_t *rules, int n);
+void pgmpi_datatypes_report(FILE *out);
+void pgmpi_datatypes_teardown(void);
+
 /* ---- profiles (profile.c) ------------------------------------------------- */
 typedef struct {
     uint64_t lo, hi;   /* inclusive byte range */
@@ -65,6 +94,8 @@ typedef struct {
     int              nprofs[PGMPI_NCOLL];
     pgmpi_profile_t *lprofs[PGMPI_NCOLL];
     int              nlprofs[PGMPI_NCOLL];
+    pgmpi_dtrule_t  *dtrules;    /* the *.dtprf files' GL4 replacements, signatures unique */
+    int              ndtrules, ndtfiles;
 } pgmpi_profset_t;
 /* Adds (takes ownership) or rejects with one error through diag (then frees p). 0 / -1. */
 int  pgmpi_profset_add(pgmpi_profset_t *s, pgmpi_profile_t *p, pgmpi_diag_fn diag, void *ctx);
@@ -87,6 +118,11 @@ static inline uint64_t pgmpi_profile_key_bytes(int c, size_t n, int p)
 int  pgmpi_read_profile_dir(const char *dir, char **blob, size_t *len, char *err, size_t errcap);
 int  pgmpi_read_file(const char *path, char **text, size_t *len, size_t max);
 /* Parses every record of a blob into s; returns the number of bad files. */
+/* A datatype profile (*.dtprf; lib/docs/profile-format.md): its rules appended to s, or -1 after
+ * reporting one error (the whole file is ignored then; the rest of the set still loads). */
+int  pgmpi_dtprofile_parse(const char *file, const char *text, size_t len, pgmpi_profset_t *s,
+                           pgmpi_diag_fn diag, void *ctx);
+int  pgmpi_is_dtprofile_name(const char *path);   /* *.dtprf */
 int  pgmpi_profset_load_blob(pgmpi_profset_t *s, const char *blob, size_t len,
                              pgmpi_diag_fn diag, void *ctx);
 

@@ -93,6 +93,7 @@ typedef struct {
     int mode[PGMPI_NCOLL];
     int verbose;
     int any;        /* some mode[c] != 0 or verbose: the library has something to do at all */
+    int dt_live;    /* some committed type has a replacement (datatypes.c) */
 } pgmpi_fast_t;
 extern PGMPI_INTERNAL pgmpi_fast_t pgmpi_fast;
 PGMPI_INTERNAL int  pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n_bytes, size_t elem_bytes);
@@ -114,6 +115,26 @@ static inline void pgmpi_end(pgmpi_coll_t c, size_t n_bytes, int alg, int fell_b
 {
     if (__builtin_expect(alg == 0 && !pgmpi_fast.verbose, 1)) return;
     pgmpi_end_slow(c, n_bytes, alg, fell_back);
+}
+
+/* GL4 of the datatype guidelines (datatypes.c): the datatype a wrapped call communicates with -- the
+ * user's, or the faster description of the identical type map that a datatype profile named for it at
+ * MPI_Type_commit. One load and branch while no type has a replacement; then a 256-bit filter of the
+ * replaced handles, so that only a replaced handle (or a rare filter collision) takes the locked lookup. */
+extern PGMPI_INTERNAL uint64_t pgmpi_dt_filter[4];
+PGMPI_INTERNAL MPI_Datatype pgmpi_type_for_call_slow(MPI_Datatype t);
+static inline unsigned pgmpi_dt_hash8(MPI_Datatype t)
+{
+    uint64_t k = 0;
+    __builtin_memcpy(&k, &t, sizeof t < sizeof k ? sizeof t : sizeof k);
+    return (unsigned)((k * 0x9E3779B97F4A7C15ull) >> 56);
+}
+static inline MPI_Datatype pgmpi_type_for_call(MPI_Datatype t)
+{
+    if (__builtin_expect(!pgmpi_fast.dt_live, 1)) return t;
+    unsigned b = pgmpi_dt_hash8(t);
+    if (!((__atomic_load_n(&pgmpi_dt_filter[b >> 6], __ATOMIC_RELAXED) >> (b & 63)) & 1)) return t;
+    return pgmpi_type_for_call_slow(t);
 }
 
 /* Scratch memory reserved by pgmpi_begin for the running mock-up (rule 4). */

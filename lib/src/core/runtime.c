@@ -397,6 +397,7 @@ static void setup_profiles(pgmpi_options_t *o)
     share_bytes_from_rank0(&blob, &len);
     g_nbad_profiles = pgmpi_profset_load_blob(&g_profiles, blob, len, profile_diag, NULL);
     free(blob);
+    pgmpi_datatypes_setup(g_profiles.dtrules, g_profiles.ndtrules);   /* GL4 replacements (datatypes.c) */
     for (int c = 0; c < PGMPI_NCOLL; c++) {
         g_nprofiles += g_profiles.nprofs[c] + g_profiles.nlprofs[c];
         cs[c].lprofs = g_profiles.lprofs[c];
@@ -495,6 +496,7 @@ void pgmpitune_report(FILE *out)
     if (g_config_file[0]) fprintf(out, "#@pgmpi config config_file %s\n", g_config_file);
     fprintf(out, "#@pgmpi config profiles %d\n", g_nprofiles);
     if (g_nbad_profiles) fprintf(out, "#@pgmpi config bad_profiles %d\n", g_nbad_profiles);
+    if (g_profiles.ndtfiles) fprintf(out, "#@pgmpi config datatype_profiles %d\n", g_profiles.ndtfiles);
     for (int c = 0; c < PGMPI_NCOLL; c++)
         if (pgmpi_fast.mode[c] == MODE_FORCED)
             fprintf(out, "#@pgmpi config forced %s %s\n", pgmpi_coll_keys[c], pgmpi_descs[c]->algs[cs[c].forced].name);
@@ -521,6 +523,7 @@ void pgmpitune_report(FILE *out)
         uint64_t ov = atomic_load(&g_report_overflow[c]);
         if (ov) fprintf(out, "#@pgmpi overflow %s %llu\n", pgmpi_coll_mpi_names[c], (unsigned long long)ov);
     }
+    pgmpi_datatypes_report(out);
     fflush(out);
 }
 
@@ -529,6 +532,7 @@ static void teardown(void)
     if (!g_setup_done || g_finalized) return;
     g_finalized = 1;
     if (g_verbose || g_disabled_verbose) pgmpitune_report(stdout);
+    pgmpi_datatypes_teardown();   /* the replacements, before MPI goes */
     for (int c = 0; c < PGMPI_NCOLL; c++) pgmpi_fast.mode[c] = MODE_DEFAULT;
     g_verbose = 0;
     update_any();

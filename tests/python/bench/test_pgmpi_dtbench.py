@@ -57,6 +57,19 @@ def test_every_case_checks_and_reads(bench, tmp_path):
     counts = {(int(f[2]), f[5]): int(f[3]) for f in rows}
     assert counts[(3200, "typed")] == 200 and counts[(3200, "contig")] == 1 and counts[(3200, "tiled_struct")] == 40
     assert r.header["datatype"] == "MPI_DOUBLE" and r.nprocs == 3
+    # layout signatures (libpgmpitune's, #@pgmpi dtsig): every description of a cell describes one message
+    # (one `message=` signature per cell), the same layout has it in every pattern, different layouts differ
+    sigs = [ln.split() for ln in text.splitlines() if ln.startswith("#@pgmpi dtsig ")]
+    assert "dtsig_differs" not in text and len(sigs) >= len(checks) - 3 * 11   # packed etc. have one too
+    per_layout: dict[tuple[str, int], set[str]] = {}
+    for f in sigs:
+        assert len(f[5]) == 16 and f[6].startswith("count=") and f[7].startswith("message=")
+        layout = "_".join(f[2].split("_")[2:])                  # dt_<pattern>_<layout part>: pattern dropped
+        per_layout.setdefault((layout, int(f[3])), set()).add(f[7][len("message="):])
+    assert all(len(v) == 1 for v in per_layout.values()), per_layout
+    assert len({next(iter(v)) for v in per_layout.values()}) == len(per_layout)
+    cases = [ln.split() for ln in text.splitlines() if ln.startswith("#@pgmpi dtcase ")]
+    assert all(any(x.startswith("signature=") for x in c) != ("layout=rowcol" in c) for c in cases)
 
     from service.analysis.datatypes import dt_verdicts
     vs = dt_verdicts(ResultSet.from_runs([r]))

@@ -123,3 +123,31 @@ def test_list_evaluates_memory_needs(mpi_prefix):
     assert need(8) > need(2) > 0                                   # Alltoall mock-up needs p*n
     text = run(mpi_prefix, "--list").stdout
     assert re.search(r"^allreduce MPI_Allreduce size=BLOCK$", text, re.M)
+
+
+DT_OK = "#@pgmpi datatype_profile_version 1\n# comment\nreplace 0123456789abcdef contig evidence=x\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("replace fedcba9876543210 contig\n", r":1: error: a replace line before '#@pgmpi datatype_profile_version 1'"),
+    ("#@pgmpi datatype_profile_version 2\n", r":1: error: datatype profile version 2 is newer than this library"),
+    ("#@pgmpi datatype_profile_version 1\nreplace FEDCBA9876543210 contig\n", r":2: error: replace: the signature must"),
+    ("#@pgmpi datatype_profile_version 1\nreplace fedcba9876543210 fast\n",
+     r":2: error: replace: unknown description 'fast' \(valid: contiguous, vector, indexed_block, indexed, "),
+    ("#@pgmpi datatype_profile_version 1\nreplace fedcba9876543210 contig\nreplace fedcba9876543210 vector\n",
+     r":3: error: signature fedcba9876543210 listed twice with different descriptions"),
+    ("#@pgmpi datatype_profile_version 1\nswap fedcba9876543210 contig\n", r":2: error: unknown line 'swap'"),
+])
+def test_datatype_profiles_are_validated(mpi_prefix, tmp_path, text, message):
+    """lib/docs/profile-format.md, "Datatype profiles": a bad *.dtprf is one file:line error (the library
+    ignores that file with one warning); a good one next to it and the .prf files still count."""
+    shutil.copy(FIXTURES / "perp" / "allreduce_p2.prf", tmp_path / "allreduce_p2.prf")
+    (tmp_path / "good.dtprf").write_text(DT_OK)
+    (tmp_path / "zbad.dtprf").write_text(text)
+    r = run(mpi_prefix, "-v", str(tmp_path))
+    assert r.returncode == 1, r.stdout
+    assert re.search(re.escape(str(tmp_path / "zbad.dtprf")) + message, r.stdout), r.stdout
+    assert len([l for l in r.stdout.splitlines() if ": error: " in l]) == 1, r.stdout
+    assert "datatype profiles: ok: 1 file(s), 1 replacement(s)" in r.stdout
+    good = run(mpi_prefix, str(tmp_path / "good.dtprf"))
+    assert good.returncode == 0, good.stdout

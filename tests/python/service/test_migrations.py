@@ -20,7 +20,10 @@ def _head() -> str:
 HEAD = _head()      # the newest migration (each branch chains its own onto main's)
 TABLES = {"machines", "mpi_libraries", "campaigns", "jobs", "uploads", "runs", "series", "barrier_series",
           "analyses", "violations", "profile_sets", "profile_versions", "validation_figures", "users",
-          "api_tokens", "audit_log", "library_overview", "login_failures", "native_validations"}
+          "api_tokens", "audit_log", "library_overview", "login_failures", "native_validations", "dt_cases",
+          "dt_verdicts"}
+DT = {"dt_cases", "dt_verdicts"}     # 0009_dtsvc
+NATIVE = {"native_validations"}      # 0008_npub
 
 
 @pytest.fixture
@@ -68,11 +71,11 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
 
         flask_migrate.downgrade(directory=MIGRATIONS, revision="0004")
         tables, idx, rev = _state(app)
-        assert rev == "0004" and tables == TABLES - {"login_failures", "native_validations"} and "status" not in _columns("violations")
+        assert rev == "0004" and tables == TABLES - {"login_failures"} - DT - NATIVE and "status" not in _columns("violations")
         assert "layout" not in _columns("runs") and "digest" not in _columns("uploads")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
-        assert rev == "0003" and tables == TABLES - {"library_overview", "login_failures", "native_validations"}
+        assert rev == "0003" and tables == TABLES - {"library_overview", "login_failures"} - DT - NATIVE
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
         assert rev == HEAD and tables == TABLES and "directory" in _columns("profile_sets")
@@ -82,7 +85,7 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
         assert rev == "0002" and "kind" not in _columns("violations")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
-        assert rev == "0001" and tables == TABLES - {"library_overview", "login_failures", "native_validations"} \
+        assert rev == "0001" and tables == TABLES - {"library_overview", "login_failures"} - DT - NATIVE \
             and "ix_analyses_library_latest" not in idx
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
