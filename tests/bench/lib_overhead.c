@@ -4,8 +4,8 @@
  * With LOOKUP=1 it also times pgmpitune_selected() over pseudo-random message sizes (pure lookup:
  * O(1) collective + profile index + O(log M) range search).
  * Times are thread CPU time (CLOCK_THREAD_CPUTIME_ID), so preemption by other jobs is not counted.
- * With OP=bcast the calls are an 8-byte MPI_Bcast instead, with OP=send a pair MPI_Send + MPI_Recv of 8
- * bytes from each rank to itself (its wrapper checks the datatype for a GL4
+ * With OP=bcast the calls are an 8-byte MPI_Bcast instead, with OP=send a ping-pong MPI_Send + MPI_Recv of
+ * 8 bytes between ranks 0 and 1 (p >= 2) (its wrapper checks the datatype for a GL4
  * replacement, lib/src/core/datatypes.c); DT_SIGNATURE=1 prints the layout signature of the vector type
  * below and exits; DT_KEEP=1 commits that type first and keeps it alive, so that with a datatype profile
  * naming its signature a replacement exists and every call takes the filter of the datatype check.
@@ -44,15 +44,15 @@ static double loop(int wrapped, long iter)
 {
     double x = 1.0, y = 0.0;
     double t0 = now();
-    if (g_send && wrapped)   /* to itself: an 8-byte send completes eagerly */
+    if (g_send && wrapped)   /* ping-pong of ranks 0 and 1 (a send to oneself may block in MPICH) */
         for (long i = 0; i < iter; i++) {
-            MPI_Send(&x, 1, MPI_DOUBLE, g_self, 5, MPI_COMM_WORLD);
-            MPI_Recv(&y, 1, MPI_DOUBLE, g_self, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (g_self == 0) { MPI_Send(&x, 1, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD); MPI_Recv(&y, 1, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
+            else if (g_self == 1) { MPI_Recv(&y, 1, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(&x, 1, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD); }
         }
     else if (g_send)
         for (long i = 0; i < iter; i++) {
-            PMPI_Send(&x, 1, MPI_DOUBLE, g_self, 5, MPI_COMM_WORLD);
-            PMPI_Recv(&y, 1, MPI_DOUBLE, g_self, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (g_self == 0) { PMPI_Send(&x, 1, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD); PMPI_Recv(&y, 1, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
+            else if (g_self == 1) { PMPI_Recv(&y, 1, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); PMPI_Send(&x, 1, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD); }
         }
     else if (g_bcast && wrapped)
         for (long i = 0; i < iter; i++) MPI_Bcast(&x, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
