@@ -28,11 +28,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lib" / "python"))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "python"))
 
 from pgmpi_formats import mpich_json as mj  # noqa: E402
 from pgmpi_formats import native, ompi_rules as orr  # noqa: E402
 from pgmpi_formats.ompi_rules import Decision  # noqa: E402
 from service.profiles import publish as pub  # noqa: E402
+from plain_module import module_tree as module  # noqa: E402
 
 VERSIONS = {"openmpi": "4.1.4", "mpich": "4.0.2"}
 # measured at 2 ranks here: Open MPI allreduce 1 MiB default ~115 us, recursive_doubling ~540 us;
@@ -41,22 +43,6 @@ CELL = {"openmpi": (1048576, "native:recursive_doubling"), "mpich": (65536, "nat
 VARS = {"openmpi": "OMPI_MCA_coll_tuned_dynamic_rules_filename", "mpich": "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"}
 FORCE = {"openmpi": "OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm={v}",
          "mpich": "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM={name}"}
-
-
-def module(top: Path, mpi: str) -> Path:
-    prefix = top / "prefix"
-    (prefix / "share" / "pgmpitunelib").mkdir(parents=True)
-    (prefix / "share" / "pgmpitunelib" / "pgmpitune-site.lua").write_text(
-        (ROOT / "spack-repo/packages/pgmpitunelib/pgmpitune-site.lua").read_text())
-    for d in ("bin", "lib", "include"):
-        (prefix / d).symlink_to(ROOT / "build" / "install" / mpi / d)
-    text = (ROOT / "spack-repo/modules/pgmpitunelib.lua.in").read_text()
-    for k, v in {"@PREFIX@": str(prefix), "@VERSION@": "0.1.0", "@MPI_NAME@": mpi, "@MPI_VERSION@": VERSIONS[mpi],
-                 "@PRELOAD@": "false"}.items():
-        text = text.replace(k, v)
-    (top / "mods" / "pgmpitunelib").mkdir(parents=True)
-    (top / "mods" / "pgmpitunelib" / "0.1.0.lua").write_text(text)
-    return top / "mods"
 
 
 def decision_file(mpi: str, nbytes: int, label: str) -> tuple[str, str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import plain_module
 from packaging_helpers import (MPIS, ROOT, VERSION, clean_env, lmod_shell, make_shim, make_source_tarball,
                       write_external_module, write_published_profile)
 
@@ -222,10 +223,7 @@ echo "MPI=$PGMPITUNE_MPI"
 
 
 def render_plain_template(dest: Path, prefix: str, mpi: str, version: str, preload: bool) -> Path:
-    text = (ROOT / "spack-repo/modules/pgmpitunelib.lua.in").read_text()
-    for key, val in {"@PREFIX@": prefix, "@VERSION@": VERSION, "@MPI_NAME@": mpi, "@MPI_VERSION@": version,
-                     "@PRELOAD@": "true" if preload else "false"}.items():
-        text = text.replace(key, val)
+    text = plain_module.render(prefix, mpi, version, preload)
     assert "@" not in re.sub(r"#@pgmpi|--.*", "", text), "unreplaced placeholder"
     path = dest / "pgmpitunelib" / f"{VERSION}-{mpi}-preload.lua"
     path.parent.mkdir(parents=True, exist_ok=True)

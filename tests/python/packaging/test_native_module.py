@@ -13,6 +13,7 @@ from pgmpi_formats.ompi_rules import Decision
 from service.profiles import publish as pub
 
 from packaging_helpers import ROOT, clean_env, lmod_shell
+from plain_module import module_tree
 
 pytestmark = pytest.mark.mpi
 VERSIONS = {"openmpi": "4.1.4", "mpich": "4.0.2"}
@@ -20,27 +21,12 @@ DECISIONS = [Decision("allreduce", 4, 8, "native:recursive_doubling"), Decision(
              Decision("bcast", 4, 8, "native:binomial"), Decision("allgather", 4, 8, "native:ring")]
 
 
-def render(dest, prefix, mpi):
-    text = (ROOT / "spack-repo/modules/pgmpitunelib.lua.in").read_text()
-    for key, val in {"@PREFIX@": str(prefix), "@VERSION@": "0.1.0", "@MPI_NAME@": mpi,
-                     "@MPI_VERSION@": VERSIONS[mpi], "@PRELOAD@": "false"}.items():
-        text = text.replace(key, val)
-    (dest / "pgmpitunelib").mkdir(parents=True, exist_ok=True)
-    (dest / "pgmpitunelib" / f"0.1.0-{mpi}.lua").write_text(text)
-
-
 @pytest.mark.parametrize("mpi", list(VERSIONS))
 def test_module_load_sets_the_published_native_file_for_the_job(tmp_path, mpi):
     install = ROOT / "build" / "install" / mpi
     if not (install / "bin" / "pgmpi-bench").exists():
         pytest.fail(f"{install}/bin/pgmpi-bench missing: run deploy/build-lib.sh {mpi}")
-    prefix = tmp_path / "prefix"
-    (prefix / "share" / "pgmpitunelib").mkdir(parents=True)
-    (prefix / "share" / "pgmpitunelib" / "pgmpitune-site.lua").write_text(
-        (ROOT / "spack-repo/packages/pgmpitunelib/pgmpitune-site.lua").read_text())
-    for d in ("bin", "lib", "include"):
-        (prefix / d).symlink_to(install / d)
-    render(tmp_path / "mods", prefix, mpi)
+    module_tree(tmp_path, mpi, f"0.1.0-{mpi}.lua")
     if mpi == "openmpi":
         name, text = "native.rules", orr.write_rules(DECISIONS, pub._installed("openmpi"))
         want = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": None}

@@ -14,6 +14,7 @@ from pgmpi_formats.ompi_rules import Decision
 from scheduler.native_validation import NativeValidationJob, post, precheck
 from scheduler.uploader import Rejected, ServiceClient
 
+from plain_module import module_tree as tunelib_modules
 from sched_helpers import ROOT, add_machine
 
 VERSIONS = {"openmpi": "4.1.4", "mpich": "4.0.2"}
@@ -21,23 +22,6 @@ VERSIONS = {"openmpi": "4.1.4", "mpich": "4.0.2"}
 # fingerprint (measured at 2 ranks: 10.5 vs 10.4 us)
 DECISIONS = [Decision("allreduce", 2, 8, "default"), Decision("allreduce", 2, 65536, "native:rabenseifner"),
              Decision("allreduce", 2, 131072, "default")]
-
-
-def tunelib_modules(top: Path, mpi: str) -> Path:
-    """pgmpitunelib/0.1.0 for this MPI from the plain Lmod template, over the build tree's install."""
-    prefix = top / "prefix"
-    (prefix / "share" / "pgmpitunelib").mkdir(parents=True)
-    (prefix / "share" / "pgmpitunelib" / "pgmpitune-site.lua").write_text(
-        (ROOT / "spack-repo/packages/pgmpitunelib/pgmpitune-site.lua").read_text())
-    for d in ("bin", "lib", "include"):
-        (prefix / d).symlink_to(ROOT / "build" / "install" / mpi / d)
-    text = (ROOT / "spack-repo/modules/pgmpitunelib.lua.in").read_text()
-    for key, val in {"@PREFIX@": str(prefix), "@VERSION@": "0.1.0", "@MPI_NAME@": mpi,
-                     "@MPI_VERSION@": VERSIONS[mpi], "@PRELOAD@": "false"}.items():
-        text = text.replace(key, val)
-    (top / "mods" / "pgmpitunelib").mkdir(parents=True)
-    (top / "mods" / "pgmpitunelib" / "0.1.0.lua").write_text(text)
-    return top / "mods"
 
 
 def test_refused_before_any_job(tmp_path):
