@@ -251,7 +251,10 @@ def explain_cmd(machine, library, collective, size, p, campaign, profile_root, a
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="folder to write into")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
 @click.option("--min-gain", type=click.FloatRange(0, 10), default=0.05, show_default=True)
-def native_files_cmd(files, out_dir, alpha, min_gain):
+@click.option("--validation", "verdicts", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="verdict.json of a validation job of an earlier file (`pgmpi agent native-validate`): the "
+                   "choices it failed are refused, so the file is written without them (validate it again)")
+def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     """One decision per (collective, size, p) over FILES of one MPI library (default, its own algorithms,
     mock-ups; service/analysis/native_decision.py), written as the library's own file (native.rules for Open
     MPI, native.json for MPICH, each checked by its reader) and .prf profiles for the cells a mock-up wins."""
@@ -262,12 +265,22 @@ def native_files_cmd(files, out_dir, alpha, min_gain):
     from pgmpi_formats.prf import format_prf, profile_filename
     from pgmpi_formats.results import read_file
 
-    from .native_decision import decide, runs_from_files
+    from .native_decision import decide, runs_from_files, validation_refusals
     libs = {read_file(f).header.get("mpi_library") for f in files}
     if len(libs) != 1 or not libs <= {"openmpi", "mpich"}:
         raise click.ClickException(f"FILES must be of one MPI library, openmpi or mpich; got {sorted(map(str, libs))}")
     lib = libs.pop()
-    res = decide(runs_from_files(files), alpha=alpha, min_gain=min_gain)
+    cells = runs_from_files(files)
+    refused: dict = {}
+    for v in verdicts:
+        try:
+            verdict = json.loads(Path(v).read_text())
+            if not isinstance(verdict.get("cells"), list):
+                raise ValueError("no 'cells' list")
+        except (ValueError, AttributeError) as exc:
+            raise click.ClickException(f"{v}: not a validation verdict ({exc})") from None
+        refused.update(validation_refusals(verdict, cells, f"{Path(v).name} record {verdict.get('id')}"))
+    res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refused)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     decs = res.native_decisions()
@@ -291,6 +304,8 @@ def native_files_cmd(files, out_dir, alpha, min_gain):
     for (key, size, p), d in sorted(res.decisions.items()):
         if d.choice != "default":
             click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}")
+    for (key, size, p, label), why in sorted(refused.items()):
+        click.echo(f"{key:10} {size:>8} p={p}: {label} refused, {why[:160]}")
     n = sum(d.choice != "default" for d in res.decisions.values())
     click.echo(f"{n} of {len(res.decisions)} cells leave the default (control arm null spread "
                f"{100 * res.spread:.1f} %, threshold {100 * res.threshold:.1f} %)")

@@ -134,8 +134,11 @@ class Result:
         return out
 
 
-def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05) -> Result:
-    """cells: {(key, size, p): [per-mpirun {label: median seconds}]} -> Result (module doc)."""
+def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: dict | None = None) -> Result:
+    """cells: {(key, size, p): [per-mpirun {label: median seconds}]} -> Result (module doc).  refused:
+    {(key, size, p, label): reason} -- candidates an independent measurement contradicted (a native file's
+    validation job, validation_refusals): they cannot win, the cell falls to the next candidate."""
+    refused = refused or {}
     spread = null_spread(cells)
     res = Result(tolerance=max(RUN_LOSS_FLOOR, spread), threshold=max(min_gain, spread), spread=spread)
     staged = {}
@@ -145,7 +148,9 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05) -> Result:
         for c in cands:
             if c.label == "default":
                 continue
-            if c.runs == 0:
+            if (key, size, p, c.label) in refused:
+                c.refused = refused[(key, size, p, c.label)]
+            elif c.runs == 0:
                 c.refused = "no measurement (failed pgmpi-bench's results check)"
             elif c.p_value is None:
                 c.refused = f"no paired test: {len(c.run_ratios)} mpirun(s) measured it with the default (need 2)"
@@ -184,6 +189,23 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05) -> Result:
             why = "no candidate beats the default significantly and by more than the threshold"
         res.decisions[(key, size, p)] = CellDecision(key, size, p, best.label, best.kind, why, cands)
     return res
+
+
+def validation_refusals(verdict: dict, cells: dict, source: str) -> dict:
+    """A native file's validation verdict (service/analysis/native_validation.judge) -> the `refused` of
+    decide(): every campaign cell inside a failed rule's range [lo, hi] of that collective at that p, for the
+    rule's label, with the job's reason.  The search measured the label interleaved with the others in one
+    mpirun; the job measured the file alone, as users run it, and that decides."""
+    out = {}
+    for c in verdict.get("cells", []):
+        if not c.get("problems") or c.get("label") in (None, "default"):
+            continue
+        lo, hi = c["range"]
+        why = f"failed validation ({source}: {c['msize']} B): " + "; ".join(c["problems"])
+        for (key, size, p) in cells:
+            if key == c["collective"] and p == c["nprocs"] and lo <= size and (hi is None or size <= hi):
+                out[(key, size, p, c["label"])] = why
+    return out
 
 
 def runs_from_files(files) -> dict:

@@ -3,7 +3,7 @@ algorithms and the mock-ups under the paired verdict rules, a mock-up with nativ
 and a cell going to the native file or the .prf, never both."""
 from __future__ import annotations
 
-from service.analysis.native_decision import decide, explain_lines, mockup_parts
+from service.analysis.native_decision import decide, explain_lines, mockup_parts, validation_refusals
 
 NOISE = [1.00, 1.01, 0.99, 1.02, 0.98]          # the same drift per mpirun for every algorithm in it
 JITTER = [0.0, 0.01, -0.01, 0.005, -0.005]      # and 1 % of its own
@@ -52,3 +52,27 @@ def test_the_control_arm_and_a_single_mpirun_keep_the_default():
     assert one.decisions[("reduce", 1024, 2)].choice == "default" and "need 2" in c.refused
     text = "\n".join(explain_lines(one.decisions[("reduce", 1024, 2)], ["search path: [chain]"]))
     assert "native:chain" in text and "search path" in text and text.splitlines()[-1].startswith("chosen: default")
+
+
+def test_a_choice_its_validation_job_failed_is_refused_and_the_next_one_wins():
+    # the search measured split_binary_tree interleaved with the other variants; the validation job, which
+    # runs the file alone as users do, found it did not run there (Open MPI bcast 512 B at 2 ranks)
+    cells = {("bcast", 512, 2): runs(default=10.0, native__split_binary_tree=2.0, native__binomial=8.0),
+             ("bcast", 1024, 2): runs(default=10.0, native__split_binary_tree=2.0),
+             ("bcast", 4096, 2): runs(default=10.0, native__split_binary_tree=2.0)}
+    verdict = {"id": 7, "state": "failed", "cells": [
+        {"collective": "bcast", "nprocs": 2, "msize": 512, "range": [512, 4095], "label": "native:split_binary_tree",
+         "problems": ["(b) the file's choice did not run"]},
+        {"collective": "bcast", "nprocs": 2, "msize": 4096, "range": [4096, None], "label": "native:split_binary_tree",
+         "problems": []},
+        {"collective": "bcast", "nprocs": 4, "msize": 1024, "range": [0, None], "label": "native:split_binary_tree",
+         "problems": ["(c) tuned slower"]}]}
+    refused = validation_refusals(verdict, cells, "verdict.json record 7")
+    assert set(refused) == {("bcast", 512, 2, "native:split_binary_tree"), ("bcast", 1024, 2, "native:split_binary_tree")}
+    r = decide(cells, refused=refused)
+    d = r.decisions[("bcast", 512, 2)]
+    assert d.choice == "native:binomial"
+    failed = next(c for c in d.candidates if c.label == "native:split_binary_tree")
+    assert failed.refused.startswith("failed validation (verdict.json record 7: 512 B): (b) the file's choice did not run")
+    assert r.decisions[("bcast", 1024, 2)].choice == "default"
+    assert r.decisions[("bcast", 4096, 2)].choice == "native:split_binary_tree"     # its rule passed
