@@ -260,7 +260,7 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     MPI, native.json for MPICH, each checked by its reader) and .prf profiles for the cells a mock-up wins."""
     from pathlib import Path
 
-    from pgmpi_formats import mpich_json, native, ompi_rules
+    from pgmpi_formats import native, native_file
     from pgmpi_formats.collectives import by_key
     from pgmpi_formats.prf import format_prf, profile_filename
     from pgmpi_formats.results import read_file
@@ -280,23 +280,28 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
         except (ValueError, AttributeError) as exc:
             raise click.ClickException(f"{v}: not a validation verdict ({exc})") from None
         refused.update(validation_refusals(verdict, cells, f"{Path(v).name} record {verdict.get('id')}"))
-    res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refused)
+    found = native.discover("openmpi") if lib == "openmpi" else None
+
+    def render(decs) -> tuple[str, str]:
+        try:
+            return native_file.render(lib, decs, found)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    # the file's digest lets the mock-ups measured under exactly this file compete (second pass)
+    res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refused,
+                 file_digest=lambda decs: native.file_digest(render(decs)[1]))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    decs = res.native_decisions()
-    if lib == "openmpi":
-        text = ompi_rules.write_rules(decs, native.discover("openmpi"), comment="pgmpi analyze native-files")
-        (out / "native.rules").write_text(text)
-        click.echo(f"wrote {out / 'native.rules'} (read back by ompi_rules.parse_rules)")
-    else:
-        base_lib = mpich_json.find_library()
-        base, known = mpich_json.builtin_tree(base_lib), mpich_json.algorithm_names(base_lib)
-        tree = mpich_json.generate(decs, base, known)
-        problems = mpich_json.check_tree(tree, base, known)
-        if problems:
-            raise click.ClickException("generated JSON refused: " + "; ".join(problems))
-        (out / "native.json").write_text(mpich_json.dumps(tree))
-        click.echo(f"wrote {out / 'native.json'} (complete: mpich_json.check_tree)")
+    name, text = render(res.native_decisions())
+    (out / name).write_text(text)
+    click.echo(f"wrote {out / name} (" + ("read back by ompi_rules.parse_rules" if lib == "openmpi"
+                                           else "complete: mpich_json.check_tree") + f"; fnv1a64 {native.file_digest(text)})")
+    under = sum(1 for runs in cells.values() for r in runs if getattr(r, "native_file", None))
+    if under:
+        same = sum(1 for runs in cells.values() for r in runs if getattr(r, "native_file", None) == res.file_digest)
+        click.echo(f"second pass: {same} of {under} (cell, mpirun) measurement(s) under a native file ran under "
+                   f"this one; the others are ignored")
     for (key, p), ranges in res.prf_ranges().items():
         name = profile_filename(key, p)
         (out / name).write_text(format_prf(by_key(key).mpi_name, p, ranges))
