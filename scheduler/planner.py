@@ -227,11 +227,11 @@ def search_launches(c: Campaign, module: Module) -> list[Launch]:
 
 
 def under_native_file(launch: Launch, module: Module) -> Launch:
-    """A measurement launch of default and mock-ups runs under the module's native_file; one that forces the
-    library's own algorithms (native:..., a search) must not: Open MPI applies a rules file before any forced
-    algorithm, so the forced variants would silently be the file's choices."""
+    """A launch of default and mock-ups (measurement, or a candidate's validation) runs under the module's
+    native_file; one that forces the library's own algorithms (native:..., a search) must not: Open MPI applies
+    a rules file before any forced algorithm, so the forced variants would silently be the file's choices."""
     algs = next((a.split("=", 1)[1] for a in launch.argv if a.startswith("--algorithms=")), "")
-    if launch.role != "measure" or launch.program or "native:" in algs:
+    if launch.role == "search" or launch.program or "native:" in algs:
         return launch
     return replace(launch, env={**native.file_env(module.mpi, module.native_file), **launch.env})
 

@@ -301,7 +301,7 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     if under:
         same = sum(1 for runs in cells.values() for r in runs if getattr(r, "native_file", None) == res.file_digest)
         click.echo(f"second pass: {same} of {under} (cell, mpirun) measurement(s) under a native file ran under "
-                   f"this one; the others are ignored")
+                   f"this one (control arm null spread {100 * res.spread_under_file:.1f} %); the others are ignored")
     for (key, p), ranges in res.prf_ranges().items():
         name = profile_filename(key, p)
         (out / name).write_text(format_prf(by_key(key).mpi_name, p, ranges))
@@ -309,6 +309,21 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     for (key, size, p), d in sorted(res.decisions.items()):
         if d.choice != "default":
             click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}")
+    judged = [(d, c) for d in res.decisions.values() for c in d.candidates if c.under]
+    if judged:
+        from .native_decision import mockup_parts
+        file_keys = {x.key for x in res.native_decisions() if x.label != "default"}
+        touched = [(d, c) for d, c in judged if mockup_parts(c.label) & file_keys]
+        click.echo(f"second pass: {len(judged)} mock-up candidate(s) judged under the file, "
+                   f"{sum(c.refused is None for _, c in judged)} winning; {len(touched)} with parts the file "
+                   f"retunes ({', '.join(sorted(file_keys))}):")
+        shown = sorted(touched, key=lambda x: (x[1].refused is not None, x[0].key, x[0].size, x[1].label))
+        if len(shown) > 12:
+            click.echo(f"  (the {len(shown) - 12} after the first 12 are left out; `pgmpi explain` shows any cell)")
+        for d, c in shown[:12]:
+            click.echo(f"  {d.key:10} {d.size:>8} p={d.nprocs}: {c.label} {c.paired_ratio or float('nan'):.3f}x "
+                       f"the file's default over {len(c.run_ratios)} mpiruns"
+                       + (f" -- refused: {c.refused[:100]}" if c.refused else " -- wins"))
     for (key, size, p, label), why in sorted(refused.items()):
         click.echo(f"{key:10} {size:>8} p={p}: {label} refused, {why[:160]}")
     n = sum(d.choice != "default" for d in res.decisions.values())

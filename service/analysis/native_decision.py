@@ -111,6 +111,7 @@ class Result:
     spread: float = 0.0                                # the control arm's null spread
     file: list = field(default_factory=list)           # [ompi_rules.Decision]: the native file's choices
     file_digest: str | None = None                     # the digest its text has (decide's file_digest)
+    spread_under_file: float = 0.0                     # the second pass's control arm null spread
 
     def native_decisions(self):
         """The native file: per cell the fastest winning native algorithm, else "default" -- fixed before the
@@ -170,7 +171,8 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
     written from them: runs measured under exactly that file (Run.native_file) judge the mock-ups (second
     pass, module doc); without it, or without such runs, no mock-up with retuned parts can win."""
     refused = refused or {}
-    spread = null_spread(cells)
+    # each pass is judged against its own runs' control arm (their conditions may differ)
+    spread = null_spread({c: [r for r in runs if native_file_of(r) is None] for c, runs in cells.items()})
     res = Result(tolerance=max(RUN_LOSS_FLOOR, spread), threshold=max(min_gain, spread), spread=spread)
     # first pass: every candidate on the runs under no decision file (the library's own default)
     staged = {}
@@ -200,19 +202,29 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
             best_native[cell] = nat
             retuned.setdefault(cell[2], set()).add(cell[0])
     from pgmpi_formats.ompi_rules import Decision
+    # the file covers the cells where the library's own algorithms were measured, nothing else: so a campaign
+    # of mock-ups alone (the second pass) leaves it, and its digest, as they were
     res.file = [Decision(k, p, size, best_native[(k, size, p)].label if (k, size, p) in best_native else "default")
-                for (k, size, p) in sorted(staged, key=lambda c: (c[0], c[2], c[1]))]
+                for (k, size, p) in sorted(staged, key=lambda c: (c[0], c[2], c[1]))
+                if any(c.kind == "native" for c in staged[(k, size, p)])]
     res.file_digest = file_digest(res.file) if (file_digest and best_native) else None
     # second pass: a mock-up whose parts the file retunes competes only on runs measured under that very file
+    spread2 = null_spread({c: [r for r in runs if res.file_digest and native_file_of(r) == res.file_digest]
+                           for c, runs in cells.items()})
+    pass2 = Result(tolerance=max(RUN_LOSS_FLOOR, spread2), threshold=max(min_gain, spread2), spread=spread2)
+    res.spread_under_file = spread2
     for (key, size, p), cands in staged.items():
         under = [r for r in cells[(key, size, p)] if res.file_digest and native_file_of(r) == res.file_digest]
+        have = {c.label for c in cands}
+        cands += [Candidate(a, "mockup", math.inf, 0) for a in sorted({a for r in under for a in r} - have)
+                  if kind_of(a) == "mockup"]                         # measured under the file only
         for i, c in enumerate(cands):
             if c.kind != "mockup":
                 continue
             if under and any(c.label in r for r in under):
                 u = _candidate(c.label, under)
                 u.under = res.file_digest
-                _judge(u, alpha, res, refused.get((key, size, p, c.label)))
+                _judge(u, alpha, pass2, refused.get((key, size, p, c.label)))
                 cands[i] = u
                 continue
             parts = mockup_parts(c.label) & retuned.get(p, set())

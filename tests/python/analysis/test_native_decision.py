@@ -109,7 +109,7 @@ def test_second_pass_a_mockup_with_retuned_parts_competes_on_runs_under_that_ver
     assert won.under == first.file_digest and won.runs == 5 and 1.3 < won.paired_ratio < 1.4
     assert f"under native file {first.file_digest}" in d.reason
     assert r.prf_ranges() == {("bcast", 2): [(4096, 4096, "bcast_as_scatter_allgather")]}
-    assert [x.label for x in r.native_decisions()] == ["native:ring", "default"]     # the file it ran under
+    assert [x.label for x in r.native_decisions()] == ["native:ring"]    # the file it ran under: native cells only
     # measured under the file but not faster there: refused with the second pass's figures
     slow = dict(plain)
     slow[("bcast", 4096, 2)] = plain[("bcast", 4096, 2)] + [
