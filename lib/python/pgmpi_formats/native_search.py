@@ -31,8 +31,8 @@ message size").  Methods that take no segment size have the single variant `(met
 
 mgd and smgd (and neighbour "segment") measure at least one variant of every method in every cell, so on a
 grid they cannot make fewer experiments than the cells' methods: `bound_row` is that floor, which the
-search report prints as "scan bound" (variants / methods; 2.0x on the 1 KiB segment grid, 4.4x from 64 B,
-scheduler/README.md).
+search report prints as "scan bound" (variants / methods; Open MPI at p = 2: 2.0x with segments from 1 KiB,
+4.4x from 64 B: scheduler/README.md).
 """
 from __future__ import annotations
 
