@@ -59,6 +59,20 @@ class Module(_Strict):
                                                  "or mpirun.<mpi> without a module)")
     bench: str | None = Field(None, description="pgmpi-bench path (default: <bench_root>/<mpi>/bin/pgmpi-bench)")
     prologue: list[str] = Field(default_factory=list, description="shell lines run before the launches")
+    native_file: str | None = Field(
+        None, description="the library's own decision file (native.rules / native.json) the measurement "
+                          "launches run under, e.g. the site's published <profile root>/<machine>/<mpi>-<version>/"
+                          "current/native.rules: mock-ups are then measured against what users get, and the "
+                          "analysis judges a mock-up whose parts the file retunes on these runs only. Launches "
+                          "of native algorithms and searches never run under it (a rules file would override "
+                          "the forced algorithm)")
+
+    @field_validator("native_file")
+    @classmethod
+    def _native_file(cls, v):
+        if v is not None and not os.path.isabs(v):
+            raise ValueError(f"{v!r} is not an absolute path")
+        return v
 
     @property
     def key(self) -> str:

@@ -10,9 +10,10 @@ import json
 import math
 import shlex
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pgmpi_formats import native
 from .campaign import DT_DESCRIPTIONS as DT_ALL, Campaign, Layout, Module, collectives
 
 # pgmpi-bench's reserved label for the default measured a second time (lib/bench/bench_options.c); the
@@ -225,6 +226,16 @@ def search_launches(c: Campaign, module: Module) -> list[Launch]:
     return out
 
 
+def under_native_file(launch: Launch, module: Module) -> Launch:
+    """A launch of default and mock-ups (measurement, or a candidate's validation) runs under the module's
+    native_file; one that forces the library's own algorithms (native:..., a search) must not: Open MPI applies
+    a rules file before any forced algorithm, so the forced variants would silently be the file's choices."""
+    algs = next((a.split("=", 1)[1] for a in launch.argv if a.startswith("--algorithms=")), "")
+    if launch.role == "search" or launch.program or "native:" in algs:
+        return launch
+    return replace(launch, env={**native.file_env(module.mpi, module.native_file), **launch.env})
+
+
 def plan(c: Campaign) -> list[JobSpec]:
     jobs = []
     searched = set(c.searched())
@@ -233,6 +244,8 @@ def plan(c: Campaign) -> list[JobSpec]:
         for layout in c.layouts:
             launches = (launches_for(c, module, c.mpiruns, calls=calls, control=c.control) if calls else []) \
                 + search_launches(c, module) + dt_launches(c, module, c.mpiruns)
+            if module.native_file:
+                launches = [under_native_file(x, module) for x in launches]
             est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \
                 + _dt_seconds_per_launch(c, layout) * c.mpiruns
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,

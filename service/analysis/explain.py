@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 
-from .native_decision import decide, explain_lines
+from .native_decision import Run as RunMedians, decide, explain_lines
 
 SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")
 
@@ -30,19 +30,34 @@ class ExplainError(LookupError):
 
 def _cells(session, lib_ids, p, campaign_id):
     from service.store.models import Run, Series
-    q = select(Run.id, Run.file_name, Run.campaign_id, Series.call, Series.msize, Series.algorithm, Series.median) \
+    q = select(Run.id, Run.file_name, Run.campaign_id, Series.call, Series.msize, Series.algorithm, Series.median,
+               Run.headers) \
         .join(Series, Series.run_id == Run.id).where(Run.library_id.in_(lib_ids), Run.nprocs == p)
     if campaign_id is not None:
         q = q.where(Run.campaign_id == campaign_id)
     per_run: dict = {}
     names: dict = {}
-    for rid, fname, cid, call, msize, alg, med in session.execute(q):
+    for rid, fname, cid, call, msize, alg, med, headers in session.execute(q):
         c = by_mpi_name(call)
         if c is None or call == "MPI_Barrier":
             continue
-        per_run.setdefault((c.key, msize, p), {}).setdefault(rid, {})[alg] = med
+        digest = (headers or {}).get("native_file_fnv1a64") if isinstance(headers, dict) else None
+        per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digest))[alg] = med
         names[rid] = (fname, cid)
     return {k: list(v.values()) for k, v in per_run.items()}, per_run, names
+
+
+def _digest_of(library: str):
+    """decide's file_digest: the text `pgmpi analyze native-files` would write, hashed; None where this host
+    cannot write it (no such MPI installed here): then no second-pass run can match."""
+    from pgmpi_formats import native, native_file
+
+    def digest(decisions):
+        try:
+            return native.file_digest(native_file.render(library, decisions)[1])
+        except (ValueError, OSError, native.DiscoveryError):
+            return None
+    return digest
 
 
 def _published(profile_root, machine, lib, key, size, p) -> list[str]:
@@ -106,7 +121,7 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
         have = sorted({s for (k, s, _) in cells if k == collective})
         raise ExplainError(f"no measurement of {collective} at {size} B, p={p} for {library} on {machine}; "
                            f"measured sizes at p={p}: {', '.join(map(str, have)) or '(none)'}")
-    result = decide(cells, alpha=alpha, min_gain=min_gain)
+    result = decide(cells, alpha=alpha, min_gain=min_gain, file_digest=_digest_of(mine[0].name))
     d = result.decisions[key]
     camp_names = dict(session.execute(select(Campaign.id, Campaign.name)).all())
     path_lines = []

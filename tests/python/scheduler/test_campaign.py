@@ -176,3 +176,28 @@ def test_prediction_thresholds_reach_pgmpi_bench(tmp_path, mpi, mpi_prefix):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "predict:rse<0.02+covmedian<0.002/w50;min:50;max:500;step:10" in r.stdout
+
+
+def test_native_file_for_the_measurement_launches_only(tmp_path):
+    """native_file: default and mock-ups run under the library's decision file (as users get them); launches
+    that force the library's own algorithms (native:..., searches) never do, a rules file would override them."""
+    from scheduler.backends import render_script
+    text = GOOD.replace("    env: {OMPI_MCA_btl: \"self,vader\"}",
+                        "    env: {OMPI_MCA_btl: \"self,vader\"}\n    native_file: /site/p/hydra/openmpi-4.1.4/current/native.rules")
+    text = text.replace("    mpi: mpich\n", "    mpi: mpich\n    native_file: /site/p/hydra/mpich-4.0.2/current/native.json\n")
+    text = text.replace("  allgather: {}", "  allgather: {search: exhaustive}")
+    text = text.replace("  allreduce: {}", "  allreduce: {algorithms: [default, native:all]}")
+    c = load_campaign(write(tmp_path, text))
+    ompi, mpich = plan(c)[0], plan(c)[2]
+    for job, want in ((ompi, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename":
+                               "/site/p/hydra/openmpi-4.1.4/current/native.rules"}),
+                      (mpich, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "/site/p/hydra/mpich-4.0.2/current/native.json"})):
+        under = [ln for ln in job.launches if ln.env]
+        assert under and all(ln.env == want and "--calls=bcast" in ln.argv for ln in under), job.key
+        forced = [ln for ln in job.launches if "native:" in " ".join(ln.argv) or ln.role == "search"]
+        assert forced and not any(ln.env for ln in forced)
+    script = render_script(ompi, tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=True)
+    assert "export OMPI_MCA_coll_tuned_dynamic_rules_filename=/site/p/hydra/openmpi-4.1.4/current/native.rules" in script
+    bad = text.replace("native_file: /site/p/hydra/mpich-4.0.2", "native_file: site/p/hydra/mpich-4.0.2")
+    with pytest.raises(CampaignError, match="native_file.*is not an absolute path"):
+        load_campaign(write(tmp_path, bad, "bad.yaml"))
