@@ -112,7 +112,7 @@ class CollectiveSpec(_Strict):
         "exhaustive | mgd | smgd; unset: measure the algorithms listed, nothing searched")
     segments: list[int] | None = Field(None, description="segment sizes (bytes) a search sweeps below each "
                                        "message size (default: powers of two 1 KiB - 512 KiB)")
-    lookahead: int = Field(1, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops")
+    lookahead: int = Field(2, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops (2: at 1, bcast curves with a second, deeper minimum lost up to 98 %; scheduler/README.md)")
     neighbour: Literal["none", "segment", "prune"] = Field(
         "none", description="mgd/smgd: reuse the next smaller message size's search: none; segment (start each "
         "method at its best segment there); prune (also leave out the methods pruned there, rescan every 4th)")

@@ -211,7 +211,7 @@ def campaign_cancel(ref, state_dir):
 @click.argument("exhaustive")
 @click.argument("reduced", nargs=-1)
 @STATE_OPT
-@click.option("--lookahead", default=1, show_default=True, help="replayed mgd/smgd: steps past a minimum")
+@click.option("--lookahead", default=2, show_default=True, help="replayed mgd/smgd: steps past a minimum")
 @click.option("--prune", default=0.5, show_default=True, help="replayed smgd: prune methods slower than (1+prune) x best")
 def campaign_search_report(exhaustive, reduced, state_dir, lookahead, prune):
     """Native searches against the EXHAUSTIVE campaign's results: MGD/SMGD replayed on them and the REDUCED

@@ -41,7 +41,7 @@ def holdout_rows(adir: Path, reports: list[Path], keys: list[str]) -> list[Row]:
     return rows
 
 
-def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 1, prune: float = 0.5,
+def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 2, prune: float = 0.5,
            neighbours=("none", "segment", "prune")) -> str:
     root = Path(state_dir) / "campaigns"
     if not (root / exhaustive).is_dir():

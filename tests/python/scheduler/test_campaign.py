@@ -136,7 +136,7 @@ def test_search_runs_in_one_driver_per_job_and_only_there(tmp_path):
     assert len(search) == 1 and search[0].output == "search-0.json"
     spec = json.loads(search[0].argv[1])
     assert spec["collectives"]["allgather"] == {"search": "smgd", "sizes": SMALL_SIZES, "segments": [1024, 4096],
-                                                "lookahead": 1, "prune": 0.5, "neighbour": "none"}
+                                                "lookahead": 2, "prune": 0.5, "neighbour": "none"}
     assert spec["confirm"] == 3 and "--nrep=500" not in spec["bench_args"]
     script = render_script(job, tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=True)
     assert "-m scheduler.native_driver --spec" in script and "--list-native" in script
