@@ -193,9 +193,14 @@ def test_native_file_for_the_measurement_launches_only(tmp_path):
                                "/site/p/hydra/openmpi-4.1.4/current/native.rules"}),
                       (mpich, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "/site/p/hydra/mpich-4.0.2/current/native.json"})):
         under = [ln for ln in job.launches if ln.env]
-        assert under and all(ln.env == want and "--calls=bcast" in ln.argv for ln in under), job.key
+        assert all(ln.env == want for ln in under) and any("--calls=bcast" in ln.argv for ln in under), job.key
+        # allreduce's native:all goes to launches of its own (run-native-*), its default stays under the file
+        assert any("--calls=allreduce" in ln.argv and "--algorithms=default,default_control" in ln.argv
+                   for ln in under)
         forced = [ln for ln in job.launches if "native:" in " ".join(ln.argv) or ln.role == "search"]
         assert forced and not any(ln.env for ln in forced)
+        assert {ln.output for ln in forced if ln.role != "search"} == {"run-native-0.txt", "run-native-1.txt",
+                                                                      "run-native-2.txt"}
     script = render_script(ompi, tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=True)
     assert "export OMPI_MCA_coll_tuned_dynamic_rules_filename=/site/p/hydra/openmpi-4.1.4/current/native.rules" in script
     bad = text.replace("native_file: /site/p/hydra/mpich-4.0.2", "native_file: site/p/hydra/mpich-4.0.2")
