@@ -21,7 +21,8 @@ from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 
 from .native_decision import Run as RunMedians, decide, explain_lines
 
-SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")
+SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")     # one mpirun per round
+SEARCH_SERVED = re.compile(r"search-(\d+)-([a-z]+)\.txt$")                    # pgmpi-bench --serve: all rounds
 
 
 class ExplainError(LookupError):
@@ -31,19 +32,19 @@ class ExplainError(LookupError):
 def _cells(session, lib_ids, p, campaign_id):
     from service.store.models import Run, Series
     q = select(Run.id, Run.file_name, Run.campaign_id, Series.call, Series.msize, Series.algorithm, Series.median,
-               Run.headers) \
+               Run.headers, Run.footer) \
         .join(Series, Series.run_id == Run.id).where(Run.library_id.in_(lib_ids), Run.nprocs == p)
     if campaign_id is not None:
         q = q.where(Run.campaign_id == campaign_id)
     per_run: dict = {}
     names: dict = {}
-    for rid, fname, cid, call, msize, alg, med, headers in session.execute(q):
+    for rid, fname, cid, call, msize, alg, med, headers, footer in session.execute(q):
         c = by_mpi_name(call)
         if c is None or call == "MPI_Barrier":
             continue
         digest = (headers or {}).get("native_file_fnv1a64") if isinstance(headers, dict) else None
         per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digest))[alg] = med
-        names[rid] = (fname, cid)
+        names[rid] = (fname, cid, footer if isinstance(footer, list) else [])
     return {k: list(v.values()) for k, v in per_run.items()}, per_run, names
 
 
@@ -126,12 +127,20 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
     camp_names = dict(session.execute(select(Campaign.id, Campaign.name)).all())
     path_lines = []
     rounds: dict = {}
+    mpi_name = by_key(collective).mpi_name
     for rid, algs in per_run[key].items():
-        fname, c = names[rid]
+        fname, c, footer = names[rid]
         mt = SEARCH_RUN.search(fname)
         if mt and mt.group(2) == collective and int(mt.group(3)) == size:
             rounds.setdefault((camp_names.get(c, "?"), int(mt.group(1))), []).append(
                 (int(mt.group(4)), sorted(a for a in algs if a.startswith("native:"))))
+        ms = SEARCH_SERVED.search(fname)
+        if ms and ms.group(2) == collective:      # "#@pgmpi served <seq> <MPI_Name> <bytes> <labels>"
+            for line in footer:
+                f = str(line).split()
+                if len(f) == 6 and f[:2] == ["#@pgmpi", "served"] and f[3] == mpi_name and f[4] == str(size):
+                    rounds.setdefault((camp_names.get(c, "?"), int(ms.group(1))), []).append(
+                        (int(f[2]), sorted(x for x in f[5].split(",") if x.startswith("native:"))))
     for (cname, idx), rs in sorted(rounds.items()):
         rs.sort()
         path_lines.append(f"search path in campaign {cname} (sweep {idx}): "
