@@ -46,9 +46,10 @@ class Bench:
         env.update(extra or {})
         return env
 
-    def run(self, args: list[str], np: int = 2, env: dict | None = None, timeout: float = 180) -> Run:
+    def run(self, args: list[str], np: int = 2, env: dict | None = None, timeout: float = 180,
+            input: str | None = None) -> Run:
         cmd = (_mpirun_cmd(self.mpi, np) if np else []) + [str(self.exe)] + [str(a) for a in args]
-        p = subprocess.run(cmd, capture_output=True, text=True, env=self.env(env), timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=self.env(env), timeout=timeout, input=input)
         return Run(p.returncode, p.stdout, p.stderr)
 
     def launch(self, program: list[str], np: int = 2, timeout: float = 180) -> Run:

@@ -159,19 +159,14 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     """--serve (the native search's one mpirun per collective, scheduler/native_driver.py): each 'cell' command
     measures only its labels with the default and the control arm, answers the medians, and a command it
     cannot serve is refused without measuring anything."""
-    import subprocess
-
-    from conftest import _mpirun_cmd
     rd = "native:recursive_doubling"
     other = "native:nonoverlapping" if bench.mpi == "openmpi" else "native:reduce_scatter_allgather"
     out = tmp_path / "served.txt"
-    cmd = _mpirun_cmd(bench.mpi, 2) + [str(bench.exe), "--serve", "--calls=allreduce", "--sizes=64,4096",
-                                       f"--algorithms=default,{rd},{other},default_control", "--nrep=6",
-                                       "--no-barrier-rows", f"--output={out}"]
     script = (f"cell MPI_Allreduce 64 {rd}\ncell allreduce 4096 {rd},{other}\ncell MPI_Allreduce 128 {rd}\n"
               f"cell MPI_Allreduce 64 native:nosuch\nquit\n")
-    p = subprocess.run(cmd, input=script, capture_output=True, text=True, env=bench.env(), timeout=120)
-    assert p.returncode == 0, p.stderr
+    p = bench.run(["--serve", "--calls=allreduce", "--sizes=64,4096", f"--algorithms=default,{rd},{other},default_control",
+                   "--nrep=6", "--no-barrier-rows", f"--output={out}"], np=2, input=script, timeout=120)
+    assert p.rc == 0, p.stderr
     answers = [a.split() for a in p.stdout.strip().splitlines()]
     assert [a[:2] for a in answers[:9]] == [["result", "default"], ["result", rd], ["result", "default_control"],
                                              ["done"], ["result", "default"], ["result", rd], ["result", other],
