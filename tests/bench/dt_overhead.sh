@@ -13,7 +13,7 @@
 # minus "none" is what a loaded profile adds. Prints figures and the machine load.
 #   tests/bench/dt_overhead.sh [openmpi|mpich|all]
 set -euo pipefail
-. "$(dirname "$0")/overhead_common.sh"
+. "$(dirname "$0")/overhead_common.bash"
 echo "load before: $(uptime)"
 for mpi in $mpis; do
   overhead_build "$mpi"

@@ -10,7 +10,7 @@
 # and frequency are shared too; figures at 2 ranks are noisier, look at the spread of the 5 runs.
 #   tests/bench/lib_overhead.sh [openmpi|mpich|all]
 set -euo pipefail
-. "$(dirname "$0")/overhead_common.sh"
+. "$(dirname "$0")/overhead_common.bash"
 
 for mpi in $mpis; do
   overhead_build "$mpi"

@@ -1,4 +1,4 @@
-# The opening the per-call overhead benchmarks share (sourced by tests/bench/lib_overhead.sh and
+# The opening the per-call overhead benchmarks share (sourced, not run: `make bench` runs the *.sh; by tests/bench/lib_overhead.sh and
 # tests/bench/dt_overhead.sh, after `set -euo pipefail`; their first argument is openmpi|mpich|all):
 # top, mpis, RUNS (mpiruns per figure, default 5), a work directory removed on exit, median and field to
 # read the benchmark's key=value lines, and overhead_build MPI, which compiles lib_overhead.c against
