@@ -1,5 +1,6 @@
-# The opening the per-call overhead benchmarks share (sourced, not run: `make bench` runs the *.sh; by tests/bench/lib_overhead.sh and
-# tests/bench/dt_overhead.sh, after `set -euo pipefail`; their first argument is openmpi|mpich|all):
+# The opening the per-call overhead benchmarks share, sourced by tests/bench/lib_overhead.sh and
+# tests/bench/dt_overhead.sh after `set -euo pipefail` (their first argument is openmpi|mpich|all; not a
+# *.sh, since `make bench` runs those):
 # top, mpis, RUNS (mpiruns per figure, default 5), a work directory removed on exit, median and field to
 # read the benchmark's key=value lines, and overhead_build MPI, which compiles lib_overhead.c against
 # the installed library of that MPI ($INSTALL_ROOT, default build/install; built if missing) into
