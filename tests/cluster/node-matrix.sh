@@ -5,9 +5,9 @@
 # non-commutative ops must make the node-aware mock-ups fall back there). Exit 0 only when every run
 # reports 0 mismatches, its report as predicted, and the node count it measured is the requested one.
 #   tests/cluster/node-matrix.sh [--quick] [openmpi|mpich|all]     (the cluster must be up)
-# --quick (make test): matrix.c at counts 0, 7, 1000 only; mixed.c in full. The ranks of all virtual nodes
-# share this machine's cores: Open MPI yields when idle (deploy/cluster.sh env), MPICH busy-polls and gets
-# tests/c/yield_when_idle.c preloaded (with it, every layout on both MPIs takes seconds).
+# --quick: matrix.c at counts 0, 7, 1000 only; mixed.c in full. make test runs it all (~25 s). The ranks of
+# all virtual nodes share this machine's cores: Open MPI yields when idle (deploy/cluster.sh env), MPICH
+# busy-polls and gets tests/c/yield_when_idle.c preloaded (with it, every layout takes seconds).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 quick=0; [ "${1:-}" = --quick ] && { quick=1; shift; }
