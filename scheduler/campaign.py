@@ -59,6 +59,20 @@ class Module(_Strict):
                                                  "or mpirun.<mpi> without a module)")
     bench: str | None = Field(None, description="pgmpi-bench path (default: <bench_root>/<mpi>/bin/pgmpi-bench)")
     prologue: list[str] = Field(default_factory=list, description="shell lines run before the launches")
+    native_file: str | None = Field(
+        None, description="the library's own decision file (native.rules / native.json) the measurement "
+                          "launches run under, e.g. the site's published <profile root>/<machine>/<mpi>-<version>/"
+                          "current/native.rules: mock-ups are then measured against what users get, and the "
+                          "analysis judges a mock-up whose parts the file retunes on these runs only. Launches "
+                          "of native algorithms and searches never run under it (a rules file would override "
+                          "the forced algorithm)")
+
+    @field_validator("native_file")
+    @classmethod
+    def _native_file(cls, v):
+        if v is not None and not os.path.isabs(v):
+            raise ValueError(f"{v!r} is not an absolute path")
+        return v
 
     @property
     def key(self) -> str:
@@ -98,7 +112,7 @@ class CollectiveSpec(_Strict):
         "exhaustive | mgd | smgd; unset: measure the algorithms listed, nothing searched")
     segments: list[int] | None = Field(None, description="segment sizes (bytes) a search sweeps below each "
                                        "message size (default: powers of two 1 KiB - 512 KiB)")
-    lookahead: int = Field(1, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops")
+    lookahead: int = Field(2, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops (2: at 1, bcast curves with a second, deeper minimum lost up to 98 %; scheduler/README.md)")
     neighbour: Literal["none", "segment", "prune"] = Field(
         "none", description="mgd/smgd: reuse the next smaller message size's search: none; segment (start each "
         "method at its best segment there); prune (also leave out the methods pruned there, rescan every 4th)")

@@ -211,7 +211,7 @@ def campaign_cancel(ref, state_dir):
 @click.argument("exhaustive")
 @click.argument("reduced", nargs=-1)
 @STATE_OPT
-@click.option("--lookahead", default=1, show_default=True, help="replayed mgd/smgd: steps past a minimum")
+@click.option("--lookahead", default=2, show_default=True, help="replayed mgd/smgd: steps past a minimum")
 @click.option("--prune", default=0.5, show_default=True, help="replayed smgd: prune methods slower than (1+prune) x best")
 def campaign_search_report(exhaustive, reduced, state_dir, lookahead, prune):
     """Native searches against the EXHAUSTIVE campaign's results: MGD/SMGD replayed on them and the REDUCED
@@ -321,7 +321,9 @@ def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module,
         verdict = post(ServiceClient(service_url, read_token(token_file)), job, job.figures(), job_id)
     except (RuntimeError, Unreachable, Rejected) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"{name}: {verdict['state']} (service record {verdict.get('id')})")
+    # kept with the job: `pgmpi analyze native-files --validation <workdir>/verdict.json` drops what failed
+    (Path(workdir) / "verdict.json").write_text(json.dumps(verdict, indent=1) + "\n")
+    click.echo(f"{name}: {verdict['state']} (service record {verdict.get('id')}; {Path(workdir) / 'verdict.json'})")
     for p in verdict.get("problems", []):
         click.echo(f"  {p}")
     sys.exit(0 if verdict.get("ok") else 4)

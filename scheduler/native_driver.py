@@ -5,9 +5,12 @@ the MPI library's own algorithms x segment sizes of the collectives whose campai
         --output search-0.json
 
 MGD and SMGD are sequential (each round's variants depend on the times measured before), so the search runs
-in one job: for every round of every (collective, message size) one pgmpi-bench mpirun measures that round's
-variants interleaved with the default (`default` in every mpirun: each experiment has a paired reference),
-message sizes ascending so a size can start from its neighbour's path.  `exhaustive` is the same loop with
+in one job: every round of every (collective, message size) measures that round's variants interleaved with
+the default (`default` in every round: each experiment has a paired reference), message sizes ascending so a
+size can start from its neighbour's path.  The rounds of one collective share one pgmpi-bench mpirun
+(`--serve`: the driver sends it one cell per round and reads the medians back), since an mpirun's start-up
+costs more than a round of microsecond calls; only a grid with more variants than pgmpi-bench takes at
+once (MAX_LABELS) falls back to one mpirun per round.  `exhaustive` is the same loop with
 one round per cell: every variant.  Each mpirun's raw file is a campaign result like any other (uploaded,
 stored); `--output` lists them and records every search's path (rounds, times, pruned methods, choice),
 which the agent keeps with the campaign (<state>/campaigns/<name>/search-<job>-<i>.json).
@@ -40,15 +43,88 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
     return {s: grid(methods, segmented, segments, s) for s in sizes}
 
 
+MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
+
+
+class Session:
+    """One `pgmpi-bench --serve` mpirun measuring one collective's cells on request."""
+
+    def __init__(self, argv: list[str], cwd: Path, log: Path):
+        self.log = log
+        with open(log, "w") as err:          # a file, not a pipe: nobody reads stderr while it runs
+            self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err, text=True, bufsize=1)
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-800:]
+
+    def cell(self, mpi_name: str, size: int, labels: list[str]) -> dict[str, float]:
+        self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}\n")
+        self.proc.stdin.flush()
+        out: dict[str, float] = {}
+        for line in self.proc.stdout:
+            parts = line.split()
+            if parts[:1] == ["done"]:
+                return out
+            if parts[:1] == ["error"]:
+                raise RuntimeError(f"pgmpi-bench --serve refused {mpi_name} {size}: {line.strip()}")
+            if parts[:1] == ["result"] and len(parts) == 3:
+                out[parts[1]] = NEVER if parts[2] == "failed" else float(parts[2])
+        self.close()
+        raise RuntimeError(f"pgmpi-bench --serve ended during {mpi_name} {size} (exit {self.proc.returncode}): "
+                           f"{self.tail()}")
+
+    def close(self) -> int:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        self.proc.wait()
+        return self.proc.returncode
+
+
 class Launcher:
     def __init__(self, spec: dict, outdir: Path):
         self.spec, self.outdir = spec, outdir
         self.files: list[str] = []
         self.n = 0
         self.seconds = 0.0
+        self.rounds = 0
+        self.sessions: dict[str, Session] = {}
+
+    def serve(self, key: str, spaces: dict[int, dict]) -> bool:
+        """Start the collective's --serve mpirun for every variant of its grid; False when they do not fit."""
+        labels = sorted({native.format_label(m, seg) for sp in spaces.values() for m, segs in sp.items()
+                         for seg in segs})
+        if len(labels) > MAX_LABELS or self.spec.get("serve") is False:
+            return False
+        s = self.spec
+        algs = ["default", *labels] + (["default_control"] if s.get("control") else [])
+        name = f"{s['prefix']}-{key}.txt"
+        argv = shlex.split(s["launcher"]) + [s["bench"], "--serve", f"--calls={key}",
+                                             f"--sizes={','.join(map(str, sorted(spaces)))}",
+                                             f"--algorithms={','.join(algs)}", "--no-barrier-rows",
+                                             *s["bench_args"], f"--output={name}"]
+        self.n += 1
+        self.sessions[key] = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
+        self.files.append(name)
+        return True
+
+    def close(self, key: str) -> None:
+        sess = self.sessions.pop(key, None)
+        if sess is not None and sess.close() != 0:
+            sys.exit(f"pgmpi-bench --serve for {key} exited with {sess.proc.returncode}: {sess.tail()}")
 
     def measure(self, key: str, size: int, batch: list) -> dict:
         labels = [native.format_label(m, seg) for m, seg in batch]
+        self.rounds += 1
+        sess = self.sessions.get(key)
+        if sess is not None:
+            from pgmpi_formats.collectives import by_key
+            got = sess.cell(by_key(key).mpi_name, size, labels)
+            return {v: got.get(lab, NEVER) for v, lab in zip(batch, labels)}
         run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
         rows: dict[str, list[float]] = {}
         for a, x in zip(run.algorithm, run.runtime):
@@ -89,12 +165,22 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for key, entry in spec["collectives"].items():
         spaces = spaces_for(d, key, entry["sizes"], entry["segments"])
+        t_start = time.perf_counter()
+        served = launcher.serve(key, spaces)
+        report.setdefault("mode", {})[key] = "serve" if served else "mpirun per round"
         report["search"][key] = entry["search"]
         report.setdefault("neighbour", {})[key] = entry.get("neighbour", "none")
         report["grid"][key] = {str(s): sum(len(v) for v in sp.values()) for s, sp in spaces.items()}
-        paths = run_sizes(entry["search"], spaces, lambda s, b, k=key: launcher.measure(k, s, b),
-                          lookahead=entry["lookahead"], prune=entry["prune"],
-                          neighbour=entry.get("neighbour", "none"))
+        try:
+            paths = run_sizes(entry["search"], spaces, lambda s, b, k=key: launcher.measure(k, s, b),
+                              lookahead=entry["lookahead"], prune=entry["prune"],
+                              neighbour=entry.get("neighbour", "none"))
+        except RuntimeError as exc:
+            sys.exit(str(exc))
+        launcher.close(key)
+        if served:          # the session's whole life, start-up included, as a launch's time is counted
+            launcher.seconds += time.perf_counter() - t_start
+        report.setdefault("collective_seconds", {})[key] = round(time.perf_counter() - t_start, 3)
         report["paths"][key] = {str(s): p.to_json() for s, p in paths.items()}
         print(f"pgmpi-search: {key} {entry['search']}: {sum(len(p.experiments) for p in paths.values())} "
               f"experiments over {len(paths)} sizes (grid {sum(report['grid'][key].values())})", file=sys.stderr)
@@ -110,6 +196,7 @@ def main(argv=None) -> int:
                 launcher.launch(key, sizes, chosen, f"{spec['prefix']}-{key}-confirm-{i}.txt")
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3)}
     report["mpiruns"] = searched_runs
+    report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)
     report["wall_seconds"] = round(time.perf_counter() - t0, 3)
     tmp = a.output.with_suffix(".tmp")

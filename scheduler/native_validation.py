@@ -29,7 +29,7 @@ from .campaign import Layout, Module
 from .planner import JobSpec
 
 FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json"}
-FILE_VARS = ("OMPI_MCA_coll_tuned_dynamic_rules_filename", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE")
+FILE_VARS = native.FILE_VARS["openmpi"] + native.FILE_VARS["mpich"]
 
 
 def precheck(name: str, text: str, mpi: str, nprocs: int) -> list[nv.Cell]:

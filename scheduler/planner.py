@@ -10,9 +10,10 @@ import json
 import math
 import shlex
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pgmpi_formats import native
 from .campaign import DT_DESCRIPTIONS as DT_ALL, Campaign, Layout, Module, collectives
 
 # pgmpi-bench's reserved label for the default measured a second time (lib/bench/bench_options.c); the
@@ -225,14 +226,42 @@ def search_launches(c: Campaign, module: Module) -> list[Launch]:
     return out
 
 
+def under_native_file(launch: Launch, module: Module) -> Launch:
+    """A launch of default and mock-ups (measurement, or a candidate's validation) runs under the module's
+    native_file; one that forces the library's own algorithms (native:..., a search) must not: Open MPI applies
+    a rules file before any forced algorithm, so the forced variants would silently be the file's choices."""
+    algs = next((a.split("=", 1)[1] for a in launch.argv if a.startswith("--algorithms=")), "")
+    if launch.role == "search" or launch.program or "native:" in algs:
+        return launch
+    return replace(launch, env={**native.file_env(module.mpi, module.native_file), **launch.env})
+
+
+def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]]) -> list[Launch]:
+    """The measurement launches.  With a native_file the library's own algorithms go to launches of their own
+    (run-native-*), so that the default and the mock-ups can run under the file and the forced algorithms
+    without it (under_native_file)."""
+    if not module.native_file:
+        return launches_for(c, module, c.mpiruns, calls=calls, control=c.control)
+    algs = {k: c.algorithms_for(k) for k in calls}
+    natives = {k: [a for a in v if a.startswith("native:")] for k, v in algs.items() if v != "all"}
+    natives = {k: v for k, v in natives.items() if v}
+    rest = {k: (v if v == "all" else [a for a in v if not a.startswith("native:")]) for k, v in algs.items()}
+    return (launches_for(c, module, c.mpiruns, calls=calls, algorithms=rest, control=c.control)
+            + (launches_for(c, module, c.mpiruns, calls={k: calls[k] for k in natives},
+                            algorithms={k: ["default", *v] for k, v in natives.items()}, prefix="run-native",
+                            control=c.control) if natives else []))
+
+
 def plan(c: Campaign) -> list[JobSpec]:
     jobs = []
     searched = set(c.searched())
     calls = {k: c.sizes_for(k) for k in c.collectives if k not in searched}
     for module in c.modules:
         for layout in c.layouts:
-            launches = (launches_for(c, module, c.mpiruns, calls=calls, control=c.control) if calls else []) \
+            launches = (measure_launches(c, module, calls) if calls else []) \
                 + search_launches(c, module) + dt_launches(c, module, c.mpiruns)
+            if module.native_file:
+                launches = [under_native_file(x, module) for x in launches]
             est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \
                 + _dt_seconds_per_launch(c, layout) * c.mpiruns
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,

@@ -9,14 +9,15 @@ search (search-<job>-<i>.json) is judged on it: experiments, their run-times in 
 the loss of each choice against the exhaustive optimum of its cell.  The jobs' own measuring seconds (all
 pgmpi-bench launches of the driver, mpirun start-up included) are printed next to them.  The noise floor of
 the loss: rows "exh. sweep k / others" choose by exhaustive search on one sweep and are judged on the other
-sweeps (a choice measured at another time loses that much by chance).
+sweeps (a choice measured at another time loses that much by chance).  The "scan bound" rows: the most any
+search that measures every method of a cell once can save on that grid (native_search.bound_row).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from pgmpi_formats.native_search import Row, campaign_row, cells_from_files, replay, table
+from pgmpi_formats.native_search import Row, bound_row, campaign_row, cells_from_files, replay, table
 
 
 def _completed_attempt(job_dir: Path) -> Path | None:
@@ -40,7 +41,7 @@ def holdout_rows(adir: Path, reports: list[Path], keys: list[str]) -> list[Row]:
     return rows
 
 
-def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 1, prune: float = 0.5,
+def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 2, prune: float = 0.5,
            neighbours=("none", "segment", "prune")) -> str:
     root = Path(state_dir) / "campaigns"
     if not (root / exhaustive).is_dir():
@@ -61,6 +62,7 @@ def report(state_dir, exhaustive: str, reduced: list[str], lookahead: int = 1, p
         rows: list[Row] = []
         for key in keys:
             rows.append(replay(cells, key, "exhaustive")[0])
+            rows.append(bound_row(cells, key))
             for kind in ("mgd", "smgd"):
                 for nb in neighbours:
                     r = replay(cells, key, kind, lookahead=lookahead, prune=prune, neighbour=nb)[0]

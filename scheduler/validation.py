@@ -17,7 +17,7 @@ from pgmpi_formats.prf import ProfileFormatError, parse_prf, profile_layout, red
 from pgmpi_formats.validation import figures as paired_figures
 
 from .campaign import Campaign
-from .planner import DTBENCH, JobSpec, Launch, launches_for
+from .planner import DTBENCH, JobSpec, Launch, launches_for, under_native_file
 
 
 def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:
@@ -145,6 +145,8 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
         launches = launches_for(c, module, c.validation.mpiruns, calls, {k: ["default", "tuned"] for k in calls},
                                 nrep, prefix="validate", env={"PGMPITUNE_PROFILE_DIR": str(profile_dir)},
                                 role="paired")
+        if module.native_file:          # validated as measured: under the native file
+            launches = [under_native_file(x, module) for x in launches]
         vid = version.get("id", "x")
         return JobSpec(f"validate-{module.key}-n{layout.nodes}x{layout.ppn}-v{vid}", module, layout, launches,
                        walltime_seconds, kind="validate")
@@ -153,6 +155,8 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
                 + launches_for(c, module, c.validation.mpiruns, calls, {k: ["tuned"] for k in calls}, nrep,
                                prefix="validate-tuned", env={"PGMPITUNE_PROFILE_DIR": str(profile_dir)},
                                role="tuned"))
+    if module.native_file:
+        launches = [under_native_file(x, module) for x in launches]
     vid = version.get("id", "x")
     return JobSpec(f"validate-{module.key}-n{layout.nodes}x{layout.ppn}-v{vid}", module, layout, launches,
                    walltime_seconds, kind="validate")

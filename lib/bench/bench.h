@@ -98,6 +98,7 @@ typedef struct {
     double mem_limit;              /* bytes per rank; 0 = MemAvailable / local ranks */
     int dry_run;
     int list_native;               /* --list-native */
+    int serve;                     /* --serve: cells on request from standard input (serve_all) */
     /* for the header */
     char calls_arg[4096], algs_arg[4096], sizes_arg[4096];
 } opts_t;
@@ -219,6 +220,7 @@ int check_verdict(const char *mpi_name, size_t n, const char *label, int code, c
 int bench_start(double limit, size_t ms, size_t mr, size_t msc, int wj, unsigned long long *seed);
 void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L);
 void write_row(const call_t *c, long idx, size_t n, double t, int a);
+void serve_all(void);
 /* pgmpi-dtbench: extra header keys before the column line, and a count column in every row */
 extern void (*g_header_extra)(void);
 extern int g_count_column;

@@ -113,6 +113,13 @@ static void usage(FILE *f)
 "                        algorithm NAME, as the library names it (--list-native), measured next to\n"
 "                        the default and the mock-ups in the same rounds; seg= sets Open MPI's\n"
 "                        segment size (MPICH has none).  A name applies to every call that has it.\n"
+"  --serve               measure cells on request, one mpirun for a whole search: rank 0 reads lines\n"
+"                        'cell <call> <bytes> <label,label,...>' from standard input (the call, size\n"
+"                        and labels among those of --calls, --sizes, --algorithms; default and\n"
+"                        default_control always, when given), every rank measures that cell (check\n"
+"                        round, interleaved rounds, rows to the output), rank 0 answers on stdout\n"
+"                        'result <label> <median seconds>|failed' per label, then 'done'; 'quit' or\n"
+"                        end of input ends the run.  Fixed --nrep or --time-budget only.\n"
 "  --list-native         print the library's own algorithms per call, as discovered through MPI_T\n"
 "                        ('native <mpi> <call> <name> <value> <variable> <segment variable>'), exit.\n"
 "  --no-barrier-rows     do not add the MPI_Barrier rows measured next to every size (the\n"
@@ -589,6 +596,7 @@ void parse_args(int argc, char **argv)
         if (FLAG("--help") || FLAG("-h")) { if (g_print) usage(stdout); exit(0); }
         else if (FLAG("--dry-run")) O.dry_run = 1;
         else if (FLAG("--list-native")) O.list_native = 1;
+        else if (FLAG("--serve")) O.serve = 1;
         else if (FLAG("--no-barrier-rows")) O.barrier_rows = 0;
         else if (FLAG("--calls") || FLAG("--calls-list")) { NEEDVAL(); calls = val; }
         else if (FLAG("--sizes") || FLAG("--msizes-list")) { NEEDVAL(); sizes = val; }
@@ -760,6 +768,9 @@ void parse_args(int argc, char **argv)
         if (O.K > O.tmax) die_usage("--time-rule: K=%ld > max=%ld", O.K, O.tmax);
         if (O.tmin1 > O.tmax1) die_usage("--time-rule: min1=%ld > max1=%ld", O.tmin1, O.tmax1);
     }
+    if (O.serve && (O.policy == P_TIME || O.policy == P_PREDICT || O.policy == P_FROM))
+        die_usage("--serve measures each requested cell with a fixed --nrep (or a --time-budget); the NREP "
+                  "prediction and time rules need every cell of the run");
     if (O.buf_touch == BUF_TOUCH_REPROMPI && !O.buf_cell)
         die_usage("--buffer-touch=reprompi initialises each call's buffers as ReproMPI does, so it needs "
                   "--buffers=cell (the default)");

@@ -231,6 +231,28 @@ int open_output(void)
     return ok;
 }
 
+/* The MPI library's own decision file the environment names (Open MPI's dynamic rules file, MPICH's JSON
+ * selection file; the pgmpitunelib module or a campaign's native_file sets them): a mock-up measured under it
+ * competes with what the file makes of its parts, so the analysis must know which file, byte for byte.
+ * "#@native_file=<path>" and "#@native_file_fnv1a64=<16 hex digits of FNV-1a 64 over its bytes>|unreadable"
+ * (service/analysis/native_decision.py compares it with the file it writes); nothing when none is named. */
+static void put_native_file(void)
+{
+    const char *path = getenv("OMPI_MCA_coll_tuned_dynamic_rules_filename");
+    if (!path || !*path) path = getenv("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE");
+    if (!path || !*path) return;
+    put("native_file", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) { put("native_file_fnv1a64", "unreadable"); return; }
+    unsigned long long h = 1469598103934665603ULL;
+    int ch;
+    while ((ch = getc(f)) != EOF) h = (h ^ (unsigned char)ch) * 1099511628211ULL;
+    fclose(f);
+    char b[32];
+    snprintf(b, sizeof b, "%016llx", h);
+    put("native_file_fnv1a64", b);
+}
+
 /* The #@key=value header and the column line (rank 0). */
 void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L)
 {
@@ -253,6 +275,7 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     { int a, c; MPI_Get_version(&a, &c); snprintf(b, sizeof b, "%d.%d", a, c); put("mpi_standard", b); }
     put("module", module ? module : "");
     put("loaded_modules", getenv("LOADEDMODULES") ? getenv("LOADEDMODULES") : "");
+    put_native_file();
     putl("nodes", L->nodes);
     putl("ppn", L->ppn);
     if (L->ppn_min != L->ppn) putl("ppn_min", L->ppn_min);

@@ -99,7 +99,8 @@ int main(int argc, char **argv)
     alloc_buffers();
     native_setup();
     if (g_rank == 0) write_header(argc, argv, start_wall, seed, &L);
-    measure_all();
+    if (O.serve) serve_all();
+    else measure_all();
     native_finish();
     write_footer(start_wall);
     finish_output();

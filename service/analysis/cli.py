@@ -251,39 +251,57 @@ def explain_cmd(machine, library, collective, size, p, campaign, profile_root, a
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="folder to write into")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
 @click.option("--min-gain", type=click.FloatRange(0, 10), default=0.05, show_default=True)
-def native_files_cmd(files, out_dir, alpha, min_gain):
+@click.option("--validation", "verdicts", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="verdict.json of a validation job of an earlier file (`pgmpi agent native-validate`): the "
+                   "choices it failed are refused, so the file is written without them (validate it again)")
+def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     """One decision per (collective, size, p) over FILES of one MPI library (default, its own algorithms,
     mock-ups; service/analysis/native_decision.py), written as the library's own file (native.rules for Open
     MPI, native.json for MPICH, each checked by its reader) and .prf profiles for the cells a mock-up wins."""
     from pathlib import Path
 
-    from pgmpi_formats import mpich_json, native, ompi_rules
+    from pgmpi_formats import native, native_file
     from pgmpi_formats.collectives import by_key
     from pgmpi_formats.prf import format_prf, profile_filename
     from pgmpi_formats.results import read_file
 
-    from .native_decision import decide, runs_from_files
+    from .native_decision import decide, runs_from_files, validation_refusals
     libs = {read_file(f).header.get("mpi_library") for f in files}
     if len(libs) != 1 or not libs <= {"openmpi", "mpich"}:
         raise click.ClickException(f"FILES must be of one MPI library, openmpi or mpich; got {sorted(map(str, libs))}")
     lib = libs.pop()
-    res = decide(runs_from_files(files), alpha=alpha, min_gain=min_gain)
+    cells = runs_from_files(files)
+    refused: dict = {}
+    for v in verdicts:
+        try:
+            verdict = json.loads(Path(v).read_text())
+            if not isinstance(verdict.get("cells"), list):
+                raise ValueError("no 'cells' list")
+        except (ValueError, AttributeError) as exc:
+            raise click.ClickException(f"{v}: not a validation verdict ({exc})") from None
+        refused.update(validation_refusals(verdict, cells, f"{Path(v).name} record {verdict.get('id')}"))
+    found = native.discover("openmpi") if lib == "openmpi" else None
+
+    def render(decs) -> tuple[str, str]:
+        try:
+            return native_file.render(lib, decs, found)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    # the file's digest lets the mock-ups measured under exactly this file compete (second pass)
+    res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refused,
+                 file_digest=lambda decs: native.file_digest(render(decs)[1]))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    decs = res.native_decisions()
-    if lib == "openmpi":
-        text = ompi_rules.write_rules(decs, native.discover("openmpi"), comment="pgmpi analyze native-files")
-        (out / "native.rules").write_text(text)
-        click.echo(f"wrote {out / 'native.rules'} (read back by ompi_rules.parse_rules)")
-    else:
-        base_lib = mpich_json.find_library()
-        base, known = mpich_json.builtin_tree(base_lib), mpich_json.algorithm_names(base_lib)
-        tree = mpich_json.generate(decs, base, known)
-        problems = mpich_json.check_tree(tree, base, known)
-        if problems:
-            raise click.ClickException("generated JSON refused: " + "; ".join(problems))
-        (out / "native.json").write_text(mpich_json.dumps(tree))
-        click.echo(f"wrote {out / 'native.json'} (complete: mpich_json.check_tree)")
+    name, text = render(res.native_decisions())
+    (out / name).write_text(text)
+    click.echo(f"wrote {out / name} (" + ("read back by ompi_rules.parse_rules" if lib == "openmpi"
+                                           else "complete: mpich_json.check_tree") + f"; fnv1a64 {native.file_digest(text)})")
+    under = sum(1 for runs in cells.values() for r in runs if getattr(r, "native_file", None))
+    if under:
+        same = sum(1 for runs in cells.values() for r in runs if getattr(r, "native_file", None) == res.file_digest)
+        click.echo(f"second pass: {same} of {under} (cell, mpirun) measurement(s) under a native file ran under "
+                   f"this one (control arm null spread {100 * res.spread_under_file:.1f} %); the others are ignored")
     for (key, p), ranges in res.prf_ranges().items():
         name = profile_filename(key, p)
         (out / name).write_text(format_prf(by_key(key).mpi_name, p, ranges))
@@ -291,6 +309,23 @@ def native_files_cmd(files, out_dir, alpha, min_gain):
     for (key, size, p), d in sorted(res.decisions.items()):
         if d.choice != "default":
             click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}")
+    judged = [(d, c) for d in res.decisions.values() for c in d.candidates if c.under]
+    if judged:
+        from .native_decision import mockup_parts
+        file_keys = {x.key for x in res.native_decisions() if x.label != "default"}
+        touched = [(d, c) for d, c in judged if mockup_parts(c.label) & file_keys]
+        click.echo(f"second pass: {len(judged)} mock-up candidate(s) judged under the file, "
+                   f"{sum(c.refused is None for _, c in judged)} winning; {len(touched)} with parts the file "
+                   f"retunes ({', '.join(sorted(file_keys))}):")
+        shown = sorted(touched, key=lambda x: (x[1].refused is not None, x[0].key, x[0].size, x[1].label))
+        if len(shown) > 12:
+            click.echo(f"  (the {len(shown) - 12} after the first 12 are left out; `pgmpi explain` shows any cell)")
+        for d, c in shown[:12]:
+            click.echo(f"  {d.key:10} {d.size:>8} p={d.nprocs}: {c.label} {c.paired_ratio or float('nan'):.3f}x "
+                       f"the file's default over {len(c.run_ratios)} mpiruns"
+                       + (f" -- refused: {c.refused[:100]}" if c.refused else " -- wins"))
+    for (key, size, p, label), why in sorted(refused.items()):
+        click.echo(f"{key:10} {size:>8} p={p}: {label} refused, {why[:160]}")
     n = sum(d.choice != "default" for d in res.decisions.values())
     click.echo(f"{n} of {len(res.decisions)} cells leave the default (control arm null spread "
                f"{100 * res.spread:.1f} %, threshold {100 * res.threshold:.1f} %)")

@@ -19,9 +19,10 @@ from sqlalchemy import select
 
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 
-from .native_decision import decide, explain_lines
+from .native_decision import Run as RunMedians, decide, explain_lines
 
-SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")
+SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")     # one mpirun per round
+SEARCH_SERVED = re.compile(r"search-(\d+)-([a-z]+)\.txt$")                    # pgmpi-bench --serve: all rounds
 
 
 class ExplainError(LookupError):
@@ -30,19 +31,34 @@ class ExplainError(LookupError):
 
 def _cells(session, lib_ids, p, campaign_id):
     from service.store.models import Run, Series
-    q = select(Run.id, Run.file_name, Run.campaign_id, Series.call, Series.msize, Series.algorithm, Series.median) \
+    q = select(Run.id, Run.file_name, Run.campaign_id, Series.call, Series.msize, Series.algorithm, Series.median,
+               Run.headers, Run.footer) \
         .join(Series, Series.run_id == Run.id).where(Run.library_id.in_(lib_ids), Run.nprocs == p)
     if campaign_id is not None:
         q = q.where(Run.campaign_id == campaign_id)
     per_run: dict = {}
     names: dict = {}
-    for rid, fname, cid, call, msize, alg, med in session.execute(q):
+    for rid, fname, cid, call, msize, alg, med, headers, footer in session.execute(q):
         c = by_mpi_name(call)
         if c is None or call == "MPI_Barrier":
             continue
-        per_run.setdefault((c.key, msize, p), {}).setdefault(rid, {})[alg] = med
-        names[rid] = (fname, cid)
+        digest = (headers or {}).get("native_file_fnv1a64") if isinstance(headers, dict) else None
+        per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digest))[alg] = med
+        names[rid] = (fname, cid, footer if isinstance(footer, list) else [])
     return {k: list(v.values()) for k, v in per_run.items()}, per_run, names
+
+
+def _digest_of(library: str):
+    """decide's file_digest: the text `pgmpi analyze native-files` would write, hashed; None where this host
+    cannot write it (no such MPI installed here): then no second-pass run can match."""
+    from pgmpi_formats import native, native_file
+
+    def digest(decisions):
+        try:
+            return native.file_digest(native_file.render(library, decisions)[1])
+        except (ValueError, OSError, native.DiscoveryError):
+            return None
+    return digest
 
 
 def _published(profile_root, machine, lib, key, size, p) -> list[str]:
@@ -106,17 +122,25 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
         have = sorted({s for (k, s, _) in cells if k == collective})
         raise ExplainError(f"no measurement of {collective} at {size} B, p={p} for {library} on {machine}; "
                            f"measured sizes at p={p}: {', '.join(map(str, have)) or '(none)'}")
-    result = decide(cells, alpha=alpha, min_gain=min_gain)
+    result = decide(cells, alpha=alpha, min_gain=min_gain, file_digest=_digest_of(mine[0].name))
     d = result.decisions[key]
     camp_names = dict(session.execute(select(Campaign.id, Campaign.name)).all())
     path_lines = []
     rounds: dict = {}
+    mpi_name = by_key(collective).mpi_name
     for rid, algs in per_run[key].items():
-        fname, c = names[rid]
+        fname, c, footer = names[rid]
         mt = SEARCH_RUN.search(fname)
         if mt and mt.group(2) == collective and int(mt.group(3)) == size:
             rounds.setdefault((camp_names.get(c, "?"), int(mt.group(1))), []).append(
                 (int(mt.group(4)), sorted(a for a in algs if a.startswith("native:"))))
+        ms = SEARCH_SERVED.search(fname)
+        if ms and ms.group(2) == collective:      # "#@pgmpi served <seq> <MPI_Name> <bytes> <labels>"
+            for line in footer:
+                f = str(line).split()
+                if len(f) == 6 and f[:2] == ["#@pgmpi", "served"] and f[3] == mpi_name and f[4] == str(size):
+                    rounds.setdefault((camp_names.get(c, "?"), int(ms.group(1))), []).append(
+                        (int(f[2]), sorted(x for x in f[5].split(",") if x.startswith("native:"))))
     for (cname, idx), rs in sorted(rounds.items()):
         rs.sort()
         path_lines.append(f"search path in campaign {cname} (sweep {idx}): "

@@ -49,6 +49,7 @@ class Candidate:
     ci: tuple[float, float] | None = None  # 95 % t interval of the paired ratio (geometric)
     regimes: str = ""
     refused: str | None = None       # why it cannot win (None: it may)
+    under: str | None = None         # judged on the runs under this native file (its digest): second pass
 
 
 @dataclass
@@ -108,11 +109,14 @@ class Result:
     tolerance: float = RUN_LOSS_FLOOR
     threshold: float = 0.0
     spread: float = 0.0                                # the control arm's null spread
+    file: list = field(default_factory=list)           # [ompi_rules.Decision]: the native file's choices
+    file_digest: str | None = None                     # the digest its text has (decide's file_digest)
+    spread_under_file: float = 0.0                     # the second pass's control arm null spread
 
     def native_decisions(self):
-        from pgmpi_formats.ompi_rules import Decision
-        return [Decision(d.key, d.nprocs, d.size, d.choice if d.kind == "native" else "default")
-                for d in sorted(self.decisions.values(), key=lambda d: (d.key, d.nprocs, d.size))]
+        """The native file: per cell the fastest winning native algorithm, else "default" -- fixed before the
+        second pass, so the file written is the one the second pass's mock-ups were measured under."""
+        return list(self.file)
 
     def prf_ranges(self) -> dict:
         """Consecutive measured sizes with the same winning mock-up merge into one inclusive range."""
@@ -134,51 +138,114 @@ class Result:
         return out
 
 
-def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05) -> Result:
-    """cells: {(key, size, p): [per-mpirun {label: median seconds}]} -> Result (module doc)."""
-    spread = null_spread(cells)
+def _judge(c: Candidate, alpha: float, res: Result, why_refused: str | None = None) -> None:
+    """The verdict rules of the module doc on one candidate (sets c.refused, c.regimes)."""
+    if c.label == "default":
+        return
+    if why_refused:
+        c.refused = why_refused
+    elif c.runs == 0:
+        c.refused = "no measurement (failed pgmpi-bench's results check)"
+    elif c.p_value is None:
+        c.refused = f"no paired test: {len(c.run_ratios)} mpirun(s) measured it with the default (need 2)"
+    elif c.p_value > alpha:
+        c.refused = f"not significant: p = {c.p_value:.3g} > alpha {alpha}"
+    elif c.paired_ratio - 1 <= res.threshold:
+        c.refused = (f"gain {100 * (c.paired_ratio - 1):.1f} % <= {100 * res.threshold:.1f} % "
+                     f"(max of min_gain and the control arm's null spread)")
+    else:
+        rg = split_regimes(c.run_ratios, res.tolerance)
+        c.regimes = rg.line()
+        if rg.losing(res.tolerance):
+            c.refused = f"loses in some mpiruns ({rg.line()})"
+    if not c.regimes and c.run_ratios:
+        c.regimes = split_regimes(c.run_ratios, res.tolerance).line()
+
+
+def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: dict | None = None,
+           file_digest=None) -> Result:
+    """cells: {(key, size, p): [per-mpirun {label: median seconds}]} -> Result (module doc).  refused:
+    {(key, size, p, label): reason} -- candidates an independent measurement contradicted (a native file's
+    validation job, validation_refusals): they cannot win, the cell falls to the next candidate.
+    file_digest(native decisions) -> the digest (pgmpi_formats.native.file_digest) of the library's file
+    written from them: runs measured under exactly that file (Run.native_file) judge the mock-ups (second
+    pass, module doc); without it, or without such runs, no mock-up with retuned parts can win."""
+    refused = refused or {}
+    # each pass is judged against its own runs' control arm (their conditions may differ)
+    spread = null_spread({c: [r for r in runs if native_file_of(r) is None] for c, runs in cells.items()})
     res = Result(tolerance=max(RUN_LOSS_FLOOR, spread), threshold=max(min_gain, spread), spread=spread)
+    # first pass: every candidate on the runs under no decision file (the library's own default)
     staged = {}
     for (key, size, p), runs in cells.items():
-        labels = sorted({a for r in runs for a in r if a != CONTROL} | {"default"})
-        cands = [_candidate(a, runs) for a in labels]
+        plain = [r for r in runs if native_file_of(r) is None]
+        labels = sorted({a for r in plain for a in r if a != CONTROL} | {"default"})
+        cands = [_candidate(a, plain) for a in labels]
         for c in cands:
-            if c.label == "default":
-                continue
-            if c.runs == 0:
-                c.refused = "no measurement (failed pgmpi-bench's results check)"
-            elif c.p_value is None:
-                c.refused = f"no paired test: {len(c.run_ratios)} mpirun(s) measured it with the default (need 2)"
-            elif c.p_value > alpha:
-                c.refused = f"not significant: p = {c.p_value:.3g} > alpha {alpha}"
-            elif c.paired_ratio - 1 <= res.threshold:
-                c.refused = (f"gain {100 * (c.paired_ratio - 1):.1f} % <= {100 * res.threshold:.1f} % "
-                             f"(max of min_gain and the control arm's null spread)")
-            else:
-                rg = split_regimes(c.run_ratios, res.tolerance)
-                c.regimes = rg.line()
-                if rg.losing(res.tolerance):
-                    c.refused = f"loses in some mpiruns ({rg.line()})"
-            if not c.regimes and c.run_ratios:
-                c.regimes = split_regimes(c.run_ratios, res.tolerance).line()
+            _judge(c, alpha, res, refused.get((key, size, p, c.label)))
         staged[(key, size, p)] = cands
-    # natives first: which collectives get a native choice at each p
-    retuned: dict[int, set[str]] = {}
+    # the native file: per cell the fastest winning native algorithm, unless a mock-up whose parts no native
+    # choice touches beats it there (then the cell is the .prf's and the file keeps the default: never both)
+    maybe: dict[int, set[str]] = {}
     for (key, size, p), cands in staged.items():
         if any(c.kind == "native" and c.refused is None for c in cands):
-            retuned.setdefault(p, set()).add(key)
+            maybe.setdefault(p, set()).add(key)
+    best_native: dict = {}
+    retuned: dict[int, set[str]] = {}
+    for cell, cands in staged.items():
+        ok = [c for c in cands if c.kind == "native" and c.refused is None]
+        mock = [c for c in cands if c.kind == "mockup" and c.refused is None
+                and not mockup_parts(c.label) & maybe.get(cell[2], set())]
+        if ok:
+            nat = max(ok, key=lambda c: c.paired_ratio)
+            if mock and max(c.paired_ratio for c in mock) > nat.paired_ratio:
+                continue
+            best_native[cell] = nat
+            retuned.setdefault(cell[2], set()).add(cell[0])
+    from pgmpi_formats.ompi_rules import Decision
+    # the file covers the cells where the library's own algorithms were measured, nothing else: so a campaign
+    # of mock-ups alone (the second pass) leaves it, and its digest, as they were
+    res.file = [Decision(k, p, size, best_native[(k, size, p)].label if (k, size, p) in best_native else "default")
+                for (k, size, p) in sorted(staged, key=lambda c: (c[0], c[2], c[1]))
+                if any(c.kind == "native" for c in staged[(k, size, p)])]
+    res.file_digest = file_digest(res.file) if (file_digest and best_native) else None
+    # second pass: a mock-up whose parts the file retunes competes only on runs measured under that very file
+    spread2 = null_spread({c: [r for r in runs if res.file_digest and native_file_of(r) == res.file_digest]
+                           for c, runs in cells.items()})
+    pass2 = Result(tolerance=max(RUN_LOSS_FLOOR, spread2), threshold=max(min_gain, spread2), spread=spread2)
+    res.spread_under_file = spread2
     for (key, size, p), cands in staged.items():
-        for c in cands:
-            if c.kind == "mockup" and c.refused is None:
-                parts = mockup_parts(c.label) & retuned.get(p, set())
-                if parts:
-                    c.refused = (f"its parts ({', '.join(sorted(parts))}) are natively retuned at p={p}: measured "
-                                 "with their defaults, it is judged only with the native file loaded")
+        under = [r for r in cells[(key, size, p)] if res.file_digest and native_file_of(r) == res.file_digest]
+        have = {c.label for c in cands}
+        cands += [Candidate(a, "mockup", math.inf, 0) for a in sorted({a for r in under for a in r} - have)
+                  if kind_of(a) == "mockup"]                         # measured under the file only
+        for i, c in enumerate(cands):
+            if c.kind != "mockup":
+                continue
+            if under and any(c.label in r for r in under):
+                u = _candidate(c.label, under)
+                u.under = res.file_digest
+                _judge(u, alpha, pass2, refused.get((key, size, p, c.label)))
+                cands[i] = u
+                continue
+            parts = mockup_parts(c.label) & retuned.get(p, set())
+            if c.refused is None and parts:
+                c.refused = (f"its parts ({', '.join(sorted(parts))}) are natively retuned at p={p}: measured "
+                             "with their defaults, it is judged only on runs under the native file "
+                             + (f"{res.file_digest} (none measured it)" if res.file_digest else "(none given)"))
+    for (key, size, p), cands in staged.items():
+        native = best_native.get((key, size, p))
+        # a ratio against the library's own default, to compare across passes: under the file the default
+        # is the file's choice here, itself `native.paired_ratio` faster than the library's default
+        def vs_library(c):
+            return c.paired_ratio * (native.paired_ratio if (c.under and native) else 1.0)
         ok = [c for c in cands if c.label != "default" and c.refused is None]
         if ok:
-            best = max(ok, key=lambda c: c.paired_ratio)
-            why = (f"{best.paired_ratio:.3f}x faster than the default (paired over {len(best.run_ratios)} "
+            best = max(ok, key=vs_library)
+            where = f" under native file {best.under}" if best.under else ""
+            why = (f"{best.paired_ratio:.3f}x faster than the default{where} (paired over {len(best.run_ratios)} "
                    f"mpiruns, p = {best.p_value:.3g}), the fastest of {len(ok)} winning candidate(s)")
+            if best.under and native:
+                why += f"; it beats the file's {native.label} there, whose rule stays (the mock-up takes the call)"
         else:
             best = next(c for c in cands if c.label == "default")
             why = "no candidate beats the default significantly and by more than the threshold"
@@ -186,8 +253,38 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05) -> Result:
     return res
 
 
+def validation_refusals(verdict: dict, cells: dict, source: str) -> dict:
+    """A native file's validation verdict (service/analysis/native_validation.judge) -> the `refused` of
+    decide(): every campaign cell inside a failed rule's range [lo, hi] of that collective at that p, for the
+    rule's label, with the job's reason.  The search measured the label interleaved with the others in one
+    mpirun; the job measured the file alone, as users run it, and that decides."""
+    out = {}
+    for c in verdict.get("cells", []):
+        if not c.get("problems") or c.get("label") in (None, "default"):
+            continue
+        lo, hi = c["range"]
+        why = f"failed validation ({source}: {c['msize']} B): " + "; ".join(c["problems"])
+        for (key, size, p) in cells:
+            if key == c["collective"] and p == c["nprocs"] and lo <= size and (hi is None or size <= hi):
+                out[(key, size, p, c["label"])] = why
+    return out
+
+
+class Run(dict):
+    """One mpirun's medians {label: seconds}, with the digest of the native decision file it ran under
+    (pgmpi-bench's #@native_file_fnv1a64; None: none)."""
+
+    def __init__(self, medians=(), native_file: str | None = None):
+        super().__init__(medians)
+        self.native_file = native_file
+
+
+def native_file_of(run) -> str | None:
+    return getattr(run, "native_file", None)
+
+
 def runs_from_files(files) -> dict:
-    """Raw result files -> {(key, size, p): [per-mpirun {label: median}]} (one entry per file)."""
+    """Raw result files -> {(key, size, p): [per-mpirun Run {label: median}]} (one entry per file)."""
     from pgmpi_formats.collectives import by_mpi_name
     from pgmpi_formats.results import read_file
     cells: dict = {}
@@ -201,7 +298,8 @@ def runs_from_files(files) -> dict:
             c = by_mpi_name(name)
             if c is None:
                 continue
-            cells.setdefault((c.key, m, p), []).append({a: statistics.median(xs) for a, xs in algs.items()})
+            cells.setdefault((c.key, m, p), []).append(
+                Run({a: statistics.median(xs) for a, xs in algs.items()}, run.header.get("native_file_fnv1a64")))
     return cells
 
 
@@ -212,6 +310,8 @@ def explain_lines(d: CellDecision, path_lines: list[str] | None = None) -> list[
     for c in sorted(d.candidates, key=lambda c: c.median):
         ci = f"{c.ci[0]:.3f}-{c.ci[1]:.3f}" if c.ci else "-"
         verdict = "reference" if c.label == "default" else (f"refused: {c.refused}" if c.refused else "wins")
+        if c.under:
+            verdict = f"[under native file {c.under}] {verdict}"
         out.append(f"{c.label:44} {c.median * 1e6:>10.2f} {c.runs:>4} "
                    f"{(f'{c.paired_ratio:.3f}' if c.paired_ratio else '-'):>7} {ci:>15} "
                    f"{(f'{c.p_value:.2g}' if c.p_value is not None else '-'):>9}  {verdict}"

@@ -2,5 +2,5 @@
 the agent's search driver (scheduler/native_driver.py) runs the same engine and the agent never imports the
 service: pgmpi_formats/native_search.py.  Re-exported here for the analysis side."""
 from pgmpi_formats.native_search import (NEIGHBOUR, SEARCHES, SEGMENTED, SEGMENTS, SIZES, Cell, Path, Row,  # noqa: F401
-                                         campaign_row, cells_from_files, grid, replay, run, run_sizes, search,
-                                         steps, table)
+                                         bound_row, campaign_row, cells_from_files, grid, replay, run, run_sizes,
+                                         search, steps, table)

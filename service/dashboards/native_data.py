@@ -8,7 +8,8 @@ from the stored runs, whose algorithms are named `native:<name>[:seg=<bytes>]` (
 - default: per size the library's own choice (`default`) against the best native algorithm;
 - searches: service/analysis/native_search.py's methods replayed over the stored exhaustive data, per size and
   in total: experiments, measuring time (sum of the measured variants' times), loss of the choice against the
-  exhaustive optimum of the same data.
+  exhaustive optimum of the same data; and the scan bound (native_search.bound_row): the fewest experiments a
+  search that measures every method of a size once can make, and their least time.
 A stored value that is missing, zero or not finite is left out (a cell is blank), never an error.
 """
 from __future__ import annotations
@@ -74,7 +75,8 @@ def native_view(s, lib, campaign, key: str, p: int, layout: str | None = None) -
                           "loss": cells[(key, m)].loss(pth.choice, m)}
         out["per_size"].append(row)
     ex = rows["exhaustive"]
-    for k in ns.SEARCHES:
+    rows["scan bound"] = ns.bound_row(cells, key)      # the most mgd/smgd can save on this grid; no loss of its own
+    for k in (*ns.SEARCHES, "scan bound"):
         r = rows[k]
         losses = [x for x in r.losses if x == x]
         out["searches"].append({

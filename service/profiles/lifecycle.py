@@ -142,8 +142,22 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
     names, directory = _names(ps)
     # the service's own record decides, never a file: record_validation set validated_at and the state
     validated = v.validated_at is not None or v.state == "validated"
-    native = recorded_native_validation(*names, v.files or {})
-    res = pub.publish(root, *names, v.files or {}, directory=directory, native_validated=native is not None,
+    files = dict(v.files or {})
+    # a candidate of .prf profiles keeps the published native file: it was validated on its own, and the
+    # campaign measured the candidate's mock-ups under it (a module's native_file), so dropping it would
+    # publish mock-ups whose parts then run other algorithms than the ones that won
+    if not any(n in pub.NATIVE_FILES for n in files):
+        try:
+            current = pub.status(root, *names, directory)["files"]
+        except (OSError, ValueError, KeyError):
+            current = {}
+        carried = {n: t for n, t in current.items() if n in pub.NATIVE_FILES}
+        files.update(carried)
+    else:
+        carried = {}
+    # a carried file is live already (its own publication was the gate); one the candidate brings needs a record
+    native = recorded_native_validation(*names, files)
+    res = pub.publish(root, *names, files, directory=directory, native_validated=native is not None or bool(carried),
                       actor=actor, validated=validated, force=force, reason=reason,
                       candidate=f"profile_version:{v.id}",
                       validation={"figures": len(v.figures),

@@ -9,7 +9,8 @@ sizes 8 B - 1 MiB in powers of two, segment sizes 1 KiB - 512 KiB below each mes
 that take one); the others `mgd` / `smgd`.  Submits each campaign in turn (so their jobs never share the
 machine), then prints scheduler/search_report.py's table per MPI library: MGD and SMGD replayed on the
 exhaustive results (each neighbour mode) and each reduced campaign's own search judged on them --
-experiments, their measuring time, and the loss of each choice against the exhaustive optimum of its cell.
+experiments, their measuring time, and the loss of each choice against the exhaustive optimum of its cell,
+next to the scan bound (the most a search that measures every method of a cell can save on that grid).
 Then the decision per cell (service/analysis/native_decision.py) over the exhaustive campaign.  Prints
 figures with the machine load; asserts nothing.
 """

@@ -6,6 +6,11 @@ the effect is visible in time; a real file selects the faster one), and a small 
 correct results.
 
     .venv/bin/python tests/bench/native_user_job.py [--pairs 6] [--reps 60]
+    .venv/bin/python tests/bench/native_user_job.py --published ROOT --machine M \
+        --cell openmpi=bcast:4096:native:split_binary_tree:seg=2048 --cell mpich=allreduce:32:native:recursive_doubling
+
+The second form uses what the site published (a validated native file under the profile root ROOT, as
+`pgmpi profile publish` left it) instead of the demonstration file, at the given cell per MPI.
 
 Per MPI: `pairs` pairs of mpiruns after one `module load`, alternating which runs first: the job as users get
 it (the module's variables name the published file) and the same job with the file's variable unset (the
@@ -41,8 +46,8 @@ VERSIONS = {"openmpi": "4.1.4", "mpich": "4.0.2"}
 # MPICH allreduce 64 KiB default ~22 us, recursive_doubling ~156 us (lib/bench/README.md has the campaign)
 CELL = {"openmpi": (1048576, "native:recursive_doubling"), "mpich": (65536, "native:recursive_doubling")}
 VARS = {"openmpi": "OMPI_MCA_coll_tuned_dynamic_rules_filename", "mpich": "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"}
-FORCE = {"openmpi": "OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm={v}",
-         "mpich": "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM={name}"}
+FORCE = {"openmpi": "OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_{call}_algorithm={v}{seg}",
+         "mpich": "MPIR_CVAR_{CALL}_INTRA_ALGORITHM={name}"}
 
 
 def decision_file(mpi: str, nbytes: int, label: str) -> tuple[str, str]:
@@ -58,7 +63,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=6)
     ap.add_argument("--reps", type=int, default=60)
+    ap.add_argument("--published", type=Path, help="site profile root with published native files")
+    ap.add_argument("--machine", default="bench")
+    ap.add_argument("--cell", action="append", default=[], help="MPI=call:bytes:label (with --published)")
     args = ap.parse_args()
+    cells = {}
+    for c in args.cell:
+        mpi, _, rest = c.partition("=")
+        call, nb, label = rest.split(":", 2)
+        cells[mpi] = (call, int(nb), label)
+    if args.published and set(cells) != set(VERSIONS):
+        ap.error(f"--published needs --cell for each of {', '.join(VERSIONS)}")
     print(f"# load: {open('/proc/loadavg').read().split()[0]} (loaded machine when > 1.2)")
     for mpi in VERSIONS:
         with tempfile.TemporaryDirectory(prefix=f"native-user-{mpi}-") as tmp:
@@ -66,24 +81,31 @@ def main() -> int:
             app = top / "app"
             subprocess.run([f"mpicc.{mpi}", "-O2", "-o", str(app), str(ROOT / "tests/bench/native_user_app.c")],
                            check=True)
-            nbytes, label = CELL[mpi]
-            name, text = decision_file(mpi, nbytes, label)
-            root = top / "profiles"
-            pub.publish(root, "bench", mpi, VERSIONS[mpi], {name: text}, actor="native_user_job.py", validated=False,
-                        force=True, reason="demonstration of the module mechanism", checker=["/bin/true"], mpi=mpi)
-            (top / "site.conf").write_text(f"profile_root = {root}\nmachine = bench\n")
+            if args.published:
+                call, nbytes, label = cells[mpi]
+                root = args.published
+            else:
+                (nbytes, label), call = CELL[mpi], "allreduce"
+                name, text = decision_file(mpi, nbytes, label)
+                root = top / "profiles"
+                pub.publish(root, args.machine, mpi, VERSIONS[mpi], {name: text}, actor="native_user_job.py",
+                            validated=False, force=True, reason="demonstration of the module mechanism",
+                            checker=["/bin/true"], mpi=mpi)
+            (top / "site.conf").write_text(f"profile_root = {root}\nmachine = {args.machine}\n")
             mods = module(top, mpi)
             run = f"mpirun.{mpi} -np 2" + (" --oversubscribe" if mpi == "openmpi" else "")
-            algname = native.parse_label(label).name
-            value = native.FALLBACK[mpi].value("allreduce", algname)
-            force = FORCE[mpi].format(v=value, name=algname)
+            variant = native.parse_label(label)
+            value = native.FALLBACK[mpi].value(call, variant.name)
+            seg = f" OMPI_MCA_coll_tuned_{call}_algorithm_segmentsize={variant.seg}" if variant.seg else ""
+            force = FORCE[mpi].format(v=value, name=variant.name, call=call, CALL=call.upper(), seg=seg)
             lines = [". /usr/share/lmod/lmod/init/bash", f"module use {mods}", f"export PGMPI_SITE_CONFIG={top}/site.conf",
                      "module load pgmpitunelib/0.1.0", f"echo \"VAR ${{{VARS[mpi]}:-unset}}\""]
             for i in range(args.pairs):
-                on = f"echo -n 'FILE '; {run} {app} {nbytes} {args.reps}"
-                off = f"echo -n 'DEFAULT '; env -u {VARS[mpi]} {run} {app} {nbytes} {args.reps}"
+                on = f"echo -n 'FILE '; {run} {app} {nbytes} {args.reps} {call}"
+                off = f"echo -n 'DEFAULT '; env -u {VARS[mpi]} {run} {app} {nbytes} {args.reps} {call}"
                 lines += [on, off] if i % 2 == 0 else [off, on]
-            lines.append(f"echo -n 'FORCED '; env -u {VARS[mpi]} {force} {run} {app} {nbytes} 5")
+                forced = f"echo -n 'FORCED '; env -u {VARS[mpi]} {force} {run} {app} {nbytes} {args.reps} {call}"
+                lines.append(forced)
             env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_MCA_", "MPIR_CVAR_", "PGMPI"))}
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
             res = subprocess.run(["bash", "-c", "\n".join(lines)], capture_output=True, text=True, env=env)
@@ -99,12 +121,17 @@ def main() -> int:
             fps = {a: {fp for b, _, _, fp in rows if b == a} for a in ("FILE", "DEFAULT", "FORCED")}
             correct = all(c == "yes" for _, _, c, _ in rows)
             print(f"{mpi}: module set {VARS[mpi]}={var}")
-            print(f"{mpi}: allreduce {nbytes} B, file selects {label}: file {statistics.median(f):.1f} us, default "
-                  f"{statistics.median(d):.1f} us (medians of {len(f)} mpiruns each); paired ratio file/default "
-                  f"median {statistics.median(ratios):.2f}x, per pair {' '.join(f'{r:.2f}' for r in ratios)}")
+            fo = [float(t) for a, t, _, _ in rows if a == "FORCED"]
+            print(f"{mpi}: {call} {nbytes} B, file selects {label}: file {statistics.median(f):.2f} us, default "
+                  f"{statistics.median(d):.2f} us, {label} forced {statistics.median(fo):.2f} us (medians of "
+                  f"{len(f)} mpiruns each); paired ratio file/default median {statistics.median(ratios):.2f}x, "
+                  f"per pair {' '.join(f'{r:.2f}' for r in ratios)}; file/forced "
+                  f"{statistics.median([x / y for x, y in zip(f, fo)]):.2f}x")
             print(f"{mpi}: results correct in every run: {'yes' if correct else 'NO'}; fingerprint under the file "
                   f"{sorted(fps['FILE'])}, forced {label} {sorted(fps['FORCED'])}, default {sorted(fps['DEFAULT'])}: "
-                  f"the file's choice ran: {'yes' if fps['FILE'] == fps['FORCED'] != fps['DEFAULT'] else 'NO'}")
+                  + (f"the file's choice ran: {'yes' if fps['FILE'] == fps['FORCED'] != fps['DEFAULT'] else 'NO'}"
+                     if call == "allreduce" else "no fingerprint for bcast: judge by time (file against forced "
+                     "and default)"))
     return 0
 
 

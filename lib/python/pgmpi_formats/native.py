@@ -244,3 +244,28 @@ for _lib, _d in FALLBACK.items():
         _d.segment_variables = {k: f"coll_tuned_{OMPI_KEYS[k]}_algorithm_segmentsize" for k in _d.algorithms
                                 if k not in ("scan", "barrier")}
 assert set(OMPI_KEYS) == set(KEYS) | {"barrier"}, "collectives.def and OMPI_KEYS disagree"
+
+
+# ------------------------------------------------------------------ the decision file a process runs under
+
+# What makes each library read its decision file (the pgmpitunelib module sets the same for users:
+# spack-repo/packages/pgmpitunelib/pgmpitune-site.lua).
+FILE_VARS = {"openmpi": ("OMPI_MCA_coll_tuned_dynamic_rules_filename",),
+             "mpich": ("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE",)}
+
+
+def file_env(library: str, path: str) -> dict[str, str]:
+    """The environment under which `library` reads the decision file at `path`."""
+    if library == "openmpi":
+        return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", FILE_VARS["openmpi"][0]: path}
+    if library == "mpich":
+        return {FILE_VARS["mpich"][0]: path}
+    raise ValueError(f"no decision file for {library!r}; valid: {', '.join(FILE_VARS)}")
+
+
+def file_digest(data: str | bytes) -> str:
+    """FNV-1a 64 over the file's bytes, as pgmpi-bench records it (#@native_file_fnv1a64, lib/bench/bench_output.c)."""
+    h = 1469598103934665603
+    for b in data.encode() if isinstance(data, str) else data:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"

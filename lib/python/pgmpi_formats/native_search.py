@@ -28,6 +28,11 @@ message size").  Methods that take no segment size have the single variant `(met
   starts its descent at the segment size that was its best at the neighbour when that is below this size
   (then it still looks `lookahead` steps past it); with "prune" the scan is also limited to the methods that
   were not pruned there (rescan=False), except at every `rescan_every`-th message size.
+
+mgd and smgd (and neighbour "segment") measure at least one variant of every method in every cell, so on a
+grid they cannot make fewer experiments than the cells' methods: `bound_row` is that floor, which the
+search report prints as "scan bound" (variants / methods; Open MPI at p = 2: 2.0x with segments from 1 KiB,
+4.4x from 64 B: scheduler/README.md).
 """
 from __future__ import annotations
 
@@ -307,6 +312,23 @@ def replay(cells: dict, key: str, kind: str, neighbour: str = "none", **kw) -> t
     return row, paths
 
 
+def bound_row(cells: dict, key: str) -> Row:
+    """What a search that measures every method at least once per cell (MGD, SMGD, and their "segment"
+    neighbour mode do) can save at best on this grid: its experiments are at least the number of methods of
+    each cell, so the reduction against exhaustive is at most (variants) / (methods) summed over the cells,
+    and its measuring time at least each method's cheapest variant.  Only a search that leaves methods out
+    of a cell unmeasured (neighbour "prune") can go past it.  Says nothing about loss."""
+    n, secs = 0, 0.0
+    for (k, size), cell in cells.items():
+        if k != key:
+            continue
+        for m, segs in cell.space(size).items():
+            if segs:
+                n += 1
+                secs += min(cell.t((m, s)) for s in segs)
+    return Row(key, "scan bound", "grid", n, secs, [])
+
+
 def campaign_row(cells: dict, key: str, kind: str, paths: dict) -> Row:
     """A real reduced campaign's search (its report's paths, {size: Path.to_json()}) judged on the exhaustive
     campaign's table: its choice's loss there, and what its visited variants cost there."""
@@ -325,32 +347,34 @@ def campaign_row(cells: dict, key: str, kind: str, paths: dict) -> Row:
 
 
 def table(rows: list[Row]) -> str:
-    """Experiments, measuring time and loss per collective and search, ratios against exhaustive."""
+    """Experiments, measuring time and loss per collective and search, ratios against exhaustive.  A row
+    without experiments (the noise floor) prints no cost, a row without losses (the scan bound) no loss."""
     import math
-    ex = {r.key: r for r in rows if r.kind == "exhaustive"}
+    nan = float("nan")
+
+    def line(key, kind, source, n, secs, ex, losses, cells):
+        cost = (f"{n:>11} {(ex[0] / n if ex else nan):>5.1f}x {secs:>9.4f} "
+                f"{(ex[1] / secs if ex and secs else nan):>8.1f}x " if n else f"{'-':>11} {'-':>6} {'-':>9} {'-':>9} ")
+        loss = (f"{sum(losses) / len(losses) * 100:>8.2f}% {max(losses) * 100:>7.1f}% "
+                f"{sum(x > 0.03 for x in losses):>5}/{cells}" if losses else f"{'-':>9} {'-':>8} {'-':>11}")
+        return f"{key:10} {kind:13} {source:14} {cost}{loss}"
+
+    ex = {r.key: (r.experiments, r.seconds) for r in rows if r.kind == "exhaustive"}
     out = [f"{'collective':10} {'search':13} {'from':14} {'experiments':>11} {'fewer':>6} {'time s':>9} "
            f"{'less time':>9} {'mean loss':>9} {'max loss':>8} {'cells > 3 %':>11}"]
     tot: dict = {}
     for r in rows:
-        e = ex.get(r.key)
         good = [x for x in r.losses if not math.isnan(x)]
-        cost = (f"{r.experiments:>11} {(e.experiments / r.experiments if e else float('nan')):>5.1f}x "
-                f"{r.seconds:>9.4f} {(e.seconds / r.seconds if e and r.seconds else float('nan')):>8.1f}x "
-                if r.experiments else f"{'-':>11} {'-':>6} {'-':>9} {'-':>9} ")     # a noise-floor row
-        out.append(f"{r.key:10} {r.kind:13} {r.source:14} {cost}"
-                   f"{(sum(good) / len(good) * 100 if good else float('nan')):>8.2f}% "
-                   f"{(max(good) * 100 if good else float('nan')):>7.1f}% {r.over3:>5}/{len(r.losses)}")
+        out.append(line(r.key, r.kind, r.source, r.experiments, r.seconds, ex.get(r.key), good, len(r.losses)))
         t = tot.setdefault((r.kind, r.source), [0, 0.0, []])
         t[0] += r.experiments
         t[1] += r.seconds
         t[2] += good
-    exall = next((v for (k, s), v in tot.items() if k == "exhaustive"), None)
+    exall = next((tuple(v[:2]) for (k, _s), v in tot.items() if k == "exhaustive"), None)
     for (kind, source), (n, secs, losses) in tot.items():
-        cost = (f"{n:>11} {(exall[0] / n if exall else float('nan')):>5.1f}x {secs:>9.4f} "
-                f"{(exall[1] / secs if exall and secs else float('nan')):>8.1f}x " if n
-                else f"{'-':>11} {'-':>6} {'-':>9} {'-':>9} ")
-        out.append(f"{'ALL':10} {kind:13} {source:14} {cost}"
-                   f"{(sum(losses) / len(losses) * 100 if losses else float('nan')):>8.2f}% "
-                   f"{(max(losses) * 100 if losses else float('nan')):>7.1f}% "
-                   f"{sum(x > 0.03 for x in losses):>5}/{len(losses)}")
+        out.append(line("ALL", kind, source, n, secs, exall, losses, len(losses)))
+    if any(r.kind == "scan bound" for r in rows):
+        out.append("scan bound: the most a search that measures every method of a cell at least once (mgd, smgd, "
+                   "their /segment mode) can save on this grid: variants / methods over the cells, time of each "
+                   "method's cheapest variant; only /prune leaves methods out and can pass it")
     return "\n".join(out)

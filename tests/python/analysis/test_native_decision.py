@@ -3,7 +3,7 @@ algorithms and the mock-ups under the paired verdict rules, a mock-up with nativ
 and a cell going to the native file or the .prf, never both."""
 from __future__ import annotations
 
-from service.analysis.native_decision import decide, explain_lines, mockup_parts
+from service.analysis.native_decision import decide, explain_lines, mockup_parts, validation_refusals
 
 NOISE = [1.00, 1.01, 0.99, 1.02, 0.98]          # the same drift per mpirun for every algorithm in it
 JITTER = [0.0, 0.01, -0.01, 0.005, -0.005]      # and 1 % of its own
@@ -31,7 +31,7 @@ def test_a_mockup_whose_parts_are_natively_retuned_is_refused():
              ("allgather", 4096, 2): runs(default=10.0, native__ring=7.0)}
     d = decide(cells).decisions[("bcast", 4096, 2)]
     mock = next(c for c in d.candidates if c.label == "bcast_as_scatter_allgather")
-    assert mock.refused and "allgather" in mock.refused and "native file loaded" in mock.refused
+    assert mock.refused and "allgather" in mock.refused and "runs under the native file (none given)" in mock.refused
     assert d.choice == "native:binomial"
     # without the retuned part the faster mock-up wins and becomes a .prf range, not a native rule
     alone = decide({("bcast", 4096, 2): runs(default=10.0, native__binomial=8.0, bcast_as_scatter_allgather=6.0)})
@@ -52,3 +52,68 @@ def test_the_control_arm_and_a_single_mpirun_keep_the_default():
     assert one.decisions[("reduce", 1024, 2)].choice == "default" and "need 2" in c.refused
     text = "\n".join(explain_lines(one.decisions[("reduce", 1024, 2)], ["search path: [chain]"]))
     assert "native:chain" in text and "search path" in text and text.splitlines()[-1].startswith("chosen: default")
+
+
+def test_a_choice_its_validation_job_failed_is_refused_and_the_next_one_wins():
+    # the search measured split_binary_tree interleaved with the other variants; the validation job, which
+    # runs the file alone as users do, found it did not run there (Open MPI bcast 512 B at 2 ranks)
+    cells = {("bcast", 512, 2): runs(default=10.0, native__split_binary_tree=2.0, native__binomial=8.0),
+             ("bcast", 1024, 2): runs(default=10.0, native__split_binary_tree=2.0),
+             ("bcast", 4096, 2): runs(default=10.0, native__split_binary_tree=2.0)}
+    verdict = {"id": 7, "state": "failed", "cells": [
+        {"collective": "bcast", "nprocs": 2, "msize": 512, "range": [512, 4095], "label": "native:split_binary_tree",
+         "problems": ["(b) the file's choice did not run"]},
+        {"collective": "bcast", "nprocs": 2, "msize": 4096, "range": [4096, None], "label": "native:split_binary_tree",
+         "problems": []},
+        {"collective": "bcast", "nprocs": 4, "msize": 1024, "range": [0, None], "label": "native:split_binary_tree",
+         "problems": ["(c) tuned slower"]}]}
+    refused = validation_refusals(verdict, cells, "verdict.json record 7")
+    assert set(refused) == {("bcast", 512, 2, "native:split_binary_tree"), ("bcast", 1024, 2, "native:split_binary_tree")}
+    r = decide(cells, refused=refused)
+    d = r.decisions[("bcast", 512, 2)]
+    assert d.choice == "native:binomial"
+    failed = next(c for c in d.candidates if c.label == "native:split_binary_tree")
+    assert failed.refused.startswith("failed validation (verdict.json record 7: 512 B): (b) the file's choice did not run")
+    assert r.decisions[("bcast", 1024, 2)].choice == "default"
+    assert r.decisions[("bcast", 4096, 2)].choice == "native:split_binary_tree"     # its rule passed
+
+
+def test_second_pass_a_mockup_with_retuned_parts_competes_on_runs_under_that_very_file():
+    from pgmpi_formats import native
+    from service.analysis.native_decision import Run
+
+    # first pass (no file): allgather gets a native choice; the bcast mock-up built on allgather was measured
+    # with the library's default allgather, so that measurement cannot decide it
+    plain = {("allgather", 4096, 2): runs(default=10.0, native__ring=7.0),
+             ("bcast", 4096, 2): runs(default=10.0, bcast_as_scatter_allgather=6.0)}
+    written = {}
+
+    def digest(decisions):      # what analyze native-files does: the text it writes, hashed like pgmpi-bench
+        text = "\n".join(f"{d.key} {d.nprocs} {d.nbytes} {d.label}" for d in decisions)
+        written["text"] = text
+        return native.file_digest(text)
+
+    first = decide(plain, file_digest=digest)
+    mock = next(c for c in first.decisions[("bcast", 4096, 2)].candidates if c.label == "bcast_as_scatter_allgather")
+    assert "(none measured it)" in mock.refused and first.file_digest == native.file_digest(written["text"])
+    # second pass: the same mock-up measured under exactly that file (its allgather now runs ring) wins; runs
+    # under another (stale) file are ignored, whatever they say
+    under = [Run(r, first.file_digest) for r in runs(default=10.0, bcast_as_scatter_allgather=7.5)]
+    stale = [Run(r, "0123456789abcdef") for r in runs(default=10.0, bcast_as_scatter_allgather=20.0)]
+    cells = dict(plain)
+    cells[("bcast", 4096, 2)] = plain[("bcast", 4096, 2)] + under + stale
+    r = decide(cells, file_digest=digest)
+    d = r.decisions[("bcast", 4096, 2)]
+    assert (d.choice, d.kind) == ("bcast_as_scatter_allgather", "mockup"), d.reason
+    won = next(c for c in d.candidates if c.label == "bcast_as_scatter_allgather")
+    assert won.under == first.file_digest and won.runs == 5 and 1.3 < won.paired_ratio < 1.4
+    assert f"under native file {first.file_digest}" in d.reason
+    assert r.prf_ranges() == {("bcast", 2): [(4096, 4096, "bcast_as_scatter_allgather")]}
+    assert [x.label for x in r.native_decisions()] == ["native:ring"]    # the file it ran under: native cells only
+    # measured under the file but not faster there: refused with the second pass's figures
+    slow = dict(plain)
+    slow[("bcast", 4096, 2)] = plain[("bcast", 4096, 2)] + [
+        Run(x, first.file_digest) for x in runs(default=10.0, bcast_as_scatter_allgather=10.1)]
+    s = decide(slow, file_digest=digest).decisions[("bcast", 4096, 2)]
+    assert s.choice == "default"
+    assert next(c for c in s.candidates if c.label != "default").refused.startswith("not significant")

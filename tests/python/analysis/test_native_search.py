@@ -69,3 +69,25 @@ def test_grid_segments_only_the_methods_that_take_a_segment_size():
     from service.analysis.native_search import SEGMENTS, grid
     g = grid(["binomial", "basic_linear"], {"binomial"}, SEGMENTS, 4096)
     assert g == {"binomial": [None, 2048, 1024], "basic_linear": [None]}
+
+
+def test_scan_bound_is_variants_over_methods_and_only_prune_passes_it():
+    from service.analysis.native_search import bound_row, replay, table
+    small = Cell({"chain": curve(4.0, [3.0, 2.0, 2.5, 2.8, 3.0, 3.5]), "linear": {None: 1.0}})
+    cells = {("bcast", MSG): CELL, ("bcast", 8192): small, ("reduce", MSG): CELL}
+    b = bound_row(cells, "bcast")
+    # 3 methods x 7 variants at 64 KiB; at 8 KiB chain has 4 variants below the size (its 2.0 at 16 KiB is
+    # not one), linear 1: 26 / 5; the time is each method's cheapest variant
+    assert (b.experiments, b.seconds, b.losses) == (5, 6.0 + 9.0 + 30.0 + 2.8 + 1.0, [])
+    ex = replay(cells, "bcast", "exhaustive")[0]
+    assert ex.experiments == 26
+    for kind in ("mgd", "smgd"):
+        for nb in ("none", "segment"):
+            assert replay(cells, "bcast", kind, neighbour=nb)[0].experiments >= b.experiments
+    # "prune" keeps chain (pruned at 8 KiB: 4.0 against linear's 1.0) out at 64 KiB
+    pruned = replay(cells, "bcast", "smgd", neighbour="prune", rescan_every=99)[0]
+    assert pruned.experiments < replay(cells, "bcast", "smgd")[0].experiments
+    text = table([ex, b]).splitlines()
+    bound_line = next(x for x in text if x.startswith("bcast      scan bound"))
+    assert f"{26 / 5:>5.1f}x" in bound_line and bound_line.split()[-3:] == ["-", "-", "-"]
+    assert any(x.startswith("ALL        scan bound") and "5.2x" in x for x in text)

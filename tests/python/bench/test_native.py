@@ -125,3 +125,31 @@ def test_a_refused_decision_file_kills_jobs(bench, tmp_path):
     # the job dies: Open MPI fails the first allgather (already inside MPI_Comm_split_type), MPICH asserts
     assert r.rc != 0
     assert ("MPI_ERR_UNSUPPORTED_OPERATION" if bench.mpi == "openmpi" else "Assertion failed") in r.stderr + r.stdout
+
+
+def test_the_decision_file_a_run_ran_under_is_recorded_byte_for_byte(bench, tmp_path):
+    """#@native_file / #@native_file_fnv1a64: the analysis lets a mock-up with natively retuned parts compete
+    only on runs under exactly the file it writes (service/analysis/native_decision.py, second pass)."""
+    from pgmpi_formats import mpich_json as mj
+    from pgmpi_formats import ompi_rules as orr
+    from pgmpi_formats.ompi_rules import Decision
+    decs = [Decision("bcast", 2, 8, "default"), Decision("bcast", 2, 1024, "native:binomial")]
+    f = tmp_path / ("native.rules" if bench.mpi == "openmpi" else "native.json")
+    if bench.mpi == "openmpi":
+        f.write_text(orr.write_rules(decs, native.discover("openmpi", env=bench.env())))
+    else:
+        lib = mj.find_library()
+        f.write_text(mj.dumps(mj.generate(decs, mj.builtin_tree(lib), mj.algorithm_names(lib))))
+
+    def header(env, name):
+        out = tmp_path / name
+        r = bench.run(["--calls=bcast", "--algorithms=default,bcast_as_scatter_allgather", "--sizes=1024",
+                       "--nrep=3", "--no-barrier-rows", f"--output={out}"], np=2, env=env)
+        assert r.rc == 0, r.stderr
+        return reader.read_file(out).header
+
+    h = header(native.file_env(bench.mpi, str(f)), "under.txt")
+    assert h["native_file"] == str(f) and h["native_file_fnv1a64"] == native.file_digest(f.read_bytes())
+    f.write_text(f.read_text() + " ")                  # one byte more: another file
+    assert header(native.file_env(bench.mpi, str(f)), "changed.txt")["native_file_fnv1a64"] != h["native_file_fnv1a64"]
+    assert "native_file" not in header({}, "none.txt")

@@ -58,6 +58,9 @@ def test_native_page_from_stored_runs(app, tokens, browser):
     for k in ("mgd", "smgd"):
         assert 0 < s[k]["experiments"] <= s["exhaustive"]["experiments"] and s[k]["max_loss"] >= 0
         assert s[k]["time"] <= s["exhaustive"]["time"] + 1e-12
+        assert s[k]["experiments"] >= s["scan bound"]["experiments"]
+    # the scan bound: one experiment per method and size (3 methods at 8 B, binomial and chain above)
+    assert s["scan bound"]["experiments"] == 3 + 2 + 2 and s["scan bound"]["max_loss"] is None
     html = c.get(f"{LIB}/native?key=bcast&campaign=nat&p=2").get_data(as_text=True)
     assert 'id="native-heatmap"' in html and 'id="native-searches"' in html and "1.80×" in html
     assert 'native algorithms</a>' in c.get(f"{LIB}/heatmap").get_data(as_text=True)

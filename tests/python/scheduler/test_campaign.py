@@ -136,7 +136,7 @@ def test_search_runs_in_one_driver_per_job_and_only_there(tmp_path):
     assert len(search) == 1 and search[0].output == "search-0.json"
     spec = json.loads(search[0].argv[1])
     assert spec["collectives"]["allgather"] == {"search": "smgd", "sizes": SMALL_SIZES, "segments": [1024, 4096],
-                                                "lookahead": 1, "prune": 0.5, "neighbour": "none"}
+                                                "lookahead": 2, "prune": 0.5, "neighbour": "none"}
     assert spec["confirm"] == 3 and "--nrep=500" not in spec["bench_args"]
     script = render_script(job, tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=True)
     assert "-m scheduler.native_driver --spec" in script and "--list-native" in script
@@ -176,3 +176,33 @@ def test_prediction_thresholds_reach_pgmpi_bench(tmp_path, mpi, mpi_prefix):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "predict:rse<0.02+covmedian<0.002/w50;min:50;max:500;step:10" in r.stdout
+
+
+def test_native_file_for_the_measurement_launches_only(tmp_path):
+    """native_file: default and mock-ups run under the library's decision file (as users get them); launches
+    that force the library's own algorithms (native:..., searches) never do, a rules file would override them."""
+    from scheduler.backends import render_script
+    text = GOOD.replace("    env: {OMPI_MCA_btl: \"self,vader\"}",
+                        "    env: {OMPI_MCA_btl: \"self,vader\"}\n    native_file: /site/p/hydra/openmpi-4.1.4/current/native.rules")
+    text = text.replace("    mpi: mpich\n", "    mpi: mpich\n    native_file: /site/p/hydra/mpich-4.0.2/current/native.json\n")
+    text = text.replace("  allgather: {}", "  allgather: {search: exhaustive}")
+    text = text.replace("  allreduce: {}", "  allreduce: {algorithms: [default, native:all]}")
+    c = load_campaign(write(tmp_path, text))
+    ompi, mpich = plan(c)[0], plan(c)[2]
+    for job, want in ((ompi, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename":
+                               "/site/p/hydra/openmpi-4.1.4/current/native.rules"}),
+                      (mpich, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "/site/p/hydra/mpich-4.0.2/current/native.json"})):
+        under = [ln for ln in job.launches if ln.env]
+        assert all(ln.env == want for ln in under) and any("--calls=bcast" in ln.argv for ln in under), job.key
+        # allreduce's native:all goes to launches of its own (run-native-*), its default stays under the file
+        assert any("--calls=allreduce" in ln.argv and "--algorithms=default,default_control" in ln.argv
+                   for ln in under)
+        forced = [ln for ln in job.launches if "native:" in " ".join(ln.argv) or ln.role == "search"]
+        assert forced and not any(ln.env for ln in forced)
+        assert {ln.output for ln in forced if ln.role != "search"} == {"run-native-0.txt", "run-native-1.txt",
+                                                                      "run-native-2.txt"}
+    script = render_script(ompi, tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=True)
+    assert "export OMPI_MCA_coll_tuned_dynamic_rules_filename=/site/p/hydra/openmpi-4.1.4/current/native.rules" in script
+    bad = text.replace("native_file: /site/p/hydra/mpich-4.0.2", "native_file: site/p/hydra/mpich-4.0.2")
+    with pytest.raises(CampaignError, match="native_file.*is not an absolute path"):
+        load_campaign(write(tmp_path, bad, "bad.yaml"))

@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from pgmpi_formats.results import read_file
 from scheduler.runner import make_agent
 
 from sched_helpers import add_machine, campaign_file, tiny_campaign
@@ -31,9 +32,15 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
     camp = tmp_path / "state" / "campaigns" / "nsrch"
     rep = json.loads((camp / "search-openmpi-4.1.4-n1x2-0.json").read_text())
     paths = rep["paths"]["bcast"]
-    # what the search visited is what was measured: one mpirun per round, its variants and the default
+    # what the search visited is what was measured: every round, its variants and the default, in the one
+    # pgmpi-bench --serve mpirun of the collective
     rounds = [r for size in ("2048", "8192") for r in paths[size]["rounds"]]
-    assert rep["mpiruns"] == len(rounds) and rep["confirm"]["mpiruns"] == 1
+    assert rep["mode"] == {"bcast": "serve"} and rep["mpiruns"] == 1 and rep["confirm"]["mpiruns"] == 1
+    assert rep["rounds"] == len(rounds) > 2
+    served = read_file(camp / "openmpi-4.1.4-n1x2" / "attempt-1" / "search-0-bcast.txt")
+    measured = {(int(m), served.algorithms[a]) for m, a in zip(served.msize, served.algorithm)}
+    assert measured == {(int(size), x) for size in ("2048", "8192") for r in paths[size]["rounds"] for x in r} \
+        | {(2048, "default"), (8192, "default"), (2048, "default_control"), (8192, "default_control")}
     assert rep["grid"]["bcast"]["8192"] == 9 + 6 * 2                       # 9 methods, 6 take both segments
     assert sum(map(len, rounds)) < sum(rep["grid"]["bcast"].values())       # smgd prunes or stops early
     first = paths["2048"]["rounds"][0]

@@ -117,3 +117,23 @@ def test_token_records_last_use(client, seeded, app):
     assert client.get("/api/v1/me", headers=seeded["viewer"]).status_code == 200
     with app.app_context():
         assert db.session.get(ApiToken, seeded["viewer_id"]).last_used_at is not None
+
+
+def test_a_prf_candidate_keeps_the_published_native_file(app, seeded, tmp_path, monkeypatch, database_url):
+    """The campaign measured the candidate's mock-ups under the published native file (a module's
+    native_file), so publishing the candidate keeps that file; a rollback brings back the set without it."""
+    from pgmpi_formats import native
+    from pgmpi_formats import ompi_rules as orr
+    from service.profiles import publish as pub
+    monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    root = tmp_path / "profiles"
+    va, _ = _two_modules(app)
+    rules = orr.write_rules([orr.Decision("bcast", 2, 4096, "native:binomial")], native.FALLBACK["openmpi"])
+    with app.app_context():
+        v = db.session.get(ProfileVersion, va)
+        names, directory = lifecycle._names(v.profile_set)
+        pub.publish(root, *names, {"native.rules": rules}, directory=directory, actor="t", validated=False,
+                    force=True, reason="test: a live native file", mpi="openmpi")
+        res = lifecycle.publish_candidate(v, root, "test")
+        assert _visible(res.target / "current") == {**PRF_A, "native.rules": rules}
+        assert res.version == 2 and not res.forced
