@@ -37,7 +37,8 @@ def native_view(s, lib, campaign, key: str, p: int, layout: str | None = None) -
             times.setdefault(alg, {})[m] = statistics.median(vals)
     natives = sorted(a for a in times if a != "default")
     out: dict[str, Any] = {"key": key, "call": call, "p": p, "layout": layout, "algorithms": [], "sizes": [],
-                           "z": [], "times": [], "default": [], "searches": [], "per_size": []}
+                           "z": [], "times": [], "default": [], "searches": [], "per_size": [],
+                           "validations": validations(s, lib)}
     if not natives:
         return out
     algs = ["default"] + natives if "default" in times else natives
@@ -91,3 +92,27 @@ def native_view(s, lib, campaign, key: str, p: int, layout: str | None = None) -
 def _label(choice: tuple[str, int | None]) -> str:
     name, seg = choice
     return f"native:{name}" + (f":seg={seg}" if seg is not None else "")
+
+
+def validations(s, lib, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest validation jobs of this library's native decision files (service/api/native.py records
+    them): what was validated, the verdict and its first reasons.  Stored values are shown as text only."""
+    from sqlalchemy import select
+
+    from service.store.models import NativeValidation
+    machine = getattr(getattr(lib, "machine", None), "name", None)
+    if machine is None:
+        return []
+    rows = s.scalars(select(NativeValidation).where(NativeValidation.machine == machine,
+                                                    NativeValidation.library == lib.name,
+                                                    NativeValidation.version == lib.version)
+                     .order_by(NativeValidation.id.desc()).limit(limit))
+    out = []
+    for r in rows:
+        problems = (r.verdict or {}).get("problems") if isinstance(r.verdict, dict) else None
+        problems = [str(x)[:300] for x in problems] if isinstance(problems, list) else []
+        out.append({"id": r.id, "file": str(r.file_name), "digest": str(r.digest or "")[:12], "state": str(r.state),
+                    "nprocs": r.nprocs, "job": str(r.job or ""), "actor": str(r.actor or ""),
+                    "created": r.created_at.strftime("%Y-%m-%d %H:%M") if r.created_at else "",
+                    "problems": problems[:3], "more": max(0, len(problems) - 3)})
+    return out

@@ -153,3 +153,37 @@ def test_the_decision_file_a_run_ran_under_is_recorded_byte_for_byte(bench, tmp_
     f.write_text(f.read_text() + " ")                  # one byte more: another file
     assert header(native.file_env(bench.mpi, str(f)), "changed.txt")["native_file_fnv1a64"] != h["native_file_fnv1a64"]
     assert "native_file" not in header({}, "none.txt")
+
+
+def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
+    """--serve (the native search's one mpirun per collective, scheduler/native_driver.py): each 'cell' command
+    measures only its labels with the default and the control arm, answers the medians, and a command it
+    cannot serve is refused without measuring anything."""
+    import subprocess
+
+    from conftest import _mpirun_cmd
+    rd = "native:recursive_doubling"
+    other = "native:nonoverlapping" if bench.mpi == "openmpi" else "native:reduce_scatter_allgather"
+    out = tmp_path / "served.txt"
+    cmd = _mpirun_cmd(bench.mpi, 2) + [str(bench.exe), "--serve", "--calls=allreduce", "--sizes=64,4096",
+                                       f"--algorithms=default,{rd},{other},default_control", "--nrep=6",
+                                       "--no-barrier-rows", f"--output={out}"]
+    script = (f"cell MPI_Allreduce 64 {rd}\ncell allreduce 4096 {rd},{other}\ncell MPI_Allreduce 128 {rd}\n"
+              f"cell MPI_Allreduce 64 native:nosuch\nquit\n")
+    p = subprocess.run(cmd, input=script, capture_output=True, text=True, env=bench.env(), timeout=120)
+    assert p.returncode == 0, p.stderr
+    answers = [a.split() for a in p.stdout.strip().splitlines()]
+    assert [a[:2] for a in answers[:9]] == [["result", "default"], ["result", rd], ["result", "default_control"],
+                                             ["done"], ["result", "default"], ["result", rd], ["result", other],
+                                             ["result", "default_control"], ["done"]]
+    assert all(float(a[2]) > 0 for a in answers[:9] if a[0] == "result")
+    assert [" ".join(a) for a in answers[9:]] == ["error 128 B is not among --sizes",
+                                                  "error native:nosuch is not among --algorithms for MPI_Allreduce"]
+    run = reader.read_file(out)
+    rows = defaultdict(int)
+    for m, a in zip(run.msize, run.algorithm):
+        rows[(int(m), run.algorithms[a])] += 1
+    assert rows == {(64, "default"): 6, (64, rd): 6, (64, "default_control"): 6,
+                    (4096, "default"): 6, (4096, rd): 6, (4096, other): 6, (4096, "default_control"): 6}
+    served = [x.split() for x in run.pgmpi_lines if x.startswith("#@pgmpi served")]
+    assert [x[2:] for x in served] == [["1", "MPI_Allreduce", "64", rd], ["2", "MPI_Allreduce", "4096", f"{rd},{other}"]]

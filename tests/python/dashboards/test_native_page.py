@@ -65,6 +65,21 @@ def test_native_page_from_stored_runs(app, tokens, browser):
     assert 'id="native-heatmap"' in html and 'id="native-searches"' in html and "1.80×" in html
     assert 'native algorithms</a>' in c.get(f"{LIB}/heatmap").get_data(as_text=True)
     assert c.get(f"{LIB}/native?key=nosuch").status_code == 404
+    # validation records of the native file (service/api/native.py stores them); any stored value is text
+    assert 'id="native-no-validations"' in html
+    from service.store.db import db
+    from service.store.models import NativeValidation
+    with app.app_context():
+        db.session.add_all([
+            NativeValidation(machine="m1", library="openmpi", version="4.1.4", file_name="native.rules", digest="ab" * 32,
+                             nprocs=2, state="failed", job="slurm:7", actor="agent",
+                             verdict={"problems": ["<script>x</script> (b) did not run", "p2", "p3", "p4"]}),
+            NativeValidation(machine="m1", library="openmpi", version="4.1.4", file_name="native.rules", digest="cd" * 32,
+                             nprocs=2, state="passed", job="slurm:8", actor="agent", verdict=["not", "a", "dict"])])
+        db.session.commit()
+    html = c.get(f"{LIB}/native?key=bcast&campaign=nat&p=2").get_data(as_text=True)
+    assert 'id="native-validations"' in html and "<script>x</script>" not in html and "&lt;script&gt;" in html
+    assert "(+1 more)" in html and "passed" in html and "slurm:8" in html and "abababababab" in html
     from selenium.webdriver.common.by import By
     srv, base = serve(app)
     try:
