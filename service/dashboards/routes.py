@@ -128,6 +128,19 @@ def _campaign(lib: MpiLibrary, name: str | None):
     return data.latest_campaign(db.session, lib)
 
 
+def _collective_page(machine: str, lib: str, key: str):
+    """What the per-collective pages (detail, native) start from: the collective key checked (404 listing
+    the valid ones), the library, the campaign (?campaign=, else the latest) with its measured layouts, and
+    the layout switch's choice (p 0 when nothing is measured). Returns (machine, library, campaign, layouts,
+    selection)."""
+    if key not in data.MPI_OF:
+        abort(404, description=f"no collective {key!r}; valid: {', '.join(sorted(data.MPI_OF))}")
+    m, l = _lib_or_404(machine, lib)
+    camp = _campaign(l, request.args.get("campaign"))
+    sels = data.layouts_of(db.session, l, camp)
+    return m, l, camp, sels, _selection(sels) or data.Sel(0, None)
+
+
 # ----------------------------------------------------------------- pages
 
 @bp.get("/")
@@ -164,12 +177,7 @@ def heatmap(machine: str, lib: str):
 @bp.get("/m/<machine>/<lib>/detail/<key>")
 @read_access
 def detail(machine: str, lib: str, key: str):
-    if key not in data.MPI_OF:
-        abort(404, description=f"no collective {key!r}; valid: {', '.join(sorted(data.MPI_OF))}")
-    m, l = _lib_or_404(machine, lib)
-    camp = _campaign(l, request.args.get("campaign"))
-    sels = data.layouts_of(db.session, l, camp)
-    sel = _selection(sels) or data.Sel(0, None)
+    m, l, camp, sels, sel = _collective_page(machine, lib, key)
     p = sel.p
     d = data.detail(db.session, l, camp, key, p, sel.layout)
     fmt = request.args.get("format")
@@ -211,12 +219,7 @@ def native(machine: str, lib: str):
     """The library's own algorithms: heatmap, the default against the best, the searches' savings."""
     from service.dashboards.native_data import native_view
     key = request.args.get("key", "allreduce")
-    if key not in data.MPI_OF:
-        abort(404, description=f"no collective {key!r}; valid: {', '.join(sorted(data.MPI_OF))}")
-    m, l = _lib_or_404(machine, lib)
-    camp = _campaign(l, request.args.get("campaign"))
-    sels = data.layouts_of(db.session, l, camp)
-    sel = _selection(sels) or data.Sel(0, None)
+    m, l, camp, sels, sel = _collective_page(machine, lib, key)
     v = native_view(db.session, l, camp, key, sel.p, sel.layout)
     if request.args.get("format") == "json":
         return jsonify(machine=m.name, library=l.name, version=l.version, campaign=camp.name if camp else None, **v)

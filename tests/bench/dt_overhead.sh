@@ -13,19 +13,10 @@
 # minus "none" is what a loaded profile adds. Prints figures and the machine load.
 #   tests/bench/dt_overhead.sh [openmpi|mpich|all]
 set -euo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
-mpis=${1:-all}; [ "$mpis" = all ] && mpis="openmpi mpich"
-RUNS=${RUNS:-5}
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}'; }
-field() { sed -n "s/.* $1=\([-0-9.a-z]*\).*/\1/p"; }
+. "$(dirname "$0")/overhead_common.bash"
 echo "load before: $(uptime)"
 for mpi in $mpis; do
-  prefix=${INSTALL_ROOT:-$top/build/install}/$mpi
-  [ -f "$prefix/lib/libpgmpitune.so" ] || "$top/deploy/build-lib.sh" "$mpi" >/dev/null
-  "mpicc.$mpi" -O2 -o "$work/ovh.$mpi" "$top/tests/bench/lib_overhead.c" -I"$prefix/include" \
-      -L"$prefix/lib" -Wl,--no-as-needed -lpgmpitune -Wl,-rpath,"$prefix/lib"
-  if [ "$mpi" = openmpi ]; then run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none); else run=(mpirun.mpich); fi
+  overhead_build "$mpi"
   clean=(env -u PGMPITUNE_PROFILE_DIR -u PGMPI_PROFILE_PATH -u PGMPITUNE_MODULES -u PGMPI_PARAMS -u PGMPITUNE_VERBOSE)
   sig=$("${clean[@]}" DT_SIGNATURE=1 "${run[@]}" -np 1 "$work/ovh.$mpi" | tail -1)
   mkdir -p "$work/dt.$mpi" "$work/nomatch.$mpi"

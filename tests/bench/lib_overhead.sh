@@ -10,20 +10,10 @@
 # and frequency are shared too; figures at 2 ranks are noisier, look at the spread of the 5 runs.
 #   tests/bench/lib_overhead.sh [openmpi|mpich|all]
 set -euo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
-mpis=${1:-all}; [ "$mpis" = all ] && mpis="openmpi mpich"
-RUNS=${RUNS:-5}
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-
-median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.2f\n", (v[NR/2]+v[NR/2+1])/2}'; }
-field() { sed -n "s/.* $1=\([-0-9.]*\).*/\1/p"; }
+. "$(dirname "$0")/overhead_common.bash"
 
 for mpi in $mpis; do
-  prefix=$top/build/install/$mpi
-  [ -f "$prefix/lib/libpgmpitune.so" ] || "$top/deploy/build-lib.sh" "$mpi" >/dev/null
-  "mpicc.$mpi" -O2 -o "$work/ovh.$mpi" "$top/tests/bench/lib_overhead.c" -I"$prefix/include" \
-      -L"$prefix/lib" -Wl,--no-as-needed -lpgmpitune -Wl,-rpath,"$prefix/lib"
-  if [ "$mpi" = openmpi ]; then run=(mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none); else run=(mpirun.mpich); fi
+  overhead_build "$mpi"
   for np in 1 2; do
     if [ $np = 1 ]; then iter=200000; else iter=${ITER2:-5000}; fi
     # profile with 10,000 ranges for this p, alternating default / a mock-up, 8 bytes in a gap

@@ -238,8 +238,8 @@ int main(int argc, char **argv)
             size_t E = plain ? (size_t)usize * (size_t)esize(L) : (size_t)ext;
             int shift = L->lb < 0 ? -L->lb * esize(L) : 0;   /* the buffer starts at the type's lb */
             for (int ci = 0; ci < 4; ci++) {
-                /* --some (p >= 3 in ctest; MPICH busy-polls when oversubscribed): one count per variant,
-                 * rotating, so that every count still meets every layout over the variants */
+                /* --some (quick manual runs): one count per variant, rotating, so that every count
+                 * still meets every layout over the variants */
                 if (some && ci != (l + k) % 4) continue;
                 int n = counts[ci];
                 size_t span = E * (size_t)(n ? n : 1) + (size_t)shift + 64;

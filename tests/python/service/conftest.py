@@ -6,43 +6,22 @@ Select a backend with `-k sqlite` / `-k postgres` or PGMPI_TEST_BACKENDS=sqlite,
 from __future__ import annotations
 
 import os
-import uuid
+import sys
 from pathlib import Path
 
-import psycopg
 import pytest
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 import flask_migrate
-from service.app import create_app
 from service.store.db import db
 
-ROOT = Path(__file__).resolve().parents[3]
-MIGRATIONS = str(ROOT / "migrations")
+sys.path.insert(0, str(Path(__file__).parent))
+from svc_helpers import MIGRATIONS, create_pg_database, drop_pg_database, make_app  # noqa: E402
+
 _ALL = [pytest.param("sqlite", id="sqlite"), pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)]
 _WANT = set(os.environ.get("PGMPI_TEST_BACKENDS", "sqlite,postgres").split(","))
 BACKENDS = [p for p in _ALL if p.values[0] in _WANT]
 _migrated: set[str] = set()
-
-
-def _admin_conninfo(url: str) -> str:
-    u = make_url(url)
-    return f"host={u.host} port={u.port or 5432} user={u.username} password={u.password} dbname={u.database}"
-
-
-def create_pg_database(postgres_url: str, tag: str) -> str:
-    """A new empty database on the test server; returns its SQLAlchemy URL."""
-    name = f"pgmpi_test_{tag}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(_admin_conninfo(postgres_url), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
-
-
-def drop_pg_database(postgres_url: str, url: str) -> None:
-    name = make_url(url).database
-    with psycopg.connect(_admin_conninfo(postgres_url), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")
@@ -62,13 +41,6 @@ def database_url(backend, request, tmp_path_factory) -> str:
     if backend == "sqlite":
         return f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'pgmpi.sqlite'}"
     return request.getfixturevalue("pg_scratch")
-
-
-def make_app(database_url: str, instance: Path, **extra):
-    cfg = {"SQLALCHEMY_DATABASE_URI": database_url, "TESTING": True, "SECRET_KEY": "test-secret",
-           "INSTANCE_PATH": str(instance), "WTF_CSRF_ENABLED": True}
-    cfg.update(extra)
-    return create_app(cfg)
 
 
 @pytest.fixture

@@ -115,7 +115,7 @@ def test_password_change_ends_sessions(client, app):
 
 
 def test_secure_cookie_setting_and_tls_deployment(app, monkeypatch, tmp_path, database_url):
-    from conftest import make_app
+    from svc_helpers import make_app
     monkeypatch.setenv("PGMPI_SECURE_COOKIES", "1")
     secure = make_app(database_url, tmp_path / "inst2", PASSWORD_HASH_METHOD="pbkdf2:sha256:1000")
     _alice(secure)

@@ -9,7 +9,7 @@ from sqlalchemy import inspect, text
 
 from service.store.db import db
 
-from conftest import MIGRATIONS, create_pg_database, drop_pg_database, make_app
+from svc_helpers import MIGRATIONS, create_pg_database, drop_pg_database, make_app
 
 def _head() -> str:
     cfg = AlembicConfig()
