@@ -233,6 +233,10 @@ def under_native_file(launch: Launch, module: Module) -> Launch:
     algs = next((a.split("=", 1)[1] for a in launch.argv if a.startswith("--algorithms=")), "")
     if launch.role == "search" or launch.program or "native:" in algs:
         return launch
+    if not Path(module.native_file).is_file():
+        # nothing published yet: run as without it (MPICH aborts every job on a JSON file it cannot read);
+        # the runs then carry no #@native_file and the analysis treats them as such
+        return launch
     return replace(launch, env={**native.file_env(module.mpi, module.native_file), **launch.env})
 
 

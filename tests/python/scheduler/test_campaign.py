@@ -182,16 +182,21 @@ def test_native_file_for_the_measurement_launches_only(tmp_path):
     """native_file: default and mock-ups run under the library's decision file (as users get them); launches
     that force the library's own algorithms (native:..., searches) never do, a rules file would override them."""
     from scheduler.backends import render_script
+    site = tmp_path / "site"
+    for f in ("p/hydra/openmpi-4.1.4/current/native.rules", "p/hydra/mpich-4.0.2/current/native.json"):
+        (site / f).parent.mkdir(parents=True)
+        (site / f).write_text("x\n")
     text = GOOD.replace("    env: {OMPI_MCA_btl: \"self,vader\"}",
                         "    env: {OMPI_MCA_btl: \"self,vader\"}\n    native_file: /site/p/hydra/openmpi-4.1.4/current/native.rules")
     text = text.replace("    mpi: mpich\n", "    mpi: mpich\n    native_file: /site/p/hydra/mpich-4.0.2/current/native.json\n")
+    text = text.replace("native_file: /site/", f"native_file: {site}/")
     text = text.replace("  allgather: {}", "  allgather: {search: exhaustive}")
     text = text.replace("  allreduce: {}", "  allreduce: {algorithms: [default, native:all]}")
     c = load_campaign(write(tmp_path, text))
     ompi, mpich = plan(c)[0], plan(c)[2]
     for job, want in ((ompi, {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename":
-                               "/site/p/hydra/openmpi-4.1.4/current/native.rules"}),
-                      (mpich, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "/site/p/hydra/mpich-4.0.2/current/native.json"})):
+                               f"{site}/p/hydra/openmpi-4.1.4/current/native.rules"}),
+                      (mpich, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": f"{site}/p/hydra/mpich-4.0.2/current/native.json"})):
         under = [ln for ln in job.launches if ln.env]
         assert all(ln.env == want for ln in under) and any("--calls=bcast" in ln.argv for ln in under), job.key
         # allreduce's native:all goes to launches of its own (run-native-*), its default stays under the file
@@ -202,7 +207,10 @@ def test_native_file_for_the_measurement_launches_only(tmp_path):
         assert {ln.output for ln in forced if ln.role != "search"} == {"run-native-0.txt", "run-native-1.txt",
                                                                       "run-native-2.txt"}
     script = render_script(ompi, tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=True)
-    assert "export OMPI_MCA_coll_tuned_dynamic_rules_filename=/site/p/hydra/openmpi-4.1.4/current/native.rules" in script
-    bad = text.replace("native_file: /site/p/hydra/mpich-4.0.2", "native_file: site/p/hydra/mpich-4.0.2")
+    assert f"export OMPI_MCA_coll_tuned_dynamic_rules_filename={site}/p/hydra/openmpi-4.1.4/current/native.rules" in script
+    # nothing published yet: the launches run without it (MPICH would abort on a file it cannot read)
+    (site / "p/hydra/mpich-4.0.2/current/native.json").unlink()
+    assert not any(ln.env for ln in plan(c)[2].launches)
+    bad = text.replace(f"native_file: {site}/p/hydra/mpich-4.0.2", "native_file: site/p/hydra/mpich-4.0.2")
     with pytest.raises(CampaignError, match="native_file.*is not an absolute path"):
         load_campaign(write(tmp_path, bad, "bad.yaml"))

@@ -122,14 +122,17 @@ def test_a_layout_profile_is_validated_on_its_layout_and_judged_by_its_figures(t
 
 def test_a_candidate_is_validated_under_the_native_file_it_was_measured_under(tmp_path):
     c = campaign()
-    mods = [m.model_copy(update={"native_file": f"/site/{m.mpi}/current/native.{'rules' if m.mpi == 'openmpi' else 'json'}"})
+    for m in ("openmpi", "mpich"):
+        (tmp_path / m).mkdir()
+        (tmp_path / m / f"native.{'rules' if m == 'openmpi' else 'json'}").write_text("x\n")
+    mods = [m.model_copy(update={"native_file": str(tmp_path / m.mpi / f"native.{'rules' if m.mpi == 'openmpi' else 'json'}")})
             for m in c.modules]
     c = c.model_copy(update={"modules": mods})
     job = validation_job(c, {"id": 5, "library": "mpich", "files": {"allreduce_p2.prf": PRF}}, tmp_path, 600)
     for ln in job.launches:       # both arms: the file decides the default's algorithms and the mock-up's parts
-        assert ln.env["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] == "/site/mpich/current/native.json"
+        assert ln.env["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] == str(tmp_path / "mpich" / "native.json")
     inter = c.model_copy(update={"validation": c.validation.model_copy(update={"interleaved": True})})
     job = validation_job(inter, {"id": 6, "library": "openmpi", "files": {"allreduce_p2.prf": PRF}}, tmp_path, 600)
     assert all(ln.env == {"PGMPITUNE_PROFILE_DIR": str(tmp_path), "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
-                          "OMPI_MCA_coll_tuned_dynamic_rules_filename": "/site/openmpi/current/native.rules"}
+                          "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(tmp_path / "openmpi" / "native.rules")}
                for ln in job.launches)
