@@ -143,9 +143,11 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
     # the service's own record decides, never a file: record_validation set validated_at and the state
     validated = v.validated_at is not None or v.state == "validated"
     files = dict(v.files or {})
-    # a candidate of .prf profiles keeps the published native file: it was validated on its own, and the
-    # campaign measured the candidate's mock-ups under it (a module's native_file), so dropping it would
-    # publish mock-ups whose parts then run other algorithms than the ones that won
+    # a candidate of .prf profiles keeps the published native file: dropping it would change the algorithms
+    # under the candidate's mock-ups.  That is right only when the campaign measured them under exactly that
+    # file (a module's native_file; pgmpi-bench's #@native_file_fnv1a64 in every run); otherwise their wins
+    # were against another default, and only an admin's --force publishes them (the file is kept then too)
+    carried: dict = {}
     if not any(n in pub.NATIVE_FILES for n in files):
         try:
             current = pub.status(root, *names, directory)["files"]
@@ -153,8 +155,17 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
             current = {}
         carried = {n: t for n, t in current.items() if n in pub.NATIVE_FILES}
         files.update(carried)
-    else:
-        carried = {}
+        if carried and not force:
+            from pgmpi_formats.native import file_digest
+            live = {file_digest(t) for t in carried.values()}
+            seen = measured_under(v)
+            if seen != live:
+                raise pub.PublishError(
+                    f"candidate {v.id}: the live set has {', '.join(sorted(carried))} (fnv1a64 "
+                    f"{', '.join(sorted(live))}), but its mock-ups were measured under "
+                    + (", ".join(sorted(x or "no native file" for x in seen)) if seen else "runs this service cannot find")
+                    + ": measure them under the live file (the campaign module's native_file) or publish with "
+                      "--force --reason")
     # a carried file is live already (its own publication was the gate); one the candidate brings needs a record
     native = recorded_native_validation(*names, files)
     res = pub.publish(root, *names, files, directory=directory, native_validated=native is not None or bool(carried),
@@ -172,6 +183,21 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
            "reason": reason, "validated": validated, "path": v.published_path})
     _commit_or_undo(res, root, names, actor, "publish", directory)
     return res
+
+
+def measured_under(v: ProfileVersion) -> set:
+    """The native decision files (their #@native_file_fnv1a64; None: none) that the runs of the candidate's
+    analysis (its campaign and library) ran under."""
+    from service.store.models import Run
+    a = db.session.get(Analysis, v.analysis_id) if v.analysis_id else None
+    if a is None:
+        return set()
+    q = select(Run.headers).where(Run.library_id == a.library_id)
+    if a.campaign_id is not None:
+        q = q.where(Run.campaign_id == a.campaign_id)
+    # runs that force the library's own algorithms (#@native_switch) never run under a native file
+    return {h.get("native_file_fnv1a64") if isinstance(h, dict) else None for h in db.session.scalars(q)
+            if not (isinstance(h, dict) and h.get("native_switch"))}
 
 
 def rollback_set(ps: ProfileSet, root: Path, actor: str, reason: str = "", to: int | None = None) -> pub.PublishResult:

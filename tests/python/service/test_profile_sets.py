@@ -120,11 +120,15 @@ def test_token_records_last_use(client, seeded, app):
 
 
 def test_a_prf_candidate_keeps_the_published_native_file(app, seeded, tmp_path, monkeypatch, database_url):
-    """The campaign measured the candidate's mock-ups under the published native file (a module's
-    native_file), so publishing the candidate keeps that file; a rollback brings back the set without it."""
+    """Publishing a .prf candidate keeps the live native file when its campaign measured the mock-ups under
+    exactly that file (the runs' #@native_file_fnv1a64); measured under another file or none, it is refused
+    unless forced (the file is kept then too); a rollback brings back the set as it was."""
+    import pytest
+
     from pgmpi_formats import native
     from pgmpi_formats import ompi_rules as orr
     from service.profiles import publish as pub
+    from service.store.models import Analysis, Run, Upload
     monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
     root = tmp_path / "profiles"
     va, _ = _two_modules(app)
@@ -134,6 +138,32 @@ def test_a_prf_candidate_keeps_the_published_native_file(app, seeded, tmp_path, 
         names, directory = lifecycle._names(v.profile_set)
         pub.publish(root, *names, {"native.rules": rules}, directory=directory, actor="t", validated=False,
                     force=True, reason="test: a live native file", mpi="openmpi")
+        lib = v.profile_set.library
+        up = Upload(upload_id="u1", machine_id=lib.machine_id, actor="t", n_files=3, n_timings=0)
+        db.session.add(up)
+        db.session.flush()
+
+        def run(name, headers):
+            db.session.add(Run(upload_pk=up.id, machine_id=lib.machine_id, library_id=lib.id, file_name=name,
+                               nprocs=2, headers=headers, footer=[]))
+
+        run("run-0.txt", {"native_file_fnv1a64": "0123456789abcdef"})          # another file
+        run("run-native-0.txt", {"native_switch": "communicator_per_variant"})  # forced natives: never under one
+        a = Analysis(machine_id=lib.machine_id, library_id=lib.id, alpha=0.05, test="paired_t", fdr=False, actor="t")
+        db.session.add(a)
+        db.session.flush()
+        v.analysis_id = a.id
+        db.session.commit()
+        with pytest.raises(pub.PublishError, match=r"measured under 0123456789abcdef: measure them under the live"):
+            lifecycle.publish_candidate(v, root, "test")
+        db.session.rollback()
+        # the same campaign measured under the live file: published, and the file stays
+        db.session.execute(Run.__table__.update().where(Run.file_name == "run-0.txt")
+                           .values(headers={"native_file_fnv1a64": native.file_digest(rules)}))
+        db.session.commit()
+        v = db.session.get(ProfileVersion, va)
         res = lifecycle.publish_candidate(v, root, "test")
         assert _visible(res.target / "current") == {**PRF_A, "native.rules": rules}
         assert res.version == 2 and not res.forced
+        lifecycle.rollback_set(v.profile_set, root, "test")
+        assert _visible(res.target / "current") == {"native.rules": rules}
