@@ -72,8 +72,10 @@ def profile() -> None:
 @click.option("--force", is_flag=True, help="publish without a passing validation (recorded)")
 @click.option("--reason", default="", help="why (required with --force)")
 @click.option("--actor", default=None, help="who (default: the login name)")
+@click.option("--replace", is_flag=True, help="publish exactly --dir even where it drops a kind of file the live "
+              "set has (its native decision file, or its .prf profiles)")
 @_database
-def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, reason, actor, database_url):
+def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, reason, actor, replace, database_url):
     """Validate the candidate with pgmpitune-check and make it the current set.  It counts as validated
     only when the service recorded a passing validation of a profile version with exactly these files
     (this machine and library); otherwise --force --reason is needed."""
@@ -84,6 +86,17 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
             "`pgmpi profile publish-candidate ID`, or publish these files: they count as validated when a "
             "validated version with the same files is stored, else use --force --reason")
     files = {p.name: p.read_bytes() for p in sorted(Path(src).iterdir()) if p.is_file()}
+    # the set is published whole: a directory with only a native file would silently drop the live .prf
+    # profiles (or the reverse), whose mock-ups were measured under the live native file
+    live = set(pub.status(_root(root), machine, mpi_name, mpi_version)["files"])
+    native_kind = {True: "its native decision file", False: "its .prf profiles"}
+    for is_native in (True, False):
+        lost = sorted(n for n in live - set(files) if (n in pub.NATIVE_FILES) == is_native)
+        if lost and not replace and not any((n in pub.NATIVE_FILES) == is_native for n in files):
+            raise click.ClickException(
+                f"{src} has none of {native_kind[is_native]}; publishing it drops {', '.join(lost)} from the live "
+                f"set. Add them to {src} (a .prf measured under another native file no longer says what it "
+                "costs: measure it again under this one), or publish exactly this directory with --replace")
     evidence, native, unread = None, None, ""
     if not force:     # a forced publication needs no evidence (and no database)
         from sqlalchemy.exc import SQLAlchemyError

@@ -237,6 +237,13 @@ def test_cli_publish_rollback_status(tmp_path, monkeypatch):
     assert "published version 1" in r.output
     r = run(profile, ["publish", *base, "--dir", str(src), "--force", "--reason", "test", "--actor", "carol"])
     assert r.exit_code == 0 and "FORCED" in r.output
+    # a directory with only a native file would drop the live .prf profiles: refused unless --replace
+    nat = tmp_path / "nat"
+    nat.mkdir()
+    (nat / "native.rules").write_text("1\n7\n1\n2\n1\n0 0 0 0\n")
+    r = run(profile, ["publish", *base, "--dir", str(nat), "--force", "--reason", "t", "--actor", "carol"])
+    assert r.exit_code != 0 and "drops MPI_Allreduce.prf from the live set" in r.output and "--replace" in r.output, r.output
+    assert json.loads(run(profile, ["status", *base, "--json"]).output)["current"] == 2
     r = run(profile, ["rollback", *base, "--actor", "dave"])
     assert r.exit_code == 0 and "rolled back to version 1" in r.output, r.output
     assert "no profile set in the database: files only" in r.output
