@@ -16,10 +16,16 @@ the campaign's null spread (the control arm: default / default_control per mpiru
 pgmpi-bench's results check (a failed variant has no rows: it is no candidate).  The fastest winner by paired
 ratio is the choice; otherwise the default.
 
-A mock-up whose parts are natively retuned (any of its parts' collectives has a native choice at this p) is
-refused: it was measured with the library's default for its parts, and with the native file in place its
-parts run other algorithms, so its measurement no longer says what it will cost.  Measure such a mock-up in a
-campaign of its own with the native file loaded (module environment) to let it compete.
+Two passes.  The first judges every candidate on the runs under no decision file and fixes the native file:
+per cell the fastest winning native algorithm, unless a mock-up whose parts no native choice touches beats it
+(the cell is the .prf's; never both).  A mock-up whose parts that file retunes (any of its parts' collectives
+has a native choice at this p) was measured with the library's default for its parts, so its measurement no
+longer says what it will cost.  The second pass judges mock-ups on the runs measured under exactly that file
+(`Run.native_file`, pgmpi-bench's #@native_file_fnv1a64, compared with `file_digest` of the text written;
+a campaign module's native_file runs them so), against the default there, which is the file's choice, with
+those runs' own control arm; runs under any other file are ignored.  A mock-up with retuned parts and no such
+run is refused.  A mock-up that wins under the file where the file has a native choice takes the call, and
+the file keeps its rule (the file is the one it was measured under).
 """
 from __future__ import annotations
 
@@ -201,6 +207,11 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
                 continue
             best_native[cell] = nat
             retuned.setdefault(cell[2], set()).add(cell[0])
+    for cell, cands in staged.items():      # the file decides what runs there: no other native choice can win
+        for c in cands:
+            if c.kind == "native" and c.refused is None and (cell not in best_native or c is not best_native[cell]):
+                c.refused = ("a faster candidate won this cell in the first pass" if cell in best_native else
+                             "a mock-up won this cell in the first pass, so the native file keeps the default here")
     from pgmpi_formats.ompi_rules import Decision
     # the file covers the cells where the library's own algorithms were measured, nothing else: so a campaign
     # of mock-ups alone (the second pass) leaves it, and its digest, as they were

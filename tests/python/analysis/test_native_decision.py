@@ -38,6 +38,8 @@ def test_a_mockup_whose_parts_are_natively_retuned_is_refused():
     assert alone.decisions[("bcast", 4096, 2)].choice == "bcast_as_scatter_allgather"
     assert alone.prf_ranges() == {("bcast", 2): [(4096, 4096, "bcast_as_scatter_allgather")]}
     assert [x.label for x in alone.native_decisions()] == ["default"]
+    nat = next(c for c in alone.decisions[("bcast", 4096, 2)].candidates if c.label == "native:binomial")
+    assert nat.refused == "a mock-up won this cell in the first pass, so the native file keeps the default here"
     assert mockup_parts("allreduce_as_reducescatterblock_allgather") == {"reducescatterblock", "allgather"}
 
 
