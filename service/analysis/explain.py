@@ -31,20 +31,23 @@ class ExplainError(LookupError):
 
 def _cells(session, lib_ids, p, campaign_id):
     from service.store.models import Run, Series
-    q = select(Run.id, Run.file_name, Run.campaign_id, Series.call, Series.msize, Series.algorithm, Series.median,
-               Run.headers, Run.footer) \
-        .join(Series, Series.run_id == Run.id).where(Run.library_id.in_(lib_ids), Run.nprocs == p)
+    runs = select(Run.id, Run.file_name, Run.campaign_id, Run.headers, Run.footer) \
+        .where(Run.library_id.in_(lib_ids), Run.nprocs == p)
     if campaign_id is not None:
-        q = q.where(Run.campaign_id == campaign_id)
-    per_run: dict = {}
+        runs = runs.where(Run.campaign_id == campaign_id)
     names: dict = {}
-    for rid, fname, cid, call, msize, alg, med, headers, footer in session.execute(q):
+    digests: dict = {}
+    for rid, fname, cid, headers, footer in session.execute(runs):      # once per run, not per series
+        names[rid] = (fname, cid, footer if isinstance(footer, list) else [])
+        digests[rid] = headers.get("native_file_fnv1a64") if isinstance(headers, dict) else None
+    per_run: dict = {}
+    q = select(Series.run_id, Series.call, Series.msize, Series.algorithm, Series.median) \
+        .where(Series.run_id.in_(list(names))) if names else None
+    for rid, call, msize, alg, med in (session.execute(q) if q is not None else ()):
         c = by_mpi_name(call)
         if c is None or call == "MPI_Barrier":
             continue
-        digest = (headers or {}).get("native_file_fnv1a64") if isinstance(headers, dict) else None
-        per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digest))[alg] = med
-        names[rid] = (fname, cid, footer if isinstance(footer, list) else [])
+        per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digests[rid]))[alg] = med
     return {k: list(v.values()) for k, v in per_run.items()}, per_run, names
 
 
