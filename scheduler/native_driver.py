@@ -98,15 +98,10 @@ class Launcher:
         """Start the collective's --serve mpirun for every variant of its grid; False when they do not fit."""
         labels = sorted({native.format_label(m, seg) for sp in spaces.values() for m, segs in sp.items()
                          for seg in segs})
-        if len(labels) > MAX_LABELS or self.spec.get("serve") is False:
+        if len(labels) > MAX_LABELS:
             return False
-        s = self.spec
-        algs = ["default", *labels] + (["default_control"] if s.get("control") else [])
-        name = f"{s['prefix']}-{key}.txt"
-        argv = shlex.split(s["launcher"]) + [s["bench"], "--serve", f"--calls={key}",
-                                             f"--sizes={','.join(map(str, sorted(spaces)))}",
-                                             f"--algorithms={','.join(algs)}", "--no-barrier-rows",
-                                             *s["bench_args"], f"--output={name}"]
+        name = f"{self.spec['prefix']}-{key}.txt"
+        argv = self.argv(key, sorted(spaces), labels, name, "--serve")
         self.n += 1
         self.sessions[key] = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
         self.files.append(name)
@@ -131,18 +126,22 @@ class Launcher:
             rows.setdefault(run.algorithms[a], []).append(float(x))
         return {v: (statistics.median(rows[lab]) if lab in rows else NEVER) for v, lab in zip(batch, labels)}
 
-    def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
+    def argv(self, key: str, sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
+        """pgmpi-bench under the job's launcher: the labels with the default (and the control arm)."""
         s = self.spec
         algs = ["default", *labels] + (["default_control"] if s.get("control") else [])
+        return shlex.split(s["launcher"]) + [s["bench"], *extra, f"--calls={key}",
+                                             f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
+                                             "--no-barrier-rows", *s["bench_args"], f"--output={name}"]
+
+    def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
         self.n += 1
-        argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={key}", f"--sizes={','.join(map(str, sizes))}",
-                                             f"--algorithms={','.join(algs)}", "--no-barrier-rows",
-                                             *s["bench_args"], f"--output={name}"]
+        argv = self.argv(key, sizes, labels, name)
         t0 = time.perf_counter()
         p = subprocess.run(argv, cwd=self.outdir, capture_output=True, text=True)
         self.seconds += time.perf_counter() - t0
         if p.returncode != 0:
-            sys.exit(f"pgmpi-bench {key} {size} ({', '.join(labels)}) exited with {p.returncode}: "
+            sys.exit(f"pgmpi-bench {key} {','.join(map(str, sizes))} ({', '.join(labels)}) exited with {p.returncode}: "
                      f"{p.stderr[-800:]}")
         self.files.append(name)
         return read_file(self.outdir / name)

@@ -52,6 +52,10 @@ class Bench:
         p = subprocess.run(cmd, capture_output=True, text=True, env=self.env(env), timeout=timeout, input=input)
         return Run(p.returncode, p.stdout, p.stderr)
 
+    def mpirun(self, np: int = 2) -> list[str]:
+        """The launch line of this MPI (for programs that start mpirun themselves)."""
+        return _mpirun_cmd(self.mpi, np)
+
     def launch(self, program: list[str], np: int = 2, timeout: float = 180) -> Run:
         """Another MPI program under the same mpirun line and environment as pgmpi-bench."""
         p = subprocess.run(_mpirun_cmd(self.mpi, np) + [str(a) for a in program], capture_output=True, text=True,

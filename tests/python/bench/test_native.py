@@ -182,3 +182,30 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
                     (4096, "default"): 6, (4096, rd): 6, (4096, other): 6, (4096, "default_control"): 6}
     served = [x.split() for x in run.pgmpi_lines if x.startswith("#@pgmpi served")]
     assert [x[2:] for x in served] == [["1", "MPI_Allreduce", "64", rd], ["2", "MPI_Allreduce", "4096", f"{rd},{other}"]]
+
+
+def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):
+    """scheduler/native_driver.py: a grid beyond what one --serve mpirun takes (MAX_LABELS, here set to 0)
+    falls back to one mpirun per round, each round's variants with the default."""
+    import json
+    import shlex
+
+    from scheduler import native_driver
+    r = bench.run(["--list-native"], np=1)
+    assert r.rc == 0, r.stderr
+    (tmp_path / "native-algorithms.txt").write_text(r.stdout)
+    for k, v in bench.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(native_driver, "MAX_LABELS", 0)
+    spec = {"prefix": "search-0", "control": False, "bench_args": ["--nrep=5"], "confirm": 0,
+            "collectives": {"bcast": {"search": "smgd", "sizes": [8, 2048], "segments": [1024],
+                                      "lookahead": 2, "prune": 0.5, "neighbour": "none"}}}
+    out = tmp_path / "search-0.json"
+    assert native_driver.main(["--spec", json.dumps(spec), "--launcher", shlex.join(bench.mpirun(2)),
+                               "--bench", str(bench.exe), "--output", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    rounds = [rnd for size in ("8", "2048") for rnd in rep["paths"]["bcast"][size]["rounds"]]
+    assert rep["mode"] == {"bcast": "mpirun per round"} and rep["mpiruns"] == rep["rounds"] == len(rounds) >= 2
+    for name, rnd in zip(rep["files"], rounds):      # each mpirun measured its round and the default
+        run = reader.read_file(tmp_path / name)
+        assert set(run.algorithms) == {"default", *rnd}
