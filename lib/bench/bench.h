@@ -4,6 +4,8 @@
  *   bench_measure.c  synchronisation, the calls themselves, the interleaved measurement rounds
  *   bench_output.c   the raw file: header (#@key=value), rows, footer, metadata of the run
  *   bench_native.c   the MPI library's own algorithms: discovery (MPI_T), switching per measurement
+ *   calls/<key>.c    one per collective of collectives.def (and MPI_Barrier): buffers, the call, its
+ *                    expected result (bench_call.h)
  *   pgmpi_bench.c    main: the order of the steps above
  * Method and output format: lib/bench/README.md. */
 #ifndef PGMPI_BENCH_H
@@ -23,10 +25,15 @@
 #define FIXED_BATCH_MAX 100000L
 #define MAXSIZES 256
 
-/* ------------------------------------------------------------------ the calls */
-enum kind { K_ALLGATHER, K_ALLREDUCE, K_ALLTOALL, K_BCAST, K_GATHER, K_REDUCE, K_RSB, K_RS, K_SCAN,
-            K_SCATTER, K_BARRIER, K_UNKNOWN,
-            K_DT };                   /* a datatype case of pgmpi-dtbench (bench_datatypes.c) */
+/* ------------------------------------------------------------------ the calls
+ * kind: a collective of the library (its index in collectives.def), MPI_Barrier, or a datatype case.
+ * What the benchmark does with each one is in calls/<key>.c (bench_call.h). */
+enum kind {
+#define PGMPI_COLLECTIVE(ID, key, mpi_name, rule) K_##ID,
+#include "collectives.def"
+#undef PGMPI_COLLECTIVE
+    K_BARRIER, K_UNKNOWN,
+    K_DT };                   /* a datatype case of pgmpi-dtbench (bench_datatypes.c) */
 
 struct dtcase;
 
