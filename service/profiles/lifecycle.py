@@ -1,6 +1,6 @@
 """A profile set's life, in one place: candidate (stored by service.store.analyses), validate (the
 agent's figures -> verdict), publish, roll back, history.  The API (service/api/profiles.py), the pages
-(service/dashboards/routes.py) and `pgmpi profile` (service/profiles/cli.py) all call these functions.
+(service/dashboards/profiles/pages.py) and `pgmpi profile` (service/profiles/cli.py) all call these functions.
 
 Each runs inside an app context and commits: the profile root (the file-system work of
 service/profiles/publish.py) and the database change together or not at all (if the database refuses the
