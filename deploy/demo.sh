@@ -9,7 +9,7 @@ cd "$top"
 demo=$top/demo
 mkdir -p "$demo"
 t0=$(date +%s)
-deploy/install-packages.sh base
+deploy/install-packages.sh demo      # base + Lmod: the printed next steps load modules
 deploy/venv.sh
 deploy/build-lib.sh all
 echo "demo: prepared in $(( $(date +%s) - t0 )) s"

@@ -25,10 +25,22 @@ bp = Blueprint("dash", __name__)
 
 
 def register(app: Flask) -> None:
-    """The blueprint with every area's routes (service/dashboards/routes.py imports the areas first)."""
+    """The blueprint with every area's routes (service/dashboards/routes.py imports the areas first), and the
+    error pages of the site: a page with the navigation and what went wrong instead of a bare one."""
     app.register_blueprint(bp)
     app.jinja_env.filters["dur"] = fmt_duration
     app.jinja_env.filters["bytes"] = fmt_bytes
+    for code in (400, 403, 404, 405):
+        app.register_error_handler(code, error_page)
+
+
+def error_page(e):
+    """An HTML error page with the site's navigation; the API's errors stay JSON (service/api/common.py)."""
+    from flask import render_template
+    if request.path.startswith("/api/") or request.path.endswith(".json") \
+            or request.accept_mimetypes.best == "application/json":
+        return e
+    return render_template("error.html", code=e.code, name=e.name, description=e.description), e.code
 
 
 def fmt_duration(sec) -> str:

@@ -76,6 +76,31 @@ def status_counts(s, analysis_ids) -> dict[int, dict[str, int]]:
     return out
 
 
+# The one definition of "a violation" every page, the API, the alerts feed and the CLI use: a verified check
+# of the latest analysis, of one of three kinds. Only a mock-up violation ("pattern": a mock-up is faster) is
+# a heatmap cell and can become a redirect; split-guideline and monotony hits are counted apart and named.
+KIND_WORDS = {"pattern": "mock-up faster", "split": "split-guideline hit", "monotony": "monotony hit"}
+
+
+def kind_counts(s, analysis_ids) -> dict[int, dict[str, int]]:
+    """analysis id -> {pattern, split, monotony}: its verified violations by kind (status_counts' verified)."""
+    ids = list(analysis_ids)
+    out = {aid: {k: 0 for k in KIND_WORDS} for aid in ids}
+    if ids:
+        for aid, kind, n in s.execute(select(Violation.analysis_id, Violation.kind, func.count())
+                                      .where(Violation.analysis_id.in_(ids), Violation.status == "verified")
+                                      .group_by(Violation.analysis_id, Violation.kind)):
+            out[aid][kind if kind in KIND_WORDS else "pattern"] += n
+    return out
+
+
+def violations_phrase(by_kind: dict[str, int]) -> str:
+    """'6 verified: 4 mock-up faster, 2 split-guideline hits' (the words of KIND_WORDS, kinds with none left out)."""
+    total = sum(by_kind.values())
+    parts = [f"{n} {KIND_WORDS[k]}{'s' if n != 1 and k != 'pattern' else ''}" for k, n in by_kind.items() if n]
+    return f"{total} verified" + (f": {', '.join(parts)}" if parts else "")
+
+
 def nights_label(v) -> str:
     """'confirmed 3 of 4 nights' for a pattern violation (replication across campaigns), '' otherwise."""
     if v.nights_confirmed is None:

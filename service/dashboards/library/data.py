@@ -10,10 +10,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy import func, select
 
+from pgmpi_formats import arms
+
 from service.dashboards.data import (COLL_ORDER, STATUSES, _on_layout, _violation_on_layout, analysis_counts,
-                                     barrier_flags, change_points, coll_key, coll_mpi, defects_of, latest_analyses,
+                                     barrier_flags, change_points, coll_key, coll_mpi, defects_of, kind_counts,
+                                     latest_analyses,
                                      latest_analysis, medians, nights_label, replication_of, size_label,
-                                     status_counts, status_label)
+                                     status_counts, status_label, violations_phrase)
 from service.store.models import Analysis, Campaign, Machine, MpiLibrary, Run, Series, Violation
 
 
@@ -37,6 +40,7 @@ def overview(s) -> dict[str, Any]:
                 Analysis.id.in_([aid for _, aid in best.values()])))}
             week = {lid: rows[aid] for lid, (_, aid) in best.items()}
     flags = barrier_flags(s, list(latest.values()) + list(week.values()))
+    kinds = kind_counts(s, [a.id for a in latest.values()])
     statuses = status_counts(s, [a.id for a in list(latest.values()) + list(week.values())])
     replication = replication_of(s, [a.id for a in latest.values()])
     cids = [a.campaign_id for a in latest.values() if a.campaign_id]
@@ -51,6 +55,8 @@ def overview(s) -> dict[str, Any]:
                 lat = analysis_counts(latest[l.id], flags, statuses)
                 lat["campaign"] = campaigns.get(latest[l.id].campaign_id)
                 lat["replication"] = replication.get(latest[l.id].id, [])
+                lat["kinds"] = kinds[latest[l.id].id]
+                lat["phrase"] = violations_phrase(kinds[latest[l.id].id])
                 cell["latest"] = lat
                 if l.id in week:
                     pc = analysis_counts(week[l.id], flags, statuses)
@@ -97,7 +103,8 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str |
         for m in sizes:
             algs = by.get((c, m), {})
             d = algs.get("default")
-            mocks = {a: t for a, t in algs.items() if a != "default" and t > 0}
+            # the control and validation arms are the default measured again, never a mock-up
+            mocks = {a: t for a, t in algs.items() if arms.is_mockup(a) and t > 0}
             vs = sig.get((coll_key(c), m), [])
             st = status_label(vs[0]) if vs else None
             sr.append(st)
@@ -120,9 +127,15 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str |
             "n_significant": at_p["verified"], "at_p": at_p,
             "analysis_id": a.id if a is not None else None,
             "totals": status_counts(s, [a.id])[a.id] if a is not None else None,
+            "kinds": kind_counts(s, [a.id])[a.id] if a is not None else None,
+            "zmin": -SCALE_LOG2, "zmax": SCALE_LOG2,
             "defects": defects_of(a), "trustworthy": ((a.summary or {}).get("control") or {}).get(
                 "trustworthy", True) if a is not None else True}
 
+
+# The colour scale of every heatmap (and both panels side by side): log2 of the speed-up from -2 to 2, i.e. ¼×
+# (deep blue) to 4× (deep red), 1× white; beyond it a cell keeps the extreme colour (its text says the value).
+SCALE_LOG2 = 2.0
 
 # the mark a heatmap cell carries after its speed-up: verified, unconfirmed, contradicted
 MARK = {"verified": " *", "unconfirmed": " ?", "contradicted": " ✗"}

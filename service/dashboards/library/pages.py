@@ -14,6 +14,12 @@ from service.dashboards.library import data as ldata
 from service.store.db import db
 
 
+def csv_number(v):
+    """A float as a CSV cell: 6 significant digits (the timer's resolution is far coarser), so a median reads
+    1.1945e-06, not 1.1945000000000002e-06; other values unchanged."""
+    return float(f"{v:.6g}") if isinstance(v, float) else v
+
+
 @bp.get("/")
 @read_access
 def overview():
@@ -61,7 +67,7 @@ def detail(machine: str, lib: str, key: str):
         w = csv.DictWriter(buf, fieldnames=["collective", "algorithm", "msize", "nprocs", "layout", "mpiruns",
                                             "median_s", "min_s", "max_s"])
         w.writeheader()
-        w.writerows(d["rows"])
+        w.writerows({k: csv_number(v) for k, v in r.items()} for r in d["rows"])
         name = f"{m.name}_{l.name}-{l.version}_{key}_p{p}" + (f"_{sel.layout}" if sel.layout else "") + ".csv"
         return Response(buf.getvalue(), mimetype="text/csv",
                         headers={"Content-Disposition": _attachment(name)})
