@@ -9,6 +9,7 @@ blueprint of common.py (endpoint names `dash.<page>`); importing an area registe
 | native | the library's own algorithms | native/data.py |
 | datatypes | derived-datatype verdicts and layouts | datatypes/data.py |
 | alerts | the alerts feed | alerts/data.py |
+| tuned | what is tuned now per library | service/profiles/live.py |
 
 Numbers shared by the areas (lookups, layouts, medians, violation counts) are in data.py.
 """
@@ -23,6 +24,7 @@ from service.dashboards.datatypes import pages as _datatypes  # noqa: F401
 from service.dashboards.library import pages as _library  # noqa: F401
 from service.dashboards.native import pages as _native  # noqa: F401
 from service.dashboards.profiles import pages as _profiles  # noqa: F401
+from service.dashboards.tuned import pages as _tuned  # noqa: F401
 
 bp = common.bp
 

@@ -20,7 +20,8 @@ from service.dashboards.data import (COLL_ORDER, STATUSES, _on_layout, _violatio
 from service.store.models import Analysis, Campaign, Machine, MpiLibrary, Run, Series, Violation
 
 
-def overview(s) -> dict[str, Any]:
+def overview(s, root=None) -> dict[str, Any]:
+    """Per machine x library its latest analysis' counts and (with the profile root) what is live."""
     machines = s.scalars(select(Machine).order_by(Machine.name)).all()
     libs = s.scalars(select(MpiLibrary).order_by(MpiLibrary.name, MpiLibrary.version)).all()
     latest = {lid: al[0] for lid, al in latest_analyses(s).items()}
@@ -50,7 +51,10 @@ def overview(s) -> dict[str, Any]:
     for m in machines:
         cells = {}
         for l in [l for l in libs if l.machine_id == m.id]:
-            cell: dict[str, Any] = {"library": l, "latest": None, "week_delta": None}
+            cell: dict[str, Any] = {"library": l, "latest": None, "week_delta": None, "now": None}
+            if root is not None:
+                from service.profiles.live import tuned_now
+                cell["now"] = tuned_now(s, l, root)
             if l.id in latest:
                 lat = analysis_counts(latest[l.id], flags, statuses)
                 lat["campaign"] = campaigns.get(latest[l.id].campaign_id)
@@ -88,7 +92,11 @@ def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int,
     return out
 
 
-def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str | None = None) -> dict[str, Any]:
+def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str | None = None,
+            live: list[dict] | None = None) -> dict[str, Any]:
+    """Per collective x size the speed-up of the fastest mock-up (pgmpi_formats.arms: never an arm), its status
+    mark, and `live`: the algorithm a live range (service/profiles/live.py) runs there, or None."""
+    from service.profiles.live import covering
     med = medians(s, lib, campaign, p, layout=layout)
     by = defaultdict(dict)  # (call, msize) -> alg -> median of medians
     for (c, a, m), vals in med.items():
@@ -97,10 +105,12 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str |
     sizes = sorted({m for _, m in by})
     a = latest_analysis(s, lib, campaign)
     sig = significant(s, lib, campaign, p, a, layout)
-    z, text, best, marks, states, notes = [], [], [], [], [], []
+    z, text, best, marks, states, notes, lives = [], [], [], [], [], [], []
     for c in calls:
-        zr, tr, br, mr, sr, nr = [], [], [], [], [], []
+        zr, tr, br, mr, sr, nr, lr = [], [], [], [], [], [], []
         for m in sizes:
+            hit = covering(live or [], c, p, m)
+            lr.append(hit["algorithm"] if hit else None)
             algs = by.get((c, m), {})
             d = algs.get("default")
             # the control and validation arms are the default measured again, never a mock-up
@@ -116,13 +126,14 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str |
                 zr.append(round(float(np.log2(sp)), 4))
                 br.append(ba)
                 mr.append(st == "verified")
-                tr.append(f"{sp:.2f}x{MARK.get(st, '')}")
+                tr.append(f"{sp:.2f}x{MARK.get(st, '')}{LIVE_MARK if hit else ''}")
             else:
                 zr.append(None), br.append(None), mr.append(False), tr.append("")
         z.append(zr), text.append(tr), best.append(br), marks.append(mr), states.append(sr), notes.append(nr)
+        lives.append(lr)
     at_p = {st: sum(status_label(v) == st for vs in sig.values() for v in vs) for st in STATUSES}
     return {"calls": calls, "colls": [coll_key(c) for c in calls], "sizes": sizes, "z": z, "text": text,
-            "best": best, "significant": marks, "status": states, "notes": notes,
+            "best": best, "significant": marks, "status": states, "notes": notes, "live": lives,
             "size_labels": [size_label(m) for m in sizes],
             "n_significant": at_p["verified"], "at_p": at_p,
             "analysis_id": a.id if a is not None else None,
@@ -136,6 +147,8 @@ def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str |
 # The colour scale of every heatmap (and both panels side by side): log2 of the speed-up from -2 to 2, i.e. ¼×
 # (deep blue) to 4× (deep red), 1× white; beyond it a cell keeps the extreme colour (its text says the value).
 SCALE_LOG2 = 2.0
+
+LIVE_MARK = " ▸"     # a live range redirects this cell (the tuned-now page says to what, with its gain)
 
 # the mark a heatmap cell carries after its speed-up: verified, unconfirmed, contradicted
 MARK = {"verified": " *", "unconfirmed": " ?", "contradicted": " ✗"}

@@ -9,9 +9,14 @@ from flask import Response, jsonify, render_template, request
 
 from service.dashboards import data
 from service.dashboards.common import (_arg_int, _attachment, _campaign, _collective_page, _lib_or_404, _selection,
-                                       bp, read_access)
+                                       bp, profile_root, read_access)
 from service.dashboards.library import data as ldata
 from service.store.db import db
+
+
+def _live(lib) -> list[dict]:
+    from service.profiles.live import tuned_now
+    return tuned_now(db.session, lib, profile_root())["live"]
 
 
 def csv_number(v):
@@ -23,7 +28,7 @@ def csv_number(v):
 @bp.get("/")
 @read_access
 def overview():
-    return render_template("library/overview.html", ov=ldata.overview(db.session))
+    return render_template("library/overview.html", ov=ldata.overview(db.session, profile_root()))
 
 
 @bp.get("/m/<machine>/<lib>/heatmap")
@@ -37,7 +42,7 @@ def heatmap(machine: str, lib: str):
     panels = []
     if p is not None:
         panels.append({"title": f"{l.name}-{l.version} · {camp.name if camp else 'all runs'}",
-                       "lib": l, "campaign": camp, "hm": ldata.heatmap(db.session, l, camp, p, sel.layout)})
+                       "lib": l, "campaign": camp, "hm": ldata.heatmap(db.session, l, camp, p, sel.layout, _live(l))})
         # side by side: another campaign of this library, or another library of this machine
         other_c = request.args.get("vs_campaign")
         other_l = request.args.get("vs_lib")
@@ -45,7 +50,7 @@ def heatmap(machine: str, lib: str):
             l2 = _lib_or_404(machine, other_l)[1] if other_l else l
             c2 = _campaign(l2, other_c) if (other_c or other_l) else None
             panels.append({"title": f"{l2.name}-{l2.version} · {c2.name if c2 else 'all runs'}",
-                           "lib": l2, "campaign": c2, "hm": ldata.heatmap(db.session, l2, c2, p, sel.layout)})
+                           "lib": l2, "campaign": c2, "hm": ldata.heatmap(db.session, l2, c2, p, sel.layout, _live(l2))})
     return render_template("library/heatmap.html", machine=m, lib=l, campaign=camp, p=p, sel=sel, sels=sels, panels=panels,
                            campaigns=data.campaigns_of(db.session, l)[:60],
                            libs=[x for x in m.libraries if x.id != l.id])

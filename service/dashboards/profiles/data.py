@@ -5,7 +5,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from service.store.models import AuditLog, ProfileSet
+from service.store.models import AuditLog, MpiLibrary, ProfileSet
 
 
 def profile_sets(s) -> list[dict[str, Any]]:
@@ -25,3 +25,8 @@ def history(s, entity_ids: list[str], limit: int = 50) -> list[AuditLog]:
         return []
     return s.scalars(select(AuditLog).where(AuditLog.entity == "profile", AuditLog.entity_id.in_(entity_ids))
                      .order_by(AuditLog.at.desc(), AuditLog.id.desc()).limit(limit)).all()
+
+
+def libraries(s) -> list[MpiLibrary]:
+    from sqlalchemy.orm import selectinload
+    return s.scalars(select(MpiLibrary).options(selectinload(MpiLibrary.machine)).order_by(MpiLibrary.id)).all()

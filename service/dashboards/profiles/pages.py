@@ -26,6 +26,17 @@ def profiles():
         st = lifecycle.history_of(d["set"], root) if "set" in d else \
             lifecycle.history(root, d["machine"].name, d["library"].name, d["library"].version)
         rows.append({**d, "status": st})
+    # a row per library, also for one without a profile set: what is live, or why nothing is
+    from service.profiles.live import tuned_now
+    nows = {l.id: tuned_now(db.session, l, root) for l in pdata.libraries(db.session)}
+    for r in rows:
+        r["now"] = nows.get(r["library"].id)
+    with_set = {r["library"].id for r in rows}
+    for l in pdata.libraries(db.session):
+        if l.id not in with_set:
+            rows.append({"machine": l.machine, "library": l, "versions": [], "status": {"current": None, "files": {}},
+                         "now": nows[l.id]})
+    rows.sort(key=lambda d: (d["machine"].name, d["library"].name, d["library"].version))
     return render_template("profiles/profiles.html", rows=rows, root=root)
 
 
@@ -58,8 +69,16 @@ def profile_set(set_id: int):
             if a != b:
                 diff.extend(difflib.unified_diff(a, b, f"current/{n}", f"candidate/{n}", lineterm=""))
     hist = pdata.history(db.session, [str(v.id) for v in versions] + [f"set:{ps.id}"])
+    from service.profiles import live
+    roles = {}          # version id -> [(figure, live | dropped | control)]
+    gains = {}          # version id -> the smallest gain inside its redirected ranges (None: no figure there)
+    for v in versions:
+        ranges, dropped = live.ranges_of(v.files), live._dropped(live.validation_record(db.session, v))
+        roles[v.id] = [(f, live.figure_role(f, ranges, dropped)) for f in v.figures]
+        g = [f.speedup for f, role in roles[v.id] if role == "live"]
+        gains[v.id] = min(g) if g else None
     return render_template("profiles/profile_set.html", ps=ps, st=st, versions=versions, cand=cand, diff=diff,
-                           hist=hist)
+                           hist=hist, roles=roles, gains=gains)
 
 
 def _require_admin():
