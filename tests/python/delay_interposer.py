@@ -1,6 +1,6 @@
 """A test-only PMPI interposer that makes the MPI library's own MPI_Allreduce slow at one message size, so
 that a test knows a violation is there (allreduce_as_reduce_bcast never calls PMPI_Allreduce).  Launch the
-ranks with LD_PRELOAD=<the .so> and PGMPI_TEST_DELAY_BYTES=<count of MPI_BYTE>.
+ranks with LD_PRELOAD=<the .so> and PGMPI_TEST_DELAY_BYTES=<count of MPI_BYTE>[,<count>...].
 
 Two clocks (`clock=`):
 - "virtual" (the default): the interposer also defines MPI_Wtime / PMPI_Wtime as a per-process counter that
@@ -56,7 +56,15 @@ int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op 
     if (!next) next = (fn_t)dlsym(RTLD_NEXT, "PMPI_Allreduce");
     const char *s = getenv("PGMPI_TEST_DELAY_BYTES");
     CALL_TICKS(dt);
-    if (dt == MPI_BYTE && s && count == atoi(s)) {
+    int slowed = 0;
+    while (dt == MPI_BYTE && s && *s && !slowed) {      /* a comma-separated list of counts */
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) break;
+        slowed = (v == count);
+        s = (*end == ',') ? end + 1 : end;
+    }
+    if (slowed) {
 #ifdef VIRTUAL_CLOCK
         vticks += (int64_t)DELAY_NS * 1048576 / 1000000000;
 #else
