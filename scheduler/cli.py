@@ -290,7 +290,8 @@ COMMANDS = [agent, campaign]
 @agent.command("native-validate")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--machine", required=True)
-@click.option("--mpi", "mpi", type=click.Choice(["openmpi", "mpich"]), required=True)
+@click.option("--mpi", "mpi", required=True, help="MPI library id (deploy/mpi-libraries.tsv) whose family "
+              "has a native decision file: openmpi, mpich, openmpi5, mpich5")
 @click.option("--mpi-version", required=True)
 @click.option("--mpi-module", required=True, help="the MPI's Lmod module, e.g. openmpi/4.1.4")
 @click.option("--tunelib-module", required=True, help="the pgmpitunelib module users load, e.g. pgmpitunelib/0.1.0")

@@ -24,21 +24,24 @@ from pathlib import Path
 from pgmpi_formats import mpich_json, native, ompi_rules
 from pgmpi_formats import native_validation as nv
 
+from . import launchers
 from .backends import LMOD_INIT, job_env, launcher
 from .campaign import Layout, Module
 from .planner import JobSpec
 
+# the decision file of each native vocabulary (a family's `native`, scheduler/launchers/)
 FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json"}
-FILE_VARS = native.FILE_VARS["openmpi"] + native.FILE_VARS["mpich"]
+FILE_VARS = tuple(v for vs in native.FILE_VARS.values() for v in vs)
 
 
 def precheck(name: str, text: str, mpi: str, nprocs: int) -> list[nv.Cell]:
     """The checks that need no job, before anything is submitted: the file read the way the library reads it
     (a rules file Open MPI would ignore, a JSON file missing a collective, an algorithm this library does not
     have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells."""
-    if FILE_FOR.get(mpi) != name:
-        raise ValueError(f"{name}: {mpi}'s decision file is {FILE_FOR.get(mpi, '(none)')}")
-    if mpi == "openmpi":
+    kind = launchers.library(mpi).family.native
+    if FILE_FOR.get(kind) != name:
+        raise ValueError(f"{name}: {mpi}'s decision file is {FILE_FOR.get(kind, '(none)')}")
+    if kind == "openmpi":
         d = native.discover("openmpi")
         ompi_rules.parse_rules(text, name, d, native.ORDER_UNSAFE["openmpi"])
         cells = nv.cells_of_rules(text, d, nprocs, name)
@@ -78,8 +81,13 @@ class NativeValidationJob:
     cells: list[nv.Cell] = field(default_factory=list)
 
     @property
+    def library(self) -> str:
+        """The library's name as the service knows it (#@mpi_library: the family's), e.g. openmpi for openmpi5."""
+        return launchers.library(self.mpi).family.name
+
+    @property
     def staged(self) -> Path:
-        return self.directory / "profiles" / self.machine / f"{self.mpi}-{self.version}" / "versions" / "1" / self.name
+        return self.directory / "profiles" / self.machine / f"{self.library}-{self.version}" / "versions" / "1" / self.name
 
     def _spec(self) -> JobSpec:
         mod = Module(name=self.mpi_module, mpi=self.mpi, modulepath=list(self.modulepath))
@@ -184,7 +192,7 @@ class NativeValidationJob:
 
 
 def payload(job: NativeValidationJob, figs: dict, job_id: str) -> dict:
-    return {"machine": job.machine, "library": job.mpi, "version": job.version, "name": job.name,
+    return {"machine": job.machine, "library": job.library, "version": job.version, "name": job.name,
             "text": job.text, "nprocs": job.nprocs, "figures": figs, "job": f"slurm:{job_id}"}
 
 

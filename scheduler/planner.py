@@ -237,7 +237,7 @@ def under_native_file(launch: Launch, module: Module) -> Launch:
         # nothing published yet: run as without it (MPICH aborts every job on a JSON file it cannot read);
         # the runs then carry no #@native_file and the analysis treats them as such
         return launch
-    return replace(launch, env={**native.file_env(module.mpi, module.native_file), **launch.env})
+    return replace(launch, env={**native.file_env(module.family.native, module.native_file), **launch.env})
 
 
 def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]]) -> list[Launch]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from .. import launchers
 from ..planner import JobSpec
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "job.sh.tmpl"
@@ -57,35 +58,14 @@ class Backend:
 
 
 def launcher(job: JobSpec, in_slurm: bool) -> str:
-    m = job.module
-    cmd = m.mpirun or ("mpirun" if m.name else f"mpirun.{m.mpi}")
-    np = job.nodes * job.ppn
-    if m.mpi == "openmpi":
-        extra = f"--map-by ppr:{job.ppn}:node" if job.nodes > 1 else ""
-        if not in_slurm:
-            extra += " --oversubscribe"
-    elif m.mpi == "mpich":
-        extra = f"-ppn {job.ppn}" if job.nodes > 1 else ""
-    else:
-        extra = ""
-    return f"{cmd} -np {np} {extra}".strip()
+    """The launch command of the job's ranks (the module's MPI family decides: scheduler/launchers/)."""
+    return launchers.command(job.module, job.nodes, job.ppn, in_slurm)
 
 
 def job_env(job: JobSpec, in_slurm: bool) -> dict[str, str]:
     # pgmpi-bench measures the layout the launcher made and refuses to measure under another one
     env: dict[str, str] = {"PGMPI_EXPECT_LAYOUT": f"{job.nodes}x{job.ppn}"}
-    if job.module.mpi == "openmpi":
-        if os.geteuid() == 0:
-            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        # Open MPI's progress mode is part of what a campaign measures: with yield_when_idle the mock-ups
-        # of this machine won 1.2-1.4x where the busy-polling default that users' mpirun gets lost them
-        # 0.82-0.90x (docs/verdicts-evidence.md, section 4). So only where ranks would outnumber the cores:
-        # inside Slurm (it advertises more CPUs than cores here; busy-polling would starve) or a local job
-        # with more ranks per node than this machine has cores.
-        if in_slurm or job.ppn > (os.cpu_count() or 1):
-            env["OMPI_MCA_mpi_yield_when_idle"] = "1"
-        if not in_slurm:
-            env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    env.update(launchers.environment(job.module, job.nodes, job.ppn, in_slurm))
     env.update(job.module.env)
     env.update(job.env)
     return env
@@ -102,7 +82,8 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
         q = shlex.quote(m.name)
         mod.append(f"module load {q} || fail {shlex.quote('module load ' + m.name + ' failed')}")
         mod.append(f"module is-loaded {q} || fail {shlex.quote('module ' + m.name + ' is not loaded (unknown module?)')}")
-    env = [f"export {k}={shlex.quote(v)}" for k, v in job_env(job, in_slurm).items()]
+    env = launchers.setup_lines(m)          # the library's own environment when no module sets it
+    env += [f"export {k}={shlex.quote(v)}" for k, v in job_env(job, in_slurm).items()]
     launches = []
     if any("native:" in a for ln in job.launches for a in ln.argv if a.startswith("--algorithms=")) \
             or any(ln.role == "search" for ln in job.launches):
