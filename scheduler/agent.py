@@ -1,6 +1,6 @@
 """The campaign agent: plan -> submit -> track -> collect -> upload, resumable at every step.
 
-    agent = Agent(campaign, state_dir, backend=get_backend("slurm"), client=ServiceClient(url, token))
+    agent = Agent(campaign, state_dir, backend=make_backend(campaign), client=ServiceClient(url, token))
     agent.run()                 # cycles until every job is final and the spool is empty
     agent.run_once()            # one cycle (what `pgmpi agent run-once` does)
 

@@ -23,7 +23,7 @@ from pgmpi_formats.limits import (LIBRARY_MAX, NODES_MAX, PPN_MAX, CampaignName,
 from pgmpi_formats.collectives import mpi_names as collectives   # key -> MPI name, from collectives.def
 from pgmpi_formats.native import parse_label
 
-from . import launchers
+from . import backends, launchers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -316,7 +316,7 @@ class Budget(_Strict):
 class Campaign(_Strict):
     name: CampaignName
     machine: MachineName
-    backend: Literal["slurm", "local"] = "slurm"
+    backend: str = Field("slurm", description="where jobs run: a backend of scheduler/backends/ (slurm, local)")
     modules: list[Module] = Field(..., min_length=1)
     layouts: list[Layout] = Field(..., min_length=1, description="node counts x processes per node")
     size_sets: dict[str, list[int]] = Field(default_factory=dict)
@@ -351,6 +351,13 @@ class Campaign(_Strict):
         bad = [k for k in v if k not in known]
         if bad:
             raise ValueError(f"unknown collective(s) {', '.join(bad)}; valid: {', '.join(known)}")
+        return v
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, v):
+        if v not in backends.names():
+            raise ValueError(f"unknown backend {v!r}; valid: {', '.join(backends.names())}")
         return v
 
     @field_validator("schedule")

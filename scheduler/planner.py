@@ -29,6 +29,7 @@ class Launch:
     env: dict = field(default_factory=dict)   # extra environment of this launch only
     role: str = "measure"      # measure | default | tuned (validation) | search (scheduler/native_driver.py)
     program: str = ""          # "" = the job's pgmpi-bench; else a sibling program (pgmpi-dtbench)
+    unset: list = field(default_factory=list)   # variables this launch runs without (native validation)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class JobSpec:
     layout: Layout
     launches: list[Launch]     # several per mpirun index when size sets differ
     walltime_seconds: int
-    kind: str = "measure"      # measure | validate
+    kind: str = "measure"      # measure | validate | native-validate
     env: dict = field(default_factory=dict)   # extra env for the launches (validation: profile dir)
     estimate_seconds: float = 0.0
 

@@ -154,8 +154,8 @@ def command(module, nodes: int, ppn: int, in_slurm: bool) -> str:
         if plugin is None:
             raise UnknownLibrary(f"{module.key}: {lib.family.title} has no srun plugin; launch: mpirun")
         return shlex.join(["srun", "-n", str(np), f"--ntasks-per-node={ppn}", f"--mpi={plugin}"])
-    cmd = module.mpirun or ("mpirun" if module.name else lib.mpirun)
-    return shlex.join([cmd, "-np", str(np), *lib.family.mpirun_args(nodes, ppn, in_slurm)])
+    cmd = shlex.split(module.mpirun) if module.mpirun else ["mpirun" if module.name else lib.mpirun]
+    return shlex.join([*cmd, "-np", str(np), *lib.family.mpirun_args(nodes, ppn, in_slurm)])
 
 
 def environment(module, nodes: int, ppn: int, in_slurm: bool) -> dict[str, str]:
