@@ -1,25 +1,27 @@
-"""deploy/mpi-libraries.tsv: the MPI libraries this site installs, one row each (the one reader).
+"""deploy/mpi-libraries.tsv: the MPI libraries this site builds for, tests on and launches (one reader).
 
-    libs = read()                       # [MpiLibrary(id, family, version, source, prefix)]
-    by_id()["intelmpi"].prefix          # /opt/pgmpi/mpi/intelmpi
-
-Columns, tab-separated, `#` starts a comment: id (build dirs build/<id>, install build/install/<id>, the
-campaign's `mpi:`), family (openmpi | mpich | intelmpi: how it is launched, scheduler/launchers/), version,
-source (debian, or the registry package), prefix (where its bin/ and lib/ are).  PGMPI_MPI_LIBRARIES names
-another table (a site whose MPIs live elsewhere).
+One row per library id: id, family (openmpi | mpich | intelmpi), version, source (debian:<packages> or
+pypi:<requirements>), prefix (the library's own prefix: bin/mpicc, bin/mpirun, lib/). `environment()` is
+what selects a library for a child process; deploy/mpi-env.sh and the modules of deploy/modules.sh set the
+same variables (tests/python/packaging/test_mpi_libraries.py compares them).
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-TABLE = Path(__file__).resolve().parents[3] / "deploy" / "mpi-libraries.tsv"
+REPO_ROOT = Path(__file__).resolve().parents[3]     # a checkout: lib/python/pgmpi_formats/ -> top
+DEFAULT_TABLE = REPO_ROOT / "deploy" / "mpi-libraries.tsv"
 COLUMNS = ("id", "family", "version", "source", "prefix")
+FAMILIES = ("openmpi", "mpich", "intelmpi")
+SOURCES = ("debian", "pypi")
+_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-class MpiLibrariesError(ValueError):
-    pass
+class MpiTableError(ValueError):
+    """A row of the table that cannot be used; the message names file:line, the field and the valid choices."""
 
 
 @dataclass(frozen=True)
@@ -28,38 +30,104 @@ class MpiLibrary:
     family: str
     version: str
     source: str
-    prefix: str
+    prefix: Path
 
     @property
-    def debian(self) -> bool:
-        return self.source == "debian"
+    def source_kind(self) -> str:
+        return self.source.split(":", 1)[0]
+
+    @property
+    def mpicc(self) -> Path:
+        return self.prefix / "bin" / "mpicc"
+
+    @property
+    def mpirun(self) -> Path:
+        return self.prefix / "bin" / "mpirun"
+
+    @property
+    def installed(self) -> bool:
+        return os.access(self.mpicc, os.X_OK)
+
+    @property
+    def module(self) -> str:
+        """The module name of the library itself (deploy/modules.sh): <id>/<version>."""
+        return f"{self.id}/{self.version}"
+
+    def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """`base` (default os.environ) with this library selected: its bin/ first on PATH, its lib/ first
+        on LD_LIBRARY_PATH (registry installs), Intel MPI's I_MPI_ROOT and bundled libfabric, MPICC/MPIRUN."""
+        env = dict(os.environ if base is None else base)
+        bins, libs = [self.prefix / "bin"], []
+        if self.source_kind == "pypi":
+            libs.append(self.prefix / "lib")
+        if self.family == "intelmpi":
+            bins.append(self.prefix / "bin" / "libfabric")
+            libs.append(self.prefix / "lib" / "libfabric")
+            env["I_MPI_ROOT"] = str(self.prefix)
+            env["FI_PROVIDER_PATH"] = str(self.prefix / "lib" / "libfabric" / "prov")
+
+        def prepend(var: str, dirs: list[Path]) -> None:
+            old = env.get(var)
+            env[var] = ":".join([str(d) for d in dirs] + ([old] if old else []))
+
+        prepend("PATH", bins)
+        if libs:
+            prepend("LD_LIBRARY_PATH", libs)
+        env["MPI_ROOT"] = str(self.prefix)
+        env["MPICC"] = str(self.mpicc)
+        env["MPICXX"] = str(self.prefix / "bin" / "mpicxx")
+        f90 = self.prefix / "bin" / "mpif90"
+        if f90.exists():
+            env["MPIF90"] = str(f90)
+        else:
+            env.pop("MPIF90", None)
+        env["MPIRUN"] = str(self.mpirun)
+        env.update(PGMPI_MPI_ID=self.id, PGMPI_MPI_FAMILY=self.family, PGMPI_MPI_VERSION=self.version)
+        return env
 
 
-def table_path() -> Path:
-    return Path(os.environ.get("PGMPI_MPI_LIBRARIES") or TABLE)
-
-
-def read(path: str | Path | None = None) -> list[MpiLibrary]:
-    path = Path(path) if path else table_path()
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise MpiLibrariesError(f"{path}: cannot read the MPI library table ({exc.strerror})") from None
-    out, seen = [], set()
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
+def read_mpi_libraries(path: Path | str | None = None) -> list[MpiLibrary]:
+    """The rows of the table in file order. `path` defaults to $PGMPI_MPI_LIBRARIES, then the checkout's."""
+    path = Path(path or os.environ.get("PGMPI_MPI_LIBRARIES") or DEFAULT_TABLE)
+    libs: list[MpiLibrary] = []
+    header_seen = False
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
             continue
-        cells = line.split("\t")
-        if len(cells) != len(COLUMNS) or not all(c.strip() for c in cells):
-            raise MpiLibrariesError(f"{path}:{n}: expected {len(COLUMNS)} tab-separated columns "
-                                    f"({', '.join(COLUMNS)}), got {line!r}")
-        lib = MpiLibrary(*(c.strip() for c in cells))
-        if lib.id in seen:
-            raise MpiLibrariesError(f"{path}:{n}: id {lib.id!r} listed twice")
-        seen.add(lib.id)
-        out.append(lib)
-    return out
+        fields = line.split("\t")
+        where = f"{path}:{lineno}"
+        if not header_seen:
+            if tuple(fields) != COLUMNS:
+                raise MpiTableError(f"{where}: header must be the tab-separated columns {', '.join(COLUMNS)}")
+            header_seen = True
+            continue
+        if len(fields) != len(COLUMNS):
+            raise MpiTableError(f"{where}: {len(fields)} tab-separated fields, expected {len(COLUMNS)} "
+                                f"({', '.join(COLUMNS)})")
+        lid, family, version, source, prefix = fields
+        if not _ID.match(lid):
+            raise MpiTableError(f"{where}: id '{lid}' must be lower-case letters, digits and _")
+        if any(lib.id == lid for lib in libs):
+            raise MpiTableError(f"{where}: id '{lid}' appears twice")
+        if family not in FAMILIES:
+            raise MpiTableError(f"{where}: family '{family}' unknown (valid: {', '.join(FAMILIES)})")
+        if not version or not all(p.isdigit() for p in version.split(".")):
+            raise MpiTableError(f"{where}: version '{version}' is not dotted numbers")
+        kind, _, what = source.partition(":")
+        if kind not in SOURCES or not what:
+            raise MpiTableError(f"{where}: source '{source}' unknown (valid: debian:<packages>, pypi:<requirements>)")
+        if not prefix.startswith("/"):
+            raise MpiTableError(f"{where}: prefix '{prefix}' is not an absolute path")
+        libs.append(MpiLibrary(lid, family, version, source, Path(prefix)))
+    if not header_seen:
+        raise MpiTableError(f"{path}: no header line ({', '.join(COLUMNS)})")
+    return libs
 
 
-def by_id(path: str | Path | None = None) -> dict[str, MpiLibrary]:
-    return {lib.id: lib for lib in read(path)}
+def mpi_library(lid: str, path: Path | str | None = None) -> MpiLibrary:
+    """The row of one id; an unknown id is refused with the valid ones."""
+    libs = read_mpi_libraries(path)
+    for lib in libs:
+        if lib.id == lid:
+            return lib
+    raise MpiTableError(f"unknown MPI id '{lid}' (valid: {', '.join(lib.id for lib in libs)})")
