@@ -10,7 +10,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 table=$top/deploy/mpi-libraries.tsv
-rows() { grep -v '^#' "$table" | tail -n +2; }
+rows() { grep -v -e '^#' -e '^$' -e $'^id\tfamily\tversion\tsource\tprefix$' "$table"; }   # data rows only
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # The C and Fortran wrappers and mpiexec of one id; empty when it is not installed.
@@ -61,9 +61,9 @@ for id in "${ids[@]}"; do
   read -r mpicc mpif90 mpiexec <<<"$w"
   bdir=$top/build/$id
   mods=
-  case $source in pypi:*) mods=$(test_env_mods "$id") ;; esac
+  case $source in debian:*) ;; *) mods=$(test_env_mods "$id") ;; esac
   (
-    case $source in pypi:*) eval "$("$top/deploy/mpi-env.sh" "$id")" ;; esac
+    case $source in debian:*) ;; *) eval "$("$top/deploy/mpi-env.sh" "$id")" ;; esac
     # Configured every time (a few seconds once FindMPI's results are cached): the table may have changed.
     # MPI_Fortran_COMPILER is given even when it does not exist, so that FindMPI never picks another
     # MPI's mpif90 from PATH.

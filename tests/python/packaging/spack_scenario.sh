@@ -26,7 +26,7 @@ sp() { "$SPACK" -C "$cfg" "$@"; }
 spe() { "$SPACK" -C "$cfg" -e "$work/env" "$@"; }
 
 # The MPIs: Spack's package name and spec of each id; Intel MPI's package wants <prefix>/mpi/<x.y>/.
-rows() { grep -v '^#' "$top/deploy/mpi-libraries.tsv" | tail -n +2; }
+rows() { grep -v -e '^#' -e '^$' -e $'^id\tfamily\tversion\tsource\tprefix$' "$top/deploy/mpi-libraries.tsv"; }   # data rows only
 ids=("$@"); [ ${#ids[@]} -gt 0 ] || mapfile -t ids < <(rows | cut -f1)
 externals=() specs=()
 declare -A ext_by_pkg
