@@ -90,14 +90,6 @@ class Module(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _srun(self):
-        lib = launchers.library(self.mpi)
-        why = lib.family.srun_unusable(lib.version) if self.launch == "srun" else None
-        if why:
-            raise ValueError(f"launch: srun: {why}; valid here: mpirun")
-        return self
-
-    @model_validator(mode="after")
     def _native_family(self):
         if self.native_file is not None and launchers.library(self.mpi).family.native is None:
             raise ValueError(f"native_file: {launchers.library(self.mpi).family.title} has no native decision "

@@ -68,10 +68,6 @@ class Family:
         mpirun inside the allocation (measured on deploy/slurm.sh and deploy/cluster.sh; scheduler/README.md)."""
         return None
 
-    def srun_unusable(self, version: str) -> str | None:
-        """Why `srun --mpi=<plugin>` starts ranks a campaign cannot measure (None: it can)."""
-        return None
-
     def identify(self, text: str) -> str | None:
         """The version in MPI_Get_library_version's text if it is this family's library, else None."""
         m = self.library_pattern.search(text)
@@ -170,9 +166,9 @@ def command(module, nodes: int, ppn: int, in_slurm: bool) -> str:
         if not in_slurm:
             raise UnknownLibrary(f"{module.key}: launch: srun needs the slurm backend")
         plugin = lib.family.srun_plugin(lib.version)
-        if plugin is None or lib.family.srun_unusable(lib.version):
-            raise UnknownLibrary(f"{module.key}: launch: srun: {lib.family.srun_unusable(lib.version) or 'no plugin'}"
-                                 "; use launch: mpirun")
+        if plugin is None:
+            raise UnknownLibrary(f"{module.key}: launch: srun: {lib.family.title} has no srun plugin; "
+                                 "use launch: mpirun")
         return shlex.join(["srun", "-n", str(np), f"--ntasks-per-node={ppn}", f"--mpi={plugin}"])
     cmd = shlex.split(module.mpirun) if module.mpirun else ["mpirun" if module.name else lib.mpirun]
     return shlex.join([*cmd, "-np", str(np), *lib.family.mpirun_args(nodes, ppn, in_slurm)])

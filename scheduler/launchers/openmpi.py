@@ -43,11 +43,7 @@ class OpenMPI(Family):
         return [a for n in names for a in ("-x", n)]
 
     def srun_plugin(self, version):
-        return "pmix"     # 4.1.4 and 5.0.11; pmi2 starts every rank as a singleton of size 1
-
-    def srun_unusable(self, version):
-        # measured on Slurm 22.05 (pmix_v4), 4.1.4 and 5.0.11: the ranks start with the right size, but
-        # without node locality: MPI_Comm_split_type(SHARED) puts every rank on a node of its own (2 ranks on
-        # one node measure as layout 2x1), so shared-memory paths and the layout differ from a user's mpirun
-        return ("Open MPI under srun --mpi=pmix (Slurm 22.05) sees no node locality: every rank a node of its "
-                "own (measured, scheduler/README.md)")
+        # 4.1.4 and 5.0.11; pmi2 starts every rank as a singleton of size 1.  Node locality comes from
+        # Slurm's node names: where NodeName is not the host's name (deploy/slurm.sh: localhost on host vm)
+        # every rank is a node of its own, and pgmpi-bench refuses the layout (mpirun works there)
+        return "pmix"

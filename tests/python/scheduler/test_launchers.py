@@ -86,12 +86,11 @@ def test_srun_needs_the_slurm_backend(tmp_path):
         load_campaign(_campaign(tmp_path, "mpich5", launch="srun"))
 
 
-def test_srun_refused_where_it_measures_another_layout(tmp_path):
+def test_srun_command_takes_the_family_plugin(tmp_path):
     f = _campaign(tmp_path, "openmpi5", launch="srun")
     f.write_text(f.read_text().replace("backend: local", "backend: slurm"))
-    with pytest.raises(CampaignError, match="launch: srun: Open MPI under srun --mpi=pmix .* no node locality"):
-        load_campaign(f)
-    f.write_text(f.read_text().replace("openmpi5", "mpich5"))
+    assert launchers.command(load_campaign(f).modules[0], 2, 2, True) == "srun -n 4 --ntasks-per-node=2 --mpi=pmix"
+    f.write_text(f.read_text().replace("openmpi5", "intelmpi"))
     assert launchers.command(load_campaign(f).modules[0], 1, 2, True) == "srun -n 2 --ntasks-per-node=2 --mpi=pmi2"
 
 
