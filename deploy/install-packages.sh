@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian packages pgmpi-site needs on this machine (idempotent).
-#   deploy/install-packages.sh [base|cluster|browser|mpis|all]
-#   base    : compilers, CMake, Open MPI, MPICH, Python venv support   (make demo)
+#   deploy/install-packages.sh [base|demo|cluster|browser|mpis|all]
+#   base    : compilers, CMake, Open MPI, MPICH, Python venv support
+#   demo    : base + Lmod (the demo's next steps are `module use` / `module load`)   (make demo)
 #   cluster : + PostgreSQL, Slurm (munge, slurmctld, slurmd), Lmod       (make test)
 #   browser : + Debian's chromium and chromium-driver                    (browser tests)
 #   mpis    : + the registry MPIs of deploy/mpi-libraries.tsv (Open MPI 5, MPICH 5, Intel MPI), each in
@@ -16,14 +17,16 @@ base_pkgs=(build-essential gfortran cmake pkg-config python3-venv python3-dev
            openmpi-bin libopenmpi-dev mpich libmpich-dev)
 cluster_pkgs=(postgresql postgresql-contrib munge slurmctld slurmd slurm-client lmod iproute2 util-linux)  # iproute2, util-linux: deploy/cluster.sh (ip netns, nsenter, unshare)
 browser_pkgs=(chromium chromium-driver)
+demo_pkgs=(lmod)
 
 case "$what" in
   base)    pkgs=("${base_pkgs[@]}") ;;
+  demo)    pkgs=("${base_pkgs[@]}" "${demo_pkgs[@]}") ;;
   cluster) pkgs=("${base_pkgs[@]}" "${cluster_pkgs[@]}") ;;
   browser) pkgs=("${browser_pkgs[@]}") ;;
   mpis)    pkgs=("${base_pkgs[@]}") ;;
   all)     pkgs=("${base_pkgs[@]}" "${cluster_pkgs[@]}" "${browser_pkgs[@]}") ;;
-  *) echo "usage: $0 [base|cluster|browser|mpis|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [base|demo|cluster|browser|mpis|all]" >&2; exit 2 ;;
 esac
 # The MPI prefixes come after the Debian packages (the shims of Debian's two point into them).
 install_mpis() {

@@ -160,6 +160,36 @@ def status_code(summary: dict, jobs) -> int:
     return STATUS_DONE
 
 
+@campaign.command("list")
+@STATE_OPT
+@click.option("--json", "as_json", is_flag=True, help="a JSON list of objects instead of the table")
+def campaign_list(state_dir, as_json):
+    """The campaigns of the agent's state dir: name, state, jobs (done of all), created."""
+    from .state import FINAL, State
+    sd = _state_dir(state_dir)
+    if not (Path(sd) / "agent.db").exists():       # State() would create one: a listing creates nothing
+        raise click.ClickException(f"no agent state in {sd} (--state-dir or $PGMPI_AGENT_STATE)")
+    st = State(sd)
+    try:
+        rows = []
+        for c in st.campaigns():
+            jobs = st.jobs(c["name"])
+            rows.append({"campaign": c["name"], "state": c["state"],
+                         "jobs": f"{sum(j['state'] in FINAL for j in jobs)}/{len(jobs)}",
+                         "created": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(c["created_at"]))
+                         if c["created_at"] else None})
+    finally:
+        st.close()
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    click.echo("\t".join(["campaign", "state", "jobs", "created"]))
+    for r in rows:
+        click.echo("\t".join(str(v) if v is not None else "-" for v in r.values()))
+    if not rows:
+        click.echo(f"no campaigns in {sd}", err=True)
+
+
 @campaign.command("status")
 @click.argument("ref")
 @STATE_OPT

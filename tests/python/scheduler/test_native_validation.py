@@ -1,6 +1,8 @@
 """A native decision file is validated the way users get it -- a Slurm job that loads it through the
 pgmpitunelib module -- and the service records the verdict; only a recorded pass lets it be published.
-Files the readers refuse (corrupt, a collective missing, an order-unsafe algorithm) never reach a job."""
+Files the readers refuse (corrupt, a collective missing, an order-unsafe algorithm) never reach a job.
+The Slurm job's ranks read the virtual clock of delay_interposer.py (nothing delayed): what the test shows is the
+record, the fingerprint proof and the gate, so rule (c) "not slower" must not hang on the machine's load."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,6 +16,7 @@ from pgmpi_formats.ompi_rules import Decision
 from scheduler.native_validation import NativeValidationJob, post, precheck
 from scheduler.uploader import Rejected, ServiceClient
 
+import delay_interposer
 from plain_module import module_tree as tunelib_modules
 from sched_helpers import ROOT, add_machine
 
@@ -65,12 +68,13 @@ def test_validation_job_on_slurm_recorded_and_gating_publication(tmp_path, slurm
     token = add_machine(service, "nvbox", role="agent")
     client = ServiceClient(service.url, token)
     mods = tunelib_modules(tmp_path, "openmpi")
+    clock = [f"export LD_PRELOAD={delay_interposer.build(tmp_path, 'openmpi')}"]
     text = orr.write_rules(DECISIONS, native.discover("openmpi"))
 
     def run(name: str, extra: list[str]) -> dict:
         job = NativeValidationJob(tmp_path / name, "nvbox", "openmpi", "4.1.4", "native.rules", text, "openmpi/4.1.4",
                                   "pgmpitunelib/0.1.0", [str(mpi_modulepath), str(mods)], rounds=4, nrep=20,
-                                  extra_lines=extra)
+                                  extra_lines=clock + extra)
         job.write()
         job_id = job.submit(env=slurm_env)
         return post(client, job, job.figures(), job_id)
@@ -90,9 +94,7 @@ def test_validation_job_on_slurm_recorded_and_gating_publication(tmp_path, slurm
     used = next(c for c in ok["cells"] if c["label"] == "native:rabenseifner")
     assert used["evidence"] == "fingerprint" and not any(p.startswith("(b)") for p in used["problems"]), used
     assert not any(p.startswith(("(a)", "(d)")) for c in ok["cells"] for p in c["problems"]), ok
-    if ok["state"] != "passed":           # only (c) may fail here: timings on a loaded machine
-        assert all(p.startswith("(c)") for c in ok["cells"] for p in c["problems"]), ok
-        pytest.fail(f"the file ran and was correct, but was measured slower: {ok['problems']}")
+    assert ok["state"] == "passed", ok    # (c) included: the virtual clock gives both arms the same times
     with service.app.app_context():
         rec = lifecycle.recorded_native_validation("nvbox", "openmpi", "4.1.4", files)
         assert rec and rec["native.rules"]["native_validation"] == ok["id"]
