@@ -130,3 +130,13 @@ def test_a_new_family_file_registers_itself(tmp_path):
                          env={"PYTHONPATH": str(tmp_path), "PGMPI_MPI_LIBRARIES": str(table), "PATH": "/usr/bin"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[0] == "MVAPICH ('mvapich', '2.3.7') /opt/mvapich/bin/mpirun"
+
+
+def test_the_table_version_as_the_library_reports_it():
+    """The profile path a pgmpitunelib module reads (<family>-<reported version>, deploy/modules.py) is the
+    identity the service stores the library's results under (pgmpi-bench reads MPI_Get_library_version)."""
+    by_version = {v: text for text, v in STRINGS.items()}
+    for lib in launchers.libraries().values():
+        ident = (lib.family.name, lib.row.reported_version)
+        assert launchers.identify(by_version[ident]) == ident, lib.id
+    assert launchers.library("intelmpi").row.reported_version == "2021.13"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,18 +28,12 @@ CASES = [("openmpi5", "mpirun", False, ("openmpi", "5.0.11")),
 
 
 def library_module(top: Path, lib_id: str) -> tuple[str, Path]:
-    """An Lmod module of the library as a site's would be: what the table's reader says selecting it sets."""
+    """The site's Lmod module of the library (deploy/modules.py: the table reader's environment)."""
+    subprocess.run([sys.executable, str(ROOT / "deploy" / "modules.py"), "--root", str(top), lib_id], check=True,
+                   capture_output=True)
     lib = launchers.library(lib_id)
-    env = lib.row.environment({})
-    lines = [f'whatis("Name: {lib.id}")', 'family("mpi")']
-    for k, v in env.items():
-        if k in ("PATH", "LD_LIBRARY_PATH"):
-            lines += [f'prepend_path("{k}", "{d}")' for d in reversed(v.split(":"))]
-        else:
-            lines.append(f'setenv("{k}", "{v}")')
-    (top / lib.id).mkdir(parents=True, exist_ok=True)
-    (top / lib.id / f"{lib.version}.lua").write_text("\n".join(lines) + "\n")
-    return f"{lib.id}/{lib.version}", top
+    assert (top / "Core" / lib.id / f"{lib.version}.lua").is_file()
+    return f"{lib.id}/{lib.version}", top / "Core"
 
 
 @pytest.mark.parametrize("lib_id, launch, with_module, identity", CASES, ids=[c[0] for c in CASES])
