@@ -71,6 +71,8 @@ class CellDecision:
 
 
 def kind_of(label: str) -> str:
+    """default (the control arm too), native or mockup; the validation arm `tuned` is measured with a profile
+    loaded and never reaches a cell (pgmpi_formats.arms; the readers of cells leave it out)."""
     if label in ("default", CONTROL):
         return "default"
     return "native" if parse_label(label) else "mockup"
@@ -316,7 +318,8 @@ def runs_from_files(files) -> dict:
             if c is None:
                 continue
             cells.setdefault((c.key, m, p), []).append(
-                Run({a: statistics.median(xs) for a, xs in algs.items()}, run.header.get("native_file_fnv1a64")))
+                Run({a: statistics.median(xs) for a, xs in algs.items() if a != TUNED},   # no validation arm
+                    run.header.get("native_file_fnv1a64")))
     return cells
 
 

@@ -8,7 +8,7 @@ Decision per (config, collective, measured size): the winner is the mock-up with
 that (1) violate the pattern guideline (significantly faster than the default at the analysis' alpha, after BH
 when fdr was on; with cautious=True violations carrying a barrier warning are not used), (2) are at least
 `gain` faster: median(mock-up) <= (1 - gain) * median(default), and (3) fit the memory budget per process
-(memory.extra_bytes against the message / int pool). Otherwise the default wins.
+(memory.MemoryModel, the library's own figures, against the message / int pool). Otherwise the default wins.
 
 Ranges: consecutive measured sizes with the same winning mock-up merge into one inclusive range
 [first measured size, last measured size], which also covers every unmeasured size between them (both
@@ -235,7 +235,7 @@ def _adjacent(decisions: list[Decision], prev: int, cur: int) -> bool:
 
 
 def render(prof: Profile, a: Analysis, gain: float, mb: int, ib: int, campaign: str | None, created: str,
-           mem_source: str = "table1") -> str:
+           mem_source: str = "library") -> str:
     """The .prf text (pgmpi_formats.prf writes it within PGMPITuneLib's reader's limits)."""
     test = a.test + (" + BH" if a.fdr else "")
     med = {d.msize: d for d in prof.decisions}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler import launchers
 from scheduler.runner import make_agent
 
 from sched_helpers import add_machine, campaign_file, tiny_campaign
@@ -21,7 +22,7 @@ from sched_helpers import add_machine, campaign_file, tiny_campaign
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = ROOT / "deploy" / "cluster.sh"
 pytestmark = [pytest.mark.cluster, pytest.mark.mpi]
-PLUGIN = {"openmpi": "pmix", "mpich": "pmi2"}
+PLUGIN = {mpi: launchers.library(mpi).family.srun_plugin(launchers.library(mpi).version) for mpi in ("openmpi", "mpich")}
 
 
 @pytest.fixture(scope="session")

@@ -43,7 +43,7 @@ def test_violation_becomes_a_validated_candidate(tmp_path, slurm_env, mpi_module
     summary = agent.run(interval=1.0, timeout=600)
     assert summary["done"] and summary["rejected"] == 0, summary
 
-    analysis = json.loads(agent.state.campaign("viol")["analysis"])["openmpi"]
+    analysis = json.loads(agent.state.campaign("viol")["analysis"])["openmpi-4.1.4"]
     assert "error" not in analysis, analysis
     assert len(analysis["profiles"]) == 1, analysis
     version_id = analysis["profiles"][0]          # the agent keeps the candidate's version id
