@@ -248,9 +248,8 @@ def test_campaign_wide_nrep_every_mpirun_measures_the_pilots_counts(tmp_path, mp
     counts = {}
     for run in rs.runs:
         for line in run.pgmpi_lines:
-            f = line.split()
-            if f[:2] == ["pgmpi", "nrep"] or f[:3] == ["#@pgmpi", "nrep"]:
-                f = f[1:] if f[0] == "#@pgmpi" else f
+            f = line.removeprefix("#@").split()         # pgmpi nrep <MPI_Name> <bytes> <n>
+            if f[:2] == ["pgmpi", "nrep"]:
                 counts.setdefault((f[2], int(f[3])), set()).add(int(f[4]))
     assert counts and all(len(v) == 1 for v in counts.values()), counts     # one count per cell, every mpirun
     assert {r.header["nrep_policy"].split(":")[0] for r in rs.runs} == {"predict", "from"}
