@@ -60,7 +60,7 @@ def _cfg_vals(a: Analysis, c: int):
 def _rep_cols():
     """The reporting fields every exported figure carries (reporting.py)."""
     return [Column("sync"), Column("mpiruns", "int"), Column("meas_per_mpirun"), Column("nrep_policy"),
-            Column("statistic"), Column("excluded")]
+            Column("summary_statistic"), Column("excluded")]
 
 
 def _rep_vals(a: Analysis, c: int):

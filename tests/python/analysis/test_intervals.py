@@ -57,8 +57,9 @@ def test_exports_and_api_result_carry_interval_and_reporting_fields():
     for name in ("violation", "detailed", "grouped", "guidelines"):
         v = view(a, name)
         header = next(csv.reader(io.StringIO(to_csv(v))))
+        assert len(header) == len(set(header)), header          # one meaning per column name
         for col in ("effect", "ci95_low", "ci95_high", "ci_mpiruns", "sync", "mpiruns", "meas_per_mpirun",
-                    "nrep_policy", "statistic", "excluded"):
+                    "nrep_policy", "summary_statistic", "excluded"):
             assert col in header, (name, header)
     row = next(r for r in to_json(view(a, "detailed")) if r["mockup"] == "allreduce_as_reduce_bcast")
     assert row["ci95_low"] < row["effect"] < row["ci95_high"] and row["mpiruns"] == 10 and row["meas_per_mpirun"] == "20"
