@@ -205,7 +205,7 @@ def campaign_status(ref, state_dir, watch, as_json, interval):
         click.echo(f"state dir: {sd} (--state-dir or $PGMPI_AGENT_STATE to read another)", err=True)
     c, source = _campaign_from_state(sd, ref)
     from .agent import Agent
-    from .runner import make_backend
+    from .backends import make_backend
     if watch:
         a = _agent(c, state_dir, source=source, quiet=True)
         s = _drive(a, True, interval, None)
@@ -320,7 +320,8 @@ COMMANDS = [agent, campaign]
 @agent.command("native-validate")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--machine", required=True)
-@click.option("--mpi", "mpi", type=click.Choice(["openmpi", "mpich"]), required=True)
+@click.option("--mpi", "mpi", required=True, help="MPI library id (deploy/mpi-libraries.tsv) whose family "
+              "has a native decision file: openmpi, mpich, openmpi5, mpich5")
 @click.option("--mpi-version", required=True)
 @click.option("--mpi-module", required=True, help="the MPI's Lmod module, e.g. openmpi/4.1.4")
 @click.option("--tunelib-module", required=True, help="the pgmpitunelib module users load, e.g. pgmpitunelib/0.1.0")
@@ -331,8 +332,10 @@ COMMANDS = [agent, campaign]
 @click.option("--workdir", type=click.Path(file_okay=False), required=True)
 @click.option("--service-url", required=True)
 @click.option("--token-file", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--backend", "backend_name", default="slurm", show_default=True,
+              help="where the job runs: a backend of scheduler/backends/")
 def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module, modulepath, nprocs, rounds, nrep,
-                    workdir, service_url, token_file):
+                    workdir, service_url, token_file, backend_name):
     """Validate a native decision file (native.rules / native.json) in a Slurm job that loads it through the
     module, and have the service judge and record it.  A file its readers refuse is not submitted.
     Exit 0 passed, 4 failed."""
@@ -345,9 +348,14 @@ def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module,
         raise click.ClickException(f"refused before submitting: {exc}") from None
     job = NativeValidationJob(Path(workdir), machine, mpi, mpi_version, name, text, mpi_module, tunelib_module,
                               list(modulepath), nprocs=nprocs, rounds=rounds, nrep=nrep, cells=cells)
-    job.write()
+    from .backends import make_backend
     try:
-        job_id = job.submit()
+        backend = make_backend(None, backend_name)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--backend") from None
+    job.write(backend)
+    try:
+        job_id = job.submit(backend=backend)
         verdict = post(ServiceClient(service_url, read_token(token_file)), job, job.figures(), job_id)
     except (RuntimeError, Unreachable, Rejected) as exc:
         raise click.ClickException(str(exc)) from None

@@ -46,6 +46,7 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
     the rest kept, or all or nothing), set the version's state and files (apply_verdict), audit and
     commit.  figures: objects with collective, msize, nprocs, default_time, tuned_time, speedup, n_default,
     n_tuned, run_ratios, paired.  Returns the verdict."""
+    from service.analysis.stats import ratios_ci
     from service.analysis.validation import apply_verdict, summary_line
     verdict = validation_verdict(v, figures, tolerance, all_or_nothing)
     if verdict["state"] == "inconclusive" and v.state == "validated":
@@ -67,6 +68,7 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
                              details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": job,
                                       "campaign": campaign, "run_ratios": getattr(f, "run_ratios", None),
                                       "paired": getattr(f, "paired", False), "verdict": verdict["state"],
+                                      **ratios_ci(getattr(f, "run_ratios", None)).to_dict(),
                                       **({"case": f.case, "description": f.description}
                                          if getattr(f, "case", "") else {})})
             for f in figures]
