@@ -1,6 +1,6 @@
 """Validation job of the MPI library's own decision file (native.rules / native.json), run the way users get it.
 
-    cells = precheck(name, text, mpi, nprocs)          # ValueError with the reason: never submitted
+    cells = precheck(name, text, mpi, nprocs, version)  # ValueError with the reason: never submitted
     job = NativeValidationJob(...); job.write(); job_id = job.submit(env)   # sbatch, then its status marker
     figs = job.figures()                               # pgmpi_formats.native_validation.figures
     verdict = post(client, job, figs)                  # the service judges and records it
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pgmpi_formats import mpich_json, native, ompi_rules
+from pgmpi_formats import mpich_json, native, native_file, ompi_rules
 from pgmpi_formats import native_validation as nv
 
 from .backends import LMOD_INIT, job_env, launcher
@@ -32,7 +32,7 @@ FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json"}
 FILE_VARS = native.FILE_VARS["openmpi"] + native.FILE_VARS["mpich"]
 
 
-def precheck(name: str, text: str, mpi: str, nprocs: int) -> list[nv.Cell]:
+def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = None) -> list[nv.Cell]:
     """The checks that need no job, before anything is submitted: the file read the way the library reads it
     (a rules file Open MPI would ignore, a JSON file missing a collective, an algorithm this library does not
     have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells."""
@@ -43,13 +43,15 @@ def precheck(name: str, text: str, mpi: str, nprocs: int) -> list[nv.Cell]:
         ompi_rules.parse_rules(text, name, d, native.ORDER_UNSAFE["openmpi"])
         cells = nv.cells_of_rules(text, d, nprocs, name)
     else:
-        lib = mpich_json.find_library()
-        base, known = mpich_json.builtin_tree(lib), mpich_json.algorithm_names(lib)
+        try:
+            t = native_file.mpich_target(version)
+        except FileNotFoundError as exc:
+            raise ValueError(f"{name}: {exc}") from None
         tree = mpich_json.loads(text, name)
-        problems = mpich_json.check_tree(tree, base, known)
+        problems = t.check(tree)
         if problems:
-            raise ValueError(f"{name}: incomplete selection file: " + "; ".join(problems))
-        cells = nv.cells_of_json(tree, base, nprocs)
+            raise ValueError(f"{name}: MPICH {t.version} would not read or evaluate it: " + "; ".join(problems))
+        cells = nv.cells_of_json(tree, t.base, nprocs)
         unsafe = [c for c in cells if (c.key, (native.parse_label(c.label) or native.NativeVariant("")).name)
                   in native.ORDER_UNSAFE["mpich"]]
         if unsafe:
@@ -89,7 +91,7 @@ class NativeValidationJob:
     def write(self) -> Path:
         """The staged set, its site file and the job script; returns the script."""
         if not self.cells:
-            self.cells = precheck(self.name, self.text, self.mpi, self.nprocs)
+            self.cells = precheck(self.name, self.text, self.mpi, self.nprocs, self.version)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.staged.parent.mkdir(parents=True, exist_ok=True)
         self.staged.write_text(self.text)
