@@ -374,7 +374,7 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
             raise PublishError(f"{name}: {len(data)} bytes is more than {MAX_FILE_BYTES}")
         checked[check_file_name(name)] = data
         if name in NATIVE_FILES:
-            check_native_file(name, data.decode("utf-8", "replace"), mpi, mpi_version if mpi == "mpich" else None)
+            check_native_file(name, data.decode("utf-8", "replace"), mpi, mpi_version)
             if not native_validated and not force:
                 raise PublishError(
                     f"{name}: no passing validation of this file is recorded by the service (a validation job "
