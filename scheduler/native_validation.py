@@ -41,7 +41,10 @@ def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = 
     if FILE_FOR.get(kind) != name:
         raise ValueError(f"{name}: {mpi}'s decision file is {FILE_FOR.get(kind, '(none)')}")
     if kind == "openmpi":
-        d = native.discover("openmpi")
+        try:
+            d = native_file.ompi_target(version)
+        except FileNotFoundError as exc:
+            raise ValueError(f"{name}: {exc}") from None
         ompi_rules.parse_rules(text, name, d, native.ORDER_UNSAFE["openmpi"])
         cells = nv.cells_of_rules(text, d, nprocs, name)
     else:

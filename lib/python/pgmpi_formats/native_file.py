@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import mpich_json, native, ompi_rules
 
-NAMES = {"openmpi": "native.rules", "mpich": "native.json"}
+NAMES = {"openmpi": "native.rules", "mpich": "native.json", "intelmpi": "native.impi"}
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,38 @@ def mpich_target(version: str | None = None) -> MpichTarget:
                             f"{', '.join(sorted(set(seen))) or 'none'})")
 
 
+@functools.lru_cache(maxsize=4)
+def ompi_target(version: str | None = None) -> native.Discovery:
+    """What the installed Open MPI of that exact version offers (ompi_info; None: the system's)."""
+    if version is None:
+        return native.discover("openmpi")
+    from . import mpi_libraries
+    for r in mpi_libraries.read_mpi_libraries():
+        if r.family == "openmpi" and r.version == version and r.installed:
+            env = r.environment()
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+            return native.discover("openmpi", env=env)
+    raise FileNotFoundError(f"no Open MPI {version} installed here to check the file against")
+
+
+@functools.lru_cache(maxsize=4)
+def intel_target(version: str | None = None):
+    """The installed Intel MPI whose version starts with `version` ("2021.13" matches 2021.13.1) as
+    impi_adjust.Discovery; FileNotFoundError when none is."""
+    from . import impi_adjust, mpi_libraries
+    rows = [r for r in mpi_libraries.read_mpi_libraries() if r.family == "intelmpi" and r.installed
+            and (version is None or r.version.startswith(version) or version.startswith(r.version))]
+    if not rows:
+        raise FileNotFoundError(f"no Intel MPI {version} installed here to check the file against")
+    return impi_adjust.discover(rows[0].environment())
+
+
 def render(library: str, decisions, discovery: native.Discovery | None = None,
            comment: str = "pgmpi analyze native-files", version: str | None = None) -> tuple[str, str]:
     """(file name, text); ValueError when the library has no such file or the JSON would not be read and
     evaluated by that MPICH version (MPICH aborts every job on a selection file it cannot evaluate)."""
     if library == "openmpi":
-        return NAMES[library], ompi_rules.write_rules(decisions, discovery or native.discover("openmpi"),
-                                                      comment=comment)
+        return NAMES[library], ompi_rules.write_rules(decisions, discovery or ompi_target(version), comment=comment)
     if library == "mpich":
         t = mpich_target(version)
         tree = mpich_json.generate(decisions, t.base, t.known)
@@ -71,4 +96,7 @@ def render(library: str, decisions, discovery: native.Discovery | None = None,
         if problems:
             raise ValueError(f"generated JSON refused for MPICH {t.version}: " + "; ".join(problems))
         return NAMES[library], mpich_json.dumps(tree)
+    if library == "intelmpi":
+        from . import impi_adjust
+        return NAMES[library], impi_adjust.write(decisions, intel_target(version), comment=comment)
     raise ValueError(f"no decision file for {library!r}; valid: {', '.join(NAMES)}")

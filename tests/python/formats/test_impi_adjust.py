@@ -84,3 +84,30 @@ def test_the_variables_run_a_user_program_and_intel_agrees_with_the_reader(intel
     out = subprocess.run([str(lib.mpirun), "-np", "2", str(probe), "allreduce", "8"], env=bad, capture_output=True,
                          text=True, timeout=180)
     assert "Incorrect algorithm: ALLREDUCE=33, will be ignored" in out.stdout + out.stderr
+
+
+def test_published_for_its_version_refused_otherwise_and_the_module_sets_it(intel, tmp_path):
+    from service.profiles import publish as pub
+    d = intel[2]
+    text = ia.write(DECS, d)
+
+    def publish(files, ver):
+        return pub.publish(tmp_path, "m1", "intelmpi", ver, files, actor="t", validated=True,
+                           checker=["/bin/true"], mpi="intelmpi", native_validated=True)
+    publish({"native.impi": text}, "2021.13")
+    with pytest.raises(pub.PublishError, match=r"native.impi refused: bad.impi|native.impi refused: native.impi:3: "
+                                               r"I_MPI_ADJUST_ALLGATHER: preset 9 is outside 1-6"):
+        publish({"native.impi": text.replace("I_MPI_ADJUST_ALLGATHER=2:", "I_MPI_ADJUST_ALLGATHER=9:")}, "2021.13")
+    with pytest.raises(pub.PublishError, match="native.impi refused: native.impi:1: written for Intel MPI 2021.13, "
+                                               "this is 2021.14|no Intel MPI 2021.14 installed"):
+        publish({"native.impi": text}, "2021.14")
+    # the module's rule (pgmpitune-site.lua native_env) sets the published variables, as Intel MPI reads them
+    lua = Path(__file__).resolve().parents[3] / "spack-repo" / "packages" / "pgmpitunelib" / "pgmpitune-site.lua"
+    site = tmp_path / "site.conf"
+    site.write_text(f"profile_root = {tmp_path}\nmachine = m1\n")
+    code = (f"package.path = '{lua.parent}/?.lua;' .. package.path; local M = dofile('{lua}'); "
+            "for k, v in pairs(M.native_env('intelmpi-2021.13')) do print(k .. '=' .. v) end")
+    out = subprocess.run(["lua", "-e", code], capture_output=True, text=True, timeout=30,
+                         env={"PATH": "/usr/bin:/bin", "PGMPI_SITE_CONFIG": str(site)})
+    assert out.returncode == 0, out.stderr
+    assert dict(line.split("=", 1) for line in out.stdout.split()) == ia.parse(text, "x", d).environment()

@@ -99,3 +99,16 @@ def test_han_serves_only_communicators_across_nodes_on_5_0(libs, tmp_path):
     assert native.governing_component("openmpi", "5.0.11", nodes=1) == "tuned"
     assert native.governing_component("openmpi", "5.0.11", nodes=2) == "han"
     assert native.governing_component("openmpi", "4.1.4", nodes=2) == "tuned"
+
+
+def test_published_only_to_the_version_it_was_written_for(libs, tmp_path):
+    from service.profiles import publish as pub
+    text = orr.write_rules([Decision("allgather", 2, 8, "native:sparbit")], libs["openmpi5"].d)
+
+    def publish(ver):
+        return pub.publish(tmp_path, "m1", "openmpi", ver, {"native.rules": text}, actor="t", validated=True,
+                           checker=["/bin/true"], mpi="openmpi", native_validated=True)
+    publish("5.0.11")
+    with pytest.raises(pub.PublishError, match="native.rules refused: native.rules:1: Open MPI 4.1.4 reads no "
+                                               "rule-file-version-2 header"):
+        publish("4.1.4")
