@@ -344,7 +344,7 @@ def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module,
     from .uploader import Rejected, ServiceClient, Unreachable, read_token
     name, text = Path(file).name, Path(file).read_text()
     try:
-        cells = precheck(name, text, mpi, nprocs)
+        cells = precheck(name, text, mpi, nprocs, mpi_version)
     except ValueError as exc:
         raise click.ClickException(f"refused before submitting: {exc}") from None
     job = NativeValidationJob(Path(workdir), machine, mpi, mpi_version, name, text, mpi_module, tunelib_module,
