@@ -24,7 +24,7 @@ from sqlalchemy import select
 from pgmpi_formats.collectives import by_key, by_mpi_name
 from service.store.models import Analysis, AuditLog, MpiLibrary, ProfileSet, ProfileVersion, Violation
 
-NATIVE_FILES = ("native.rules", "native.json")
+NATIVE_FILES = ("native.rules", "native.json", "native.impi")
 
 
 def coll_key(name: str) -> str:

@@ -67,6 +67,14 @@ def test_overview_heatmap_detail(app, seeded):
     assert all(r["mpiruns"] == "3" for r in rows)
     js = c.get("/m/m1/openmpi-4.1.4/detail/allreduce?p=4&format=json").get_json()
     assert {v["msize"] for v in js["violations"]} == {65536, 1048576}
+    # each verdict with its effect and 95 % interval over the mpiruns, and what the figures rest on
+    assert all(v["ci95"][0] < v["effect"] < v["ci95"][1] and v["ci_mpiruns"] == 3 for v in js["violations"]
+               if v["kind"] == "pattern")
+    assert "95 % CI" in det and 'id="reporting"' in det and "3 mpiruns" in js["reporting"]
+    # PGMPI's per-guideline table for the collective at p
+    kinds = {g["guideline"]: g for g in js["guidelines"]}
+    assert set(kinds) == {"pattern", "monotony", "split"} and kinds["pattern"]["violated"] >= 2
+    assert 'id="guidelines"' in det
     assert c.get("/m/m1/nope-1/heatmap").status_code == 404
 
 
