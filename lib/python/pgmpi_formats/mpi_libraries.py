@@ -57,6 +57,13 @@ class MpiLibrary:
         return os.access(self.mpicc, os.X_OK)
 
     @property
+    def reported_version(self) -> str:
+        """The version the library gives in MPI_Get_library_version: pgmpi-bench's #@mpi_version, the service's
+        identity, the profile path <family>-<version>.  Intel MPI names major.minor only ("Intel(R) MPI Library
+        2021.13" for 2021.13.1)."""
+        return ".".join(self.version.split(".")[:2]) if self.family == "intelmpi" else self.version
+
+    @property
     def module(self) -> str:
         """The module name of the library itself (deploy/modules.sh): <id>/<version>."""
         return f"{self.id}/{self.version}"
