@@ -122,7 +122,8 @@ class Pgmpitunelib(CMakePackage):
         mpi = self.spec["mpi"]
         args = [
             self.define("MPI_C_COMPILER", mpi.mpicc),
-            self.define("MPIEXEC_EXECUTABLE", join_path(mpi.prefix.bin, "mpiexec")),
+            # next to the compiler wrapper: Intel MPI's lives in <prefix>/mpi/<x.y>/bin, not <prefix>/bin
+            self.define("MPIEXEC_EXECUTABLE", join_path(os.path.dirname(mpi.mpicc), "mpiexec")),
             # +fortran: built where the MPI's Fortran wrapper works (lib/CMakeLists.txt says why not)
             self.define("PGMPITUNE_FORTRAN", "AUTO" if self.spec.satisfies("+fortran") else "OFF"),
             self.define("PGMPITUNE_MPI_FAMILY", self.mpi_family),
