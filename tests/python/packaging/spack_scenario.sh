@@ -114,6 +114,7 @@ mkdir -p "$work/env"
 {
   echo "spack:"
   echo "  concretizer: {unify: false}"
+  echo "  view: false          # two builds of pgmpitunelib cannot share one view"
   echo "  specs:"
   for s in "${specs[@]}"; do echo "  - '$s'"; done
 } > "$work/env/spack.yaml"
