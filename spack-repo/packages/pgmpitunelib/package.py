@@ -205,6 +205,8 @@ class Pgmpitunelib(CMakePackage):
         with open(join_path(profiles, "allreduce_p2.prf"), "w") as f:
             f.write(_PROFILE_P2)
         exe = join_path(work, "allreduce")
+        # the MPI's environment before its wrapper runs: Intel MPI's mpicc finds mpi.h through I_MPI_ROOT
+        os.environ.update(self._mpi_runtime_env())
         which(mpi.mpicc)(join_path(work, "allreduce.c"), "-o", exe)
         mpiexec = which(join_path(os.path.dirname(mpi.mpicc), "mpiexec"))
         env = {"PGMPITUNE_VERBOSE": "1", "PGMPITUNE_PROFILE_DIR": profiles,
