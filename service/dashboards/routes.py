@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from pgmpi_formats import site
 from pgmpi_formats.limits import INT_MAX
-from service.profiles import lifecycle
+from service.workflows import publish as lifecycle
 from service.profiles import publish as pub
 from service.dashboards import data
 from service.store.db import db

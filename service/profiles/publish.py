@@ -119,7 +119,7 @@ _DIR_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$")
 def target_dir(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: str,
                directory: str | None = None) -> Path:
     """``<root>/<machine>/<mpi name>-<mpi version>`` (or ``<root>/<machine>/<directory>``, the directory the
-    database assigned to a profile set, service/profiles/lifecycle.set_directory), guaranteed inside root."""
+    database assigned to a profile set, service/workflows/publish.set_directory), guaranteed inside root."""
     root_p = Path(root)
     if not root_p.is_absolute():
         raise PublishError(f"profile root must be an absolute path, got {root!s}")

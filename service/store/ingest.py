@@ -18,7 +18,7 @@ from pgmpi_formats import limits
 from pgmpi_formats.layouts import layout_label
 from pgmpi_formats.results import ResultsFormatError, RunResult, parse_text
 from service.store.db import db
-from service.analysis.datatypes import case_of_line
+from pgmpi_formats.footer import case_of_line
 from service.store.models import BarrierSeries, Campaign, DtCase, Job, Machine, MpiLibrary, Run, Series, Upload
 
 

@@ -284,7 +284,7 @@ class Violation(db.Model):
 
 class ProfileSet(db.Model):
     """The tuned profiles of one machine x MPI library; versions are its history.  `directory` is its
-    directory under <profile root>/<machine>/ (service/profiles/lifecycle.set_directory), unique per machine."""
+    directory under <profile root>/<machine>/ (service/workflows/publish.set_directory), unique per machine."""
     __tablename__ = "profile_sets"
     __table_args__ = (UniqueConstraint("machine_id", "library_id", name="uq_profile_sets_machine_library"),
                       UniqueConstraint("machine_id", "directory", name="uq_profile_sets_machine_directory"))
@@ -338,7 +338,7 @@ class ValidationFigure(db.Model):
 class NativeValidation(db.Model):
     """The service's record of one validation job of an MPI library's own decision file (native.rules /
     native.json, by its sha256): the verdict service/analysis/native_validation.py gave on the job's figures.
-    Publishing such a file needs a passing record of exactly its text (service/profiles/lifecycle.py)."""
+    Publishing such a file needs a passing record of exactly its text (service/workflows/validate.py)."""
     __tablename__ = "native_validations"
     __table_args__ = (Index("ix_native_validations_digest", "digest"),)
     id: Mapped[int] = mapped_column(primary_key=True)

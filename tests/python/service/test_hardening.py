@@ -190,7 +190,7 @@ def test_campaign_file_and_cli_use_the_same_limits(tmp_path, app):
     from click.testing import CliRunner
     from scheduler.campaign import CampaignError, load_campaign
     from service.auth import add_user, create_token
-    from service.profiles.cli import profile
+    from service.commands.profile import profile
     text = ("name: nightly\nmachine: " + "m" * 101 + "\nmodules:\n  - {name: \"openmpi/4.1\\r\\nx\", mpi: openmpi}\n"
             "layouts: [{nodes: 3000000000, ppn: 1}]\ncollectives: {allreduce: {}}\n")
     (tmp_path / "c.yaml").write_text(text)
