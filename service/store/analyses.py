@@ -100,7 +100,9 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
                                  barrier_warning=v.get("barrier_warning"), layout=v.get("layout") or "",
                                  status=v.get("status", "verified"), status_why=v.get("status_why"),
                                  nights_confirmed=1 + confirmed.get(k, 0) if kind == "pattern" else None,
-                                 nights_contradicted=contradicted.get(k, 0) if kind == "pattern" else None))
+                                 nights_contradicted=contradicted.get(k, 0) if kind == "pattern" else None,
+                                 effect=v.get("effect"), ci_low=v.get("ci_low"), ci_high=v.get("ci_high"),
+                                 ci_mpiruns=v.get("ci_mpiruns")))
     for d in result.get("datatypes") or []:
         db.session.add(DtVerdict(analysis_id=a.id, guideline=d["guideline"], pattern=d["pattern"],
                                  basetype=d["basetype"], dt_layout=d["layout"][:60], nprocs=int(d["nprocs"]),

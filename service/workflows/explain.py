@@ -18,7 +18,7 @@ import re
 
 from sqlalchemy import select
 
-from pgmpi_formats import native, native_file, ompi_rules
+from pgmpi_formats import arms, native, native_file, ompi_rules
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
 from service.analysis.native_decision import Run as RunMedians, decide, explain_lines
@@ -48,7 +48,7 @@ def _cells(session, lib_ids, p, campaign_id):
         .where(Series.run_id.in_(list(names))) if names else None
     for rid, call, msize, alg, med in (session.execute(q) if q is not None else ()):
         c = by_mpi_name(call)
-        if c is None or call == "MPI_Barrier":
+        if c is None or call == "MPI_Barrier" or alg == arms.TUNED:   # the validation arm is no candidate
             continue
         per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digests[rid]))[alg] = med
     return {k: list(v.values()) for k, v in per_run.items()}, per_run, names

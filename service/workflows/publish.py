@@ -185,6 +185,15 @@ def fsck(root: Path) -> list[dict]:
         published = [v for v in ps.versions if v.state == "published"]
         cur = pub.current_version(target) if target.is_dir() else None
         cur_path = str(target / "versions" / str(cur)) if cur else None
+        elsewhere = [v for v in published if v.published_path and not Path(v.published_path).is_relative_to(root)]
+        if elsewhere and cur_path is None:
+            # not a disagreement of this root: the set was published under another root (make demo's own, a
+            # test's); say which, instead of reporting every version as missing
+            problems.append({"set": ps.id, "directory": str(target), "problem":
+                             f"version {elsewhere[0].number} was published under another profile root "
+                             f"({elsewhere[0].published_path}); check that root with --root (or the "
+                             f"profile_root of the site file)", "other_root": True})
+            continue
         if cur_path is None:
             for v in published:
                 problems.append({"set": ps.id, "directory": str(target), "problem":

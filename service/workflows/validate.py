@@ -16,6 +16,7 @@ from sqlalchemy import select
 from pgmpi_formats.checker import mpi_flavor
 from pgmpi_formats import mpich_json, native_validation as nv
 from service.analysis import native_validation, validation
+from service.analysis.stats import ratios_ci
 from service.auth import audit
 from service.profiles import publish as pub
 from service.store.analyses import apply_validation
@@ -66,6 +67,7 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
                              details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": job,
                                       "campaign": campaign, "run_ratios": getattr(f, "run_ratios", None),
                                       "paired": getattr(f, "paired", False), "verdict": verdict["state"],
+                                      **ratios_ci(getattr(f, "run_ratios", None)).to_dict(),
                                       **({"case": f.case, "description": f.description}
                                          if getattr(f, "case", "") else {})})
             for f in figures]
