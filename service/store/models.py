@@ -193,6 +193,9 @@ class Run(db.Model):
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     headers: Mapped[dict[str, Any]] = mapped_column(JSON)
     footer: Mapped[list[str]] = mapped_column(JSON)
+    # a validation launch's file (the agent's #@pgmpi_validation=<role>: default, tuned, ...): evidence about a
+    # candidate, never campaign data; set once at ingest, so every analysis and page selects campaign data in SQL
+    validation: Mapped[Optional[str]] = mapped_column(String(16))
     library: Mapped[MpiLibrary] = relationship()
     machine: Mapped[Machine] = relationship()
 

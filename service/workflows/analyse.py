@@ -43,10 +43,9 @@ def select_runs(machine: Machine, data) -> tuple[MpiLibrary, Optional[Campaign],
             raise AnalysisInputError(f"unknown campaign {data.campaign!r} on {machine.name!r}", field="campaign",
                                      status=404)
         rq = rq.where(Run.campaign_id == campaign.id)
-    # Validation launches (tuned mode with a candidate, tagged #@pgmpi_validation by the agent) are
-    # evidence about a candidate, not about the library: never analyse them as campaign data.
-    runs = [r for r in db.session.scalars(rq.order_by(Run.id)).all()
-            if not (r.headers or {}).get("pgmpi_validation")]
+    # Validation launches (tuned mode with a candidate; Run.validation) are evidence about a candidate, not
+    # about the library: never analysed as campaign data.
+    runs = db.session.scalars(rq.where(Run.validation.is_(None)).order_by(Run.id)).all()
     if not runs:
         raise AnalysisInputError("no stored runs for this machine, library and campaign", field="library")
     return lib, campaign, runs
