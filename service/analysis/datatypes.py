@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pgmpi_formats.footer import SIGNATURE_RE, DtCase, case_of_line  # noqa: F401  (DtCase: the cases' type here too)
+from pgmpi_formats.footer import DtCase, DtSig, case_of_line, records
 from pgmpi_formats.results import ResultSet
 
 from .stats import DEFAULT_TEST, PAIRED_TESTS, bh_adjust, build_cells, paired_log_ratios, pvalues_paired_greater
@@ -302,13 +302,10 @@ def dt_signatures(rs: ResultSet) -> dict[tuple[str, int, str], str]:
     <signature> count=.. message=<signature>` lines (libpgmpitune computed them; nothing here recomputes)."""
     out: dict[tuple[str, int, str], str] = {}
     for run in rs.runs:
-        for line in run.pgmpi_lines:
-            parts = line.split()
-            if len(parts) >= 6 and parts[1] == "dtsig" and parts[3].isdigit() and SIGNATURE_RE.match(parts[5]):
-                out[(parts[2], int(parts[3]), parts[4])] = parts[5]
-                msg = next((p[8:] for p in parts[6:] if p.startswith("message=")), "")
-                if SIGNATURE_RE.match(msg):
-                    out[(parts[2], int(parts[3]), MESSAGE)] = msg
+        for sig in records(run.pgmpi_lines, DtSig):
+            out[(sig.test, sig.msize, sig.description)] = sig.signature
+            if sig.message:
+                out[(sig.test, sig.msize, MESSAGE)] = sig.message
     return out
 
 

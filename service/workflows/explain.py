@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from pgmpi_formats import arms, native, native_file, ompi_rules
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
+from pgmpi_formats.footer import Served, records
 from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
 from service.analysis.native_decision import Run as RunMedians, decide, explain_lines
 from service.profiles import publish as pub
@@ -136,12 +137,11 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
             rounds.setdefault((camp_names.get(c, "?"), int(mt.group(1))), []).append(
                 (int(mt.group(4)), sorted(a for a in algs if a.startswith("native:"))))
         ms = SEARCH_SERVED.search(fname)
-        if ms and ms.group(2) == collective:      # "#@pgmpi served <seq> <MPI_Name> <bytes> <labels>"
-            for line in footer:
-                f = str(line).split()
-                if len(f) == 6 and f[:2] == ["#@pgmpi", "served"] and f[3] == mpi_name and f[4] == str(size):
+        if ms and ms.group(2) == collective:      # pgmpi-bench --serve: one Served record per cell
+            for s in records(map(str, footer), Served):
+                if s.call == mpi_name and s.msize == size:
                     rounds.setdefault((camp_names.get(c, "?"), int(ms.group(1))), []).append(
-                        (int(f[2]), sorted(x for x in f[5].split(",") if x.startswith("native:"))))
+                        (s.seq, sorted(x for x in s.labels if x.startswith("native:"))))
     for (cname, idx), rs in sorted(rounds.items()):
         rs.sort()
         path_lines.append(f"search path in campaign {cname} (sweep {idx}): "

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from pgmpi_formats import native
+from pgmpi_formats import footer, native
 from pgmpi_formats import results as reader
 
 pytestmark = pytest.mark.mpi
@@ -180,8 +180,8 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
         rows[(int(m), run.algorithms[a])] += 1
     assert rows == {(64, "default"): 6, (64, rd): 6, (64, "default_control"): 6,
                     (4096, "default"): 6, (4096, rd): 6, (4096, other): 6, (4096, "default_control"): 6}
-    served = [x.split() for x in run.pgmpi_lines if x.startswith("#@pgmpi served")]
-    assert [x[2:] for x in served] == [["1", "MPI_Allreduce", "64", rd], ["2", "MPI_Allreduce", "4096", f"{rd},{other}"]]
+    served = list(footer.records(run.pgmpi_lines, footer.Served))
+    assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other))]
 
 
 def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):
