@@ -14,8 +14,9 @@ TREES = {"scheduler": ROOT / "scheduler", "service": ROOT / "service",
          "pgmpi_formats": ROOT / "lib" / "python" / "pgmpi_formats", "migrations": ROOT / "migrations"}
 
 # The service's layers, lowest first: a package may import its own layer's modules and those of lower layers.
-# "service" is the top-level modules (app.py, cli.py, logs.py): the application the commands start.
-LAYERS = [{"analysis"}, {"store"}, {"auth"}, {"profiles"}, {"workflows"}, {"api", "dashboards"}, {"service"},
+# "service" is the top-level modules (app.py, cli.py, logs.py): the application the commands start.  The API
+# may serve what an area of the pages computes (/api/v1/alerts is the alerts page's feed), never the reverse.
+LAYERS = [{"analysis"}, {"store"}, {"auth"}, {"profiles"}, {"workflows"}, {"dashboards"}, {"api"}, {"service"},
           {"commands"}]
 
 
