@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 DB_OPT = click.option("--database-url", envvar="DATABASE_URL", default=None,
                       help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
-MIGRATIONS = str(Path(__file__).resolve().parents[1] / "migrations")
+MIGRATIONS = str(Path(__file__).resolve().parents[2] / "migrations")
 
 
 NO_DATABASE = ("set DATABASE_URL (e.g. postgresql+psycopg://pgmpi:pw@127.0.0.1:5432/pgmpi) or pass --database-url; "

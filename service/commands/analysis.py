@@ -96,7 +96,7 @@ def violations(files, alpha, test, fdr, split_tolerance, view_name, fmt):
 
 
 # the README ships with the package (package data), so the help names the copy this install has
-_README = Path(__file__).with_name("README.md")
+_README = Path(__file__).resolve().parents[1] / "analysis" / "README.md"
 
 
 @analyze.command("quality", help="Quality score per (machine, library, p): 100 x geometric mean over the measured "

@@ -53,11 +53,8 @@ class Count:
 
 
 @dataclass(frozen=True)
-class Fallback:
-    call: str
-    msize: int
-    algorithm: str
-    n: int
+class Fallback(Count):
+    """n calls of the cell fell back to the library's own (the rows labelled with the algorithm are not it)."""
 
 
 @dataclass(frozen=True)
