@@ -29,6 +29,7 @@ class Launch:
     env: dict = field(default_factory=dict)   # extra environment of this launch only
     role: str = "measure"      # measure | default | tuned (validation) | search (scheduler/native_driver.py)
     program: str = ""          # "" = the job's pgmpi-bench; else a sibling program (pgmpi-dtbench)
+    unset: list = field(default_factory=list)   # variables this launch runs without (native validation)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class JobSpec:
     layout: Layout
     launches: list[Launch]     # several per mpirun index when size sets differ
     walltime_seconds: int
-    kind: str = "measure"      # measure | validate
+    kind: str = "measure"      # measure | validate | native-validate
     env: dict = field(default_factory=dict)   # extra env for the launches (validation: profile dir)
     estimate_seconds: float = 0.0
 
@@ -83,20 +84,23 @@ def groups(c: Campaign, calls: dict[str, list[int]] | None = None,
 
 
 def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[str], sizes: list[int],
-               algorithms: object = "all", nrep: int | None = None) -> list[str]:
-    """pgmpi-bench options of one invocation (see `pgmpi-bench --help`)."""
+               algorithms: object = "all", nrep: int | None = None, nrep_from: str | None = None) -> list[str]:
+    """pgmpi-bench options of one invocation (see `pgmpi-bench --help`).  nrep_from: the counts per (call, size)
+    of these files (campaign-wide NREP: the pilot's output or an earlier night's), instead of the policy."""
     argv = [f"--calls={','.join(keys)}", f"--sizes={','.join(str(s) for s in sizes)}",
             f"--algorithms={algorithms if isinstance(algorithms, str) else ','.join(algorithms)}"]
     rep = c.repetitions
     if nrep is not None:
         argv.append(f"--nrep={nrep}")
+    elif nrep_from:
+        argv.append(f"--nrep-from={nrep_from}")
     elif rep.policy == "fixed":
         argv.append(f"--nrep={rep.nrep}")
     elif rep.policy == "predict":
         argv += rep.predict_argv()
     else:
         argv.append(f"--time-rule=max={rep.max_nrep},K={min(10, rep.max_nrep)}")
-    if rep.time_budget and nrep is None:
+    if rep.time_budget and nrep is None and not nrep_from:
         argv.append(f"--time-budget={rep.time_budget:g}")
     argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}"]
     if module.name:
@@ -118,9 +122,21 @@ def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorith
                 algs = f"{algs},{CONTROL}" if isinstance(algs, str) else \
                     algs + [a for a in (CONTROL,) if a not in algs]
             name = f"{prefix}-{i}{'-' + label if label else ''}.txt"
-            out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep), name,
-                              dict(env or {}), role))
+            out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep,
+                                            campaign_nrep_from(c, i, f"{prefix}-0{'-' + label if label else ''}.txt")
+                                            if nrep is None else None), name, dict(env or {}), role))
     return out
+
+
+def campaign_nrep_from(c: Campaign, index: int, pilot: str) -> str | None:
+    """Campaign-wide NREP (campaign.Repetitions): the files whose counts mpirun `index` uses, None when it
+    follows the policy itself (fixed, or the pilot mpirun 0 of predict / time-rule)."""
+    rep = c.repetitions
+    if rep.nrep_from:
+        return ",".join(rep.nrep_from)
+    if rep.policy != "fixed" and rep.campaign_wide and index > 0:
+        return pilot
+    return None
 
 
 DTBENCH = "pgmpi-dtbench"
@@ -237,7 +253,7 @@ def under_native_file(launch: Launch, module: Module) -> Launch:
         # nothing published yet: run as without it (MPICH aborts every job on a JSON file it cannot read);
         # the runs then carry no #@native_file and the analysis treats them as such
         return launch
-    return replace(launch, env={**native.file_env(module.mpi, module.native_file), **launch.env})
+    return replace(launch, env={**native.file_env(module.family.native, module.native_file), **launch.env})
 
 
 def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]]) -> list[Launch]:

@@ -31,7 +31,8 @@ def test_module_load_sets_the_published_native_file_for_the_job(tmp_path, mpi):
         name, text = "native.rules", orr.write_rules(DECISIONS, pub._installed("openmpi"))
         want = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": None}
     else:
-        base, known = pub._installed("mpich")
+        t = pub._installed("mpich")
+        base, known = t.base, t.known
         name, text = "native.json", mj.dumps(mj.generate(DECISIONS, base, known))
         want = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": None}
     root = tmp_path / "profiles"
