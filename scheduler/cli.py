@@ -315,6 +315,27 @@ def agent_nightly(state_dir, files, interval, max_hours, day):
         sys.exit(1)
 
 
+@agent.command("usage-upload")
+@click.option("--spool", required=True, type=click.Path(file_okay=False), help="the PGMPITUNE_USAGE_DIR of the module")
+@click.option("--machine", required=True, help="the machine the records come from (the token's machine)")
+@click.option("--service-url", required=True, help="the service, e.g. https://pgmpi.example.org")
+@click.option("--token-file", required=True, help="a file holding the agent token of that machine")
+def agent_usage_upload(spool, machine, service_url, token_file):
+    """Upload the complete usage records of a spool (idempotent, resumable); exit 3 when the service was
+    unreachable and records wait, 1 when one was refused (it is in <spool>/rejected/ with the reason)."""
+    from .uploader import ServiceClient, read_token, upload_usage
+    if not Path(spool).is_dir():
+        raise click.ClickException(f"{spool}: no such spool directory (PGMPITUNE_USAGE_DIR of the pgmpitunelib module)")
+    try:
+        client = ServiceClient(url=service_url, token=read_token(token_file))
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    out = upload_usage(client, Path(spool), machine, log=lambda m: click.echo(f"[agent] {m}", err=True))
+    click.echo(f"usage: {out['sent']} sent, {out['duplicates']} already stored, {out['rejected']} refused, "
+               f"{out['pending']} waiting, {out['stale_removed']} stale temporaries removed")
+    raise SystemExit(3 if out["unreachable"] else 1 if out["rejected"] else 0)
+
+
 COMMANDS = [agent, campaign]
 
 

@@ -16,7 +16,7 @@ MAX_RECORD_BYTES = 4 << 20      # a record of 100,000 cells is about 6 MB; real 
 @api_bp.post("/machines/<machine>/usage")
 @require("agent")
 def post_usage(machine: str):
-    """Body: the record's text (text/plain); `?name=` the spool file name for messages. Read only after the
+    """Body: {"name": the spool file's name (for messages), "record": the record's text}. Read only after the
     token check, and only up to MAX_RECORD_BYTES. The same record again answers 200 with the stored job."""
     m = get_machine(machine)
     for_machine(m)
@@ -25,11 +25,14 @@ def post_usage(machine: str):
         raise ApiError(411, "length_required", "send the record with a Content-Length")
     if n > MAX_RECORD_BYTES:
         raise ApiError(413, "too_large", f"a usage record is at most {MAX_RECORD_BYTES} bytes, this one {n}")
-    try:
-        text = request.get_data(cache=False).decode("utf-8")
-    except UnicodeDecodeError:
-        raise ApiError(422, "invalid_usage", "the record is not UTF-8 text") from None
-    name = (request.args.get("name") or "record")[:200]
+    if not request.is_json:
+        raise ApiError(415, "unsupported_media_type", "send JSON with Content-Type: application/json")
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict) or not isinstance(data.get("record"), str):
+        raise ApiError(422, "invalid_usage", 'expected {"name": "<file>", "record": "<the record text>"}',
+                       field="record")
+    text = data["record"]
+    name = str(data.get("name") or "record")[:200]
     from service.store.usage import UsageError, store_usage
     try:
         job, is_new = store_usage(m, name, text)

@@ -21,8 +21,7 @@ def record(cells, ranks=4, library="Open MPI v4.1.4, package: Debian OpenMPI", e
 
 
 def post(client, headers, text, machine="m1", name="a.pgmpi-usage"):
-    return client.post(f"/api/v1/machines/{machine}/usage?name={name}", data=text.encode(),
-                       headers={**headers, "Content-Type": "text/plain"})
+    return client.post(f"/api/v1/machines/{machine}/usage", json={"name": name, "record": text}, headers=headers)
 
 
 CELLS = [("MPI_Allreduce", 8, 4, "default", 80000, 12.0), ("MPI_Bcast", 65536, 4, "default", 1200, 3.0),
@@ -51,7 +50,7 @@ def test_upload_is_idempotent_bound_to_the_machine_and_all_or_nothing(client, se
     with client.application.app_context():
         assert db.session.query(UsageJob).count() == 1 and db.session.query(UsageCell).count() == 3
     big = client.post("/api/v1/machines/m1/usage", data=b"x" * (5 << 20),
-                      headers={**seeded["agent1"], "Content-Type": "text/plain"})
+                      headers={**seeded["agent1"], "Content-Type": "application/json"})
     assert big.status_code == 413
 
 
@@ -103,3 +102,35 @@ def test_rank_cells_counts_only_verified_violations_and_redirected_time():
     assert total == 15.0 and c.lost_node_hours == pytest.approx(10.0 * 0.5 / 3600)
     assert c.gained_node_hours == pytest.approx(5.0 * 1.0 / 3600)
     assert bucket_of(100) == 64 and bucket_of(64) == 64 and bucket_of(0) == 0
+
+
+def test_the_agent_uploads_a_spool_once_and_resumes(client, seeded, app, tmp_path):
+    """pgmpi agent's upload_usage against the app: sent records move to uploaded/, a refused one to rejected/
+    with its reason, a stale temporary of a killed writer is removed, a fresh one is left alone, and a second
+    run sends nothing again."""
+    import os
+    import time
+    from scheduler.uploader import ServiceClient, upload_usage
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "1.n1.10.1.pgmpi-usage").write_text(record(CELLS))
+    (spool / "2.n1.11.2.pgmpi-usage").write_text(record(CELLS[:1], extra="#@pgmpi usage slurm_job_id 2\n"))
+    (spool / "3.n1.12.3.pgmpi-usage").write_text(record(CELLS).replace("end 3", "end 4"))
+    old = spool / ".n1.9.0.tmp"
+    old.write_text("#@pgmpi usage version 1\n")
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    fresh = spool / ".n1.13.4.tmp"
+    fresh.write_text("#@pgmpi usage version 1\n")
+    agent = ServiceClient(app=app, token=seeded["agent1"]["Authorization"].split()[1])
+    out = upload_usage(agent, spool, "m1")
+    assert (out["sent"], out["rejected"], out["stale_removed"], out["unreachable"]) == (2, 1, 1, False), out
+    assert sorted(f.name for f in (spool / "uploaded").iterdir()) == ["1.n1.10.1.pgmpi-usage", "2.n1.11.2.pgmpi-usage"]
+    assert "says 4 cells" in (spool / "rejected" / "3.n1.12.3.pgmpi-usage.why").read_text()
+    assert fresh.exists() and not old.exists()
+    again = upload_usage(agent, spool, "m1")
+    assert again["sent"] == again["rejected"] == 0
+    # the same record spooled twice (a re-run of the agent after a crash before the move): stored once
+    (spool / "1.n1.10.1.pgmpi-usage").write_text(record(CELLS))
+    assert upload_usage(agent, spool, "m1")["duplicates"] == 1
+    j = client.get("/api/v1/machines/m1/libraries/openmpi-4.1.4/usage", headers=seeded["viewer"]).get_json()
+    assert j["jobs"] == 2
