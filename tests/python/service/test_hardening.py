@@ -203,7 +203,7 @@ def test_campaign_file_and_cli_use_the_same_limits(tmp_path, app):
     assert r.exit_code == 2 and "--machine" in r.output, r.output
     with app.app_context():
         with pytest.raises(ValueError, match="line breaks"):
-            add_user("eve\r\nadmin", "long enough", "viewer")
+            add_user("eve\r\nadmin", "long enough pass", "viewer")
         with pytest.raises(ValueError, match="token name"):
             create_token("t" * 121, "viewer")
 
