@@ -112,6 +112,9 @@ def require(role: str):
         def wrapper(*a, **kw):
             p = current_principal()
             if p is None:
+                if request.headers.get("Authorization"):
+                    raise ApiError(401, "unauthorized", "this token is unknown, revoked or expired, or its user is "
+                                   "inactive (`pgmpi token list` shows which)")
                 raise ApiError(401, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)")
             if not p.at_least(role):
                 raise ApiError(403, "forbidden", f"role {p.role!r} may not do this; needs {role!r} or above")
