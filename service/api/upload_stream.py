@@ -89,7 +89,7 @@ class JsonStream:
                     raise BodyError(f"the request body is not valid JSON: {exc.msg}") from None
             except RecursionError:
                 raise BodyError("the request body nests JSON too deeply") from None
-            except BodyError:
+            except (BodyError, ValueTooLarge):
                 raise
             except ValueError as exc:     # what the decoder's number conversion may raise
                 raise BodyError(f"the request body is not valid JSON: {exc}") from None

@@ -76,6 +76,11 @@ big = b"csrf_token=x&password=p&username=" + b"x" * 5_000_000
 show("D1", "anonymous POST /auth/login, 5 MB urlencoded form", c.post("/auth/login", data=big, content_type="application/x-www-form-urlencoded"))
 show("D1", "anonymous POST /profiles/1/publish, 5 MB urlencoded form", c.post("/profiles/1/publish", data=big, content_type="application/x-www-form-urlencoded"))
 show("D1", "admin-token POST /api/v1/machines, 40 MB JSON body", c.post("/api/v1/machines", headers=ADM, data=b'{"name": "' + b"x" * 40_000_000 + b'"}', content_type="application/json"))
+# D3
+text = re.sub(r"^(MPI_Allreduce \d+ \d+) [0-9.e-]+ allreduce_as", r"\1 0.0000000000 allreduce_as", results_file(nrep=5), flags=re.M)
+up("zeros", [{"name": f"r{i}.txt", "content": header("mpirun_index", str(i), text)} for i in range(3)])
+for t in ("welch", "mannwhitney", "ks"):
+    show("D3", f"POST /api/v1/analyses test={t}, a mock-up's timings all 0", c.post("/api/v1/analyses", headers=ADM, json={"machine": "m1", "library": "openmpi", "test": t}))
 # D2
 from service.profiles import publish as pub
 root = tmp / "p2"; outside = tmp / "outside"; outside.mkdir()
@@ -97,7 +102,7 @@ except Exception as e:
 secret = tmp / "secret.txt"; secret.write_text("TOP-SECRET\n")
 with app.app_context():
     m = db.session.scalar(select(Machine))
-    lib = MpiLibrary(machine_id=m.id, name="openmpi", version="4.1.4", module="openmpi/4.1.4"); db.session.add(lib); db.session.flush()
+    lib = MpiLibrary(machine_id=m.id, name="openmpi", version="4.1.4", module="openmpi/4.1.4-probe"); db.session.add(lib); db.session.flush()
     ps = ProfileSet(machine_id=m.id, library_id=lib.id); db.session.add(ps); db.session.flush()
     v = ProfileVersion(profile_set_id=ps.id, number=1, state="validated", files=PRF)
     v2 = ProfileVersion(profile_set_id=ps.id, number=2, state="candidate", files={"MPI_Allreduce.prf": "x"})
@@ -109,11 +114,6 @@ with app.app_context():
 f = r.target / "versions" / "1" / "MPI_Allreduce.prf"; f.unlink(); os.symlink(secret, f)
 page = c.get(f"/profiles/{SET}?candidate={CAND}")
 print(f"D2   {'anonymous GET /profiles/%d?candidate=%d, versions/1/MPI_Allreduce.prf -> secret file' % (SET, CAND):<92} -> {page.status_code} secret shown: {'TOP-SECRET' in page.get_data(as_text=True)}")
-# D3
-text = re.sub(r"^(MPI_Allreduce \d+ \d+) [0-9.e-]+ allreduce_as", r"\1 0.0000000000 allreduce_as", results_file(nrep=5), flags=re.M)
-up("zeros", [{"name": f"r{i}.txt", "content": header("mpirun_index", str(i), text)} for i in range(3)])
-for t in ("welch", "mannwhitney", "ks"):
-    show("D3", f"POST /api/v1/analyses test={t}, a mock-up's timings all 0", c.post("/api/v1/analyses", headers=ADM, json={"machine": "m1", "library": "openmpi", "test": t}))
 # D4
 for k in ("hosts", "placement", "slurm_job_id"):
     show("D4", f"POST /api/v1/uploads, #@{k}=a\\ud800b", up("s" + k, [{"name": "r.txt", "content": header(k, "a\ud800b")}]))
@@ -181,7 +181,10 @@ show("D14", "POST /api/v1/native/validations library='open\\nmpi'", c.post("/api
 r = up("lb", [{"name": "r15.txt", "headers": {"machine": "m1", "mpi_library": "openmpi", "nprocs": 2, "comment": "x\n#@hosts=injected"}, "rows": [["MPI_Allreduce", 0, 8, 1e-5, "default\nMPI_Allreduce 1 8 0.5 default"]]}])
 with app.app_context():
     h = db.session.scalar(select(Run.headers).where(Run.file_name == "r15.txt"))
-show("D15", f"POST /api/v1/uploads JSON form, a header value and a cell with a line break (stored hosts: {(h or {}).get('hosts')!r})", r)
+    from service.store.models import Series
+    n15 = sum(x.n for x in db.session.scalars(select(Series).join(Run).where(Run.file_name == "r15.txt")))
+show("D15", "POST /api/v1/uploads JSON form, comment='x\\n#@hosts=injected', algorithm 'default\\nMPI_Allreduce 1 8 0.5 default'", r)
+print(f"D15  {'   stored: hosts header, rows of r15.txt':<92} -> hosts {(h or {}).get('hosts')!r}, rows {n15}")
 '''
 
 

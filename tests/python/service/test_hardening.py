@@ -42,7 +42,7 @@ HOSTILE_HEADERS = [
 ]
 
 
-HOSTILE_ROWS = [("MPI_Allreduce 0 4611686018427387904 0.00001 default", "msize"),
+HOSTILE_ROWS = [("MPI_Allreduce 0 4294967296 0.00001 default", "msize"),
                 ("MPI_Allreduce 0 8 1e300 default", "runtime_sec"),
                 ("MPI_Allreduce 0 8 0.00001 " + "a" * 130, "algorithm")]
 
