@@ -86,6 +86,9 @@ def main() -> None:
                   lambda: form_body(50, True), {"Content-Type": "application/x-www-form-urlencoded"}),
                  ("anonymous form POST /auth/login, 250 MB field", "/auth/login",
                   lambda: form_body(250, False), {"Content-Type": "application/x-www-form-urlencoded"})]
+        cases.append(("anonymous upload POST /api/v1/uploads, 250 MB", "/api/v1/uploads",
+                      lambda: b'{"upload_id": "anon", "files": [' + b" " * 250_000_000 + b"]}",
+                      {"Content-Type": "application/json"}))
         if not a.skip_upload:
             cases.append(("authenticated upload POST /api/v1/uploads, 250 MB", "/api/v1/uploads",
                           lambda: upload_body(250, 4.0, commit),
