@@ -14,6 +14,7 @@ help:
 	@echo "make ctest   - C tests only;  make pytest ARGS='-k name' - Python tests only (services must be up)"
 	@echo "make services-up / services-down - local PostgreSQL and Slurm"
 	@echo "make bench   - the benchmark scripts of tests/bench (print figures)"
+	@echo "make demo-stop - stop the dashboard that make demo serves"
 
 deps:
 	@deploy/install-packages.sh all

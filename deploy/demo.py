@@ -154,6 +154,30 @@ end
     return tree
 
 
+LMOD_INIT = "/usr/share/lmod/lmod/init/bash"     # Debian's lmod package
+
+
+def write_env(work: Path, db_url: str, profile_root: Path, modules: Path) -> Path:
+    """<workdir>/pgmpi.env, for `. demo/pgmpi.env` in a shell: where the demo's database, profile root
+    (through a site.conf of its own, pgmpi_formats.site), agent state and module tree are, and Lmod's
+    `module` function when the shell has none. Every `pgmpi` command and the printed next steps then
+    find the demo without options."""
+    conf = work / "site.conf"
+    conf.write_text(f"# written by `make demo`: the demo's own site settings (pgmpi_formats/site.py)\n"
+                    f"profile_root = {profile_root}\n")
+    env = work / "pgmpi.env"
+    env.write_text(f"""\
+# written by `make demo`; use it with:  . {env}
+export DATABASE_URL={db_url}
+export PGMPI_SITE_CONFIG={conf}
+export PGMPI_AGENT_STATE={work / 'agent'}
+export MODULEPATH={modules}${{MODULEPATH:+:$MODULEPATH}}
+export PATH={ROOT / '.venv' / 'bin'}:$PATH
+type module >/dev/null 2>&1 || . {LMOD_INIT}
+""")
+    return env
+
+
 def launch_line(mpi: str, exe: str = "./app", preload: bool = False) -> str:
     """One line that runs as root and as a user: Open MPI refuses root without its two variables, which
     are harmless for a user (and MPICH ignores them)."""
@@ -289,7 +313,7 @@ def _facts(app, machine: str, campaign: str, profile_root: Path, versions: dict[
 
 
 def _summary(campaign: str, reused: str | None, run: dict, facts: dict, modules: Path, url: str | None,
-             work: Path, seconds: float) -> str:
+             work: Path, seconds: float, env: Path | None = None) -> str:
     names = {"openmpi": "Open MPI", "mpich": "MPICH"}
     states = run.get("states") or {}
     lines = ["", f"== pgmpi-site demo: campaign {campaign} "
@@ -327,12 +351,27 @@ def _summary(campaign: str, reused: str | None, run: dict, facts: dict, modules:
         lines.append(f"    dashboard      {url}  (log in as {ADMIN}, password in {work / 'admin-password.txt'})")
     # suggest the MPI that has a published profile, so the first tuned run shows a redirected call
     mpi = next((m for m, f in facts.items() if f.get("published")), "openmpi")
-    lines.append(f"    use a profile  module use {modules}; module load pgmpitunelib/{mpi}")
+    if env is not None:
+        lines.append(f"    this shell     . {env}   (database, profile root, agent state, module path, Lmod for "
+                     "every pgmpi command below)")
+        lines.append(f"    use a profile  module load pgmpitunelib/{mpi}")
+    else:
+        lines.append(f"    use a profile  module use {modules}; module load pgmpitunelib/{mpi}")
     lines.append("    compile, run   mpicc app.c -o app -lpgmpitune && " + launch_line(mpi))
     lines.append("    unmodified app " + launch_line(mpi, preload=True))
     lines.append("                   (the report at the end names the algorithm that served each call; "
                  "docs/user-guide.md)")
-    lines.append(f"    campaign jobs  .venv/bin/pgmpi campaign status {campaign} --state-dir {work / 'agent'}")
+    for other, f in facts.items():      # the other MPI's line too: it runs as root, and says why nothing is tuned
+        if other != mpi:
+            lines.append(f"    {names[other]:<14} module load pgmpitunelib/{other} && {launch_line(other)}   ("
+                         + ("published too" if f.get("published") else "nothing published: the library keeps its "
+                            "defaults, the report says so") + ")")
+    lines.append(f"    campaign jobs  pgmpi campaign status {campaign}" if env is not None else
+                 f"    campaign jobs  .venv/bin/pgmpi campaign status {campaign} --state-dir {work / 'agent'}")
+    if env is not None:
+        lines.append("    what is live   pgmpi profile list;  pgmpi profile status --machine "
+                     f"{next(iter(facts.values()), {}).get('machine', '<machine>')} --mpi {mpi} --mpi-version "
+                     f"{facts.get(mpi, {}).get('version', '<version>')}")
     lines.append("    measure again  make demo FRESH=1;  stop the dashboard: make demo-stop")
     return "\n".join(lines)
 
@@ -411,6 +450,7 @@ def demo(workdir: str, port: int, no_serve: bool, fresh: bool) -> None:
 
     facts = _facts(app, machine, name, profile_root, versions, publish=True)
     modules = _write_modules(work, profile_root, machine, versions)
+    env_file = write_env(work, db_url, profile_root, modules)
     url = None
     if not no_serve:
         port = _free_port(port)
@@ -431,7 +471,9 @@ def demo(workdir: str, port: int, no_serve: bool, fresh: bool) -> None:
                 time.sleep(0.5)
         else:
             raise click.ClickException(f"the dashboard did not answer at {url}; see {work / 'server.log'}")
-    click.echo(_summary(name, reused, run, facts, modules, url, work, time.time() - t0))
+    for f in facts.values():
+        f.setdefault("machine", machine)
+    click.echo(_summary(name, reused, run, facts, modules, url, work, time.time() - t0, env_file))
     # per range: what validation kept and dropped with its figures, the nights, the refused redirections
     from service.profiles.lifecycle import campaign_report, report_lines
     with app.app_context():

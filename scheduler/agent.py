@@ -1,6 +1,6 @@
 """The campaign agent: plan -> submit -> track -> collect -> upload, resumable at every step.
 
-    agent = Agent(campaign, state_dir, backend=get_backend("slurm"), client=ServiceClient(url, token))
+    agent = Agent(campaign, state_dir, backend=make_backend(campaign), client=ServiceClient(url, token))
     agent.run()                 # cycles until every job is final and the spool is empty
     agent.run_once()            # one cycle (what `pgmpi agent run-once` does)
 
@@ -225,7 +225,7 @@ class Agent:
                     vid = json.loads(row["spec"]).get("profile_version")
                     extra.append((f"validation:{self.c.name}:{key}", "validation", {
                         "_path": f"/api/v1/profiles/{vid}/validation", "campaign": self.c.name, "job": key,
-                        "library": job.module.mpi, "module": job.module.name, "figures": figs,
+                        "library": job.module.family.name, "module": job.module.name, "figures": figs,
                         "all_or_nothing": self.c.validation.all_or_nothing,
                         "upload_ids": [u for u, _ in uploads]}))
             except (OSError, ResultsFormatError, DiscoveryError) as exc:
@@ -289,7 +289,10 @@ class Agent:
             return
         pdir = self.root / "profiles" / f"v{vid}"
         files = {p.name: p.read_text() for p in sorted(pdir.glob("*.prf"))} if pdir.is_dir() else {}
-        job = validation_job(self.c, {"id": vid, "library": payload.get("library"), "files": files},
+        row = self.state.job(self.c.name, key)      # measured again with the module that measured it
+        module_key = Module.model_validate(json.loads(row["spec"])["module"]).key if row else None
+        job = validation_job(self.c, {"id": vid, "library": payload.get("library"), "files": files,
+                                      "module_key": module_key},
                              pdir.resolve(), self.c.slurm.walltime_seconds)
         if job is None:
             return
@@ -312,12 +315,38 @@ class Agent:
                    and not (r["last_error"] or "").startswith("REJECTED")]
         return not pending and any(r["state"] == "COMPLETED" for r in measure)
 
+    def identities(self) -> dict[tuple[str, str], list[str]]:
+        """(library, version) as the campaign's results name them (#@mpi_library, #@mpi_version, from
+        MPI_Get_library_version) -> the keys of the modules that measured it.  Two modules of one family
+        (openmpi 4.1.4 and openmpi5 5.0.11) are two libraries to the service; a module whose results say
+        nothing counts under its family's name and no version (the service takes the newest)."""
+        out: dict[tuple[str, str], list[str]] = {}
+        for row in self.state.jobs(self.c.name, ("COMPLETED",)):
+            if row["kind"] != "measure":
+                continue
+            job = spec_from_json(json.loads(row["spec"]))
+            ident = (job.module.family.name, "")
+            try:
+                first = collect_pairs(Path(row["attempt_dir"]), job)[0][1]
+                head = dict(line[2:].rstrip("\n").split("=", 1) for line in first.open(errors="replace")
+                            if line.startswith("#@") and "=" in line)
+                ident = (head.get("mpi_library") or ident[0], head.get("mpi_version", ""))
+            except (OSError, IndexError, ValueError):
+                pass
+            keys = out.setdefault(ident, [])
+            if job.module.key not in keys:
+                keys.append(job.module.key)
+        return out
+
     def analyse(self) -> dict:
-        """Ask the service for verdicts + candidate profiles per library; plan validation jobs."""
+        """Ask the service for verdicts + candidate profiles per (library, version); plan validation jobs."""
         results = {}
-        for lib in sorted({m.mpi for m in self.c.modules}):
+        for (lib, ver), module_keys in sorted(self.identities().items()):
             body = {"machine": self.c.machine, "library": lib, "campaign": self.c.name,
                     "confirmations": self.c.validation.confirmations}
+            if ver:
+                body["version"] = ver
+            lib = f"{lib}-{ver}" if ver else lib       # the key of this library's results, e.g. intelmpi-2021.13
             try:
                 _, data = self.client.request("POST", "/api/v1/analyses", body)
             except Unreachable as exc:
@@ -332,7 +361,8 @@ class Agent:
             for version in data.get("profiles", []):
                 if version.get("state", "candidate") != "candidate":
                     continue
-                version.setdefault("library", lib)
+                version.setdefault("library", body["library"])
+                version.setdefault("module_key", module_keys[0])
                 pdir = self.root / "profiles" / f"v{version.get('id')}"
                 pdir.mkdir(parents=True, exist_ok=True)
                 for name, text in (version.get("files") or {}).items():

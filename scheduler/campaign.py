@@ -23,6 +23,8 @@ from pgmpi_formats.limits import (LIBRARY_MAX, NODES_MAX, PPN_MAX, CampaignName,
 from pgmpi_formats.collectives import mpi_names as collectives   # key -> MPI name, from collectives.def
 from pgmpi_formats.native import parse_label
 
+from . import backends, launchers
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Size sets of the pgchecker thesis (listing 4.2): collectives whose total volume grows with p
@@ -42,15 +44,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-# The MPI flavours whose launch options scheduler/backends/__init__.py knows (launcher, job_env).
-MPI_FLAVOURS = ("openmpi", "mpich")
-
-
 class Module(_Strict):
     """One MPI library as the site offers it: an Lmod module (or none, for local runs)."""
     name: ModuleName | None = Field(None, description="Lmod module name, e.g. openmpi/4.1.4; none = no module load")
     mpi: str = Field(..., pattern=r"^[a-z][a-z0-9_-]*$", max_length=LIBRARY_MAX,
-                     description="MPI flavour: openmpi, mpich, ...")
+                     description="MPI library id of deploy/mpi-libraries.tsv (openmpi, mpich, openmpi5, mpich5, "
+                                 "intelmpi, ...): selects the pgmpi-bench build and the launcher (its family)")
+    launch: Literal["mpirun", "srun"] = Field(
+        "mpirun", description="mpirun: the library's own launcher inside the allocation (every family); srun: "
+                              "Slurm starts the ranks with the family's --mpi= plugin (slurm backend only)")
     label: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=LIBRARY_MAX,
                               description="short name used in job keys (default: from name)")
     modulepath: list[str] = Field(default_factory=list, description="extra MODULEPATH entries")
@@ -83,10 +85,21 @@ class Module(_Strict):
 
     @field_validator("mpi")
     @classmethod
-    def _flavour(cls, v):
-        if v not in MPI_FLAVOURS:
-            raise ValueError(f"unknown MPI flavour {v!r}; valid: {', '.join(MPI_FLAVOURS)}")
+    def _library(cls, v):
+        launchers.library(v)          # UnknownLibrary (a ValueError) lists the valid ids
         return v
+
+    @model_validator(mode="after")
+    def _native_family(self):
+        if self.native_file is not None and launchers.library(self.mpi).family.native is None:
+            raise ValueError(f"native_file: {launchers.library(self.mpi).family.title} has no native decision "
+                             "file pgmpi-site writes")
+        return self
+
+    @property
+    def family(self):
+        """The library's MPI family (scheduler/launchers/)."""
+        return launchers.library(self.mpi).family
 
 
 class Layout(_Strict):
@@ -303,7 +316,7 @@ class Budget(_Strict):
 class Campaign(_Strict):
     name: CampaignName
     machine: MachineName
-    backend: Literal["slurm", "local"] = "slurm"
+    backend: str = Field("slurm", description="where jobs run: a backend of scheduler/backends/ (slurm, local)")
     modules: list[Module] = Field(..., min_length=1)
     layouts: list[Layout] = Field(..., min_length=1, description="node counts x processes per node")
     size_sets: dict[str, list[int]] = Field(default_factory=dict)
@@ -340,6 +353,13 @@ class Campaign(_Strict):
             raise ValueError(f"unknown collective(s) {', '.join(bad)}; valid: {', '.join(known)}")
         return v
 
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, v):
+        if v not in backends.names():
+            raise ValueError(f"unknown backend {v!r}; valid: {', '.join(backends.names())}")
+        return v
+
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, v):
@@ -374,6 +394,9 @@ class Campaign(_Strict):
         dup = sorted({k for k in keys if keys.count(k) > 1})
         if dup:
             raise ValueError(f"modules: two modules share the key {dup[0]!r}; give one a distinct label")
+        for m in self.modules:
+            if m.launch == "srun" and self.backend != "slurm":
+                raise ValueError(f"modules: {m.key}: launch: srun needs backend: slurm (valid here: mpirun)")
         return self
 
     # ------------------------------------------------------------------ helpers

@@ -159,6 +159,36 @@ def status_code(summary: dict, jobs) -> int:
     return STATUS_DONE
 
 
+@campaign.command("list")
+@STATE_OPT
+@click.option("--json", "as_json", is_flag=True, help="a JSON list of objects instead of the table")
+def campaign_list(state_dir, as_json):
+    """The campaigns of the agent's state dir: name, state, jobs (done of all), created."""
+    from .state import FINAL, State
+    sd = _state_dir(state_dir)
+    if not (Path(sd) / "agent.db").exists():       # State() would create one: a listing creates nothing
+        raise click.ClickException(f"no agent state in {sd} (--state-dir or $PGMPI_AGENT_STATE)")
+    st = State(sd)
+    try:
+        rows = []
+        for c in st.campaigns():
+            jobs = st.jobs(c["name"])
+            rows.append({"campaign": c["name"], "state": c["state"],
+                         "jobs": f"{sum(j['state'] in FINAL for j in jobs)}/{len(jobs)}",
+                         "created": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(c["created_at"]))
+                         if c["created_at"] else None})
+    finally:
+        st.close()
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    click.echo("\t".join(["campaign", "state", "jobs", "created"]))
+    for r in rows:
+        click.echo("\t".join(str(v) if v is not None else "-" for v in r.values()))
+    if not rows:
+        click.echo(f"no campaigns in {sd}", err=True)
+
+
 @campaign.command("status")
 @click.argument("ref")
 @STATE_OPT
@@ -175,7 +205,7 @@ def campaign_status(ref, state_dir, watch, as_json, interval):
         click.echo(f"state dir: {sd} (--state-dir or $PGMPI_AGENT_STATE to read another)", err=True)
     c, source = _campaign_from_state(sd, ref)
     from .agent import Agent
-    from .runner import make_backend
+    from .backends import make_backend
     if watch:
         a = _agent(c, state_dir, source=source, quiet=True)
         s = _drive(a, True, interval, None)
@@ -290,7 +320,8 @@ COMMANDS = [agent, campaign]
 @agent.command("native-validate")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--machine", required=True)
-@click.option("--mpi", "mpi", type=click.Choice(["openmpi", "mpich"]), required=True)
+@click.option("--mpi", "mpi", required=True, help="MPI library id (deploy/mpi-libraries.tsv) whose family "
+              "has a native decision file: openmpi, mpich, openmpi5, mpich5")
 @click.option("--mpi-version", required=True)
 @click.option("--mpi-module", required=True, help="the MPI's Lmod module, e.g. openmpi/4.1.4")
 @click.option("--tunelib-module", required=True, help="the pgmpitunelib module users load, e.g. pgmpitunelib/0.1.0")
@@ -301,8 +332,10 @@ COMMANDS = [agent, campaign]
 @click.option("--workdir", type=click.Path(file_okay=False), required=True)
 @click.option("--service-url", required=True)
 @click.option("--token-file", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--backend", "backend_name", default="slurm", show_default=True,
+              help="where the job runs: a backend of scheduler/backends/")
 def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module, modulepath, nprocs, rounds, nrep,
-                    workdir, service_url, token_file):
+                    workdir, service_url, token_file, backend_name):
     """Validate a native decision file (native.rules / native.json) in a Slurm job that loads it through the
     module, and have the service judge and record it.  A file its readers refuse is not submitted.
     Exit 0 passed, 4 failed."""
@@ -315,9 +348,14 @@ def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module,
         raise click.ClickException(f"refused before submitting: {exc}") from None
     job = NativeValidationJob(Path(workdir), machine, mpi, mpi_version, name, text, mpi_module, tunelib_module,
                               list(modulepath), nprocs=nprocs, rounds=rounds, nrep=nrep, cells=cells)
-    job.write()
+    from .backends import make_backend
     try:
-        job_id = job.submit()
+        backend = make_backend(None, backend_name)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--backend") from None
+    job.write(backend)
+    try:
+        job_id = job.submit(backend=backend)
         verdict = post(ServiceClient(service_url, read_token(token_file)), job, job.figures(), job_id)
     except (RuntimeError, Unreachable, Rejected) as exc:
         raise click.ClickException(str(exc)) from None

@@ -1,7 +1,7 @@
 """Validation job of the MPI library's own decision file (native.rules / native.json), run the way users get it.
 
     cells = precheck(name, text, mpi, nprocs)          # ValueError with the reason: never submitted
-    job = NativeValidationJob(...); job.write(); job_id = job.submit(env)   # sbatch, then its status marker
+    job = NativeValidationJob(...); job.write(); job_id = job.submit(env)   # through the backend (Slurm), waits
     figs = job.figures()                               # pgmpi_formats.native_validation.figures
     verdict = post(client, job, figs)                  # the service judges and records it
 
@@ -10,35 +10,37 @@ The job stages the candidate as a published set of its own (<dir>/profiles/<mach
 module's native variables (spack-repo/packages/pgmpitunelib/pgmpitune-site.lua) set the file for the launched
 ranks exactly as for a user.  It refuses to measure when the module did not set them to the candidate.  Then
 `rounds` rounds of two mpiruns in alternating order (pgmpi_formats/native_validation.py): the file arm, and
-the forced arm without the file's variables (default + the file's algorithms forced, interleaved).
+the forced arm without the file's variables (default + the file's algorithms forced, interleaved).  It is a
+planner.JobSpec like every other job: the one job template, started and watched through a backend.
 """
 from __future__ import annotations
 
-import re
 import shlex
-import subprocess
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgmpi_formats import mpich_json, native, ompi_rules
 from pgmpi_formats import native_validation as nv
 
-from .backends import LMOD_INIT, job_env, launcher
+from . import launchers
+from .backends import Backend, make_backend, wait
 from .campaign import Layout, Module
-from .planner import JobSpec
+from .planner import JobSpec, Launch
 
+BENCH = Path("pgmpi-bench")      # the one the pgmpitunelib module puts on PATH, as a user runs it
+# the decision file of each native vocabulary (a family's `native`, scheduler/launchers/)
 FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json"}
-FILE_VARS = native.FILE_VARS["openmpi"] + native.FILE_VARS["mpich"]
+FILE_VARS = tuple(v for vs in native.FILE_VARS.values() for v in vs)
 
 
 def precheck(name: str, text: str, mpi: str, nprocs: int) -> list[nv.Cell]:
     """The checks that need no job, before anything is submitted: the file read the way the library reads it
     (a rules file Open MPI would ignore, a JSON file missing a collective, an algorithm this library does not
     have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells."""
-    if FILE_FOR.get(mpi) != name:
-        raise ValueError(f"{name}: {mpi}'s decision file is {FILE_FOR.get(mpi, '(none)')}")
-    if mpi == "openmpi":
+    kind = launchers.library(mpi).family.native
+    if FILE_FOR.get(kind) != name:
+        raise ValueError(f"{name}: {mpi}'s decision file is {FILE_FOR.get(kind, '(none)')}")
+    if kind == "openmpi":
         d = native.discover("openmpi")
         ompi_rules.parse_rules(text, name, d, native.ORDER_UNSAFE["openmpi"])
         cells = nv.cells_of_rules(text, d, nprocs, name)
@@ -76,18 +78,50 @@ class NativeValidationJob:
     walltime_seconds: int = 600
     extra_lines: list[str] = field(default_factory=list)   # shell lines after `module load` (site setup)
     cells: list[nv.Cell] = field(default_factory=list)
+    backend_name: str = "slurm"      # the backend submit() ran it on (the service records "<backend>:<id>")
+
+    @property
+    def library(self) -> str:
+        """The library's name as the service knows it (#@mpi_library: the family's), e.g. openmpi for openmpi5."""
+        return launchers.library(self.mpi).family.name
 
     @property
     def staged(self) -> Path:
-        return self.directory / "profiles" / self.machine / f"{self.mpi}-{self.version}" / "versions" / "1" / self.name
+        return self.directory / "profiles" / self.machine / f"{self.library}-{self.version}" / "versions" / "1" / self.name
 
-    def _spec(self) -> JobSpec:
-        mod = Module(name=self.mpi_module, mpi=self.mpi, modulepath=list(self.modulepath))
-        return JobSpec(f"native-validate-{self.mpi}", mod, Layout(nodes=1, ppn=self.nprocs), [],
-                       self.walltime_seconds, kind="validate")
+    @property
+    def key(self) -> str:
+        return f"native-validate-{self.mpi}"
 
-    def write(self) -> Path:
-        """The staged set, its site file and the job script; returns the script."""
+    def spec(self) -> JobSpec:
+        """The job: the MPI module, the site file and the pgmpitunelib module as a user loads them (the module's
+        native variables must name the staged candidate, else the job refuses to measure), then `rounds`
+        rounds of the file arm and the forced arm (without the file's variables), in alternating order."""
+        q = shlex.quote
+        prologue = [f"module load {q(self.tunelib_module)} || fail {q('module load ' + self.tunelib_module + ' failed')}",
+                    *self.extra_lines,
+                    f"env | grep -E '^({'|'.join(FILE_VARS)}|OMPI_MCA_coll_tuned_use_dynamic_rules)=' > native-env.txt",
+                    f"grep -qx '[A-Z_a-z]*={self.staged}' native-env.txt || "
+                    "fail 'the module did not set the candidate file for the launched ranks (native-env.txt)'"]
+        mod = Module(name=self.mpi_module, mpi=self.mpi, modulepath=list(self.modulepath),
+                     env={"PGMPI_SITE_CONFIG": str(self.directory / "site.conf")}, prologue=prologue)
+        calls = ",".join(sorted({c.key for c in self.cells}))
+        sizes = ",".join(str(s) for s in sorted({c.msize for c in self.cells}))
+        labels = sorted({c.label for c in self.cells if c.label != "default"})
+        common = [f"--calls={calls}", f"--sizes={sizes}", f"--nrep={self.nrep}", "--no-barrier-rows"]
+        arms = {"file": Launch(0, [*common, "--algorithms=default"], "", role="file"),
+                "forced": Launch(0, [*common, f"--algorithms={','.join(['default'] + labels)}"], "", role="forced",
+                                 unset=list(FILE_VARS))}
+        launches = []
+        for r in range(1, self.rounds + 1):
+            for arm in (("file", "forced") if r % 2 else ("forced", "file")):
+                a = arms[arm]
+                launches.append(replace(a, index=r, output=f"{arm}-{r}.txt", argv=[*a.argv, f"--output={arm}-{r}.txt"]))
+        return JobSpec(self.key, mod, Layout(nodes=1, ppn=self.nprocs), launches, self.walltime_seconds,
+                       kind="native-validate")
+
+    def write(self, backend: Backend | None = None) -> Path:
+        """The staged set, its site file and the job script (the one job template); returns the script."""
         if not self.cells:
             self.cells = precheck(self.name, self.text, self.mpi, self.nprocs)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -98,80 +132,25 @@ class NativeValidationJob:
             cur.symlink_to("versions/1")
         (self.directory / "site.conf").write_text(f"profile_root = {self.directory / 'profiles'}\n"
                                                   f"machine = {self.machine}\n")
-        spec = self._spec()
-        run = launcher(spec, True)
-        calls = ",".join(sorted({c.key for c in self.cells}))
-        sizes = ",".join(str(s) for s in sorted({c.msize for c in self.cells}))
-        labels = sorted({c.label for c in self.cells if c.label != "default"})
-        common = f"--calls={calls} --sizes={sizes} --nrep={self.nrep} --no-barrier-rows"
-        unset = " ".join(f"-u {v}" for v in FILE_VARS)
-        w = self.walltime_seconds
-        q = shlex.quote
-        lines = ["#!/bin/bash", f"#SBATCH --job-name=native-validate-{self.mpi}", "#SBATCH --nodes=1",
-                 f"#SBATCH --ntasks-per-node={self.nprocs}",
-                 f"#SBATCH --time=0-{w // 3600:02d}:{w % 3600 // 60:02d}:{w % 60:02d}",
-                 f"#SBATCH --output={self.directory}/slurm-%j.out", f"#SBATCH --chdir={self.directory}",
-                 "# pgmpi-site: validation of a native decision file -- generated by scheduler/native_validation.py",
-                 "set -u", f"out={q(str(self.directory))}", 'cd "$out" || exit 1',
-                 'fail() { echo "pgmpi-job: $1" >&2; echo "FAILED $1" > "$out/status.tmp"; mv "$out/status.tmp" "$out/status"; exit 1; }',
-                 f". {LMOD_INIT} || fail 'cannot initialise Lmod'"]
-        lines += [f"module use {q(p)}" for p in self.modulepath]
-        lines += [f"module load {q(self.mpi_module)} || fail 'module load {self.mpi_module} failed'",
-                  f"export PGMPI_SITE_CONFIG={q(str(self.directory / 'site.conf'))}",
-                  f"module load {q(self.tunelib_module)} || fail 'module load {self.tunelib_module} failed'"]
-        lines += self.extra_lines
-        lines += [f"env | grep -E '^({'|'.join(FILE_VARS)}|OMPI_MCA_coll_tuned_use_dynamic_rules)=' > native-env.txt",
-                  f"grep -qx '[A-Z_a-z]*={self.staged}' native-env.txt || "
-                  "fail 'the module did not set the candidate file for the launched ranks (native-env.txt)'"]
-        lines += [f"export {k}={q(v)}" for k, v in job_env(spec, True).items()]
-        lines += ["arm() {  # arm <file|forced> <round> <argv...>",
-                  '  local a=$1 r=$2; shift 2',
-                  '  "$@" >"$out/$a-$r.log" 2>&1 || { tail -n 20 "$out/$a-$r.log" >&2; fail "$a arm, round $r failed"; }',
-                  '  [ -s "$out/$a-$r.txt" ] || fail "$a arm, round $r wrote no results"', "}"]
-        file_cmd = f"{run} pgmpi-bench {common} --algorithms=default --output=\"$out/file-$r.txt\""
-        forced_cmd = (f"env {unset} {run} pgmpi-bench {common} --algorithms={','.join(['default'] + labels)} "
-                      f"--output=\"$out/forced-$r.txt\"")
-        lines += [f"for r in $(seq 1 {self.rounds}); do",
-                  "  if [ $((r % 2)) -eq 1 ]; then",
-                  f"    arm file $r {file_cmd}", f"    arm forced $r {forced_cmd}",
-                  "  else",
-                  f"    arm forced $r {forced_cmd}", f"    arm file $r {file_cmd}",
-                  "  fi", "done", 'echo COMPLETED > "$out/status.tmp"', 'mv "$out/status.tmp" "$out/status"']
-        script = self.directory / "job.sh"
-        script.write_text("\n".join(lines) + "\n")
-        script.chmod(0o755)
-        return script
+        backend = backend or make_backend(None, "slurm")
+        return backend.write_script(self.spec(), self.directory, self.key, BENCH)
 
-    def submit(self, env: dict | None = None, timeout: float = 900, interval: float = 0.5) -> str:
-        """sbatch, then wait for the job's status marker (polled every `interval` s: `sbatch --wait` polls
-        Slurm with growing pauses, tens of seconds for a job of a few); Slurm's own state is asked every
-        10 s so a job that died without a marker is seen.  Returns the job id; RuntimeError when it failed."""
-        script = self.directory / "job.sh"
-        res = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, env=env,
-                             timeout=60)
-        job_id = res.stdout.strip().split(";")[0]
-        if res.returncode != 0 or not job_id:
-            raise RuntimeError(f"sbatch refused the validation job: {res.stderr.strip()[:300]}")
-        marker = self.directory / "status"
-        end = time.monotonic() + timeout
-        asked = time.monotonic()
-        while not marker.exists():
-            if time.monotonic() > end:
-                subprocess.run(["scancel", job_id], capture_output=True, env=env)
-                raise RuntimeError(f"validation job {job_id} did not finish within {timeout:.0f} s (cancelled)")
-            if time.monotonic() - asked > 10:
-                asked = time.monotonic()
-                q = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True,
-                                   env=env)
-                m = re.search(r"JobState=(\w+)", q.stdout)
-                if m and m.group(1) in ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY") \
-                        and not marker.exists():
-                    raise RuntimeError(f"validation job {job_id} ended {m.group(1)} without a status (see "
-                                       f"{self.directory}/slurm-{job_id}.out)")
-            time.sleep(interval)
-        status = marker.read_text().strip()
-        if status != "COMPLETED":
-            raise RuntimeError(f"validation job {job_id} failed: {status}")
+    def submit(self, env: dict | None = None, timeout: float = 900, interval: float = 0.5,
+               backend: Backend | None = None) -> str:
+        """Start the written job through the backend (default: Slurm) and wait for its status marker
+        (polled every `interval` s; the backend is asked every 10 s so a job that died without a marker is
+        seen).  Returns the backend's job id; RuntimeError when it failed."""
+        backend = backend or make_backend(None, "slurm", env=env)
+        self.backend_name = backend.name
+        try:
+            job_id = backend.submit(self.spec(), self.directory, self.key)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{backend.name} refused the validation job: {str(exc)[:300]}") from None
+        st = wait(backend, job_id, self.directory, timeout, interval)
+        if st.state == "TIMEOUT" and "cancelled" in st.reason:
+            raise RuntimeError(f"validation job {job_id} {st.reason}")
+        if st.state != "COMPLETED":
+            raise RuntimeError(f"validation job {job_id} failed: {st.state} {st.reason}".rstrip())
         return job_id
 
     def figures(self) -> dict:
@@ -184,8 +163,8 @@ class NativeValidationJob:
 
 
 def payload(job: NativeValidationJob, figs: dict, job_id: str) -> dict:
-    return {"machine": job.machine, "library": job.mpi, "version": job.version, "name": job.name,
-            "text": job.text, "nprocs": job.nprocs, "figures": figs, "job": f"slurm:{job_id}"}
+    return {"machine": job.machine, "library": job.library, "version": job.version, "name": job.name,
+            "text": job.text, "nprocs": job.nprocs, "figures": figs, "job": f"{job.backend_name}:{job_id}"}
 
 
 def post(client, job: NativeValidationJob, figs: dict, job_id: str) -> dict:

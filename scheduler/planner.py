@@ -29,6 +29,7 @@ class Launch:
     env: dict = field(default_factory=dict)   # extra environment of this launch only
     role: str = "measure"      # measure | default | tuned (validation) | search (scheduler/native_driver.py)
     program: str = ""          # "" = the job's pgmpi-bench; else a sibling program (pgmpi-dtbench)
+    unset: list = field(default_factory=list)   # variables this launch runs without (native validation)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class JobSpec:
     layout: Layout
     launches: list[Launch]     # several per mpirun index when size sets differ
     walltime_seconds: int
-    kind: str = "measure"      # measure | validate
+    kind: str = "measure"      # measure | validate | native-validate
     env: dict = field(default_factory=dict)   # extra env for the launches (validation: profile dir)
     estimate_seconds: float = 0.0
 
@@ -237,7 +238,7 @@ def under_native_file(launch: Launch, module: Module) -> Launch:
         # nothing published yet: run as without it (MPICH aborts every job on a JSON file it cannot read);
         # the runs then carry no #@native_file and the analysis treats them as such
         return launch
-    return replace(launch, env={**native.file_env(module.mpi, module.native_file), **launch.env})
+    return replace(launch, env={**native.file_env(module.family.native, module.native_file), **launch.env})
 
 
 def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]]) -> list[Launch]:

@@ -7,6 +7,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pgmpi_formats import mpi_libraries
+
+from . import launchers
 from .backends import LMOD_INIT
 from .campaign import Campaign
 
@@ -30,6 +33,9 @@ def module_problems(c: Campaign, timeout: float = 60) -> list[str]:
             problems.append(f"modules: {m.name!r} (mpi {m.mpi}) is not available{where}; "
                             f"`module avail` lists the ones that are")
     for m in c.modules:
-        if not m.name and not m.mpirun and c.backend == "local" and shutil.which(f"mpirun.{m.mpi}") is None:
-            problems.append(f"modules: mpi {m.mpi} without a module needs mpirun.{m.mpi} on PATH (not found)")
+        if not m.name and not m.mpirun and c.backend == "local":
+            run = launchers.library(m.mpi).mpirun
+            if shutil.which(run) is None:
+                problems.append(f"modules: mpi {m.mpi} without a module needs {run} (not found; "
+                                f"{mpi_libraries.table_path()} lists where it is installed)")
     return problems

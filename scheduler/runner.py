@@ -13,8 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .agent import Agent
-from .backends import get_backend
-from .backends.slurm import SlurmBackend
+from .backends import make_backend
 from .campaign import Campaign, load_campaign
 from .planner import check_budget, estimate
 from .uploader import ServiceClient, read_token
@@ -37,13 +36,6 @@ def make_client(c: Campaign, service_url: str | None = None, token: str | None =
     if app is None and not url:
         return None
     return ServiceClient(url=url, token=token, app=app)
-
-
-def make_backend(c: Campaign, name: str | None = None, env=None):
-    name = name or c.backend
-    if name == "slurm":
-        return SlurmBackend.from_campaign(c, env=env)
-    return get_backend(name, env=env)
 
 
 def make_agent(c: Campaign | str | Path, state_dir: str | Path | None = None, backend: str | None = None,

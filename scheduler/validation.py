@@ -41,6 +41,16 @@ def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:
     return key, sorted(chosen)
 
 
+def module_of(c: Campaign, version: dict):
+    """The campaign module that measured the candidate: the one the agent names (module_key, from the
+    results' library identity), else the first of the candidate's library (a family name), else the first."""
+    key = version.get("module_key")
+    library = version.get("library") or version.get("mpi")
+    return (next((m for m in c.modules if key and m.key == key), None)
+            or next((m for m in c.modules if library and m.family.name == library), None)
+            or c.modules[0])
+
+
 def is_datatype_candidate(files: dict[str, str]) -> bool:
     """A candidate from a datatype campaign: a datatype profile, or .prf files the datatype analysis wrote
     (`#@pgmpi source datatypes`)."""
@@ -84,8 +94,7 @@ def dt_validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_se
                     extra.append(desc)
     if not patterns:
         return None
-    library = version.get("library") or version.get("mpi")
-    module = next((m for m in c.modules if library is None or m.mpi == library), c.modules[0])
+    module = module_of(c, version)
     layout = sorted((lay for lay in c.layouts), key=lambda lay: lay.nodes)[0]
     case_argv = [f"--patterns={','.join(patterns)}", f"--layouts={','.join(d.layouts)}",
                  f"--variants={','.join(str(v) for v in d.variants)}",
@@ -130,9 +139,7 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
             layout_wanted = layout_wanted or profile_layout(prf)
     if not calls:
         return None
-    library = version.get("library") or version.get("mpi")
-    modules = [m for m in c.modules if library is None or m.mpi == library] or list(c.modules)
-    module = modules[0]
+    module = module_of(c, version)
     # a layout profile is measured on its layout (service/analysis/validation.py judges it by figures of that
     # layout only); the profile for p on one node where the campaign has one; one job per version
     wanted = parse_layout(layout_wanted)

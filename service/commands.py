@@ -23,9 +23,10 @@ NO_DATABASE = ("set DATABASE_URL (e.g. postgresql+psycopg://pgmpi:pw@127.0.0.1:5
 
 
 @contextmanager
-def app_context(database_url: str | None, create: bool = False):
+def app_context(database_url: str | None, create: bool = False, must_exist: bool = False):
     """The app bound to the database; unless `create`, a database without our schema is an error that
-    says what to do (and no empty SQLite file is left behind by the attempt)."""
+    says what to do (and no empty SQLite file is left behind by the attempt). `must_exist`: a SQLite file
+    that does not exist is an error even with `create` (a command that only reads never creates one)."""
     from service.app import create_app
     from sqlalchemy import inspect
     from sqlalchemy.exc import OperationalError
@@ -36,9 +37,9 @@ def app_context(database_url: str | None, create: bool = False):
     app = create_app(cfg)
     url = app.config["SQLALCHEMY_DATABASE_URI"]
     where = url.split("@")[-1]
+    if (not create or must_exist) and url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+        _fail(f"no database: {url[len('sqlite:///'):]} does not exist; {NO_DATABASE}")
     if not create:
-        if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
-            _fail(f"no database: {url[len('sqlite:///'):]} does not exist; {NO_DATABASE}")
         with app.app_context():
             from service.store.db import db as sa
             try:
@@ -85,9 +86,10 @@ def db_downgrade(revision: str, database_url: str | None) -> None:
 @db.command("current")
 @DB_OPT
 def db_current(database_url: str | None) -> None:
-    """Print the schema revision of the database (nothing when it has no schema yet)."""
+    """Print the schema revision of the database (nothing when it has no schema yet; an error, and no file
+    created, when the SQLite file does not exist)."""
     import flask_migrate
-    with app_context(database_url, create=True):
+    with app_context(database_url, create=True, must_exist=True):
         flask_migrate.current(directory=MIGRATIONS)
 
 
@@ -115,19 +117,38 @@ def user_add(username: str, role: str, password: str, database_url: str | None) 
         click.echo(f"user {username} ({role}) added")
 
 
+def print_rows(header: list[str], rows: list[list], as_json: bool, empty: str) -> None:
+    """The one way a `pgmpi ... list` prints: a header line and tab-separated rows, or with --json a list of
+    objects named by the header (an empty list, and the hint on stderr, when there is nothing)."""
+    if as_json:
+        click.echo(json.dumps([dict(zip(header, r)) for r in rows], indent=1, default=str))
+    else:
+        click.echo("\t".join(header))
+        for r in rows:
+            click.echo("\t".join("-" if x is None else str(x) for x in r))
+    if not rows and not as_json:
+        click.echo(empty, err=True)
+
+
+JSON_OPT = click.option("--json", "as_json", is_flag=True, help="a JSON list of objects instead of the table")
+
+
+def _iso(t) -> str | None:
+    return t.isoformat(timespec="seconds") if t else None
+
+
 @user.command("list")
+@JSON_OPT
 @DB_OPT
-def user_list(database_url: str | None) -> None:
-    """List users (name, role, active, created); never the password hashes."""
+def user_list(as_json: bool, database_url: str | None) -> None:
+    """List users (name, role, state, created); never the password hashes."""
     from service.store.db import db as sa
     from service.store.models import User
     with app_context(database_url):
         rows = sa.session.scalars(select(User).order_by(User.username)).all()
-        if not rows:
-            click.echo("no users yet; add one with `pgmpi user add NAME --role admin`", err=True)
-        for u in rows:
-            click.echo("\t".join([u.username, u.role, "active" if u.active else "disabled",
-                                   u.created_at.isoformat() if u.created_at else "-"]))
+        print_rows(["username", "role", "state", "created"],
+                   [[u.username, u.role, "active" if u.active else "disabled", _iso(u.created_at)] for u in rows],
+                   as_json, "no users yet; add one with `pgmpi user add NAME --role admin`")
 
 
 @user.command("passwd")
@@ -218,24 +239,50 @@ def token_revoke(token_id: int, database_url: str | None) -> None:
 
 
 @token.command("list")
+@JSON_OPT
 @DB_OPT
-def token_list(database_url: str | None) -> None:
-    """List tokens (id, name, role, machine, prefix, created, state, expires); never the secrets.  The state
-    is active, revoked <when>, expired, or "user inactive" (the owner was disabled)."""
+def token_list(as_json: bool, database_url: str | None) -> None:
+    """List tokens (id, name, role, machine, prefix, created, state, expires); never the secrets.  The state is
+    active, revoked <when>, expired, or "user inactive" (the owner was disabled)."""
     from service.auth import token_usable
     from service.store.db import db as sa
     from service.store.models import ApiToken
+
+    def state(t) -> str:
+        if t.revoked_at:
+            return "revoked " + _iso(t.revoked_at)
+        if t.user is not None and not t.user.active:
+            return "user inactive"
+        return "active" if token_usable(t) else "expired"
     with app_context(database_url):
-        for t in sa.session.scalars(select(ApiToken).order_by(ApiToken.id)):
-            if t.revoked_at:
-                state = "revoked " + t.revoked_at.isoformat()
-            elif t.user is not None and not t.user.active:
-                state = "user inactive"
-            else:
-                state = "active" if token_usable(t) else "expired"
-            click.echo("\t".join([str(t.id), t.name, t.role, t.machine.name if t.machine else "-", t.prefix + "...",
-                                  t.created_at.isoformat() if t.created_at else "-", state,
-                                  "expires " + (t.expires_at.isoformat(timespec="seconds") if t.expires_at else "-")]))
+        rows = [[t.id, t.name, t.role, t.machine.name if t.machine else None, t.prefix + "...", _iso(t.created_at),
+                 state(t), _iso(t.expires_at)]
+                for t in sa.session.scalars(select(ApiToken).order_by(ApiToken.id))]
+        print_rows(["id", "name", "role", "machine", "prefix", "created", "state", "expires"], rows, as_json,
+                   "no tokens yet; create one with `pgmpi token create NAME --role agent --machine M`")
+
+
+@click.group("machine")
+def machine() -> None:
+    """The machines the service knows and their MPI libraries."""
+
+
+@machine.command("list")
+@JSON_OPT
+@DB_OPT
+def machine_list(as_json: bool, database_url: str | None) -> None:
+    """List machines with their MPI libraries (name-version) and their campaigns' count."""
+    from sqlalchemy import func
+    from service.store.db import db as sa
+    from service.store.models import Campaign, Machine
+    with app_context(database_url):
+        ncamp = dict(sa.session.execute(select(Campaign.machine_id, func.count(Campaign.id))
+                                        .group_by(Campaign.machine_id)).all())
+        rows = [[m.name, m.nodes, ", ".join(sorted(f"{l.name}-{l.version}" for l in m.libraries)) or None,
+                 ncamp.get(m.id, 0)]
+                for m in sa.session.scalars(select(Machine).order_by(Machine.name))]
+        print_rows(["machine", "nodes", "libraries", "campaigns"], rows, as_json,
+                   "no machines yet (POST /api/v1/machines, or the agent's first campaign)")
 
 
 @click.command("serve")
@@ -280,4 +327,4 @@ def _gunicorn_logconfig() -> dict:
     return GUNICORN_LOGCONFIG
 
 
-COMMANDS = [db, user, token, serve]
+COMMANDS = [db, user, token, machine, serve]

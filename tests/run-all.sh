@@ -13,8 +13,8 @@ t0=$(date +%s)
 step() { printf '\n=== %s\n' "$*"; }
 die() { echo "make test: $*" >&2; exit 1; }
 
-step "machine: Debian packages and the Python environment"
-deploy/install-packages.sh all || die "could not install the Debian packages"
+step "machine: Debian packages, the MPI libraries of deploy/mpi-libraries.tsv, the Python environment"
+deploy/install-packages.sh all || die "could not install the Debian packages or the MPI libraries (deploy/install-mpis.sh)"
 deploy/venv.sh || die "could not prepare .venv"
 
 step "build: libpgmpitune + pgmpi-bench for Open MPI and MPICH"

@@ -4,6 +4,8 @@
  *   bench_measure.c  synchronisation, the calls themselves, the interleaved measurement rounds
  *   bench_output.c   the raw file: header (#@key=value), rows, footer, metadata of the run
  *   bench_native.c   the MPI library's own algorithms: discovery (MPI_T), switching per measurement
+ *   calls/<key>.c    one per collective of collectives.def (and MPI_Barrier): buffers, the call, its
+ *                    expected result (bench_call.h)
  *   pgmpi_bench.c    main: the order of the steps above
  * Method and output format: lib/bench/README.md. */
 #ifndef PGMPI_BENCH_H
@@ -23,10 +25,15 @@
 #define FIXED_BATCH_MAX 100000L
 #define MAXSIZES 256
 
-/* ------------------------------------------------------------------ the calls */
-enum kind { K_ALLGATHER, K_ALLREDUCE, K_ALLTOALL, K_BCAST, K_GATHER, K_REDUCE, K_RSB, K_RS, K_SCAN,
-            K_SCATTER, K_BARRIER, K_UNKNOWN,
-            K_DT };                   /* a datatype case of pgmpi-dtbench (bench_datatypes.c) */
+/* ------------------------------------------------------------------ the calls
+ * kind: a collective of the library (its index in collectives.def), MPI_Barrier, or a datatype case.
+ * What the benchmark does with each one is in calls/<key>.c (bench_call.h). */
+enum kind {
+#define PGMPI_COLLECTIVE(ID, key, mpi_name, rule) K_##ID,
+#include "collectives.def"
+#undef PGMPI_COLLECTIVE
+    K_BARRIER, K_UNKNOWN,
+    K_DT };                   /* a datatype case of pgmpi-dtbench (bench_datatypes.c) */
 
 struct dtcase;
 
@@ -217,7 +224,8 @@ int open_output(void);
 void bench_quiet_finalize(void);
 int check_error_detail(int rc, char *detail, size_t dl);
 int check_verdict(const char *mpi_name, size_t n, const char *label, int code, const char *detail);
-int bench_start(double limit, size_t ms, size_t mr, size_t msc, int wj, unsigned long long *seed);
+time_t bench_mpi_init(int *argc, char ***argv);
+int bench_start(void (*more_checks)(void), unsigned long long *seed);
 void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L);
 void write_row(const call_t *c, long idx, size_t n, double t, int a);
 void serve_all(void);

@@ -15,6 +15,7 @@
 
 #include "pgmpitune.h"
 #include "bench.h"
+#include "bench_call.h"
 
 /* byte k of rank r's send buffer for the data-moving calls */
 static unsigned char move_byte(int r, size_t k) { return (unsigned char)(r * 37 + (int)(k % 251) * 11 + 5); }
@@ -78,49 +79,17 @@ static long long reduced(int lo, int hi, size_t e)
     return v;
 }
 
-/* What this rank's output must be: *out (bytes) and where it lives (send or receive buffer);
- * 0 bytes when this rank has no output (non-roots of Gather/Reduce, Barrier). */
-static size_t expected(const call_t *c, const cplan_t *cp, char *exp, int *in_sbuf)
+/* The check data for lib/bench/calls/<key>.c (bench_call.h). */
+size_t bench_expect_bytes(char *exp, int from, size_t first, size_t n)
 {
-    int r = g_rank, p = g_size, root = O.root;
-    size_t n = cp->n, es = dtypes[O.dt].size;
-    *in_sbuf = 0;
-    switch (c->kind) {
-    case K_BCAST:
-        *in_sbuf = 1;
-        for (size_t k = 0; k < n; k++) exp[k] = (char)move_byte(root, k);
-        return n;
-    case K_ALLGATHER: case K_GATHER:
-        if (c->kind == K_GATHER && r != root) return 0;
-        for (int q = 0; q < p; q++) for (size_t k = 0; k < n; k++) exp[(size_t)q * n + k] = (char)move_byte(q, k);
-        return n * (size_t)p;
-    case K_ALLTOALL:
-        for (int q = 0; q < p; q++) for (size_t k = 0; k < n; k++) exp[(size_t)q * n + k] = (char)move_byte(q, (size_t)r * n + k);
-        return n * (size_t)p;
-    case K_SCATTER:
-        for (size_t k = 0; k < n; k++) exp[k] = (char)move_byte(root, (size_t)r * n + k);
-        return n;
-    case K_ALLREDUCE: case K_REDUCE: case K_SCAN: {
-        if (c->kind == K_REDUCE && r != root) return 0;
-        size_t ne = cp->count;
-        for (size_t e = 0; e < ne; e++) put_elem(exp, e, reduced(0, c->kind == K_SCAN ? r : p - 1, e));
-        return ne * es;
-    }
-    case K_RSB: {
-        size_t ne = cp->count;
-        for (size_t e = 0; e < ne; e++) put_elem(exp, e, reduced(0, p - 1, (size_t)r * ne + e));
-        return ne * es;
-    }
-    case K_RS: {
-        size_t q = cp->count / (size_t)p, rem = cp->count % (size_t)p, off = 0;
-        for (int i = 0; i < r; i++) off += q + ((size_t)i < rem ? 1 : 0);
-        size_t ne = q + ((size_t)r < rem ? 1 : 0);
-        for (size_t e = 0; e < ne; e++) put_elem(exp, e, reduced(0, p - 1, off + e));
-        return ne * es;
-    }
-    default:
-        return 0;
-    }
+    for (size_t k = 0; k < n; k++) exp[k] = (char)move_byte(from, first + k);
+    return n;
+}
+
+size_t bench_expect_folded(char *exp, size_t ne, int lo, int hi, size_t first)
+{
+    for (size_t e = 0; e < ne; e++) put_elem(exp, e, reduced(lo, hi, first + e));
+    return ne * dtypes[O.dt].size;
 }
 
 /* Non-commutative check of a native reduction: the library's own algorithm is selected by a rules
@@ -156,14 +125,14 @@ static int noncommutative_ok(const call_t *c, const cplan_t *cp, char *sbuf, cha
         /* twice: the cell's parity of calls (bench_measure.c, even_out_runs) stays that of one check call */
         for (int rep = 0; rep < 2; rep++) {     /* every rank makes both calls, whatever it saw */
             memset(rbuf, 0xA5, ne * 2 * sizeof(unsigned));
-            int rc, last = g_size - 1, mine = 1;
-            if (c->kind == K_ALLREDUCE) rc = MPI_Allreduce(sbuf, rbuf, (int)ne, pair, op, comm);
-            else if (c->kind == K_REDUCE) { rc = MPI_Reduce(sbuf, rbuf, (int)ne, pair, op, O.root, comm); mine = g_rank == O.root; }
-            else { rc = MPI_Scan(sbuf, rbuf, (int)ne, pair, op, comm); last = g_rank; }
+            const bench_call_t *b = bench_call_of(c->kind);
+            bench_args_t args = {sbuf, rbuf, (int)ne, NULL, pair, op, O.root, comm};
+            int first = 0, last = g_size - 1, mine = b->span(g_rank, g_size, O.root, &first, &last);
+            int rc = b->call(&args);
             if (rc != MPI_SUCCESS) { ok = 0; snprintf(detail, dl, "rank=%d error under a non-commutative op", g_rank); }
             for (size_t e = 0; mine && ok && e < ne; e++) {
                 unsigned a = 1, b = 0;            /* fold ranks 0..last left to right: f0 o f1 o ... */
-                for (int q = last; q >= 0; q--) {
+                for (int q = last; q >= first; q--) {
                     unsigned qa = 2u * (unsigned)(q + (int)e) + 3u, qb = 7u * (unsigned)q + (unsigned)e + 1u;
                     b = qa * b + qb; a = qa * a;
                 }
@@ -211,9 +180,10 @@ static void fingerprint(const call_t *c, const cplan_t *cp, char *sbuf, char *rb
             memcpy(&s[e], &bits, sizeof bits);
         }
         memset(rbuf, 0, ne * sizeof(double));
-        int rc, mine = 1;
-        if (c->kind == K_ALLREDUCE) rc = MPI_Allreduce(sbuf, rbuf, (int)ne, MPI_DOUBLE, MPI_SUM, comm);
-        else { rc = MPI_Reduce(sbuf, rbuf, (int)ne, MPI_DOUBLE, MPI_SUM, O.root, comm); mine = g_rank == O.root; }
+        const bench_call_t *b = bench_call_of(c->kind);
+        bench_args_t args = {sbuf, rbuf, (int)ne, NULL, MPI_DOUBLE, MPI_SUM, O.root, comm};
+        int lo, hi, mine = b->span(g_rank, g_size, O.root, &lo, &hi);
+        int rc = b->call(&args);
         unsigned long long x = 1469598103934665603ULL;          /* FNV-1a over the survivors */
         for (size_t e = 0; mine && rc == MPI_SUCCESS && e < ne; e++) {
             uint64_t b;
@@ -291,8 +261,9 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
     MPI_Errhandler saved;
     PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved);
     PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    const bench_call_t *b = bench_call_of(c->kind);
     int in_sbuf = 0;
-    size_t nexp = expected(c, cp, exp, &in_sbuf);
+    size_t nexp = b->expected(cp, g_rank, g_size, O.root, exp, &in_sbuf);
     for (int a = 0; a < c->nalg; a++) {
         int alg = c->alg[a];
         /* the same selection as a timed measurement */
@@ -302,7 +273,7 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
         if (c->coll >= 0) comm = native_select(c, alg);
         MPI_Errhandler saved_c = MPI_ERRHANDLER_NULL;
         if (comm != MPI_COMM_WORLD) { PMPI_Comm_get_errhandler(comm, &saved_c); PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN); }
-        if (c->kind == K_BCAST && g_rank != O.root) memset(sbuf, 0xA5, cp->sbytes);
+        if ((b->flags & BC_INOUT) && g_rank != O.root) memset(sbuf, 0xA5, cp->sbytes);
         else fill_send(c, cp, g_rank, sbuf);
         memset(rbuf, 0xA5, cp->rbytes);
         int rc = run_call_on(c, cp, sbuf, rbuf, comm);
@@ -324,14 +295,14 @@ void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int 
         }
         /* a native reduction must also keep the operand order (noncommutative_ok) */
         int noncomm = (alg <= ALG_NATIVE0 || (alg == 0 && decision_file_in_env()))
-                      && (c->kind == K_ALLREDUCE || c->kind == K_REDUCE || c->kind == K_SCAN);
+                      && (b->flags & BC_ORDERED);
         if (code == 0 && noncomm && !noncommutative_ok(c, cp, sbuf, rbuf, comm, detail, sizeof detail))
             code = 3;
         /* evidence that the cell ran a non-commutative operation (read by pgmpi_formats.native_validation) */
         if (noncomm && code != 1 && code != 2)
             footer_add("#@pgmpi noncommutative %s %zu %s\n", c->mpi_name, cp->n, alg_label(c, alg));
         /* native comparisons (a decision file, or native variants): which algorithm ran a reduction */
-        if ((c->kind == K_ALLREDUCE || c->kind == K_REDUCE) && (alg <= ALG_NATIVE0 || (alg == 0 && (g_nnative || decision_file_in_env()))))
+        if ((b->flags & BC_FINGERPRINT) && (alg <= ALG_NATIVE0 || (alg == 0 && (g_nnative || decision_file_in_env()))))
             fingerprint(c, cp, sbuf, rbuf, comm, alg);
         if (comm != MPI_COMM_WORLD) { PMPI_Comm_set_errhandler(comm, saved_c); PMPI_Errhandler_free(&saved_c); }
         ok[a] = check_verdict(c->mpi_name, cp->n, alg_label(c, alg), code, detail);

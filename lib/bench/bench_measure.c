@@ -19,6 +19,7 @@
 
 #include "pgmpitune.h"
 #include "bench.h"
+#include "bench_call.h"
 
 /* ------------------------------------------------------------------ PRNG (same sequence on all ranks) */
 uint64_t rng_state;
@@ -74,33 +75,21 @@ static int *g_rcounts;
 MPI_Datatype g_dt;
 MPI_Op g_op;
 
-int run_call_on(const call_t *c, const cplan_t *cp, char *g_sbuf, char *g_rbuf, MPI_Comm w)
+int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, MPI_Comm w)
 {
-    int cnt = (int)cp->count;
-    switch (c->kind) {
-    case K_ALLGATHER: return MPI_Allgather(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, w);
-    case K_ALLREDUCE: return MPI_Allreduce(g_sbuf, g_rbuf, cnt, g_dt, g_op, w);
-    case K_ALLTOALL:  return MPI_Alltoall(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, w);
-    case K_BCAST:     return MPI_Bcast(g_sbuf, cnt, g_dt, O.root, w);
-    case K_GATHER:    return MPI_Gather(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, O.root, w);
-    case K_REDUCE:    return MPI_Reduce(g_sbuf, g_rbuf, cnt, g_dt, g_op, O.root, w);
-    case K_RSB:       return MPI_Reduce_scatter_block(g_sbuf, g_rbuf, cnt, g_dt, g_op, w);
-    case K_RS:        return MPI_Reduce_scatter(g_sbuf, g_rbuf, g_rcounts, g_dt, g_op, w);   /* fill_rcounts() */
-    case K_SCAN:      return MPI_Scan(g_sbuf, g_rbuf, cnt, g_dt, g_op, w);
-    case K_SCATTER:   return MPI_Scatter(g_sbuf, cnt, g_dt, g_rbuf, cnt, g_dt, O.root, w);
-    case K_BARRIER:   return MPI_Barrier(w);
-    case K_DT:        return dt_run(c, g_sbuf, g_rbuf);   /* dt_select() chose the description */
-    default: return MPI_ERR_OTHER;
-    }
+    if (c->kind == K_DT) return dt_run(c, sbuf, rbuf);   /* dt_select() chose the description */
+    bench_args_t a = {sbuf, rbuf, (int)cp->count, g_rcounts, g_dt, g_op, O.root, w};   /* fill_rcounts() */
+    return bench_call_of(c->kind)->call(&a);
 }
 
 static int run_call(const call_t *c, const cplan_t *cp, MPI_Comm comm) { return run_call_on(c, cp, g_sbuf, g_rbuf, comm); }
 
-/* MPI_Reduce_scatter's recvcounts: count elements in blocks, the first count % p ranks get one more.
- * Called whenever a plan is installed (outside timed regions); only one Reduce_scatter per size. */
+/* Per-rank counts (MPI_Reduce_scatter's recvcounts): count elements in blocks, the first count % p ranks
+ * get one more. Called whenever a plan is installed (outside timed regions); one call per size uses them. */
 void fill_rcounts(const call_t *c, const cplan_t *cp)
 {
-    if (c->kind != K_RS) return;
+    const bench_call_t *b = bench_call_of(c->kind);
+    if (!b || !(b->flags & BC_RCOUNTS)) return;
     size_t q = cp->count / (size_t)g_size, r = cp->count % (size_t)g_size;
     for (int i = 0; i < g_size; i++) g_rcounts[i] = (int)(q + ((size_t)i < r ? 1 : 0));
 }
@@ -316,9 +305,10 @@ static void alloc_pair(size_t sb, size_t rb, int touch)
  * Reduce, Scan, Barrier) and leaves calloc's pages to the others (Allgather, Alltoall, Gather, Scatter,
  * Reduce_scatter): a large send buffer nobody wrote is backed by the kernel's one zero page, which
  * every read finds in the cache (Allgather 1 MiB measured 15-20 % faster so; lib/bench/README.md). */
-static int reprompi_writes_buffers(enum kind k)
+static int reprompi_writes_buffers(int k)
 {
-    return k == K_ALLREDUCE || k == K_BCAST || k == K_REDUCE || k == K_SCAN || k == K_BARRIER;
+    const bench_call_t *b = bench_call_of(k);
+    return b && (b->flags & BC_REPROMPI_WRITES);
 }
 
 void alloc_buffers(void)

@@ -31,22 +31,25 @@ int g_native_flavor;             /* NATIVE_NONE until discovery */
 
 typedef struct {
     const char *key;             /* collectives.def key */
-    const char *ompi, *mpich;    /* coll_tuned_<ompi>_algorithm, MPIR_CVAR_<MPICH>_INTRA_ALGORITHM */
+    char ompi[48], mpich[48];    /* coll_tuned_<ompi>_algorithm, MPIR_CVAR_<MPICH>_INTRA_ALGORITHM */
 } native_names_t;
 
-static const native_names_t KINDS[K_UNKNOWN] = {
-    [K_ALLGATHER] = {"allgather", "allgather", "ALLGATHER"},
-    [K_ALLREDUCE] = {"allreduce", "allreduce", "ALLREDUCE"},
-    [K_ALLTOALL] = {"alltoall", "alltoall", "ALLTOALL"},
-    [K_BCAST] = {"bcast", "bcast", "BCAST"},
-    [K_GATHER] = {"gather", "gather", "GATHER"},
-    [K_REDUCE] = {"reduce", "reduce", "REDUCE"},
-    [K_RSB] = {"reducescatterblock", "reduce_scatter_block", "REDUCE_SCATTER_BLOCK"},
-    [K_RS] = {"reducescatter", "reduce_scatter", "REDUCE_SCATTER"},
-    [K_SCAN] = {"scan", "scan", "SCAN"},
-    [K_SCATTER] = {"scatter", "scatter", "SCATTER"},
-    [K_BARRIER] = {"barrier", "barrier", "BARRIER"},
-};
+/* Both libraries name a collective's control variables after its MPI name: MPI_Reduce_scatter_block ->
+ * coll_tuned_reduce_scatter_block_algorithm, MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM. */
+static native_names_t KINDS[K_UNKNOWN];
+static void native_names(void)
+{
+    for (int k = 0; k < K_UNKNOWN; k++) {
+        const char *mpi = k == K_BARRIER ? "MPI_Barrier" : pgmpitune_collective_mpi_name(k);
+        KINDS[k].key = k == K_BARRIER ? "barrier" : pgmpitune_collective_key(k);
+        size_t i = 0;
+        for (const char *s = mpi + 4; *s && i + 1 < sizeof KINDS[k].ompi; s++, i++) {
+            KINDS[k].ompi[i] = (char)tolower((unsigned char)*s);
+            KINDS[k].mpich[i] = (char)toupper((unsigned char)*s);
+        }
+        KINDS[k].ompi[i] = KINDS[k].mpich[i] = 0;
+    }
+}
 
 /* per kind: what the library offers */
 typedef struct {
@@ -121,6 +124,7 @@ static void read_rules_file_name(void)
 void native_discover(void)
 {
     if (g_mpit_up) return;
+    native_names();
     int prov;
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &prov) != MPI_SUCCESS) return;
     g_mpit_up = 1;

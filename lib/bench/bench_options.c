@@ -17,10 +17,9 @@
 
 #include "pgmpitune.h"
 #include "bench.h"
+#include "bench_call.h"
 
-static const char *kind_keys[] = {"allgather", "allreduce", "alltoall", "bcast", "gather", "reduce",
-                                  "reducescatterblock", "reducescatter", "scan", "scatter", "barrier"};
-int kind_is_reduction(int k) { return k == K_ALLREDUCE || k == K_REDUCE || k == K_RSB || k == K_RS || k == K_SCAN; }
+int kind_is_reduction(int k) { const bench_call_t *b = bench_call_of(k); return b && (b->flags & BC_REDUCTION); }
 
 /* ------------------------------------------------------------------ datatypes and ops */
 const dtinfo_t dtypes[] = {
@@ -264,12 +263,6 @@ static void list_calls(char *buf, size_t len)
     if (o < len) snprintf(buf + o, len - o, ", barrier (MPI_Barrier)");
 }
 
-static int kind_of_key(const char *key)
-{
-    for (int k = 0; k < K_UNKNOWN; k++) if (strcmp(kind_keys[k], key) == 0) return k;
-    return K_UNKNOWN;
-}
-
 static void add_call(int coll)
 {
     for (int i = 0; i < O.ncalls; i++) if (O.calls[i].coll == coll) return;
@@ -279,11 +272,11 @@ static void add_call(int coll)
     c->coll = coll;
     if (coll < 0) { c->kind = K_BARRIER; c->mpi_name = "MPI_Barrier"; }
     else {
-        c->kind = kind_of_key(pgmpitune_collective_key(coll));
+        if (coll >= K_BARRIER)    /* a libpgmpitune of another tree than this pgmpi-bench */
+            die_usage("libpgmpitune dispatches %s, which this pgmpi-bench was not built with",
+                      pgmpitune_collective_mpi_name(coll));
+        c->kind = coll;           /* the library's collective index (collectives.def) */
         c->mpi_name = pgmpitune_collective_mpi_name(coll);
-        if (c->kind == K_UNKNOWN)
-            die_usage("libpgmpitune dispatches %s, which this pgmpi-bench does not know how to call; "
-                      "update lib/bench/pgmpi_bench.c", c->mpi_name);
     }
 }
 

@@ -190,12 +190,31 @@ void bench_quiet_finalize(void)
     MPI_Finalize();
 }
 
-/* The start both programs share, after their plan checks: --dry-run prints the plan and ends the run
- * (returns 0); otherwise rank 0 opens the output and draws the seed (unless --seed), and every rank gets
- * both through share_from_rank0 -- never a rooted collective first (bench.h). Returns -1 to go on
- * (*seed and rng_state set), or the exit status after MPI_Finalize (2: the output cannot be written). */
-int bench_start(double limit, size_t ms, size_t mr, size_t msc, int wj, unsigned long long *seed)
+/* MPI_Init as both programs start: the library's #@pgmpi report at MPI_Finalize belongs in the output;
+ * returns the wall-clock start of the run. */
+time_t bench_mpi_init(int *argc, char ***argv)
 {
+    setenv("PGMPITUNE_VERBOSE", "1", 1);
+    time_t start_wall = time(NULL);
+    MPI_Init(argc, argv);
+    g_mpi_up = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    g_print = g_rank == 0;
+    return start_wall;
+}
+
+/* The start both programs share: the plan's checks (check_plan, the program's own more_checks, the
+ * nrep policy); --dry-run prints the plan and ends the run (returns 0); otherwise rank 0 opens the
+ * output and draws the seed (unless --seed), and every rank gets both through share_from_rank0 --
+ * never a rooted collective first (bench.h). Returns -1 to go on (*seed and rng_state set), or the exit
+ * status after MPI_Finalize (2: the output cannot be written). */
+int bench_start(void (*more_checks)(void), unsigned long long *seed)
+{
+    double limit; size_t ms, mr, msc; int wj;
+    check_plan(&limit, &ms, &mr, &msc, &wj);
+    if (more_checks) more_checks();
+    describe_policy();
     if (O.dry_run) {
         dry_run(limit, ms, mr, msc, wj);
         bench_quiet_finalize();

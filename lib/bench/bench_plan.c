@@ -18,6 +18,7 @@
 
 #include "pgmpitune.h"
 #include "bench.h"
+#include "bench_call.h"
 #include "bench_datatypes.h"
 
 /* ------------------------------------------------------------------ per (call, size) plan */
@@ -36,24 +37,14 @@ void plan_call(const call_t *c, size_t req, int p, cplan_t *cp)
     memset(cp, 0, sizeof *cp);
     cp->req = req; cp->ok = 1;
     if (c->kind == K_BARRIER) { cp->n = req; return; }
-    if (c->kind == K_RSB) unit = elem * P;
+    const bench_call_t *b = bench_call_of(c->kind);
+    if (b->flags & BC_UNIT_P) unit = elem * P;
     size_t n = (req / unit) * unit;
     if (req > 0 && n == 0) n = unit;
     cp->n = n;
-    size_t cnt = n / elem, np_ = 0, blk;
-    int fits = mul_ok(n, P, &np_);
-    switch (c->kind) {
-    case K_ALLGATHER: cp->sbytes = n; cp->rbytes = np_; cp->count = cnt; break;
-    case K_ALLTOALL:  cp->sbytes = np_; cp->rbytes = np_; cp->count = cnt; break;
-    case K_ALLREDUCE: case K_REDUCE: case K_SCAN: cp->sbytes = n; cp->rbytes = n; cp->count = cnt; break;
-    case K_BCAST:     cp->sbytes = n; cp->rbytes = 0; cp->count = cnt; break;
-    case K_GATHER:    cp->sbytes = n; cp->rbytes = np_; cp->count = cnt; break;
-    case K_SCATTER:   cp->sbytes = np_; cp->rbytes = n; cp->count = cnt; break;
-    case K_RSB:       cp->count = cnt / P; cp->sbytes = n; cp->rbytes = cp->count * elem; break;
-    case K_RS:        blk = (cnt + P - 1) / P; cp->count = cnt; cp->sbytes = n; cp->rbytes = blk * elem; break;
-    default: break;
-    }
-    if (!fits || cp->count > INT_MAX || (c->kind == K_RS && (cnt + P - 1) / P > INT_MAX)) cp->ok = 0;
+    size_t np_ = 0;
+    int fits = mul_ok(n, P, &np_);     /* no buffer is larger than n x p */
+    if (!fits || !b->plan(cp, elem, P) || cp->count > INT_MAX) cp->ok = 0;
     for (int k = 0; k < c->nalg; k++) {
         if (c->alg[k] < 0) continue;   /* tuned: the library checks its pools itself; control: the default */
         size_t m = pgmpitune_algorithm_memory(c->coll, c->alg[k], n, elem, p);

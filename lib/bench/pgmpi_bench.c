@@ -32,19 +32,18 @@
 #include "pgmpitune.h"
 #include "bench.h"
 
+static void pool_and_nrep_checks(void)
+{
+    check_pools();
+    check_nrep_from();
+}
+
 int main(int argc, char **argv)
 {
     g_print = rank_guess_before_init() == 0;
     parse_args(argc, argv);
-    /* the library's #@pgmpi report at MPI_Finalize belongs in the output */
-    setenv("PGMPITUNE_VERBOSE", "1", 1);
     reserve_pools();
-    time_t start_wall = time(NULL);
-    MPI_Init(&argc, &argv);
-    g_mpi_up = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-    g_print = g_rank == 0;
+    time_t start_wall = bench_mpi_init(&argc, &argv);
     if (O.list_native) {
         if (g_rank == 0) native_print_listing(stdout);
         fflush(stdout);
@@ -73,14 +72,9 @@ int main(int argc, char **argv)
             }
             c->nalg = k;
         }
-    double limit; size_t ms, mr, msc; int wj;
-    check_plan(&limit, &ms, &mr, &msc, &wj);
-    check_pools();
-    check_nrep_from();
-    describe_policy();
-    /* ---- from here on: MPI communication (all checks passed) */
+    /* ---- after bench_start: MPI communication (all checks passed) */
     unsigned long long seed;
-    int rc = bench_start(limit, ms, mr, msc, wj, &seed);
+    int rc = bench_start(pool_and_nrep_checks, &seed);
     if (rc >= 0) return rc;
     {   /* a launcher that did not make the requested layout is an error of this run, not a relabel */
         char why[1024] = "";

@@ -185,20 +185,11 @@ int main(int argc, char **argv)
     g_count_column = 1;
     O.interleave_size = 0; O.buf_cell = 0;
 
-    setenv("PGMPITUNE_VERBOSE", "1", 1);
-    time_t start_wall = time(NULL);
-    MPI_Init(&argc, &argv);
-    g_mpi_up = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-    g_print = g_rank == 0;
+    time_t start_wall = bench_mpi_init(&argc, &argv);
     if (in_list(patterns, "pingpong") && g_size < 2) die_usage("pingpong needs at least 2 ranks");
     layout_t L = layout();
-    double limit; size_t ms, mr, msc; int wj;
-    check_plan(&limit, &ms, &mr, &msc, &wj);
-    describe_policy();
     unsigned long long seed;
-    int rc = bench_start(limit, ms, mr, msc, wj, &seed);
+    int rc = bench_start(NULL, &seed);
     if (rc >= 0) return rc;
     g_dt = dtype_handle(O.dt);
     g_op = op_handle(O.op);

@@ -1,29 +1,44 @@
-"""Backends run a planned job somewhere: one small interface, one file per backend.
+"""Backends run a planned job somewhere: one small interface, one file per backend, each registers itself.
 
-    backend.submit(job, attempt_dir, name) -> backend job id
+    backend = make_backend(campaign)                     # or make_backend(None, "local", env=...)
+    backend.submit(job, attempt_dir, name, bench) -> backend job id   (writes attempt_dir/job.sh first)
     backend.poll({id: attempt_dir}) -> {id: Status}
     backend.cancel(id)
     backend.find(name, attempt_dir) -> id or None   (adopt a job submitted before a crash)
     collect(attempt_dir, job) -> [Path of raw result files]   (same for every backend)
+    wait(backend, id, attempt_dir, timeout) -> Status      (a job someone waits for: native validation)
 
-Both backends run the same generated job script (templates/job.sh.tmpl): load the module, set the
-environment, run R launches of pgmpi-bench, check the MPI size, write a `status` marker.
+Every job -- measurement, validation, native validation, search -- is a planner.JobSpec run through one
+generated script (templates/job.sh.tmpl): load the module, set the environment, run the launches (the
+launch command is the MPI family's, scheduler/launchers/), check the MPI size, write a `status` marker.
+A backend adds only its directives (`#SBATCH ...`) and how it starts, tracks and stops the script.
+
+A new backend is one file here with a `@register` subclass of Backend (CONTRIBUTING.md, "A scheduler
+backend"); the campaign's `backend:` accepts every registered name.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import pkgutil
 import shlex
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
+from typing import TYPE_CHECKING
 
-from ..planner import JobSpec
+from .. import launchers
+
+if TYPE_CHECKING:       # the planner imports the campaign, which asks this registry for the backend names
+    from ..planner import JobSpec
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "job.sh.tmpl"
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 TERMINAL = {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED"}
+BACKENDS: dict[str, type["Backend"]] = {}
 
 
 class BackendUnavailable(RuntimeError):
@@ -39,11 +54,48 @@ class Status:
     exit_code: str = ""
 
 
+def register(cls):
+    """Class decorator of a backend file: the class enters the registry under cls.name."""
+    if cls.name in BACKENDS:
+        raise ValueError(f"backend {cls.name!r} registered twice ({cls.__module__})")
+    BACKENDS[cls.name] = cls
+    return cls
+
+
 class Backend:
     name = "base"
-    in_slurm = False
+    in_slurm = False        # the job runs inside a Slurm allocation (launch flags, progress mode)
 
-    def submit(self, job: JobSpec, attempt_dir: Path, name: str) -> str:
+    def __init__(self, env=None, **_):
+        self.env = dict(env or os.environ)
+
+    @classmethod
+    def from_campaign(cls, c, env=None) -> "Backend":
+        """The backend as the campaign file configures it (c may be None: defaults)."""
+        return cls(env=env)
+
+    def directives(self, job: JobSpec, outdir: Path, name: str) -> list[str]:
+        """Lines at the top of the job script for the resource manager (#SBATCH ...)."""
+        return []
+
+    def write_script(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path) -> Path:
+        attempt_dir.mkdir(parents=True, exist_ok=True)
+        script = attempt_dir / "job.sh"
+        text = render_script(job, attempt_dir, name, bench, self.in_slurm, self.directives(job, attempt_dir, name))
+        tmp = script.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        os.replace(tmp, script)
+        return script
+
+    def submit(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path | None = None) -> str:
+        """Write the job script (kept from an earlier attempt when no bench is given) and start it."""
+        script = attempt_dir / "job.sh"
+        if bench is not None or not script.exists():
+            script = self.write_script(job, attempt_dir, name, bench)
+        return self.start(script, job, attempt_dir)
+
+    def start(self, script: Path, job: JobSpec, attempt_dir: Path) -> str:
         raise NotImplementedError
 
     def poll(self, jobs: dict[str, Path]) -> dict[str, Status]:
@@ -56,43 +108,62 @@ class Backend:
         return None
 
 
+def _load() -> None:
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def names() -> list[str]:
+    return sorted(BACKENDS)
+
+
+def make_backend(c=None, name: str | None = None, env=None) -> Backend:
+    """The one way to get a backend: the campaign's (or `name`), configured from the campaign file."""
+    name = name or (c.backend if c is not None else None) or "slurm"
+    try:
+        cls = BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; valid: {', '.join(names())}") from None
+    return cls.from_campaign(c, env=env)
+
+
+def wait(backend: Backend, backend_id: str, attempt_dir: Path, timeout: float, interval: float = 0.5,
+         ask_every: float = 10.0) -> Status:
+    """Block until the job ended: its status marker is polled every `interval` s, the backend asked every
+    `ask_every` s (a job that died without a marker).  Past `timeout` the job is cancelled: TIMEOUT."""
+    end = time.monotonic() + timeout
+    asked = time.monotonic()
+    while True:
+        mark = read_marker(attempt_dir)
+        if mark is not None:
+            return mark
+        if time.monotonic() > end:
+            backend.cancel(backend_id)
+            return Status("TIMEOUT", f"did not finish within {timeout:.0f} s (cancelled)")
+        if time.monotonic() - asked > ask_every:
+            asked = time.monotonic()
+            st = backend.poll({backend_id: attempt_dir}).get(backend_id)
+            if st is not None and st.state in TERMINAL and read_marker(attempt_dir) is None:
+                return st
+        time.sleep(interval)
+
+
 def launcher(job: JobSpec, in_slurm: bool) -> str:
-    m = job.module
-    cmd = m.mpirun or ("mpirun" if m.name else f"mpirun.{m.mpi}")
-    np = job.nodes * job.ppn
-    if m.mpi == "openmpi":
-        extra = f"--map-by ppr:{job.ppn}:node" if job.nodes > 1 else ""
-        if not in_slurm:
-            extra += " --oversubscribe"
-    elif m.mpi == "mpich":
-        extra = f"-ppn {job.ppn}" if job.nodes > 1 else ""
-    else:
-        extra = ""
-    return f"{cmd} -np {np} {extra}".strip()
+    """The launch command of the job's ranks (the module's MPI family decides: scheduler/launchers/)."""
+    return launchers.command(job.module, job.nodes, job.ppn, in_slurm)
 
 
 def job_env(job: JobSpec, in_slurm: bool) -> dict[str, str]:
     # pgmpi-bench measures the layout the launcher made and refuses to measure under another one
     env: dict[str, str] = {"PGMPI_EXPECT_LAYOUT": f"{job.nodes}x{job.ppn}"}
-    if job.module.mpi == "openmpi":
-        if os.geteuid() == 0:
-            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        # Open MPI's progress mode is part of what a campaign measures: with yield_when_idle the mock-ups
-        # of this machine won 1.2-1.4x where the busy-polling default that users' mpirun gets lost them
-        # 0.82-0.90x (docs/verdicts-evidence.md, section 4). So only where ranks would outnumber the cores:
-        # inside Slurm (it advertises more CPUs than cores here; busy-polling would starve) or a local job
-        # with more ranks per node than this machine has cores.
-        if in_slurm or job.ppn > (os.cpu_count() or 1):
-            env["OMPI_MCA_mpi_yield_when_idle"] = "1"
-        if not in_slurm:
-            env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    env.update(launchers.environment(job.module, job.nodes, job.ppn, in_slurm))
     env.update(job.module.env)
     env.update(job.env)
     return env
 
 
 def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: bool,
-                  sbatch_lines: list[str] | None = None) -> str:
+                  directives: list[str] | None = None) -> str:
     m = job.module
     mod = []
     if m.name:
@@ -102,10 +173,12 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
         q = shlex.quote(m.name)
         mod.append(f"module load {q} || fail {shlex.quote('module load ' + m.name + ' failed')}")
         mod.append(f"module is-loaded {q} || fail {shlex.quote('module ' + m.name + ' is not loaded (unknown module?)')}")
-    env = [f"export {k}={shlex.quote(v)}" for k, v in job_env(job, in_slurm).items()]
+    env = launchers.setup_lines(m)          # the library's own environment when no module sets it
+    env += [f"export {k}={shlex.quote(v)}" for k, v in job_env(job, in_slurm).items()]
     launches = []
-    if any("native:" in a for ln in job.launches for a in ln.argv if a.startswith("--algorithms=")) \
-            or any(ln.role == "search" for ln in job.launches):
+    if job.kind == "measure" and (
+            any("native:" in a for ln in job.launches for a in ln.argv if a.startswith("--algorithms="))
+            or any(ln.role == "search" for ln in job.launches)):
         # the library's own algorithms, as this module's library offers them (recorded with the campaign)
         launches.append(f"{launcher(job, in_slurm)} {shlex.quote(str(bench))} --list-native >native-algorithms.txt "
                         "2>native-algorithms.log || fail 'pgmpi-bench --list-native failed (native-algorithms.log)'")
@@ -120,12 +193,13 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
             continue
         program = bench.parent / ln.program if ln.program else bench   # pgmpi-dtbench: pgmpi-bench's sibling
         line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(program))} {shlex.join(ln.argv)}"
-        if ln.env:
-            exports = "; ".join(f"export {k}={shlex.quote(v)}" for k, v in ln.env.items())
-            line = f"({exports}; {line}) || exit 1"
+        if ln.env or ln.unset:
+            sets = ([f"unset {' '.join(ln.unset)}"] if ln.unset else []) \
+                + [f"export {k}={shlex.quote(v)}" for k, v in ln.env.items()]
+            line = f"({'; '.join(sets)}; {line}) || exit 1"
         launches.append(line)
     return Template(TEMPLATE.read_text()).substitute(
-        sbatch_lines="\n".join(sbatch_lines or []),
+        directives="\n".join(directives or []),
         job_name=name,
         outdir=shlex.quote(str(outdir)),
         module_lines="\n".join(mod),
@@ -179,11 +253,4 @@ def collect_pairs(attempt_dir: Path, job: JobSpec) -> list[tuple]:
     return files
 
 
-def get_backend(name: str, **kw) -> Backend:
-    if name == "slurm":
-        from .slurm import SlurmBackend
-        return SlurmBackend(**kw)
-    if name == "local":
-        from .local import LocalBackend
-        return LocalBackend(**kw)
-    raise ValueError(f"unknown backend {name!r}; valid: slurm, local")
+_load()

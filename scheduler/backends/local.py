@@ -13,9 +13,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import Backend, Status, read_marker, render_script
-from ..planner import JobSpec
+from . import Backend, Status, read_marker, register
+
+if TYPE_CHECKING:
+    from ..planner import JobSpec
 
 
 def _alive(pid: int, script: Path) -> bool:
@@ -32,31 +35,20 @@ def _alive(pid: int, script: Path) -> bool:
         return False
 
 
+@register
 class LocalBackend(Backend):
     name = "local"
     in_slurm = False
 
     def __init__(self, env=None, lock: str | None = None, **_):
-        self.env = dict(env or os.environ)
+        super().__init__(env)
         self._procs: dict[str, subprocess.Popen] = {}
         # One local job at a time on this machine: concurrent jobs on a few cores disturb each other's
         # timings (a busy-polling MPICH job makes an Open MPI job's collectives 100x slower).
         self.lock = lock or os.environ.get("PGMPI_LOCAL_LOCK") or os.path.join(
             tempfile.gettempdir(), "pgmpi-local-backend.lock")
 
-    def write_script(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path) -> Path:
-        attempt_dir.mkdir(parents=True, exist_ok=True)
-        script = attempt_dir / "job.sh"
-        tmp = script.with_suffix(".tmp")
-        tmp.write_text(render_script(job, attempt_dir, name, bench, False))
-        tmp.chmod(0o755)
-        os.replace(tmp, script)
-        return script
-
-    def submit(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path | None = None) -> str:
-        script = attempt_dir / "job.sh"
-        if bench is not None or not script.exists():
-            script = self.write_script(job, attempt_dir, name, bench)
+    def start(self, script: Path, job: JobSpec, attempt_dir: Path) -> str:
         for f in ("status", "exitcode", "pid"):
             (attempt_dir / f).unlink(missing_ok=True)
         log = open(attempt_dir / "local.out", "ab")

@@ -12,9 +12,12 @@ import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import Backend, BackendUnavailable, Status, read_marker, render_script
-from ..planner import JobSpec
+from . import Backend, BackendUnavailable, Status, read_marker, register
+
+if TYPE_CHECKING:
+    from ..planner import JobSpec
 
 _FIELD = re.compile(r"(\w+)=(\S*)")
 _UNREACHABLE = ("Unable to contact slurm controller", "Socket timed out", "Connection refused",
@@ -36,6 +39,7 @@ def _ts(v: str | None) -> float | None:
         return None
 
 
+@register
 class SlurmBackend(Backend):
     name = "slurm"
     in_slurm = True
@@ -45,11 +49,13 @@ class SlurmBackend(Backend):
         self.partition, self.account, self.qos, self.constraints = partition, account, qos, constraints
         self.extra = list(extra)
         self.exclusive = exclusive
-        self.env = dict(env or os.environ)
+        super().__init__(env)
         self.timeout = timeout
 
     @classmethod
     def from_campaign(cls, c, env=None):
+        if c is None:
+            return cls(env=env)
         s = c.slurm
         return cls(s.partition, s.account, s.qos, s.constraints, s.extra, env=env, exclusive=s.exclusive)
 
@@ -66,7 +72,7 @@ class SlurmBackend(Backend):
             raise RuntimeError(f"{' '.join(argv[:2])} failed ({res.returncode}): {res.stderr.strip()}")
         return res
 
-    def sbatch_lines(self, job: JobSpec, outdir: Path, name: str) -> list[str]:
+    def directives(self, job: JobSpec, outdir: Path, name: str) -> list[str]:
         w = job.walltime_seconds
         lines = [f"#SBATCH --job-name={name}", f"#SBATCH --nodes={job.nodes}",
                  f"#SBATCH --ntasks-per-node={job.ppn}",
@@ -81,20 +87,7 @@ class SlurmBackend(Backend):
         lines += [f"#SBATCH {x}" for x in self.extra]
         return lines
 
-    def write_script(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path) -> Path:
-        attempt_dir.mkdir(parents=True, exist_ok=True)
-        script = attempt_dir / "job.sh"
-        text = render_script(job, attempt_dir, name, bench, True, self.sbatch_lines(job, attempt_dir, name))
-        tmp = script.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        os.replace(tmp, script)
-        return script
-
-    def submit(self, job: JobSpec, attempt_dir: Path, name: str, bench: Path | None = None) -> str:
-        script = attempt_dir / "job.sh"
-        if bench is not None or not script.exists():
-            script = self.write_script(job, attempt_dir, name, bench)
+    def start(self, script: Path, job: JobSpec, attempt_dir: Path) -> str:
         res = self._run(["sbatch", "--parsable", str(script)])
         return res.stdout.strip().split(";")[0]
 

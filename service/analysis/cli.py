@@ -32,10 +32,30 @@ def _load(files):
     return rs
 
 
+class _OldNamesHidden(click.Option):
+    """An option whose first name is the one --help shows; the others are older names still accepted."""
+
+    def get_help_record(self, ctx):
+        opts, self.opts = self.opts, self.opts[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = opts
+
+
+def min_gain_option(default: float, help_: str, upper: float = 10):
+    """The one name of the minimum gain in every command (`--min-gain`, a fraction: 0.05 = 5 %); `--gain` and
+    `--min-effect`, the older names, are still accepted."""
+    return click.option("--min-gain", "--gain", "--min-effect", "min_gain", cls=_OldNamesHidden,
+                        type=click.FloatRange(0, upper, max_open=upper == 1), default=default, show_default=True,
+                        help=help_)
+
+
 def _common(f):
     f = click.option("--split-tolerance", type=click.FloatRange(0, 10), default=0.05, show_default=True,
                      help="relative tolerance of the split-robustness guideline")(f)
-    f = click.option("--fdr", is_flag=True, help="Benjamini-Hochberg across all tests (alpha = FDR target)")(f)
+    f = click.option("--fdr/--no-fdr", default=True, show_default=True,
+                     help="Benjamini-Hochberg across all tests (alpha = FDR target), as the service analyses")(f)
     f = click.option("--test", "test", type=click.Choice(TESTS), default=DEFAULT_TEST, show_default=True,
                      help="paired_t/wilcoxon: paired per mpirun (default); mannwhitney/welch/ks: unpaired")(f)
     f = click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
@@ -110,15 +130,14 @@ def quality_cmd(files, alpha, test, fdr, split_tolerance, fmt):
 @analyze.command("profile")
 @_common
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="output directory")
-@click.option("--gain", type=click.FloatRange(0, 1, max_open=True), default=0.10, show_default=True,
-              help="minimum relative gain of the mock-up over the default")
+@min_gain_option(0.10, "minimum relative gain of the mock-up over the default", upper=1)
 @click.option("--memory-budget", type=click.IntRange(0), default=None,
               help="bytes of extra message memory per process a mock-up may use [default: the pool the runs report]")
 @click.option("--int-budget", type=click.IntRange(0), default=None, help="bytes of the int pool (counts/displs)")
 @click.option("--cautious", is_flag=True, help="ignore violations that carry a barrier warning")
 @click.option("--campaign", default=None, help="campaign id written as provenance")
 @click.option("--check/--no-check", default=True, show_default=True, help="validate with pgmpitune-check")
-def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, gain, memory_budget, int_budget, cautious,
+def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, min_gain, memory_budget, int_budget, cautious,
                 campaign, check):
     """Generate .prf profiles (lib/docs/profile-format.md) from significant, large-enough pattern violations."""
     from .guidelines import analyze as run
@@ -128,7 +147,7 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, gain, memory_
     if campaign is None:
         camps = {r.campaign for r in rs.runs if r.campaign}
         campaign = camps.pop() if len(camps) == 1 else None
-    profs = generate_profiles(a, gain=gain, msg_budget=memory_budget, int_budget=int_budget, cautious=cautious,
+    profs = generate_profiles(a, gain=min_gain, msg_budget=memory_budget, int_budget=int_budget, cautious=cautious,
                               campaign=campaign)
     paths = write_profiles(profs, out_dir)
     for p, path in zip(profs, paths):
@@ -151,19 +170,20 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, gain, memory_
 @analyze.command("datatypes")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
-@click.option("--fdr", is_flag=True, help="Benjamini-Hochberg across all comparisons (alpha = FDR target)")
-@click.option("--min-effect", type=click.FloatRange(0, 10), default=0.10, show_default=True,
-              help="a violation needs slower / faster > 1 + this")
+@click.option("--fdr/--no-fdr", default=True, show_default=True,
+              help="Benjamini-Hochberg across all comparisons (alpha = FDR target), as the service analyses")
+@min_gain_option(0.10, "a violation needs slower / faster > 1 + this")
 @click.option("--test", "test", type=click.Choice(["paired_t", "wilcoxon"]), default=DEFAULT_TEST, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--detail", type=click.Choice(["violated", "all", "none"]), default="violated", show_default=True,
               help="which single verdicts to list under the summary (table format)")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="also write the heatmaps and per-layout details to this HTML file (self-contained)")
-def datatypes_cmd(files, alpha, fdr, min_effect, test, fmt, detail, html_out):
+def datatypes_cmd(files, alpha, fdr, min_gain, test, fmt, detail, html_out):
     """GL1-GL4 verdicts of the derived-datatype guidelines on pgmpi-dtbench results (service/analysis/datatypes.py)."""
     from .datatypes import dt_verdicts, summary
     rs = _load(files)
+    min_effect = min_gain
     vs = dt_verdicts(rs, alpha=alpha, fdr=fdr, min_effect=min_effect, test=test)
     if not vs:
         raise click.ClickException("no pgmpi-dtbench cases (#@pgmpi dtcase lines) with two descriptions in the given files")
@@ -215,17 +235,36 @@ def datatypes_cmd(files, alpha, fdr, min_effect, test, fmt, detail, html_out):
 
 
 
+def _collective(ctx, param, value):
+    from pgmpi_formats.words import collective_key
+    try:
+        return collective_key(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _bytes(ctx, param, value):
+    from pgmpi_formats.words import parse_bytes
+    try:
+        n = parse_bytes(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if n < 1:
+        raise click.BadParameter("a size is at least 1 byte")
+    return n
+
+
 @click.command("explain")
 @click.argument("machine")
 @click.argument("library")
-@click.argument("collective")
-@click.argument("size", type=click.IntRange(1))
+@click.argument("collective", callback=_collective)
+@click.argument("size", callback=_bytes)
 @click.argument("p", type=click.IntRange(1))
 @click.option("--campaign", default=None, help="only the runs of this campaign (default: every stored run)")
 @click.option("--profile-root", default=None, help="site profile root to check what is published "
               "(default: profile_root of the site file, else /opt/pgmpi-site/profiles)")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
-@click.option("--min-gain", type=click.FloatRange(0, 10), default=0.05, show_default=True)
+@min_gain_option(0.05, "minimum relative gain of a choice over the default")
 @click.option("--database-url", envvar="DATABASE_URL", default=None,
               help="SQLAlchemy URL (default: $DATABASE_URL, else the embedded SQLite file)")
 def explain_cmd(machine, library, collective, size, p, campaign, profile_root, alpha, min_gain, database_url):
@@ -250,7 +289,7 @@ def explain_cmd(machine, library, collective, size, p, campaign, profile_root, a
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="folder to write into")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
-@click.option("--min-gain", type=click.FloatRange(0, 10), default=0.05, show_default=True)
+@min_gain_option(0.05, "minimum relative gain of a choice over the default")
 @click.option("--validation", "verdicts", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="verdict.json of a validation job of an earlier file (`pgmpi agent native-validate`): the "
                    "choices it failed are refused, so the file is written without them (validate it again)")

@@ -8,6 +8,9 @@
 
 absolute: median (of the per-mpirun medians) and mean of every (collective, size, algorithm).
 relative: median of the default / median of the algorithm (> 1: the algorithm is faster; the default is 1).
+Every verdict view carries the effect (geometric mean over mpiruns of the per-mpirun ratio) with its 95 %
+interval (stats.ratio_ci) and the reporting fields (reporting.py: sync method, mpiruns, measurements per
+mpirun, NREP policy, statistic, exclusions).
 violation: like absolute plus the test statistic, p-value and the verdict for each mock-up; an asterisk after
            the mock-up marks a barrier warning (MPI_Barrier at that size takes at least as long).
 detailed: one row per mock-up and size with default and mock-up mean/median side by side, slowdown
@@ -50,6 +53,34 @@ def _cfg_vals(a: Analysis, c: int):
     cf = a.configs[c]
     lib = f"{cf.library}-{cf.version}" if cf.version else cf.library
     return [cf.machine, lib, cf.nprocs, cf.nodes, cf.ppn]
+
+
+def _rep_cols():
+    """The reporting fields every exported figure carries (reporting.py)."""
+    return [Column("sync"), Column("mpiruns", "int"), Column("meas_per_mpirun"), Column("nrep_policy"),
+            Column("statistic"), Column("excluded")]
+
+
+def _rep_vals(a: Analysis, c: int):
+    r = a.reporting.get(c)
+    if not r:
+        return [None] * 6
+    rp, ex = r["repetitions"], r["exclusions"]
+    per = (str(rp["per_mpirun_min"]) if rp["per_mpirun_min"] == rp["per_mpirun_max"]
+           else f"{rp['per_mpirun_min']}-{rp['per_mpirun_max']}")
+    return [r["sync"], r["mpiruns"], per, rp["nrep_policy"], "median per mpirun; geometric mean of paired ratios",
+            f"{ex['results_check_failures']} results-check failures; {ex['cells_in_one_mpirun']} cells in one mpirun"]
+
+
+def _ci_cols():
+    return [Column("effect", "ratio"), Column("ci95_low", "ratio"), Column("ci95_high", "ratio"),
+            Column("ci_mpiruns", "int")]
+
+
+def _ci_vals(v):
+    if v is None:
+        return [None] * 4
+    return [v.effect, v.ci_low, v.ci_high, v.ci_mpiruns]
 
 
 def _cells_rows(a: Analysis):
@@ -113,7 +144,8 @@ def _v_violation(a: Analysis) -> View:
     pv = _pattern(a)
     cols = _cfg_cols() + [Column("collective"), Column("mockup"), Column("msize", "bytes"), Column("nrep", "int"),
                           Column("mean", "time"), Column("median", "time"), Column("statistic", "stat"),
-                          Column("p_value", "p"), Column("p_adjusted", "p"), Column("vio", "bool")]
+                          Column("p_value", "p"), Column("p_adjusted", "p"), Column("vio", "bool")] + _ci_cols() \
+        + _rep_cols()
     rows = []
     for i in _cells_rows(a):
         c, coll, ms = int(cells.cfg[i]), int(cells.coll[i]), int(cells.msize[i])
@@ -126,7 +158,8 @@ def _v_violation(a: Analysis) -> View:
         label = alg + ("*" if warn else "")
         rows.append(_cfg_vals(a, c) + [name, label, ms, int(cells.nmeas[i]), float(cells.mean[i]),
                                        float(cells.median[i]), v.statistic if v else None, v.p_value if v else None,
-                                       v.p_adjusted if v else None, (v.violated if v else None)])
+                                       v.p_adjusted if v else None, (v.violated if v else None)]
+                    + _ci_vals(v) + _rep_vals(a, c))
     return View("violation", cols, rows)
 
 
@@ -135,10 +168,10 @@ def _v_detailed(a: Analysis) -> View:
                           Column("def_mean", "time"), Column("def_med", "time"), Column("alt_mean", "time"),
                           Column("alt_med", "time"), Column("statistic", "stat"), Column("p_value", "p"),
                           Column("p_adjusted", "p"), Column("vio", "bool"), Column("slowdown", "ratio"),
-                          Column("barrier_warning", "bool"), Column("barrier_med", "time")]
+                          Column("barrier_warning", "bool"), Column("barrier_med", "time")] + _ci_cols() + _rep_cols()
     rows = [_cfg_vals(a, v.cfg) + [v.mpi_name, v.algorithm, v.msize, v.nmeas_other, v.default_mean, v.default_median,
                                    v.other_mean, v.other_median, v.statistic, v.p_value, v.p_adjusted, v.violated,
-                                   v.slowdown, v.barrier_warning, v.barrier_median]
+                                   v.slowdown, v.barrier_warning, v.barrier_median] + _ci_vals(v) + _rep_vals(a, v.cfg)
             for v in a.verdicts if v.kind == "pattern"]
     return View("detailed", cols, rows)
 
@@ -158,13 +191,13 @@ def _grouped_entries(a: Analysis):
 def _v_grouped(a: Analysis) -> View:
     cols = _cfg_cols() + [Column("collective"), Column("msize", "bytes"), Column("nrep", "int"),
                           Column("def_med", "time"), Column("slowdown", "ratio"), Column("mockup"),
-                          Column("alt_med", "time")]
+                          Column("alt_med", "time")] + _ci_cols() + _rep_cols()
     rows = []
     for c, name, ms, v0, best in _grouped_entries(a):
         rows.append(_cfg_vals(a, c) + [name, ms, v0.nmeas_default, v0.default_median,
                                        best.slowdown if best else None,
                                        (best.algorithm + ("*" if best.barrier_warning else "")) if best else None,
-                                       best.other_median if best else None])
+                                       best.other_median if best else None] + _ci_vals(best) + _rep_vals(a, c))
     return View("grouped", cols, rows)
 
 
@@ -172,7 +205,7 @@ def _v_guidelines(a: Analysis) -> View:
     cols = _cfg_cols() + [Column("kind"), Column("collective"), Column("msize", "bytes"),
                           Column("compared_with"), Column("median", "time"), Column("other_median", "time"),
                           Column("slowdown", "ratio"), Column("p_value", "p"), Column("p_adjusted", "p"),
-                          Column("barrier_warning", "bool")]
+                          Column("barrier_warning", "bool")] + _ci_cols() + _rep_cols()
     rows = []
     for v in a.violations():
         if v.kind == "pattern":
@@ -182,7 +215,8 @@ def _v_guidelines(a: Analysis) -> View:
         else:
             other = f"{v.k} x msize {v.ref_msize}"
         rows.append(_cfg_vals(a, v.cfg) + [v.kind, v.mpi_name, v.msize, other, v.default_median, v.other_median,
-                                           v.slowdown, v.p_value, v.p_adjusted, v.barrier_warning])
+                                           v.slowdown, v.p_value, v.p_adjusted, v.barrier_warning]
+                    + _ci_vals(v) + _rep_vals(a, v.cfg))
     return View("guidelines", cols, rows)
 
 

@@ -17,6 +17,7 @@ import re
 
 from sqlalchemy import select
 
+from pgmpi_formats import arms
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 
 from .native_decision import Run as RunMedians, decide, explain_lines
@@ -45,7 +46,7 @@ def _cells(session, lib_ids, p, campaign_id):
         .where(Series.run_id.in_(list(names))) if names else None
     for rid, call, msize, alg, med in (session.execute(q) if q is not None else ()):
         c = by_mpi_name(call)
-        if c is None or call == "MPI_Barrier":
+        if c is None or call == "MPI_Barrier" or alg == arms.TUNED:   # the validation arm is no candidate
             continue
         per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digests[rid]))[alg] = med
     return {k: list(v.values()) for k, v in per_run.items()}, per_run, names

@@ -31,8 +31,9 @@ import numpy as np
 from pgmpi_formats import collectives as _colls
 from pgmpi_formats.results import BARRIER, ResultSet
 from .stats import (DEFAULT_TEST, PAIRED_TESTS, TESTS, Cells, bh_adjust, build_cells, paired_log_ratios,
-                    pvalues_greater, pvalues_paired_greater)
+                    pvalues_greater, pvalues_paired_greater, ratio_ci)
 from . import verdicts as _vd
+from .reporting import reporting as _reporting
 
 KINDS = ("pattern", "monotony", "split")
 
@@ -69,6 +70,12 @@ class Verdict:
     regime: dict | None = None        # verdicts.run_regimes: how the mpiruns split (faster / even / slower)
     defect: str | None = None         # the mock-up failed pgmpi-bench's results check here
     control: bool = False             # the verdict compares the default with its own control arm
+    # effect size with its 95 % interval over the mpiruns (stats.ratio_ci: geometric mean of run_ratios, t on
+    # their logs); None without a common mpirun (ci_low/ci_high: None with fewer than two)
+    effect: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_mpiruns: int = 0
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -91,6 +98,7 @@ class Analysis:
     datatype_bytes: dict[int, int] = field(default_factory=dict)            # cfg -> bytes of #@datatype
     control: _vd.ControlSummary = field(default_factory=_vd.ControlSummary)
     defects: dict[tuple[int, str, int, str], str] = field(default_factory=dict)
+    reporting: dict[int, dict] = field(default_factory=dict)   # cfg -> reporting.reporting: stated with figures
 
     @property
     def configs(self):
@@ -117,6 +125,7 @@ class Analysis:
                 "configs": [asdict(c) | {"label": c.label} for c in self.configs],
                 "counts": self.counts(), "verdicts": [v.to_dict() for v in self.verdicts],
                 "control": self.control.to_dict(),
+                "reporting": {str(c): r for c, r in self.reporting.items()},
                 "defects": [{"cfg": c, "call": call, "msize": ms, "algorithm": alg, "why": why}
                             for (c, call, ms, alg), why in sorted(self.defects.items())]}
 
@@ -263,13 +272,16 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = DEFAULT_TEST
             v.defect = defects.get((v.cfg, v.mpi_name, v.msize, v.algorithm))
     return Analysis(cells=cells, verdicts=verdicts, alpha=alpha, test=test, fdr=fdr,
                     split_tolerance=split_tolerance, barrier=barrier, memory_config=mem_cfg,
-                    datatype_bytes=dt_bytes, control=control, defects=defects)
+                    datatype_bytes=dt_bytes, control=control, defects=defects,
+                    reporting=_reporting(rs if isinstance(rs, ResultSet) else None, cells, defects))
 
 
 def _set_paired(v: Verdict, d: np.ndarray) -> None:
     if d.size:
         v.run_ratios = [float(r) for r in np.exp(d)]
         v.paired_ratio = float(np.exp(np.median(d)))
+        ci = ratio_ci(d)
+        v.effect, v.ci_low, v.ci_high, v.ci_mpiruns = ci.effect, ci.low, ci.high, ci.mpiruns
 
 
 def _split_ratio(cells: Cells, cj: int, ci: int, k: int, paired: bool) -> float:

@@ -12,7 +12,8 @@ verdicts.py, regimes.py), written as the library's own decision file *or* a `.pr
 A candidate wins only when (1) the one-sided paired t-test of log(default / candidate) over the mpiruns that
 measured both is significant at alpha, (2) its paired ratio beats the default by more than both min_gain and
 the campaign's null spread (the control arm: default / default_control per mpirun, 95th percentile of |r - 1|),
-(3) no mpirun regime of it loses by more than that tolerance (regimes.split_regimes), and (4) it passed
+(3) no mpirun regime of it loses by more than that tolerance (regimes.split_regimes), (4) the lower bound of
+its 95 % interval over mpiruns (stats.ratio_ci) beats that threshold too, and (5) it passed
 pgmpi-bench's results check (a failed variant has no rows: it is no candidate).  The fastest winner by paired
 ratio is the choice; otherwise the default.
 
@@ -39,7 +40,7 @@ from pgmpi_formats.collectives import KEYS
 from pgmpi_formats.native import parse_label
 
 from .regimes import split_regimes
-from .stats import pvalues_paired_greater
+from .stats import pvalues_paired_greater, ratio_ci
 from .verdicts import CONTROL, QUANTILE, RUN_LOSS_FLOOR
 
 
@@ -70,6 +71,8 @@ class CellDecision:
 
 
 def kind_of(label: str) -> str:
+    """default (the control arm too), native or mockup; the validation arm `tuned` is measured with a profile
+    loaded and never reaches a cell (pgmpi_formats.arms; the readers of cells leave it out)."""
     if label in ("default", CONTROL):
         return "default"
     return "native" if parse_label(label) else "mockup"
@@ -102,10 +105,9 @@ def _candidate(label: str, runs: list[dict]) -> Candidate:
         d = np.log(np.array(c.run_ratios))
         p, _ = pvalues_paired_greater([d])
         c.p_value = None if math.isnan(p[0]) else float(p[0])
-        if len(d) >= 2:
-            from scipy import stats as st
-            half = st.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
-            c.ci = (float(math.exp(d.mean() - half)), float(math.exp(d.mean() + half)))
+        ci = ratio_ci(d)            # the analysis' one interval method (stats.ratio_ci)
+        if ci.low is not None:
+            c.ci = (ci.low, ci.high)
     return c
 
 
@@ -164,6 +166,12 @@ def _judge(c: Candidate, alpha: float, res: Result, why_refused: str | None = No
         c.regimes = rg.line()
         if rg.losing(res.tolerance):
             c.refused = f"loses in some mpiruns ({rg.line()})"
+        elif c.ci is None or c.ci[0] - 1 <= res.threshold:
+            # the gain the 95 % interval guarantees, not only the point estimate's
+            c.refused = (f"gain at the 95 % interval's lower bound "
+                         f"{100 * (c.ci[0] - 1) if c.ci else float('nan'):.1f} % <= {100 * res.threshold:.1f} % "
+                         f"(CI {c.ci[0]:.3f}-{c.ci[1]:.3f}x over {len(c.run_ratios)} mpiruns)" if c.ci else
+                         "no 95 % interval (fewer than two mpiruns)")
     if not c.regimes and c.run_ratios:
         c.regimes = split_regimes(c.run_ratios, res.tolerance).line()
 
@@ -310,7 +318,8 @@ def runs_from_files(files) -> dict:
             if c is None:
                 continue
             cells.setdefault((c.key, m, p), []).append(
-                Run({a: statistics.median(xs) for a, xs in algs.items()}, run.header.get("native_file_fnv1a64")))
+                Run({a: statistics.median(xs) for a, xs in algs.items() if a != TUNED},   # no validation arm
+                    run.header.get("native_file_fnv1a64")))
     return cells
 
 

@@ -8,7 +8,7 @@ Decision per (config, collective, measured size): the winner is the mock-up with
 that (1) violate the pattern guideline (significantly faster than the default at the analysis' alpha, after BH
 when fdr was on; with cautious=True violations carrying a barrier warning are not used), (2) are at least
 `gain` faster: median(mock-up) <= (1 - gain) * median(default), and (3) fit the memory budget per process
-(memory.extra_bytes against the message / int pool). Otherwise the default wins.
+(memory.MemoryModel, the library's own figures, against the message / int pool). Otherwise the default wins.
 
 Ranges: consecutive measured sizes with the same winning mock-up merge into one inclusive range
 [first measured size, last measured size], which also covers every unmeasured size between them (both
@@ -53,6 +53,11 @@ class Decision:
     default_median: float
     winner_median: float
     reason: str                # why (not) switched
+    # the winner's effect over the default with its 95 % interval over mpiruns (stats.ratio_ci); None: default
+    effect: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_mpiruns: int = 0
 
 
 @dataclass
@@ -73,11 +78,20 @@ class Profile:
     def filename(self) -> str:
         return profile_filename(self.collective, self.nprocs, self.layout)
 
+    def _range_ci(self, first: int, last: int, mockup: str) -> dict:
+        """The weakest evidence of a range: the smallest effect and lower bound over its measured sizes."""
+        ds = [d for d in self.decisions if first <= d.msize <= last and d.winner == mockup and d.effect]
+        if not ds:
+            return {"effect_min": None, "ci95_low_min": None, "ci_mpiruns_min": None}
+        lows = [d.ci_low for d in ds if d.ci_low is not None]
+        return {"effect_min": min(d.effect for d in ds), "ci95_low_min": min(lows) if lows else None,
+                "ci_mpiruns_min": min(d.ci_mpiruns for d in ds)}
+
     def to_dict(self) -> dict:
         return {"machine": self.machine, "library": self.library, "version": self.version, "nprocs": self.nprocs,
                 "layout": self.layout,
                 "collective": self.collective, "mpi_name": self.mpi_name, "filename": self.filename,
-                "ranges": [{"first": a, "last": b, "mockup": m} for a, b, m in self.ranges],
+                "ranges": [{"first": a, "last": b, "mockup": m, **self._range_ci(a, b, m)} for a, b, m in self.ranges],
                 "decisions": [d.__dict__ for d in self.decisions], "text": self.text}
 
 
@@ -177,10 +191,13 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
             else:
                 r = best.paired_ratio or d0 / best.other_median
                 reg = best.regime or {}
+                ci = (f"; {best.effect:.3g}x, 95 % CI {best.ci_low:.3g}-{best.ci_high:.3g}x over "
+                      f"{best.ci_mpiruns} mpiruns" if best.ci_low is not None else "")
                 decisions.append(Decision(s, best.algorithm, d0, best.other_median,
-                                          f"{r:.2f}x faster (paired), p={best.p_value:.3g}"
+                                          f"{r:.2f}x faster (paired), p={best.p_value:.3g}{ci}"
                                           + (f", worst mpirun {reg['worst']:.2f}x" if reg else "")
-                                          + (f", {reg['line']}" if reg.get("line") else "")))
+                                          + (f", {reg['line']}" if reg.get("line") else ""),
+                                          best.effect, best.ci_low, best.ci_high, best.ci_mpiruns))
         ranges: list[tuple[int, int, str]] = []
         for d in decisions:
             if d.winner == "default":
@@ -218,7 +235,7 @@ def _adjacent(decisions: list[Decision], prev: int, cur: int) -> bool:
 
 
 def render(prof: Profile, a: Analysis, gain: float, mb: int, ib: int, campaign: str | None, created: str,
-           mem_source: str = "table1") -> str:
+           mem_source: str = "library") -> str:
     """The .prf text (pgmpi_formats.prf writes it within PGMPITuneLib's reader's limits)."""
     test = a.test + (" + BH" if a.fdr else "")
     med = {d.msize: d for d in prof.decisions}

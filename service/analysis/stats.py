@@ -19,9 +19,19 @@ sample of a comparison is d_r = log(median_r(x) / median_r(y)) over the mpiruns 
 
     d, runs = paired_log_ratios(cells, x, y)           # per-mpirun log(x / y) over the mpiruns both measured
     pvalues_paired_greater(ds, test="paired_t")        # H1: x slower than y (d > 0), per list entry
+    ci = ratio_ci(d)                                   # effect size with its 95 % interval over the mpiruns
+
+Intervals (ratio_ci, the one method of the analysis, README.md "Intervals"): the effect of a comparison is the
+geometric mean over mpiruns of the per-mpirun ratio, exp(mean d), and its 95 % confidence interval is Student's
+t interval on the mean of d, exp(mean d +- t_{n-1, 0.975} s_d / sqrt(n)) (scipy.stats.t), n = the mpiruns
+that measured both cells. One mpirun gives no interval (None); identical ratios in every mpirun give the
+point itself. The mpirun is the unit, as in the tests: the measurements inside one mpirun are not independent
+draws of what the next launch will show.
 """
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -227,7 +237,9 @@ def pvalues_paired_greater(ds: list[np.ndarray], test: str = DEFAULT_TEST) -> tu
             groups.setdefault(len(ds[i]), []).append(i)
     for n, idx in groups.items():
         D = np.stack([ds[i] for i in idx])
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            # identical values (flat below) make scipy warn about precision; their p is set below
+            warnings.simplefilter("ignore", RuntimeWarning)
             if test == "paired_t":
                 r = _st.ttest_1samp(D, 0.0, alternative="greater", axis=1)
             else:
@@ -239,6 +251,52 @@ def pvalues_paired_greater(ds: list[np.ndarray], test: str = DEFAULT_TEST) -> tu
         p[idx] = pv
         stat[idx] = sv
     return p, stat
+
+
+CI_LEVEL = 0.95
+CI_METHOD = "t interval on per-mpirun log paired ratios (geometric mean over mpiruns)"
+
+
+@dataclass
+class RatioCI:
+    effect: float | None          # exp(mean d): geometric mean of the per-mpirun ratios
+    low: float | None
+    high: float | None
+    mpiruns: int
+    level: float = CI_LEVEL
+    method: str = CI_METHOD
+
+    def to_dict(self) -> dict:
+        return {"effect": self.effect, "ci_low": self.low, "ci_high": self.high, "ci_mpiruns": self.mpiruns,
+                "ci_level": self.level, "ci_method": self.method}
+
+    def text(self, unit: str = "x") -> str:
+        """'1.42x (95 % CI 1.31-1.55x, 10 mpiruns)'; without an interval '1.42x (1 mpirun, no interval)'."""
+        if self.effect is None:
+            return "no ratio"
+        if self.low is None:
+            return f"{self.effect:.3g}{unit} ({self.mpiruns} mpirun{'s' if self.mpiruns != 1 else ''}, no interval)"
+        return (f"{self.effect:.3g}{unit} ({100 * self.level:.0f} % CI {self.low:.3g}-{self.high:.3g}{unit}, "
+                f"{self.mpiruns} mpiruns)")
+
+
+def ratio_ci(d, level: float = CI_LEVEL) -> RatioCI:
+    """Effect (geometric mean ratio) and its t interval from per-mpirun log ratios d (module doc)."""
+    d = np.asarray([x for x in np.asarray(d, dtype=float).reshape(-1) if np.isfinite(x)])
+    n = int(d.size)
+    if n == 0:
+        return RatioCI(None, None, None, 0, level)
+    m = float(d.mean())
+    if n < 2:
+        return RatioCI(math.exp(m), None, None, n, level)
+    s = float(d.std(ddof=1))
+    half = float(_st.t.ppf(0.5 + level / 2, n - 1)) * s / math.sqrt(n) if s > 0 else 0.0
+    return RatioCI(math.exp(m), math.exp(m - half), math.exp(m + half), n, level)
+
+
+def ratios_ci(ratios, level: float = CI_LEVEL) -> RatioCI:
+    """ratio_ci of per-mpirun ratios (the logs of the positive ones)."""
+    return ratio_ci([math.log(r) for r in (ratios or []) if r is not None and r > 0 and math.isfinite(r)], level)
 
 
 def bh_adjust(p: np.ndarray) -> np.ndarray:

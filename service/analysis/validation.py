@@ -8,7 +8,8 @@
 Measurement (scheduler/validation.py plans it): pgmpi-bench measures `default` and `tuned` interleaved in one
 mpirun (`--algorithms=default,tuned` with PGMPITUNE_PROFILE_DIR set), at every redirected range's ends and
 middle and just outside. Per mpirun the ratio default / tuned of the two medians of that mpirun; a size's
-figure is the median of those ratios over the mpiruns (and the ratios themselves, for the regime check).
+figure is the median of those ratios over the mpiruns (and the ratios themselves, for the regime check), with
+the effect and its 95 % interval over the mpiruns (stats.ratios_ci; none from one mpirun).
 Files from the older layout (default and tuned in separate launches, role "default" / "tuned") still give
 figures, marked paired=False: their ratio carries the whole mpirun-to-mpirun drift.
 
@@ -37,6 +38,7 @@ from pgmpi_formats.prf import format_prf, parse_prf, profile_layout
 from pgmpi_formats.validation import TUNED, figures  # noqa: F401  (figures: the agent's half, re-exported)
 from .profiles import refuse_control
 from .regimes import split_regimes
+from .stats import ratios_ci
 
 TOLERANCE_FLOOR = 0.05     # the control sizes' ratio may miss 1.0 by this much when no null spread is known
 
@@ -65,7 +67,7 @@ def _ratio(f) -> float | None:
 def _fig(f) -> dict:
     rr = _get(f, "run_ratios")
     return {"msize": _get(f, "msize"), "ratio": _ratio(f), "default_time": _get(f, "default_time"),
-            "tuned_time": _get(f, "tuned_time"), "run_ratios": rr,
+            "tuned_time": _get(f, "tuned_time"), "run_ratios": rr, **ratios_ci(rr).to_dict(),
             "regimes": split_regimes(rr).line() if rr else None,
             "paired": bool(_get(f, "paired", False))}
 

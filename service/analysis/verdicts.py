@@ -19,7 +19,8 @@ A campaign whose control is flagged more often than alpha (beyond chance: Contro
 untrustworthy: it yields no candidate profile.
 
 A redirection (README.md, "Paired verdicts") needs a violated pattern verdict (p, or BH-adjusted p, <= alpha)
-and a gain above both the configured minimum (default 10 %) and the campaign's null spread; it must also not
+and a gain above both the configured minimum (default 10 %) at the lower bound of the effect's 95 % interval
+over mpiruns (stats.ratio_ci; no interval from one mpirun, no redirection), and the campaign's null spread; it must also not
 lose in any mpirun by more than the null run spread (a mock-up whose cost switches between regimes from one
 launch to the next is refused even when it wins on average), and it must have passed pgmpi-bench's results
 check. The control label itself is never a redirection.
@@ -179,6 +180,13 @@ def redirect_refusal(v, control: ControlSummary | None, gain: float, defects: di
     if reg["slower"] or reg["losing_regimes"]:
         return (f"{v.algorithm}: slower in {reg['slower']} of {reg['runs']} mpiruns (worst {reg['worst']:.2f}x; "
                 f"{reg['line']}); it must win in every regime measured")
+    # the gain the interval guarantees, not only the point estimate's
+    low = getattr(v, "ci_low", None)
+    if low is None:
+        return f"{v.algorithm}: no 95 % interval (fewer than two mpiruns measured both cells)"
+    if 1 - 1 / low < gain:
+        return (f"{v.algorithm}: gain at the 95 % interval's lower bound {1 - 1 / low:.1%} < {gain:.0%} "
+                f"({v.effect:.3f}x, 95 % CI {low:.3f}-{v.ci_high:.3f}x, {v.ci_mpiruns} mpiruns)")
     return None
 
 

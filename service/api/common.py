@@ -269,7 +269,29 @@ def violation_json(v: Violation) -> dict:
             "mockup_time": v.mockup_time,
             "slowdown": v.slowdown, "p_value": v.p_value, "kind": v.kind, "ref_msize": v.ref_msize,
             "barrier_warning": v.barrier_warning, "status": v.status, "status_why": v.status_why,
-            "nights_confirmed": v.nights_confirmed, "nights_contradicted": v.nights_contradicted}
+            "nights_confirmed": v.nights_confirmed, "nights_contradicted": v.nights_contradicted,
+            "effect": v.effect, "ci95": ([v.ci_low, v.ci_high] if v.ci_low is not None else None),
+            "ci_mpiruns": v.ci_mpiruns, "reporting": _reporting_of(v)}
+
+
+def _figure_ci(details) -> dict:
+    """A validation figure's effect and 95 % interval over the validation's mpiruns (None when not stored)."""
+    d = details if isinstance(details, dict) else {}
+    lo, hi = d.get("ci_low"), d.get("ci_high")
+    ok = all(isinstance(x, (int, float)) for x in (lo, hi))
+    return {"effect": d.get("effect") if isinstance(d.get("effect"), (int, float)) else None,
+            "ci95": [lo, hi] if ok else None, "ci_mpiruns": d.get("ci_mpiruns"),
+            "paired": bool(d.get("paired", False))}
+
+
+def _reporting_of(v: Violation) -> dict | None:
+    """The reporting fields of the violation's config (analysis summary, analysis/reporting.py), by layout and p."""
+    summ = (v.analysis.summary or {}) if v.analysis is not None else {}
+    rep, cfgs = summ.get("reporting") or {}, summ.get("configs") or []
+    for i, c in enumerate(cfgs):
+        if isinstance(c, dict) and c.get("nprocs") == v.nprocs and (c.get("layout") or "") == (v.layout or ""):
+            return rep.get(str(i))
+    return None
 
 
 def version_json(v: ProfileVersion, files: bool = False) -> dict:
@@ -280,8 +302,8 @@ def version_json(v: ProfileVersion, files: bool = False) -> dict:
     if files:
         out["files"] = v.files
         out["figures"] = [{"collective": f.collective, "msize": f.msize, "nprocs": f.nprocs, "layout": f.layout,
-                           "default_time": f.default_time, "tuned_time": f.tuned_time, "speedup": f.speedup}
-                          for f in v.figures]
+                           "default_time": f.default_time, "tuned_time": f.tuned_time, "speedup": f.speedup,
+                           **_figure_ci(f.details)} for f in v.figures]
     return out
 
 

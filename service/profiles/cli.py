@@ -174,10 +174,13 @@ def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, module
 def status_cmd(root, machine, mpi_name, mpi_version, as_json):
     """Show the current version, all versions and the history."""
     from service.profiles import lifecycle
+    r = Path(_root(root))
     try:
-        st = lifecycle.history(Path(_root(root)), machine, mpi_name, mpi_version)
+        st = lifecycle.history(r, machine, mpi_name, mpi_version)
     except pub.PublishError as exc:
         raise click.ClickException(str(exc))
+    if not Path(st["target"]).is_dir():
+        raise click.ClickException(_nothing_there(r, machine, Path(st["target"])))
     if as_json:
         click.echo(json.dumps(st, indent=1, default=str))
         return
@@ -185,6 +188,51 @@ def status_cmd(root, machine, mpi_name, mpi_version, as_json):
     for e in st["history"]:
         click.echo(f"  {e.get('at')} {e.get('actor')}: {e.get('action')} -> {e.get('version')}"
                    f" (was {e.get('previous')}){' FORCED: ' + e.get('reason', '') if e.get('forced') else ''}")
+
+
+def _nothing_there(root: Path, machine: str, target: Path) -> str:
+    """Why a profile set has no directory, and what there is instead: a root that does not exist, a machine
+    with nothing published, or the sets this machine has."""
+    if not root.is_dir():
+        return f"profile root {root} does not exist (--root, or profile_root in {site.site_config_path()})"
+    here = pub.list_targets(root)
+    if not (root / machine).is_dir():
+        known = sorted({m for m, _ in here})
+        return (f"nothing published for machine {machine!r} under {root}; machines with published profiles: "
+                + (", ".join(known) or "none"))
+    sets = [l for m, l in here if m == machine]
+    return (f"nothing published at {target}; sets of {machine}: " + (", ".join(sets) or "none")
+            + " (`pgmpi profile list` shows every set)")
+
+
+@profile.command("list")
+@click.option("--root", help=ROOT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="a JSON list of objects instead of the table")
+@_database
+def list_cmd(root, as_json, database_url):
+    """List the profile sets the database holds (machine, library, directory, versions, the live version) and
+    the sets on disk the database does not know."""
+    from sqlalchemy import select
+    from service.commands import app_context, print_rows
+    from service.profiles import lifecycle
+    from service.store.db import db
+    from service.store.models import ProfileSet
+    r = Path(_root(root))
+    rows, known = [], set()
+    with app_context(database_url):
+        for ps in db.session.scalars(select(ProfileSet).order_by(ProfileSet.id)):
+            st = lifecycle.history_of(ps, r)
+            target = Path(st["target"]) if st.get("target") else None
+            if target is not None:
+                known.add((target.parent.name, target.name))
+            rows.append([ps.id, ps.machine.name, f"{ps.library.name}-{ps.library.version}",
+                         str(target) if target else st.get("error"), len(ps.versions), st.get("current")])
+    for m, l in pub.list_targets(r):
+        if (m, l) not in known:
+            st = pub.status(r, m, *l.rsplit("-", 1)) if "-" in l else {"current": None}
+            rows.append([None, m, l, str(r / m / l), None, st.get("current")])
+    print_rows(["set", "machine", "library", "directory", "versions", "live"], rows, as_json,
+               f"no profile sets in the database and none published under {r}")
 
 
 @profile.command("publish-candidate")

@@ -1,6 +1,6 @@
 """A profile set's life, in one place: candidate (stored by service.store.analyses), validate (the
 agent's figures -> verdict), publish, roll back, history.  The API (service/api/profiles.py), the pages
-(service/dashboards/routes.py) and `pgmpi profile` (service/profiles/cli.py) all call these functions.
+(service/dashboards/profiles/pages.py) and `pgmpi profile` (service/profiles/cli.py) all call these functions.
 
 Each runs inside an app context and commits: the profile root (the file-system work of
 service/profiles/publish.py) and the database change together or not at all (if the database refuses the
@@ -46,6 +46,7 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
     the rest kept, or all or nothing), set the version's state and files (apply_verdict), audit and
     commit.  figures: objects with collective, msize, nprocs, default_time, tuned_time, speedup, n_default,
     n_tuned, run_ratios, paired.  Returns the verdict."""
+    from service.analysis.stats import ratios_ci
     from service.analysis.validation import apply_verdict, summary_line
     verdict = validation_verdict(v, figures, tolerance, all_or_nothing)
     if verdict["state"] == "inconclusive" and v.state == "validated":
@@ -67,6 +68,7 @@ def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor
                              details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": job,
                                       "campaign": campaign, "run_ratios": getattr(f, "run_ratios", None),
                                       "paired": getattr(f, "paired", False), "verdict": verdict["state"],
+                                      **ratios_ci(getattr(f, "run_ratios", None)).to_dict(),
                                       **({"case": f.case, "description": f.description}
                                          if getattr(f, "case", "") else {})})
             for f in figures]
@@ -343,6 +345,15 @@ def fsck(root: Path) -> list[dict]:
             problems.append({"set": ps.id, "directory": str(target), "problem": str(exc)})
             continue
         cur_path = str(target / "versions" / str(cur)) if cur else None
+        elsewhere = [v for v in published if v.published_path and not Path(v.published_path).is_relative_to(root)]
+        if elsewhere and cur_path is None:
+            # not a disagreement of this root: the set was published under another root (make demo's own, a
+            # test's); say which, instead of reporting every version as missing
+            problems.append({"set": ps.id, "directory": str(target), "problem":
+                             f"version {elsewhere[0].number} was published under another profile root "
+                             f"({elsewhere[0].published_path}); check that root with --root (or the "
+                             f"profile_root of the site file)", "other_root": True})
+            continue
         if cur_path is None:
             for v in published:
                 problems.append({"set": ps.id, "directory": str(target), "problem":

@@ -179,15 +179,27 @@ def convert(out: dict) -> dict:
                       "default_time": v["default_median"], "mockup_time": v["other_median"],
                       "slowdown": v["slowdown"], "p_value": v.get("p_adjusted") if v.get("p_adjusted") is not None
                       else v.get("p_value"), "barrier_warning": v.get("barrier_warning"),
-                      "status": status, "status_why": why})
+                      "status": status, "status_why": why, "effect": _opt(v.get("effect")),
+                      "ci_low": _opt(v.get("ci_low")), "ci_high": _opt(v.get("ci_high")),
+                      "ci_mpiruns": v.get("ci_mpiruns")})
     # results-check failures per (library, collective, size, p, algorithm): the library defects the pages show
     defects = [d | {"nprocs": nprocs_of(d.get("cfg"))} for d in out.get("defects") or []]
     summary = {"counts": out.get("counts"), "quality": out.get("quality"), "configs": configs,
                "gain": out.get("gain"), "control": out.get("control"), "defects": defects,
                "confirmations": out.get("confirmations"), "refused": (out.get("refused") or [])[:500],
-               "passed": passed}
+               "passed": passed, "reporting": out.get("reporting"),
+               "guideline_summary": out.get("guideline_summary")}
     return {"checked": len(out.get("verdicts", [])), "violations": viols, "summary": summary,
             "profiles": {p["filename"]: p["text"] for p in out.get("profiles", []) if p.get("text")}}
+
+
+def _opt(x) -> Optional[float]:
+    """A finite float or None (no stored value may break a page)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if np.isfinite(x) else None
 
 
 def _finite(x) -> float:
@@ -219,7 +231,9 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
                                  barrier_warning=v.get("barrier_warning"), layout=v.get("layout") or "",
                                  status=v.get("status", "verified"), status_why=v.get("status_why"),
                                  nights_confirmed=1 + confirmed.get(k, 0) if kind == "pattern" else None,
-                                 nights_contradicted=contradicted.get(k, 0) if kind == "pattern" else None))
+                                 nights_contradicted=contradicted.get(k, 0) if kind == "pattern" else None,
+                                 effect=v.get("effect"), ci_low=v.get("ci_low"), ci_high=v.get("ci_high"),
+                                 ci_mpiruns=v.get("ci_mpiruns")))
     for d in result.get("datatypes") or []:
         db.session.add(DtVerdict(analysis_id=a.id, guideline=d["guideline"], pattern=d["pattern"],
                                  basetype=d["basetype"], dt_layout=d["layout"][:60], nprocs=int(d["nprocs"]),

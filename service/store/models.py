@@ -281,6 +281,11 @@ class Violation(db.Model):
     # their validation measured it slower); None for monotony / split
     nights_confirmed: Mapped[Optional[int]] = mapped_column(Integer)
     nights_contradicted: Mapped[Optional[int]] = mapped_column(Integer)
+    # the effect (geometric mean over mpiruns of the per-mpirun ratio) and its 95 % interval (analysis/stats.py)
+    effect: Mapped[Optional[float]] = mapped_column(Float)
+    ci_low: Mapped[Optional[float]] = mapped_column(Float)
+    ci_high: Mapped[Optional[float]] = mapped_column(Float)
+    ci_mpiruns: Mapped[Optional[int]] = mapped_column(Integer)
     analysis: Mapped[Analysis] = relationship(back_populates="violations")
 
 

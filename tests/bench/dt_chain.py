@@ -6,7 +6,7 @@
         (deploy/slurm.sh env) into a service on a database of the shared PostgreSQL (kept: OUT/db_url); the
         agent uploads, the service analyses (GL1-GL4 verdicts, repair profiles); with --validate the agent
         also validates the candidates (the service records the figures); prints the verdict table as the
-        datatype pages show it (service/dashboards/dt_data.py)
+        datatype pages show it (service/dashboards/datatypes/data.py)
     tests/bench/dt_chain.py report OUT            the verdict table and the candidate profiles again
     tests/bench/dt_chain.py publish OUT           publish each validated candidate into OUT/profiles (the
                                                   versioned profile set; prints the files)
@@ -138,7 +138,7 @@ def campaign(args) -> None:
 
 
 def report(args) -> None:
-    from service.dashboards import dt_data
+    from service.dashboards.datatypes import data as dt_data
     from service.store.db import db
     from service.store.models import Campaign, MpiLibrary, ProfileVersion
     from sqlalchemy import select

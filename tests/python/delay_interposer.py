@@ -1,6 +1,20 @@
 """A test-only PMPI interposer that makes the MPI library's own MPI_Allreduce slow at one message size, so
 that a test knows a violation is there (allreduce_as_reduce_bcast never calls PMPI_Allreduce).  Launch the
-ranks with LD_PRELOAD=<the .so> and PGMPI_TEST_DELAY_BYTES=<count of MPI_BYTE>."""
+ranks with LD_PRELOAD=<the .so> and PGMPI_TEST_DELAY_BYTES=<count of MPI_BYTE>[,<count>...].
+
+Two clocks (`clock=`):
+- "virtual" (the default): the interposer also defines MPI_Wtime / PMPI_Wtime as a per-process counter that
+  advances by one tick (2^-20 s) per reading, by 4 ticks per MPI_BYTE PMPI_Allreduce / PMPI_Reduce /
+  PMPI_Bcast (so the default Allreduce costs 5 ticks, the mock-up Reduce + Bcast 9, the barrier row 1: no
+  barrier warning) and by the delay (in whole ticks) inside a slowed call; nothing sleeps. Every
+  measurement of a cell is then the same number of ticks in every mpirun, whatever the load: a chain test (campaign -> analysis -> candidate ->
+  validation) whose subject is the chain, not the machine's timing, gets the same figures every time. The
+  times are binary fractions, so differences and pgmpi-bench's "%.10f" rows are exact and equal (a control
+  size's ratio is exactly 1.0, never 1 +- rounding). (A validation's control size measured 1.43x with the
+  real clock once, at nrep 8 in one mpirun on this loaded machine: issue 34.)
+- "real": MPI_Wtime is the library's; the slowed call sleeps (nanosleep, keeping the 2 cores free). For tests
+  whose subject is a real measurement.
+"""
 from __future__ import annotations
 
 import subprocess
@@ -11,25 +25,67 @@ SOURCE = r"""
 #include <mpi.h>
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <time.h>
 typedef int (*fn_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+#ifdef VIRTUAL_CLOCK
+/* ticks of 2^-20 s: every value and difference is exact in a double */
+static int64_t vticks;
+double MPI_Wtime(void) { return (double)(++vticks) / 1048576.0; }
+double PMPI_Wtime(void) { return (double)(++vticks) / 1048576.0; }
+#define CALL_TICKS(dt) do { if ((dt) == MPI_BYTE) vticks += 4; } while (0)
+typedef int (*red_t)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
+typedef int (*bc_t)(void *, int, MPI_Datatype, int, MPI_Comm);
+int PMPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
+    static red_t next;
+    if (!next) next = (red_t)dlsym(RTLD_NEXT, "PMPI_Reduce");
+    CALL_TICKS(dt);
+    return next(sb, rb, count, dt, op, root, comm);
+}
+int PMPI_Bcast(void *b, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+    static bc_t next;
+    if (!next) next = (bc_t)dlsym(RTLD_NEXT, "PMPI_Bcast");
+    CALL_TICKS(dt);
+    return next(b, count, dt, root, comm);
+}
+#else
+#define CALL_TICKS(dt) do { } while (0)
+#endif
 int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     static fn_t next;
     if (!next) next = (fn_t)dlsym(RTLD_NEXT, "PMPI_Allreduce");
     const char *s = getenv("PGMPI_TEST_DELAY_BYTES");
-    if (dt == MPI_BYTE && s && count == atoi(s)) {
-        struct timespec ts = {0, DELAY_NS};   /* sleep, not spin: keep the 2 cores free */
+    CALL_TICKS(dt);
+    int slowed = 0;
+    while (dt == MPI_BYTE && s && *s && !slowed) {      /* a comma-separated list of counts */
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) break;
+        slowed = (v == count);
+        s = (*end == ',') ? end + 1 : end;
+    }
+    if (slowed) {
+#ifdef VIRTUAL_CLOCK
+        vticks += (int64_t)DELAY_NS * 1048576 / 1000000000;
+#else
+        struct timespec ts = {DELAY_NS / 1000000000, DELAY_NS % 1000000000};   /* sleep, not spin */
         nanosleep(&ts, NULL);
+#endif
     }
     return next(sb, rb, count, dt, op, comm);
 }
 """
 
+CLOCKS = ("virtual", "real")
 
-def build(workdir: Path, mpi: str = "openmpi", delay_ms: int = 20) -> Path:
+
+def build(workdir: Path, mpi: str = "openmpi", delay_ms: int = 20, clock: str = "virtual") -> Path:
     """Compile the interposer with that MPI's compiler; returns the .so."""
-    src, so = workdir / "delay.c", workdir / "libdelay.so"
+    if clock not in CLOCKS:
+        raise ValueError(f"clock {clock!r}; valid: {', '.join(CLOCKS)}")
+    src, so = workdir / f"delay_{clock}.c", workdir / f"libdelay_{clock}.so"
     src.write_text(SOURCE)
-    subprocess.run([f"mpicc.{mpi}", "-O1", "-shared", "-fPIC", f"-DDELAY_NS={delay_ms * 1000 * 1000}", "-o",
-                    str(so), str(src), "-ldl"], check=True)
+    flags = ["-DVIRTUAL_CLOCK"] if clock == "virtual" else []
+    subprocess.run([f"mpicc.{mpi}", "-O1", "-shared", "-fPIC", f"-DDELAY_NS={delay_ms * 1000 * 1000}LL", *flags,
+                    "-o", str(so), str(src), "-ldl"], check=True)
     return so

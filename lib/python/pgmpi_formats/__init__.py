@@ -8,6 +8,7 @@
 | `prf` | .prf profiles: reader, writer, message-size conversion, redirected ranges (no numpy) |
 | `site` | /etc/pgmpi-site: the configuration and profile-root resolver |
 | `checker` | where pgmpitune-check is |
+| `mpi_libraries` | deploy/mpi-libraries.tsv: the MPI libraries (id, family, version, source, prefix) and the environment that selects one |
 | `native` | the MPI library's own algorithms: discovery (ompi_info, pgmpi-bench --list-native), labels |
 | `ompi_rules` | Open MPI's classic dynamic rules file: writer and strict reader |
 | `mpich_json` | MPICH's JSON selection file: the built-in tree, a complete generated file, its check |

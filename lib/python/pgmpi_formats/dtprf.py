@@ -4,7 +4,7 @@ writer. Plain Python, no numpy.
     text = format_dtprf([("a51b3f7987010960", "indexed", {"speedup": "1.31"})], comments=["made by ..."])
     prof = parse_dtprf(text, "datatypes.dtprf")     # {"version": 1, "rules": [(signature, description, {k: v})]}
 
-The C reader (lib/src/core/profile.c, pgmpi_dtprofile_parse) is the anchor: the same lines, the same errors.
+The C reader (lib/src/core/profile_dtprf.c, pgmpi_dtprofile_parse) is the anchor: the same lines, the same errors.
 """
 from __future__ import annotations
 

@@ -168,19 +168,16 @@ static int allgather_as_packed_allgather(const void *sb, int sc, MPI_Datatype st
     return allgather_bytes_done(V, n, rb, rc, rt, comm);
 }
 
-static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
-static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (size_t)p; }
-static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t allgather_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"allgather_as_gather_bcast", (void (*)(void))allgather_as_gather_bcast, need_pn, NULL, 0},
-    {"allgather_as_alltoall", (void (*)(void))allgather_as_alltoall, need_2pn, NULL, 0},
-    {"allgather_as_allreduce", (void (*)(void))allgather_as_allreduce, need_pn, NULL, 0},
-    {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, need_pn, need_2p_ints, 0},
+    {"allgather_as_gather_bcast", (void (*)(void))allgather_as_gather_bcast, pm_need_pn, NULL, 0},
+    {"allgather_as_alltoall", (void (*)(void))allgather_as_alltoall, pm_need_2pn, NULL, 0},
+    {"allgather_as_allreduce", (void (*)(void))allgather_as_allreduce, pm_need_pn, NULL, 0},
+    {"allgather_as_allgatherv", (void (*)(void))allgather_as_allgatherv, pm_need_pn, pm_need_2p_ints, 0},
     {"allgather_as_nodegather_leaderallgatherv_nodebcast",
-     (void (*)(void))allgather_as_nodegather_leaderallgatherv_nodebcast, need_2pn, need_2p_ints, 1},
-    {"allgather_as_packed_allgather", (void (*)(void))allgather_as_packed_allgather, need_pn, NULL, 0},
+     (void (*)(void))allgather_as_nodegather_leaderallgatherv_nodebcast, pm_need_2pn, pm_need_2p_ints, 1},
+    {"allgather_as_packed_allgather", (void (*)(void))allgather_as_packed_allgather, pm_need_pn, NULL, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLGATHER = {

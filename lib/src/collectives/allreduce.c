@@ -100,7 +100,6 @@ static size_t need_padded(size_t n, size_t e, int p)
     size_t count = n / e, blk = pm_ceil_div(count, (size_t)p);
     return blk * (size_t)p == count ? 0 : blk * (size_t)p * e;
 }
-static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t allreduce_algs[] = {
     {"default", NULL, NULL, NULL, 0},
@@ -108,7 +107,7 @@ static const pgmpi_alg_t allreduce_algs[] = {
     {"allreduce_as_reducescatterblock_allgather", (void (*)(void))allreduce_as_reducescatterblock_allgather,
      need_padded, NULL, 0},
     {"allreduce_as_reducescatter_allgatherv", (void (*)(void))allreduce_as_reducescatter_allgatherv, NULL,
-     need_2p_ints, 0},
+     pm_need_2p_ints, 0},
     {"allreduce_as_nodereduce_leaderallreduce_nodebcast",
      (void (*)(void))allreduce_as_nodereduce_leaderallreduce_nodebcast, NULL, NULL, 1},
 };

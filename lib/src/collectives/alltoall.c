@@ -33,12 +33,10 @@ static int alltoall_as_alltoallv(const void *sb, int sc, MPI_Datatype st, void *
     return V == (char *)rb ? MPI_SUCCESS : pm_unpack(V, all, rb, rc * p, rt, comm);
 }
 
-static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
-static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (size_t)p; }
 
 static const pgmpi_alg_t alltoall_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"alltoall_as_alltoallv", (void (*)(void))alltoall_as_alltoallv, need_2pn, need_2p_ints, 0},
+    {"alltoall_as_alltoallv", (void (*)(void))alltoall_as_alltoallv, pm_need_2pn, pm_need_2p_ints, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_ALLTOALL = {

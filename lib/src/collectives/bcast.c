@@ -103,8 +103,6 @@ static int bcast_as_packed_bcast(void *buf, int count, MPI_Datatype dt, int root
     return bcast_bytes_done(V, n, buf, count, dt, root, comm);
 }
 
-static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
-static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 /* Any rank may need the padded vector (its own type may not be contiguous): the need is the same for all. */
 static size_t need_padded_bytes(size_t n, size_t e, int p)
 {
@@ -114,10 +112,10 @@ static size_t need_padded_bytes(size_t n, size_t e, int p)
 
 static const pgmpi_alg_t bcast_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, need_n, need_2p_ints, 0},
+    {"bcast_as_allgatherv", (void (*)(void))bcast_as_allgatherv, pm_need_n, pm_need_2p_ints, 0},
     {"bcast_as_scatter_allgather", (void (*)(void))bcast_as_scatter_allgather, need_padded_bytes, NULL, 0},
-    {"bcast_as_leaderbcast_nodebcast", (void (*)(void))bcast_as_leaderbcast_nodebcast, need_n, NULL, 1},
-    {"bcast_as_packed_bcast", (void (*)(void))bcast_as_packed_bcast, need_n, NULL, 0},
+    {"bcast_as_leaderbcast_nodebcast", (void (*)(void))bcast_as_leaderbcast_nodebcast, pm_need_n, NULL, 1},
+    {"bcast_as_packed_bcast", (void (*)(void))bcast_as_packed_bcast, pm_need_n, NULL, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_BCAST = {

@@ -102,16 +102,12 @@ static int gather_as_reduce(const void *sb, int sc, MPI_Datatype st, void *rb, i
     return direct ? MPI_SUCCESS : pm_unpack(staging, total, rb, rc * p, rt, comm);
 }
 
-static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
-static size_t need_n_pn(size_t n, size_t e, int p) { (void)e; return n + n * (size_t)p; }
-static size_t need_2pn(size_t n, size_t e, int p) { (void)e; return 2 * n * (size_t)p; }
-static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t gather_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"gather_as_allgather", (void (*)(void))gather_as_allgather, need_n_pn, NULL, 0},
-    {"gather_as_gatherv", (void (*)(void))gather_as_gatherv, need_pn, need_2p_ints, 0},
-    {"gather_as_reduce", (void (*)(void))gather_as_reduce, need_2pn, NULL, 0},
+    {"gather_as_allgather", (void (*)(void))gather_as_allgather, pm_need_n_pn, NULL, 0},
+    {"gather_as_gatherv", (void (*)(void))gather_as_gatherv, pm_need_pn, pm_need_2p_ints, 0},
+    {"gather_as_reduce", (void (*)(void))gather_as_reduce, pm_need_2pn, NULL, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_GATHER = {

@@ -107,8 +107,6 @@ static int reduce_as_nodereduce_leaderreduce(const void *sb, void *rb, int count
     return MPI_SUCCESS;
 }
 
-static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
-static size_t need_2n(size_t n, size_t e, int p) { (void)e; (void)p; return 2 * n; }
 static size_t need_rsb_gather(size_t n, size_t e, int p)
 {
     if (e == 0) return 0;
@@ -120,16 +118,15 @@ static size_t need_rs_block(size_t n, size_t e, int p)
     if (e == 0) return 0;
     return pm_chunked_split(n / e, e, p, NULL, NULL) * e;
 }
-static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t reduce_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"reduce_as_allreduce", (void (*)(void))reduce_as_allreduce, need_n, NULL, 0},
+    {"reduce_as_allreduce", (void (*)(void))reduce_as_allreduce, pm_need_n, NULL, 0},
     {"reduce_as_reducescatterblock_gather", (void (*)(void))reduce_as_reducescatterblock_gather,
      need_rsb_gather, NULL, 0},
     {"reduce_as_reducescatter_gatherv", (void (*)(void))reduce_as_reducescatter_gatherv, need_rs_block,
-     need_2p_ints, 0},
-    {"reduce_as_nodereduce_leaderreduce", (void (*)(void))reduce_as_nodereduce_leaderreduce, need_2n, NULL, 1},
+     pm_need_2p_ints, 0},
+    {"reduce_as_nodereduce_leaderreduce", (void (*)(void))reduce_as_nodereduce_leaderreduce, pm_need_2n, NULL, 1},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_REDUCE = {

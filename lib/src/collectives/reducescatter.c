@@ -62,13 +62,11 @@ static int reducescatter_as_reduce_scatterv(const void *sb, void *rb, const int 
     return PMPI_Scatterv(full, rcs, displs, dt, pm_block(rb, (size_t)rcs[r]), rcs[r], dt, 0, comm);
 }
 
-static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
-static size_t need_p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t reducescatter_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"reducescatter_as_allreduce", (void (*)(void))reducescatter_as_allreduce, need_n, NULL, 0},
-    {"reducescatter_as_reduce_scatterv", (void (*)(void))reducescatter_as_reduce_scatterv, need_n, need_p_ints, 0},
+    {"reducescatter_as_allreduce", (void (*)(void))reducescatter_as_allreduce, pm_need_n, NULL, 0},
+    {"reducescatter_as_reduce_scatterv", (void (*)(void))reducescatter_as_reduce_scatterv, pm_need_n, pm_need_p_ints, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_REDUCE_SCATTER = {

@@ -53,15 +53,13 @@ static int reducescatterblock_as_allreduce(const void *sb, void *rb, int rc, MPI
     return MPI_SUCCESS;
 }
 
-static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
-static size_t need_p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t reducescatterblock_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"reducescatterblock_as_reduce_scatter", (void (*)(void))reducescatterblock_as_reduce_scatter, need_n, NULL, 0},
+    {"reducescatterblock_as_reduce_scatter", (void (*)(void))reducescatterblock_as_reduce_scatter, pm_need_n, NULL, 0},
     {"reducescatterblock_as_reducescatter", (void (*)(void))reducescatterblock_as_reducescatter, NULL,
-     need_p_ints, 0},
-    {"reducescatterblock_as_allreduce", (void (*)(void))reducescatterblock_as_allreduce, need_n, NULL, 0},
+     pm_need_p_ints, 0},
+    {"reducescatterblock_as_allreduce", (void (*)(void))reducescatterblock_as_allreduce, pm_need_n, NULL, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_REDUCE_SCATTER_BLOCK = {

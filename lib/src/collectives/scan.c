@@ -20,11 +20,10 @@ static int scan_as_exscan_reducelocal(const void *sb, void *rb, int count, MPI_D
     return MPI_SUCCESS;
 }
 
-static size_t need_n(size_t n, size_t e, int p) { (void)e; (void)p; return n; }
 
 static const pgmpi_alg_t scan_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"scan_as_exscan_reducelocal", (void (*)(void))scan_as_exscan_reducelocal, need_n, NULL, 0},
+    {"scan_as_exscan_reducelocal", (void (*)(void))scan_as_exscan_reducelocal, pm_need_n, NULL, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_SCAN = {

@@ -63,13 +63,11 @@ static int scatter_as_scatterv(const void *sb, int sc, MPI_Datatype st, void *rb
     return pm_local_copy((const char *)sb + (MPI_Aint)r * sc * pm_extent(st), sc, st, rb, rc, rt);
 }
 
-static size_t need_pn(size_t n, size_t e, int p) { (void)e; return n * (size_t)p; }
-static size_t need_2p_ints(size_t n, size_t e, int p) { (void)n; (void)e; return 2 * (size_t)p * sizeof(int); }
 
 static const pgmpi_alg_t scatter_algs[] = {
     {"default", NULL, NULL, NULL, 0},
-    {"scatter_as_bcast", (void (*)(void))scatter_as_bcast, need_pn, NULL, 0},
-    {"scatter_as_scatterv", (void (*)(void))scatter_as_scatterv, need_pn, need_2p_ints, 0},
+    {"scatter_as_bcast", (void (*)(void))scatter_as_bcast, pm_need_pn, NULL, 0},
+    {"scatter_as_scatterv", (void (*)(void))scatter_as_scatterv, pm_need_pn, pm_need_2p_ints, 0},
 };
 
 const pgmpi_coll_desc_t pgmpi_desc_SCATTER = {

@@ -27,7 +27,7 @@ void pgmpi_coll_list(char *buf, size_t cap);
 /* One message: "<file>:<line>: <text>" (line 0 = whole file). */
 typedef void (*pgmpi_diag_fn)(void *ctx, int is_error, const char *file, int line, const char *text);
 
-/* ---- datatype profiles (profile.c reads *.dtprf files, datatypes.c applies them) ------------- */
+/* ---- datatype profiles (profile_dtprf.c reads *.dtprf files, datatypes.c applies them) ---------- */
 /* The descriptions a GL4 replacement can be built as from a flattened type map (datatypes.c). */
 #define PGMPI_DT_DESCRIPTIONS(X)                 \
     X(PGMPI_DT_CONTIGUOUS, "contiguous")         \
@@ -56,7 +56,7 @@ void pgmpi_datatypes_setup(const pgmpi_dtrule_t *rules, int n);
 void pgmpi_datatypes_report(FILE *out);
 void pgmpi_datatypes_teardown(void);
 
-/* ---- profiles (profile.c) ------------------------------------------------- */
+/* ---- profiles (profile_prf.c reads one, profile_set.c a directory's; shared: profile_text.h) ---- */
 typedef struct {
     uint64_t lo, hi;   /* inclusive byte range */
     int      alg;      /* index into the collective's algs (0 = default) */

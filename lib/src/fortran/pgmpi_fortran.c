@@ -1,4 +1,4 @@
-/* Fortran (mpif.h / use mpi) entry points for the ten tuned collectives.
+/* Fortran (mpif.h / use mpi) entry points for the collectives of collectives.def (checked at the end).
  *
  * Open MPI 4: libmpi_mpifh's mpi_allreduce_ calls PMPI_Allreduce and its mpi_init_ calls PMPI_Init
  * (checked with nm), so a C-only PMPI wrapper never sees Fortran programs. We export our own Fortran
@@ -106,154 +106,68 @@ void mpi_finalize_f08_(MPI_Fint *ierr)
     F08RET(ierr, MPI_Finalize());
 }
 
+/* One collective's entry points: mpi_<name>_ and its manglings (mpif.h, use mpi) and, with Open MPI, the
+ * f08 procedure mpi_<name>_f08_ -- all one C call. PGMPI_FORTRAN_HAS_<ID> is what the check at the end
+ * of this file looks for. */
+#if defined(OPEN_MPI)
+#define F08(lower, proto, call) void lower##_f08_ proto { F08RET(ierr, call); }
+#else
+#define F08(lower, proto, call)
+#endif
+#define FCOLL(ID, lower, upper, proto, call)                                         \
+    void lower##_ proto                                                              \
+    {                                                                                \
+        FSETUP();                                                                    \
+        *ierr = (MPI_Fint)(call);                                                    \
+    }                                                                                \
+    FNAMES(lower, upper, proto)                                                      \
+    F08(lower, proto, call)                                                          \
+    enum { PGMPI_FORTRAN_HAS_##ID = 1 };
+
 #define P_ALLGATHER (void *sb, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *ierr)
-void mpi_allgather_ P_ALLGATHER
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Allgather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
-                                    MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_allgather, MPI_ALLGATHER, P_ALLGATHER)
+FCOLL(ALLGATHER, mpi_allgather, MPI_ALLGATHER, P_ALLGATHER,
+      MPI_Allgather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt), MPI_Comm_f2c(*comm)))
 
 #define P_ALLREDUCE (void *sb, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
-void mpi_allreduce_ P_ALLREDUCE
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Allreduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
-                                    MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_allreduce, MPI_ALLREDUCE, P_ALLREDUCE)
+FCOLL(ALLREDUCE, mpi_allreduce, MPI_ALLREDUCE, P_ALLREDUCE,
+      MPI_Allreduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)))
 
-#define P_ALLTOALL P_ALLGATHER
-void mpi_alltoall_ P_ALLTOALL
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Alltoall(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
-                                   MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_alltoall, MPI_ALLTOALL, P_ALLTOALL)
+FCOLL(ALLTOALL, mpi_alltoall, MPI_ALLTOALL, P_ALLGATHER,
+      MPI_Alltoall(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt), MPI_Comm_f2c(*comm)))
 
 #define P_BCAST (void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
-void mpi_bcast_ P_BCAST
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Bcast(fbuf(buf), (int)*count, MPI_Type_f2c(*dt), (int)*root, MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_bcast, MPI_BCAST, P_BCAST)
+FCOLL(BCAST, mpi_bcast, MPI_BCAST, P_BCAST,
+      MPI_Bcast(fbuf(buf), (int)*count, MPI_Type_f2c(*dt), (int)*root, MPI_Comm_f2c(*comm)))
 
 #define P_GATHER (void *sb, MPI_Fint *sc, MPI_Fint *st, void *rb, MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
-void mpi_gather_ P_GATHER
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Gather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
-                                 (int)*root, MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_gather, MPI_GATHER, P_GATHER)
+FCOLL(GATHER, mpi_gather, MPI_GATHER, P_GATHER,
+      MPI_Gather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt), (int)*root,
+                 MPI_Comm_f2c(*comm)))
 
 #define P_REDUCE (void *sb, void *rb, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
-void mpi_reduce_ P_REDUCE
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Reduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), (int)*root,
-                                 MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_reduce, MPI_REDUCE, P_REDUCE)
+FCOLL(REDUCE, mpi_reduce, MPI_REDUCE, P_REDUCE,
+      MPI_Reduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), (int)*root, MPI_Comm_f2c(*comm)))
 
-#define P_RSB (void *sb, void *rb, MPI_Fint *rc, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
-void mpi_reduce_scatter_block_ P_RSB
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Reduce_scatter_block(fbuf(sb), fbuf(rb), (int)*rc, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
-                                               MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK, P_RSB)
+FCOLL(REDUCE_SCATTER_BLOCK, mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK, P_ALLREDUCE,
+      MPI_Reduce_scatter_block(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
+                               MPI_Comm_f2c(*comm)))
 
+/* MPI_Fint is int with Open MPI's default Fortran integer; the counts are passed through. */
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be int for MPI_REDUCE_SCATTER counts");
 #define P_RS (void *sb, void *rb, MPI_Fint *rcs, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
-void mpi_reduce_scatter_ P_RS
-{
-    FSETUP();
-    MPI_Comm c = MPI_Comm_f2c(*comm);
-    /* MPI_Fint is int with Open MPI's default Fortran integer; the counts are passed through. */
-    _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be int for MPI_REDUCE_SCATTER counts");
-    *ierr = (MPI_Fint)MPI_Reduce_scatter(fbuf(sb), fbuf(rb), (const int *)rcs, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), c);
-}
-FNAMES(mpi_reduce_scatter, MPI_REDUCE_SCATTER, P_RS)
+FCOLL(REDUCE_SCATTER, mpi_reduce_scatter, MPI_REDUCE_SCATTER, P_RS,
+      MPI_Reduce_scatter(fbuf(sb), fbuf(rb), (const int *)rcs, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)))
 
-#define P_SCAN P_ALLREDUCE
-void mpi_scan_ P_SCAN
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Scan(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
-                               MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_scan, MPI_SCAN, P_SCAN)
+FCOLL(SCAN, mpi_scan, MPI_SCAN, P_ALLREDUCE,
+      MPI_Scan(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)))
 
-#define P_SCATTER P_GATHER
-void mpi_scatter_ P_SCATTER
-{
-    FSETUP();
-    *ierr = (MPI_Fint)MPI_Scatter(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
-                                  (int)*root, MPI_Comm_f2c(*comm));
-}
-FNAMES(mpi_scatter, MPI_SCATTER, P_SCATTER)
+FCOLL(SCATTER, mpi_scatter, MPI_SCATTER, P_GATHER,
+      MPI_Scatter(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt), (int)*root,
+                  MPI_Comm_f2c(*comm)))
 
-#if defined(OPEN_MPI)
-/* use mpi_f08 (Open MPI): the same calls as above, ierror optional. */
-void mpi_allgather_f08_ P_ALLGATHER
-{
-    F08RET(ierr, MPI_Allgather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
-                               MPI_Comm_f2c(*comm)));
-}
-
-void mpi_allreduce_f08_ P_ALLREDUCE
-{
-    F08RET(ierr, MPI_Allreduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
-                               MPI_Comm_f2c(*comm)));
-}
-
-void mpi_alltoall_f08_ P_ALLTOALL
-{
-    F08RET(ierr, MPI_Alltoall(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
-                              MPI_Comm_f2c(*comm)));
-}
-
-void mpi_bcast_f08_ P_BCAST
-{
-    F08RET(ierr, MPI_Bcast(fbuf(buf), (int)*count, MPI_Type_f2c(*dt), (int)*root, MPI_Comm_f2c(*comm)));
-}
-
-void mpi_gather_f08_ P_GATHER
-{
-    F08RET(ierr, MPI_Gather(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
-                            (int)*root, MPI_Comm_f2c(*comm)));
-}
-
-void mpi_reduce_f08_ P_REDUCE
-{
-    F08RET(ierr, MPI_Reduce(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), (int)*root,
-                            MPI_Comm_f2c(*comm)));
-}
-
-void mpi_reduce_scatter_block_f08_ P_RSB
-{
-    F08RET(ierr, MPI_Reduce_scatter_block(fbuf(sb), fbuf(rb), (int)*rc, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
-                                          MPI_Comm_f2c(*comm)));
-}
-
-void mpi_reduce_scatter_f08_ P_RS
-{
-    F08RET(ierr, MPI_Reduce_scatter(fbuf(sb), fbuf(rb), (const int *)rcs, MPI_Type_f2c(*dt), MPI_Op_f2c(*op),
-                                    MPI_Comm_f2c(*comm)));
-}
-
-void mpi_scan_f08_ P_SCAN
-{
-    F08RET(ierr, MPI_Scan(fbuf(sb), fbuf(rb), (int)*count, MPI_Type_f2c(*dt), MPI_Op_f2c(*op), MPI_Comm_f2c(*comm)));
-}
-
-void mpi_scatter_f08_ P_SCATTER
-{
-    F08RET(ierr, MPI_Scatter(fbuf(sb), (int)*sc, MPI_Type_f2c(*st), fbuf(rb), (int)*rc, MPI_Type_f2c(*rt),
-                             (int)*root, MPI_Comm_f2c(*comm)));
-}
-#endif
+/* Every collective the library dispatches has its Fortran entry points: a row of collectives.def without
+ * an FCOLL above stops the build here (PGMPI_FORTRAN_HAS_<ID> undeclared). */
+#define PGMPI_COLLECTIVE(ID, key, mpi_name, rule) \
+    _Static_assert(PGMPI_FORTRAN_HAS_##ID, "no Fortran entry points for " mpi_name " in pgmpi_fortran.c");
+#include "collectives.def"
+#undef PGMPI_COLLECTIVE

@@ -12,7 +12,7 @@ from service.analysis import api
 from service.analysis.cli import analyze as analyze_cli
 from service.analysis.comparers import VIEWS, fmt_bytes, fmt_time, heatmap, render_table, to_csv, to_json, view
 from service.analysis.guidelines import analyze
-from service.analysis.memory import KNOWN, MemoryModel, extra_bytes
+from service.analysis.memory import KNOWN, MemoryModel
 from pgmpi_formats.checker import find_checker
 from service.analysis.profiles import check_profiles, generate_profiles, write_profiles
 from service.analysis.quality import quality
@@ -109,9 +109,13 @@ def test_profiles_ranges_gain_memory(a, tmp_path):
     # cautious: 512 B and 4096 B carry barrier warnings -> dropped
     caut = {p.collective: p for p in generate_profiles(a, cautious=True)}
     assert all(r[0] > 4096 for r in caut["allreduce"].ranges)
-    # memory: with the table-1 model RSA needs ~1.25 x n bytes; a budget below that drops the 256 KiB range
-    tight = {p.collective: p for p in generate_profiles(a, msg_budget=1000, memory=MemoryModel(None))}
-    assert tight["allreduce"].ranges == [(512, 4096, RB)]
+    # memory (the library's figures): SA stages the padded vector, 32 KiB at 32 KiB; a 1000-byte budget drops
+    # that range, RB and RSA (p divides the count: no padding) need no message pool and stay
+    assert MemoryModel.auto().needs(SA, 32768, 4) == (32768, 0)
+    refused: list = []
+    tight = {p.collective: p for p in generate_profiles(a, msg_budget=1000, refused=refused)}
+    assert "bcast" not in tight and tight["allreduce"].ranges == by["allreduce"].ranges
+    assert any(r["mockup"] == SA and "32768 B msg" in r["why"] and "(library)" in r["why"] for r in refused)
     paths = write_profiles(profs, tmp_path)
     assert sorted(p.name for p in paths) == ["allreduce_p4.prf", "bcast_p4.prf"]
     text = (tmp_path / "allreduce_p4.prf").read_text()
@@ -135,16 +139,23 @@ def test_profiles_pass_pgmpitune_check(a, tmp_path):
 
 
 @pytest.mark.mpi
-def test_memory_figures_from_library_cross_check():
-    """Our table-1 figures and the library's pool figures: same mock-up names; where they differ, the library
-    implements that mock-up with less pool memory (it reuses user buffers), never needing a pool for a name
-    table 1 says needs none."""
+def test_memory_figures_are_the_librarys():
+    """The model's figures are the library's listing (no copy): every guideline mock-up is one of the library's,
+    and a need that grows with p and n reads as the library computes it (allgather_as_alltoall: 2 p n)."""
     mm = MemoryModel.auto()
-    assert mm.source == "library", "pgmpitune-check not built: run deploy/build-lib.sh"
-    lib = mm._library(16, 1024, 1)
+    lib = mm.listing(16, 1024, 1).algorithms()
     assert set(KNOWN) <= set(lib), set(KNOWN) - set(lib)
-    for name in KNOWN:
-        assert lib[name][0] >= 0 and lib[name][1] >= 0
+    assert mm.needs("allgather_as_alltoall", 1024, 16) == (2 * 16 * 1024, 0)
+    assert mm.needs("alltoall_as_alltoallv", 1024, 16) == (2 * 16 * 1024, 2 * 16 * 4)
+    with pytest.raises(KeyError, match="no algorithm"):
+        mm.needs("allgather_as_nonsense", 1024, 16)
+
+
+def test_memory_model_without_library_says_how_to_build_it(monkeypatch, tmp_path):
+    """No built library: a clear error naming the build, never figures from elsewhere."""
+    monkeypatch.setenv("PGMPITUNE_CHECK", str(tmp_path / "no-such-pgmpitune-check"))
+    with pytest.raises(RuntimeError, match="deploy/build-lib.sh"):
+        MemoryModel.auto().needs("allgather_as_alltoall", 1024, 4)
 
 
 def test_api_run_json(runs):
@@ -194,5 +205,3 @@ def test_table1_names_cover_mockup_names(repo_root):
     import re
     names = set(re.findall(r"`([a-z]+_as_[a-z_]+)`", doc))
     assert set(KNOWN) <= names
-    for n in KNOWN:
-        extra_bytes(n, 1024, 4)

@@ -138,7 +138,7 @@ def test_installed_copy_runs_a_campaign_end_to_end(installed, tmp_path):
     install = ROOT / "build" / "install"
     if not (install / "openmpi" / "bin" / "pgmpi-bench").exists():
         pytest.fail(f"{install}/openmpi/bin/pgmpi-bench missing: run `deploy/build-lib.sh all` (make test does)")
-    so = delay_interposer.build(tmp_path, delay_ms=5)
+    so = delay_interposer.build(tmp_path, delay_ms=5)     # on its virtual clock: the validation decides at once
     (tmp_path / "campaign.yaml").write_text(f"""
 name: pipcamp
 machine: pipbox

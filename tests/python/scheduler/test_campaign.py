@@ -46,7 +46,7 @@ def test_good_yaml_and_plan(tmp_path):
     assert c.slurm.walltime_seconds == 5400 and c.slurm.exclusive is False
     from scheduler.backends.slurm import SlurmBackend
     lines = SlurmBackend.from_campaign(c.model_copy(update={"slurm": c.slurm.model_copy(
-        update={"exclusive": True})})).sbatch_lines(plan(c)[1], tmp_path, "n")
+        update={"exclusive": True})})).directives(plan(c)[1], tmp_path, "n")
     assert {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=16", "#SBATCH --time=0-01:30:00",
             "#SBATCH --partition=batch", "#SBATCH --account=hpc", "#SBATCH --qos=normal",
             "#SBATCH --constraint=ib", "#SBATCH --exclusive"} <= set(lines)

@@ -31,7 +31,7 @@ def test_dry_run_and_errors(tmp_path, mpi_modulepath, monkeypatch):
     flav = tmp_path / "flav.yaml"
     flav.write_text((ROOT / "deploy/scheduler/nightly.example.yaml").read_text().replace("mpi: mpich", "mpi: mvapich"))
     r = CliRunner().invoke(main, ["campaign", "submit", str(flav), "--dry-run"])
-    assert r.exit_code != 0 and "flav.yaml:" in r.output and "unknown MPI flavour 'mvapich'; valid: openmpi, mpich" in r.output
+    assert r.exit_code != 0 and "flav.yaml:" in r.output and "unknown MPI library 'mvapich'; valid: openmpi, mpich, openmpi5, mpich5, intelmpi" in r.output
     over = tmp_path / "over.yaml"
     over.write_text((ROOT / "deploy/scheduler/nightly.example.yaml").read_text().replace("node_hours: 40", "node_hours: 0.01"))
     r = CliRunner().invoke(main, ["campaign", "submit", str(over), "--state-dir", str(tmp_path)])

@@ -3,7 +3,12 @@ launches carry a test-only interposer that delays the library's PMPI_Allreduce a
 mock-up allreduce_as_reduce_bcast never calls it). The agent (with an agent-role token) uploads the
 results, asks the service's analysis, gets a candidate profile that redirects 1024 bytes, runs the
 validation job (tuned mode with the candidate against the default) and posts its figures; the service
-marks the candidate validated, so it may be published."""
+marks the candidate validated, so it may be published.
+
+The subject is the chain, not the machine's timing: the interposer's virtual clock (delay_interposer.py) gives
+every cell the same figure in every mpirun, so the validation's control sizes come out at exactly 1.0 under the
+service's own tolerance and the first validation decides (issue 34: a control size once measured 1.43x with the
+real clock at nrep 8 and the run stayed inconclusive)."""
 from __future__ import annotations
 
 import json
@@ -33,25 +38,19 @@ def test_violation_becomes_a_validated_candidate(tmp_path, slurm_env, mpi_module
         service={"url": service.url, "token_file": str(tmp_path / "token")},
         validation={"enabled": True, "nrep": 8, "mpiruns": 1})
     agent = make_agent(campaign_file(tmp_path / "viol.yaml", **cdef), tmp_path / "state", env=slurm_env, log=print)
-    # The sizes the candidate leaves alone must come out at 1.0 within the tolerance, else the validation is
-    # inconclusive and repeated. With no control arm in this campaign the tolerance is the service's floor;
-    # on this shared 2-core machine (load up to 13 while others build) 5 % is routinely missed, so this test
-    # of the chain allows 30 % (service/analysis/validation.py; the inconclusive path: test_verdicts.py).
-    service.app.config["PGMPI_VALIDATION_TOLERANCE"] = 0.30
-    try:
-        summary = agent.run(interval=1.0, timeout=600)
-    finally:
-        service.app.config.pop("PGMPI_VALIDATION_TOLERANCE", None)
+    # the service's own tolerance (the 5 % floor: no control arm in this campaign); the inconclusive path is
+    # tested in test_verdicts.py
+    summary = agent.run(interval=1.0, timeout=600)
     assert summary["done"] and summary["rejected"] == 0, summary
 
-    analysis = json.loads(agent.state.campaign("viol")["analysis"])["openmpi"]
+    analysis = json.loads(agent.state.campaign("viol")["analysis"])["openmpi-4.1.4"]
     assert "error" not in analysis, analysis
     assert len(analysis["profiles"]) == 1, analysis
     version_id = analysis["profiles"][0]          # the agent keeps the candidate's version id
     jobs = {r["key"]: r for r in agent.state.jobs("viol")}
     val = [r for r in jobs.values() if r["kind"] == "validate"]
-    # an inconclusive validation (the sizes left alone off 1.0 on this loaded machine) is measured again
-    assert 1 <= len(val) <= 3 and all(r["state"] == "COMPLETED" for r in val), [dict(r) for r in jobs.values()]
+    # the virtual clock leaves the sizes the candidate does not touch at exactly 1.0: one validation decides
+    assert len(val) == 1 and val[0]["state"] == "COMPLETED", [dict(r) for r in jobs.values()]
 
     def _version():
         from service.store.db import db

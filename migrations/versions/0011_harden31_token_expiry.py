@@ -1,7 +1,7 @@
 """harden31: token expiry (api_tokens.expires_at)
 
-Revision ID: 0010_harden31
-Revises: 0009_dtsvc
+Revision ID: 0011_harden31
+Revises: 0010_measure34
 Create Date: 2026-11-25 23:30:00
 
 A token's lifetime is chosen when it is created (`pgmpi token create --expires-days N`, default 365) and
@@ -14,8 +14,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0010_harden31'
-down_revision = '0009_dtsvc'
+revision = '0011_harden31'
+down_revision = '0010_measure34'
 branch_labels = None
 depends_on = None
 

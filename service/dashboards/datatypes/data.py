@@ -1,4 +1,4 @@
-"""The numbers of the derived-datatype pages (templates/datatypes.html, datatype_layout.html): the GL1-GL4
+"""The numbers of the derived-datatype pages (templates/datatypes/): the GL1-GL4
 verdicts an analysis stored (service/store/models.py DtVerdict, computed by service/analysis/datatypes.py)
 and the medians of the runs it analysed.  Plain functions over a session; nothing here knows Flask.
 

@@ -1,0 +1,23 @@
+/* pgmpi-bench's MPI_Gather (bench_call.h): every rank's block n to the root, in rank order. */
+#include "bench_call.h"
+
+static int plan(cplan_t *cp, size_t elem, size_t p)
+{
+    cp->sbytes = cp->n; cp->rbytes = cp->n * p; cp->count = cp->n / elem;
+    return 1;
+}
+
+static int call(const bench_args_t *a)
+{
+    return MPI_Gather(a->sbuf, a->count, a->dt, a->rbuf, a->count, a->dt, a->root, a->comm);
+}
+
+static size_t expected(const cplan_t *cp, int r, int p, int root, char *exp, int *in_sbuf)
+{
+    *in_sbuf = 0;
+    if (r != root) return 0;
+    for (int q = 0; q < p; q++) bench_expect_bytes(exp + (size_t)q * cp->n, q, 0, cp->n);
+    return cp->n * (size_t)p;
+}
+
+const bench_call_t bench_call_GATHER = {0, plan, call, expected, NULL};

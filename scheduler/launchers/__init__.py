@@ -1,0 +1,174 @@
+"""MPI families: how each one is launched. One file per family in this folder, each registers itself.
+
+    from scheduler import launchers
+    lib = launchers.library("intelmpi")     # Library: a row of deploy/mpi-libraries.tsv + its Family
+    lib.family.mpirun_args(nodes=2, ppn=2, in_slurm=True)   # ["-ppn", "2"]
+    lib.family.pass_env(["A", "B"])          # ["-genvlist", "A,B"] (Open MPI: ["-x", "A", "-x", "B"])
+    launchers.identify("Intel(R) MPI Library 2021.13 for Linux* OS")   # ("intelmpi", "2021.13")
+    launchers.family("openmpi").srun_plugin("5.0.11")                  # "pmix"
+
+A family (Open MPI, MPICH, Intel MPI) is what decides the launcher's flags, how environment variables
+reach the ranks, what running as root needs, which `srun --mpi=` plugin starts its ranks, how its
+MPI_Get_library_version string names it, and which native decision files it reads (pgmpi_formats.native
+holds their readers and writers).  A *library* is one installed MPI (deploy/mpi-libraries.tsv: id,
+family, version, prefix): openmpi (Debian 4.1.4) and openmpi5 (5.0.11) are both of the openmpi family.
+MPICH-derived libraries share MPICH's ABI but not its launcher flags or variables: Intel MPI is a family.
+
+A new family is one file here with a `@register` subclass of Family (docs: CONTRIBUTING.md, "An MPI
+family"); nothing else in scheduler/ names a family.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import re
+import shlex
+from dataclasses import dataclass
+
+from pgmpi_formats import mpi_libraries
+
+FAMILIES: dict[str, "Family"] = {}
+
+
+def register(cls):
+    """Class decorator of a family file: one instance enters the registry under cls.name."""
+    if cls.name in FAMILIES:
+        raise ValueError(f"MPI family {cls.name!r} registered twice ({cls.__module__})")
+    FAMILIES[cls.name] = cls()
+    return cls
+
+
+class Family:
+    name = "base"                 # the family id (deploy/mpi-libraries.tsv, column family)
+    title = "MPI"
+    # What MPI_Get_library_version's text starts with for this family, and the version after it (group 1).
+    # pgmpi-bench records the same name as #@mpi_library (lib/bench/bench_output.c, mpi_identity).
+    library_pattern: re.Pattern = re.compile(r"$^")
+    # the key of pgmpi_formats.native (FILE_VARS, file_env, discovery) for its native decision files;
+    # None: no native files yet (the `native` engineer's vocabulary)
+    native: str | None = None
+    native_doc = ""               # where its native knobs are documented / read
+
+    def mpirun_args(self, nodes: int, ppn: int, in_slurm: bool) -> list[str]:
+        """Launcher options beyond `-np N`: the placement of ppn ranks per node, oversubscription."""
+        return []
+
+    def job_env(self, nodes: int, ppn: int, in_slurm: bool, as_root: bool, cores: int) -> dict[str, str]:
+        """Variables every launch of a job needs (running as root, the progress mode)."""
+        return {}
+
+    def pass_env(self, names: list[str]) -> list[str]:
+        """Launcher options that hand the variables `names` (set in the launching shell) to every rank."""
+        raise NotImplementedError
+
+    def srun_plugin(self, version: str) -> str | None:
+        """The `srun --mpi=` plugin that starts this library's ranks directly; None: launch with its own
+        mpirun inside the allocation (measured on deploy/slurm.sh and deploy/cluster.sh; scheduler/README.md)."""
+        return None
+
+    def prefix_env(self, prefix: str) -> list[str]:
+        """Shell lines that make the library at `prefix` usable without a module (what its module sets)."""
+        if prefix in ("/usr", "/usr/local"):
+            return []
+        return [f'export PATH={prefix}/bin${{PATH:+:$PATH}}',
+                f'export LD_LIBRARY_PATH={prefix}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}']
+
+    def identify(self, text: str) -> str | None:
+        """The version in MPI_Get_library_version's text if it is this family's library, else None."""
+        m = self.library_pattern.search(text)
+        return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class Library:
+    """One installed MPI library: its row of deploy/mpi-libraries.tsv and its family."""
+    id: str
+    family: Family
+    version: str
+    prefix: str
+    debian: bool
+
+    @property
+    def mpirun(self) -> str:
+        """Its launcher without a module: Debian's suffixed name (the unsuffixed one follows the
+        alternatives), else <prefix>/bin/mpirun."""
+        return f"mpirun.{self.id}" if self.debian else f"{self.prefix}/bin/mpirun"
+
+
+class UnknownLibrary(ValueError):
+    pass
+
+
+def _load() -> None:
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def family(name: str) -> Family:
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise UnknownLibrary(f"unknown MPI family {name!r}; valid: {', '.join(sorted(FAMILIES))}") from None
+
+
+def libraries() -> dict[str, Library]:
+    """The site's MPI libraries (deploy/mpi-libraries.tsv) whose family is registered, by id."""
+    out = {}
+    for row in mpi_libraries.read():
+        if row.family not in FAMILIES:
+            raise mpi_libraries.MpiLibrariesError(
+                f"{mpi_libraries.table_path()}: {row.id}: family {row.family!r} has no file in scheduler/launchers/ "
+                f"(valid: {', '.join(sorted(FAMILIES))})")
+        out[row.id] = Library(row.id, FAMILIES[row.family], row.version, row.prefix, row.debian)
+    return out
+
+
+def library(lib_id: str) -> Library:
+    libs = libraries()
+    try:
+        return libs[lib_id]
+    except KeyError:
+        raise UnknownLibrary(f"unknown MPI library {lib_id!r}; valid: {', '.join(libs)} "
+                             f"({mpi_libraries.table_path()})") from None
+
+
+def identify(text: str) -> tuple[str, str] | None:
+    """(family, version) from MPI_Get_library_version's text; None when no family recognises it."""
+    for fam in sorted(FAMILIES.values(), key=lambda f: -getattr(f, "precedence", 0)):
+        v = fam.identify(text)
+        if v is not None:
+            return fam.name, v
+    return None
+
+
+def command(module, nodes: int, ppn: int, in_slurm: bool) -> str:
+    """The launch command of a campaign module's ranks (argv before the program): its own mpirun with the
+    family's flags, or `srun --mpi=<the family's plugin>` where the module says `launch: srun`."""
+    lib = library(module.mpi)
+    np = nodes * ppn
+    if getattr(module, "launch", "mpirun") == "srun":
+        if not in_slurm:
+            raise UnknownLibrary(f"{module.key}: launch: srun needs the slurm backend")
+        plugin = lib.family.srun_plugin(lib.version)
+        if plugin is None:
+            raise UnknownLibrary(f"{module.key}: {lib.family.title} has no srun plugin; launch: mpirun")
+        return shlex.join(["srun", "-n", str(np), f"--ntasks-per-node={ppn}", f"--mpi={plugin}"])
+    cmd = shlex.split(module.mpirun) if module.mpirun else ["mpirun" if module.name else lib.mpirun]
+    return shlex.join([*cmd, "-np", str(np), *lib.family.mpirun_args(nodes, ppn, in_slurm)])
+
+
+def environment(module, nodes: int, ppn: int, in_slurm: bool) -> dict[str, str]:
+    """What every launch of the module's library needs (running as root, progress mode, oversubscription)."""
+    return library(module.mpi).family.job_env(nodes, ppn, in_slurm, os.geteuid() == 0, os.cpu_count() or 1)
+
+
+def setup_lines(module) -> list[str]:
+    """Shell lines that set the library's environment where no Lmod module does (a module without name)."""
+    if module.name or module.mpirun:
+        return []
+    lib = library(module.mpi)
+    return [] if lib.debian else lib.family.prefix_env(lib.prefix)
+
+
+_load()

@@ -1,0 +1,31 @@
+"""Intel MPI (2021.x; MPICH's ABI, its own hydra): flags, variables, srun plugin, identity, environment."""
+from __future__ import annotations
+
+import re
+
+from . import Family, register
+
+
+@register
+class IntelMPI(Family):
+    name = "intelmpi"
+    title = "Intel MPI"
+    precedence = 1        # recognised before MPICH (MPICH-derived)
+    library_pattern = re.compile(r"Intel\(R\) MPI Library\s+([0-9][^\s,]*)")
+    native = None
+    native_doc = ("I_MPI_ADJUST_<COLL> (presets per message-size range; `impi_info -v I_MPI_ADJUST_ALLREDUCE`), "
+                  "I_MPI_TUNING_BIN / mpitune_fast's output; no reader in pgmpi_formats yet")
+
+    def mpirun_args(self, nodes, ppn, in_slurm):
+        return ["-ppn", str(ppn)] if nodes > 1 else []
+
+    def pass_env(self, names):
+        return ["-genvlist", ",".join(names)] if names else []
+
+    def srun_plugin(self, version):
+        return "pmi2"     # 2021.13: pmi2 and pmix both start it under srun (measured, single-node Slurm)
+
+    def prefix_env(self, prefix):
+        # its hydra starts hydra_bstrap_proxy / hydra_pmi_proxy by name: its own bin/ must come first on
+        # PATH even when mpirun is called by absolute path (another MPI's proxies hang MPI_Init)
+        return super().prefix_env(prefix) + [f"export I_MPI_ROOT={prefix}"]

@@ -1,0 +1,27 @@
+"""MPICH (4.x, 5.x; hydra's mpirun): flags, variables, srun plugin, identity."""
+from __future__ import annotations
+
+import re
+
+from . import Family, register
+
+
+@register
+class MPICH(Family):
+    name = "mpich"
+    title = "MPICH"
+    library_pattern = re.compile(r"MPICH Version:\s*([0-9]\S*)")
+    native = "mpich"
+    native_doc = ("JSON selection file (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE; pgmpi_formats/mpich_json.py) "
+                  "and per-collective MPIR_CVAR_<COLL>_INTRA_ALGORITHM")
+
+    def mpirun_args(self, nodes, ppn, in_slurm):
+        return ["-ppn", str(ppn)] if nodes > 1 else []
+
+    def pass_env(self, names):
+        return ["-genvlist", ",".join(names)] if names else []
+
+    def srun_plugin(self, version):
+        # 4.0.2 and 5.0.2: pmi2; with pmix/none 4.0.2 starts singletons "rank 0 of 1" without an error,
+        # 5.0.2 aborts in MPI_Init
+        return "pmi2"

@@ -1,0 +1,229 @@
+"""The numbers of the library pages (overview, heatmap, detail, trends): plain functions over a session.
+Shared lookups and counts are in service/dashboards/data.py."""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select
+
+from pgmpi_formats import arms
+
+from service.dashboards.data import (COLL_ORDER, STATUSES, _on_layout, _violation_on_layout, analysis_counts,
+                                     barrier_flags, change_points, coll_key, coll_mpi, defects_of, kind_counts,
+                                     latest_analyses,
+                                     latest_analysis, medians, nights_label, replication_of, size_label,
+                                     status_counts, status_label, violations_phrase)
+from service.store.models import Analysis, Campaign, Machine, MpiLibrary, Run, Series, Violation
+
+
+def overview(s, root=None) -> dict[str, Any]:
+    """Per machine x library its latest analysis' counts and (with the profile root) what is live."""
+    machines = s.scalars(select(Machine).order_by(Machine.name)).all()
+    libs = s.scalars(select(MpiLibrary).order_by(MpiLibrary.name, MpiLibrary.version)).all()
+    latest = {lid: al[0] for lid, al in latest_analyses(s).items()}
+    week = {}
+    if latest:   # per library the newest analysis at least a week older than its latest: two queries
+        lo = min(a.created_at for a in latest.values()) - timedelta(days=21)
+        hi = max(a.created_at for a in latest.values()) - timedelta(days=7)
+        cand = s.execute(select(Analysis.id, Analysis.library_id, Analysis.created_at)
+                         .where(Analysis.library_id.in_(list(latest)), Analysis.created_at >= lo,
+                                Analysis.created_at <= hi)).all()
+        best: dict[int, tuple] = {}
+        for aid, lid, at in cand:
+            if at <= latest[lid].created_at - timedelta(days=7) and (lid not in best or (at, aid) > best[lid]):
+                best[lid] = (at, aid)
+        if best:
+            rows = {a.id: a for a in s.scalars(select(Analysis).where(
+                Analysis.id.in_([aid for _, aid in best.values()])))}
+            week = {lid: rows[aid] for lid, (_, aid) in best.items()}
+    flags = barrier_flags(s, list(latest.values()) + list(week.values()))
+    kinds = kind_counts(s, [a.id for a in latest.values()])
+    statuses = status_counts(s, [a.id for a in list(latest.values()) + list(week.values())])
+    replication = replication_of(s, [a.id for a in latest.values()])
+    cids = [a.campaign_id for a in latest.values() if a.campaign_id]
+    campaigns = {c.id: c.name for c in s.scalars(select(Campaign).where(Campaign.id.in_(cids)))} if cids else {}
+    lib_names = sorted({(l.name, l.version) for l in libs})
+    rows = []
+    for m in machines:
+        cells = {}
+        for l in [l for l in libs if l.machine_id == m.id]:
+            cell: dict[str, Any] = {"library": l, "latest": None, "week_delta": None, "now": None}
+            if root is not None:
+                from service.profiles.live import tuned_now
+                cell["now"] = tuned_now(s, l, root)
+            if l.id in latest:
+                lat = analysis_counts(latest[l.id], flags, statuses)
+                lat["campaign"] = campaigns.get(latest[l.id].campaign_id)
+                lat["replication"] = replication.get(latest[l.id].id, [])
+                lat["kinds"] = kinds[latest[l.id].id]
+                lat["phrase"] = violations_phrase(kinds[latest[l.id].id])
+                cell["latest"] = lat
+                if l.id in week:
+                    pc = analysis_counts(week[l.id], flags, statuses)
+                    cell["week_delta"] = {"brave": lat["brave"] - pc["brave"],
+                                          "cautious": lat["cautious"] - pc["cautious"],
+                                          "quality": (lat["quality"] - pc["quality"])
+                                          if lat["quality"] is not None and pc["quality"] is not None else None}
+            cells[(l.name, l.version)] = cell
+        rows.append({"machine": m, "cells": cells})
+    return {"rows": rows, "libraries": lib_names}
+
+
+_RANK = {"verified": 0, "unconfirmed": 1, "contradicted": 2}
+
+
+def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int,
+                a: Analysis | None = None, layout: str | None = None) -> dict[tuple[str, int], list[Violation]]:
+    """(collective key, msize) -> the pattern violations of the latest analysis of that campaign at p, the one
+    the cell shows first (verified before unconfirmed before contradicted, then the strongest)."""
+    a = a or latest_analysis(s, lib, campaign)
+    if a is None:
+        return {}
+    out: dict[tuple[str, int], list[Violation]] = defaultdict(list)
+    for v in s.scalars(_violation_on_layout(select(Violation).where(
+            Violation.analysis_id == a.id, Violation.nprocs == p, Violation.kind == "pattern"), layout)):
+        out[(coll_key(v.collective), v.msize)].append(v)
+    for vs in out.values():
+        vs.sort(key=lambda v: (_RANK.get(status_label(v), 0), -v.slowdown))
+    return out
+
+
+def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str | None = None,
+            live: list[dict] | None = None) -> dict[str, Any]:
+    """Per collective x size the speed-up of the fastest mock-up (pgmpi_formats.arms: never an arm), its status
+    mark, and `live`: the algorithm a live range (service/profiles/live.py) runs there, or None."""
+    from service.profiles.live import covering
+    med = medians(s, lib, campaign, p, layout=layout)
+    by = defaultdict(dict)  # (call, msize) -> alg -> median of medians
+    for (c, a, m), vals in med.items():
+        by[(c, m)][a] = statistics.median(vals)
+    calls = sorted({c for c, _ in by}, key=lambda c: (COLL_ORDER.get(c, 99), c))
+    sizes = sorted({m for _, m in by})
+    a = latest_analysis(s, lib, campaign)
+    sig = significant(s, lib, campaign, p, a, layout)
+    z, text, best, marks, states, notes, lives = [], [], [], [], [], [], []
+    for c in calls:
+        zr, tr, br, mr, sr, nr, lr = [], [], [], [], [], [], []
+        for m in sizes:
+            hit = covering(live or [], c, p, m)
+            lr.append(hit["algorithm"] if hit else None)
+            algs = by.get((c, m), {})
+            d = algs.get("default")
+            # the control and validation arms are the default measured again, never a mock-up
+            mocks = {a: t for a, t in algs.items() if arms.is_mockup(a) and t > 0}
+            vs = sig.get((coll_key(c), m), [])
+            st = status_label(vs[0]) if vs else None
+            sr.append(st)
+            nr.append("; ".join(f"{v.mockup}: {status_label(v)}" + (f", {nights_label(v)}" if nights_label(v) else "")
+                                for v in vs))
+            if d and mocks:
+                ba = min(mocks, key=mocks.get)
+                sp = d / mocks[ba]
+                zr.append(round(float(np.log2(sp)), 4))
+                br.append(ba)
+                mr.append(st == "verified")
+                tr.append(f"{sp:.2f}x{MARK.get(st, '')}{LIVE_MARK if hit else ''}")
+            else:
+                zr.append(None), br.append(None), mr.append(False), tr.append("")
+        z.append(zr), text.append(tr), best.append(br), marks.append(mr), states.append(sr), notes.append(nr)
+        lives.append(lr)
+    at_p = {st: sum(status_label(v) == st for vs in sig.values() for v in vs) for st in STATUSES}
+    return {"calls": calls, "colls": [coll_key(c) for c in calls], "sizes": sizes, "z": z, "text": text,
+            "best": best, "significant": marks, "status": states, "notes": notes, "live": lives,
+            "size_labels": [size_label(m) for m in sizes],
+            "n_significant": at_p["verified"], "at_p": at_p,
+            "analysis_id": a.id if a is not None else None,
+            "totals": status_counts(s, [a.id])[a.id] if a is not None else None,
+            "kinds": kind_counts(s, [a.id])[a.id] if a is not None else None,
+            "zmin": -SCALE_LOG2, "zmax": SCALE_LOG2,
+            "defects": defects_of(a), "trustworthy": ((a.summary or {}).get("control") or {}).get(
+                "trustworthy", True) if a is not None else True}
+
+
+# The colour scale of every heatmap (and both panels side by side): log2 of the speed-up from -2 to 2, i.e. ¼×
+# (deep blue) to 4× (deep red), 1× white; beyond it a cell keeps the extreme colour (its text says the value).
+SCALE_LOG2 = 2.0
+
+LIVE_MARK = " ▸"     # a live range redirects this cell (the tuned-now page says to what, with its gain)
+
+# the mark a heatmap cell carries after its speed-up: verified, unconfirmed, contradicted
+MARK = {"verified": " *", "unconfirmed": " ?", "contradicted": " ✗"}
+
+
+def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int,
+           layout: str | None = None) -> dict[str, Any]:
+    call = coll_mpi(key)
+    med = medians(s, lib, campaign, p, call=call, layout=layout)
+    algs = sorted({a for _, a, _ in med}, key=lambda a: (a != "default", a))
+    series = []
+    rows = []
+    for a in algs:
+        pts = sorted((m, v) for (_, aa, m), v in med.items() if aa == a)
+        xs, ys, lo, hi, nr = [], [], [], [], []
+        for m, vals in pts:
+            arr = np.asarray(vals)
+            md = float(np.median(arr))
+            xs.append(m), ys.append(md), nr.append(len(vals))
+            lo.append(md - float(arr.min())), hi.append(float(arr.max()) - md)
+            rows.append({"collective": key, "algorithm": a, "msize": m, "nprocs": p, "layout": layout or "",
+                         "mpiruns": len(vals),
+                         "median_s": md, "min_s": float(arr.min()), "max_s": float(arr.max())})
+        series.append({"algorithm": a, "x": xs, "y": ys, "err_minus": lo, "err_plus": hi, "mpiruns": nr})
+    a = latest_analysis(s, lib, campaign)
+    viols = []
+    if a is not None:
+        viols = [{"kind": v.kind, "ref_msize": v.ref_msize, "barrier_warning": v.barrier_warning,
+                  "mockup": v.mockup, "msize": v.msize, "default_s": v.default_time, "mockup_s": v.mockup_time,
+                  "slowdown": v.slowdown, "p_value": v.p_value, "status": status_label(v),
+                  "status_why": v.status_why, "nights": nights_label(v)}
+                 for v in s.scalars(_violation_on_layout(select(Violation).where(
+                     Violation.analysis_id == a.id, Violation.nprocs == p, Violation.collective.in_([key, call])),
+                     layout).order_by(Violation.msize, Violation.mockup))]
+    counts = {st: sum(v["status"] == st for v in viols) for st in STATUSES}
+    return {"call": call, "key": key, "p": p, "layout": layout, "series": series, "rows": rows, "violations": viols,
+            "analysis": a, "counts": counts,
+            "defects": [d for d in defects_of(a) if d["collective"] == key and d["nprocs"] in (p, None)]}
+
+
+_TREND_CACHE: dict[tuple, dict] = {}
+
+
+def trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int,
+          layout: str | None = None) -> dict[str, Any]:
+    """Median per campaign of (collective, size, algorithm) and change points found by jumpavg.
+    Cached (in this process) until the library gets a new run."""
+    newest = s.scalar(select(func.max(Run.id)).where(Run.library_id == lib.id))
+    ck = (lib.id, key, msize, algorithm, p, layout, newest)
+    if ck in _TREND_CACHE:
+        return _TREND_CACHE[ck]
+    out = _trend(s, lib, key, msize, algorithm, p, layout)
+    if len(_TREND_CACHE) > 256:
+        _TREND_CACHE.clear()
+    _TREND_CACHE[ck] = out
+    return out
+
+
+def _trend(s, lib: MpiLibrary, key: str, msize: int, algorithm: str, p: int,
+           layout: str | None = None) -> dict[str, Any]:
+    call = coll_mpi(key)
+    q = _on_layout(select(Campaign.id, Campaign.name, Campaign.created_at, Series.median)
+                   .join(Run, Run.campaign_id == Campaign.id).join(Series, Series.run_id == Run.id)
+                   .where(Run.library_id == lib.id, Run.nprocs == p, Series.call == call,
+                          Series.msize == msize, Series.algorithm == algorithm), layout)
+    per: dict[int, dict] = {}
+    for cid, name, at, med in s.execute(q):
+        per.setdefault(cid, {"campaign": name, "at": at, "vals": []})["vals"].append(med)
+    pts = sorted(per.values(), key=lambda d: (d["at"], d["campaign"]))
+    xs = [d["at"].isoformat() if d["at"] else d["campaign"] for d in pts]
+    ys = [float(np.median(d["vals"])) for d in pts]
+    shifts = change_points(ys, [d["vals"] for d in pts])
+    for sh in shifts:
+        sh["campaign"] = pts[sh["index"]]["campaign"]
+        sh["at"] = xs[sh["index"]]
+    return {"call": call, "key": key, "msize": msize, "algorithm": algorithm, "p": p, "layout": layout,
+            "x": xs, "y": ys,
+            "campaigns": [d["campaign"] for d in pts], "shifts": shifts}
