@@ -39,7 +39,7 @@ def test_listings_have_a_header_and_json(tmp_path):
     assert json.loads(run(main, ["user", "list", "--json", *opt]).output)[0]["username"] == "ann"
     assert run(main, ["token", "create", "ci", "--role", "admin", *opt]).exit_code == 0
     r = run(main, ["token", "list", *opt])
-    assert r.output.splitlines()[0] == "id\tname\trole\tmachine\tprefix\tcreated\tstate"
+    assert r.output.splitlines()[0] == "id\tname\trole\tmachine\tprefix\tcreated\tstate\texpires"
     toks = json.loads(run(main, ["token", "list", "--json", *opt]).output)
     assert toks[0]["name"] == "ci" and toks[0]["state"] == "active" and "token" not in toks[0]
     r = run(main, ["machine", "list", *opt])
