@@ -10,7 +10,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 table=$top/deploy/mpi-libraries.tsv
-rows() { grep -v '^#' "$table" | tail -n +2; }
+rows() { grep -v -e '^#' -e '^$' -e $'^id\tfamily\tversion\tsource\tprefix$' "$table"; }   # data rows only
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # The C and Fortran wrappers and mpiexec of one id; empty when it is not installed.
@@ -22,6 +22,20 @@ wrappers() {  # id family source prefix
     *)        [ -x "$prefix/bin/mpicc" ] || return 0
               echo "$prefix/bin/mpicc $prefix/bin/mpif90 $prefix/bin/mpiexec" ;;
   esac
+}
+
+# The environment of a registry MPI (deploy/mpi-env.sh) as CTest ENVIRONMENT_MODIFICATION entries, so that
+# `ctest` in build/<id> runs that MPI from any shell.
+test_env_mods() {  # id
+  local out; out=$("$top/deploy/mpi-env.sh" "$1")
+  ( unset PATH LD_LIBRARY_PATH I_MPI_ROOT FI_PROVIDER_PATH; eval "$out"
+    mods=()
+    for v in PATH LD_LIBRARY_PATH; do
+      IFS=: read -r -a dirs <<<"${!v-}"
+      for (( i = ${#dirs[@]} - 1; i >= 0; i-- )); do mods+=("$v=path_list_prepend:${dirs[i]}"); done
+    done
+    for v in I_MPI_ROOT FI_PROVIDER_PATH; do [ -z "${!v-}" ] || mods+=("$v=set:${!v}"); done
+    IFS=';'; printf '%s' "${mods[*]}" )
 }
 
 ids=()
@@ -46,18 +60,19 @@ for id in "${ids[@]}"; do
   [ -n "$w" ] || { echo "build-lib.sh: $id ($family $version) is not installed (deploy/install-mpis.sh $id)" >&2; exit 1; }
   read -r mpicc mpif90 mpiexec <<<"$w"
   bdir=$top/build/$id
+  mods=
+  case $source in debian:*) ;; *) mods=$(test_env_mods "$id") ;; esac
   (
-    case $source in pypi:*) eval "$("$top/deploy/mpi-env.sh" "$id")" ;; esac
-    if [ ! -f "$bdir/CMakeCache.txt" ]; then
-      # MPI_Fortran_COMPILER is given even when it does not exist, so that FindMPI never picks another
-      # MPI's mpif90 from PATH.
-      cmake -S "$top/lib" -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_INSTALL_PREFIX="$top/build/install/$id" \
-        -DMPI_C_COMPILER="$mpicc" -DMPI_Fortran_COMPILER="$mpif90" -DMPIEXEC_EXECUTABLE="$mpiexec" \
-        -DPGMPITUNE_MPI_ID="$id" -DPGMPITUNE_MPI_FAMILY="$family" \
-        -DPGMPITUNE_BUILD_TESTS=ON >"$bdir.configure.log" 2>&1 \
-        || { mkdir -p "$bdir"; cat "$bdir.configure.log" >&2; exit 1; }
-    fi
+    case $source in debian:*) ;; *) eval "$("$top/deploy/mpi-env.sh" "$id")" ;; esac
+    # Configured every time (a few seconds once FindMPI's results are cached): the table may have changed.
+    # MPI_Fortran_COMPILER is given even when it does not exist, so that FindMPI never picks another
+    # MPI's mpif90 from PATH.
+    cmake -S "$top/lib" -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_INSTALL_PREFIX="$top/build/install/$id" \
+      -DMPI_C_COMPILER="$mpicc" -DMPI_Fortran_COMPILER="$mpif90" -DMPIEXEC_EXECUTABLE="$mpiexec" \
+      -DPGMPITUNE_MPI_ID="$id" -DPGMPITUNE_MPI_FAMILY="$family" -DPGMPITUNE_TEST_ENV_MODS="$mods" \
+      -DPGMPITUNE_BUILD_TESTS=ON >"$bdir.configure.log" 2>&1 \
+      || { mkdir -p "$bdir"; cat "$bdir.configure.log" >&2; exit 1; }
     cmake --build "$bdir" -j "$jobs" >"$bdir.build.log" 2>&1 || { tail -n 40 "$bdir.build.log" >&2; exit 1; }
     cmake --install "$bdir" >/dev/null
   )

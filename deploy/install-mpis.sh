@@ -6,6 +6,7 @@
 #                    mpicc/mpirun follow the alternatives, which nothing here changes).
 # pypi:<reqs>        `pip install --no-deps --ignore-installed --prefix <prefix> <reqs>`: the wheels' data
 #                    (bin/ lib/ include/ ...) lands directly in <prefix>; nothing is added to any Python.
+# site               installed by the site itself: only checked (<prefix>/bin/mpicc must exist).
 # A prefix is complete when its .pgmpi-source stamp holds the row's source; anything else is reinstalled.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +14,7 @@ table=$top/deploy/mpi-libraries.tsv
 py=${PYTHON:-python3}
 export PIP_ROOT_USER_ACTION=ignore   # root installs into a prefix of our own, not into that Python
 
-rows() { grep -v '^#' "$table" | tail -n +2; }
+rows() { grep -v -e '^#' -e '^$' -e $'^id\tfamily\tversion\tsource\tprefix$' "$table"; }   # data rows only
 ids=()
 for want in "${@:-all}"; do
   case $want in
@@ -83,7 +84,9 @@ for id in "${ids[@]}"; do
   case $source in
     debian:*) install_debian "$id" "$family" "$source" "$prefix" || { rc=1; continue; } ;;
     pypi:*)   install_pypi "$id" "$source" "$prefix" || { rc=1; continue; } ;;
-    *) echo "install-mpis.sh: $table: $id: unknown source '$source' (valid: debian:<packages>, pypi:<requirements>)" >&2
+    site)     echo "install-mpis.sh: $id (source site) is the site's own and not installed in $prefix" >&2
+              rc=1; continue ;;
+    *) echo "install-mpis.sh: $table: $id: unknown source '$source' (valid: debian:<packages>, pypi:<requirements>, site)" >&2
        rc=1; continue ;;
   esac
   printf '%s\n' "$source" > "$prefix/.pgmpi-source"

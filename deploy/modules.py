@@ -52,7 +52,8 @@ def mpi_module(lib: MpiLibrary, mpi_level: Path) -> str:
 def pgmpitunelib_module(lib: MpiLibrary, prefix: Path) -> str:
     text = TEMPLATE.read_text()
     for key, val in {"@PREFIX@": str(prefix), "@VERSION@": LIB_VERSION, "@MPI_NAME@": lib.family,
-                     "@MPI_VERSION@": lib.version, "@PRELOAD@": "false"}.items():
+                     "@MPI_VERSION@": lib.reported_version,   # the profile path the service publishes
+                     "@PRELOAD@": "false"}.items():
         text = text.replace(key, val)
     return text
 

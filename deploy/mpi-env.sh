@@ -8,7 +8,7 @@
 # its proxies by name), and I_MPI_ROOT + LD_LIBRARY_PATH + its bundled libfabric set together.
 set -euo pipefail
 table=$(cd "$(dirname "$0")" && pwd)/mpi-libraries.tsv
-rows() { grep -v '^#' "$table" | tail -n +2; }
+rows() { grep -v -e '^#' -e '^$' -e $'^id\tfamily\tversion\tsource\tprefix$' "$table"; }   # data rows only
 [ $# = 1 ] || { echo "usage: $0 <id>|--list" >&2; exit 2; }
 if [ "$1" = --list ]; then rows | cut -f1; exit 0; fi
 row=$(rows | awk -F'\t' -v id="$1" '$1 == id')
@@ -18,7 +18,7 @@ IFS=$'\t' read -r id family version source prefix <<<"$row"
 
 path=$prefix/bin
 libs=
-case $source in pypi:*) libs=$prefix/lib ;; esac     # Debian's libraries are on the default search path
+case $source in debian:*) ;; *) libs=$prefix/lib ;; esac     # Debian's libraries are on the default search path
 extra=()
 if [ "$family" = intelmpi ]; then
   path=$prefix/bin:$prefix/bin/libfabric

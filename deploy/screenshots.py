@@ -4,6 +4,8 @@
 
 against a dashboard `make demo` serves (two campaigns, e.g. after `make demo FRESH=1`, for the trends with
 many campaigns). Pass --one-campaign URL for a dashboard with a single campaign (the trends empty state).
+Every page is the real one: what it shows is checked before the picture is taken (the h1 of the page), so a
+page that fails to render fails the script instead of leaving a stale image.
 """
 from __future__ import annotations
 
@@ -26,8 +28,12 @@ def browser():
 
 
 def shot(drv, url: str, name: str, out: Path, full: bool = True, before=None) -> None:
+    from selenium.webdriver.common.by import By
     drv.get(url)
     time.sleep(1.5)                           # plotly draws after load
+    h1 = drv.find_elements(By.TAG_NAME, "h1")
+    if not h1 or h1[0].text.split(":")[0].strip().isdigit():
+        raise SystemExit(f"{url}: no page to take ({h1[0].text if h1 else 'no h1'})")
     if before:
         before(drv)
         time.sleep(0.5)
@@ -65,6 +71,12 @@ def main() -> None:
         lib = f"{base}/m/{machine}/{a.lib}"
         shot(drv, base + "/", "overview.png", a.out)
         shot(drv, lib + "/heatmap", "heatmap.png", a.out)
+        shot(drv, lib + "/tuned", "tuned-now.png", a.out)
+        drv.get(lib + "/heatmap")
+        libs = [o.text for o in drv.find_elements(By.CSS_SELECTOR, "select[name=vs_lib] option") if o.text != "–"]
+        if libs:
+            shot(drv, f"{lib}/heatmap?vs_lib={libs[0]}", "heatmap-side-by-side.png", a.out)
+        shot(drv, base + "/alerts", "alerts.png", a.out)
         shot(drv, f"{lib}/detail/{a.key}", "detail.png", a.out)
         shot(drv, f"{lib}/trends?key={a.key}&msize={a.msize}&algorithm=default", "trends-many-campaigns.png", a.out)
         if a.one_campaign:

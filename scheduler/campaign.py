@@ -174,9 +174,19 @@ class Repetitions(_Strict):
     covmean_window: int | None = Field(None, ge=2, description="predict: running means in the COV window")
     covmedian_window: int | None = Field(None, ge=2, description="predict: running medians in the COV window")
     time_budget: float | None = Field(None, gt=0, description="seconds per (call, size), with any policy")
+    # Campaign-wide NREP (issue 34): the mpiruns a paired verdict compares must have measured the same number
+    # of repetitions per cell. predict / time-rule: mpirun 0 is the pilot (it predicts), every other mpirun
+    # of the campaign takes the pilot's counts (`--nrep-from`, its `#@pgmpi nrep` lines). nrep_from: the raw
+    # files of an earlier night fix the counts for every mpirun (no pilot).
+    campaign_wide: bool = Field(True, description="predict/time-rule: mpirun 0 predicts, the others reuse its counts")
+    nrep_from: list[str] = Field(default_factory=list,
+                                 description="raw files of an earlier night whose '#@pgmpi nrep' counts every mpirun uses")
 
     @model_validator(mode="after")
     def _order(self):
+        if self.nrep_from and self.policy == "fixed":
+            raise ValueError("nrep_from takes the counts of an earlier night; policy 'fixed' has its own nrep "
+                             "(use policy 'predict' or 'time-rule' for the night that predicts them)")
         if self.min_nrep > self.max_nrep:
             raise ValueError(f"min_nrep ({self.min_nrep}) must not exceed max_nrep ({self.max_nrep})")
         for rule, fields in PREDICT_RULE_FIELDS.items():

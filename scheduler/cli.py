@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from . import backends
 from .campaign import Campaign, CampaignError, load_campaign
 
 STATE_OPT = click.option("--state-dir", type=click.Path(file_okay=False), default=None, envvar="PGMPI_AGENT_STATE",
@@ -110,7 +111,7 @@ def campaign() -> None:
 @campaign.command("submit")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @STATE_OPT
-@click.option("--backend", type=click.Choice(["slurm", "local"]), default=None, help="override the file's backend")
+@click.option("--backend", type=click.Choice(backends.names()), default=None, help="override the file's backend")
 @click.option("--service-url", default=None, help="override service.url")
 @click.option("--token-file", default=None, help="override service.token_file")
 @click.option("--dry-run", is_flag=True, help="plan and estimate only; submit nothing")
@@ -343,7 +344,7 @@ def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module,
     from .uploader import Rejected, ServiceClient, Unreachable, read_token
     name, text = Path(file).name, Path(file).read_text()
     try:
-        cells = precheck(name, text, mpi, nprocs)
+        cells = precheck(name, text, mpi, nprocs, mpi_version)
     except ValueError as exc:
         raise click.ClickException(f"refused before submitting: {exc}") from None
     job = NativeValidationJob(Path(workdir), machine, mpi, mpi_version, name, text, mpi_module, tunelib_module,

@@ -1,6 +1,6 @@
 """Validation job of the MPI library's own decision file (native.rules / native.json), run the way users get it.
 
-    cells = precheck(name, text, mpi, nprocs)          # ValueError with the reason: never submitted
+    cells = precheck(name, text, mpi, nprocs, version)  # ValueError with the reason: never submitted
     job = NativeValidationJob(...); job.write(); job_id = job.submit(env)   # through the backend (Slurm), waits
     figs = job.figures()                               # pgmpi_formats.native_validation.figures
     verdict = post(client, job, figs)                  # the service judges and records it
@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgmpi_formats import mpich_json, native, ompi_rules
+from pgmpi_formats import mpich_json, native, native_file, ompi_rules
 from pgmpi_formats import native_validation as nv
 
 from . import launchers
@@ -33,7 +33,7 @@ FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json"}
 FILE_VARS = tuple(v for vs in native.FILE_VARS.values() for v in vs)
 
 
-def precheck(name: str, text: str, mpi: str, nprocs: int) -> list[nv.Cell]:
+def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = None) -> list[nv.Cell]:
     """The checks that need no job, before anything is submitted: the file read the way the library reads it
     (a rules file Open MPI would ignore, a JSON file missing a collective, an algorithm this library does not
     have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells."""
@@ -41,17 +41,22 @@ def precheck(name: str, text: str, mpi: str, nprocs: int) -> list[nv.Cell]:
     if FILE_FOR.get(kind) != name:
         raise ValueError(f"{name}: {mpi}'s decision file is {FILE_FOR.get(kind, '(none)')}")
     if kind == "openmpi":
-        d = native.discover("openmpi")
+        try:
+            d = native_file.ompi_target(version)
+        except FileNotFoundError as exc:
+            raise ValueError(f"{name}: {exc}") from None
         ompi_rules.parse_rules(text, name, d, native.ORDER_UNSAFE["openmpi"])
         cells = nv.cells_of_rules(text, d, nprocs, name)
     else:
-        lib = mpich_json.find_library()
-        base, known = mpich_json.builtin_tree(lib), mpich_json.algorithm_names(lib)
+        try:
+            t = native_file.mpich_target(version)
+        except FileNotFoundError as exc:
+            raise ValueError(f"{name}: {exc}") from None
         tree = mpich_json.loads(text, name)
-        problems = mpich_json.check_tree(tree, base, known)
+        problems = t.check(tree)
         if problems:
-            raise ValueError(f"{name}: incomplete selection file: " + "; ".join(problems))
-        cells = nv.cells_of_json(tree, base, nprocs)
+            raise ValueError(f"{name}: MPICH {t.version} would not read or evaluate it: " + "; ".join(problems))
+        cells = nv.cells_of_json(tree, t.base, nprocs)
         unsafe = [c for c in cells if (c.key, (native.parse_label(c.label) or native.NativeVariant("")).name)
                   in native.ORDER_UNSAFE["mpich"]]
         if unsafe:
@@ -123,7 +128,7 @@ class NativeValidationJob:
     def write(self, backend: Backend | None = None) -> Path:
         """The staged set, its site file and the job script (the one job template); returns the script."""
         if not self.cells:
-            self.cells = precheck(self.name, self.text, self.mpi, self.nprocs)
+            self.cells = precheck(self.name, self.text, self.mpi, self.nprocs, self.version)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.staged.parent.mkdir(parents=True, exist_ok=True)
         self.staged.write_text(self.text)

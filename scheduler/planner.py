@@ -84,20 +84,23 @@ def groups(c: Campaign, calls: dict[str, list[int]] | None = None,
 
 
 def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[str], sizes: list[int],
-               algorithms: object = "all", nrep: int | None = None) -> list[str]:
-    """pgmpi-bench options of one invocation (see `pgmpi-bench --help`)."""
+               algorithms: object = "all", nrep: int | None = None, nrep_from: str | None = None) -> list[str]:
+    """pgmpi-bench options of one invocation (see `pgmpi-bench --help`).  nrep_from: the counts per (call, size)
+    of these files (campaign-wide NREP: the pilot's output or an earlier night's), instead of the policy."""
     argv = [f"--calls={','.join(keys)}", f"--sizes={','.join(str(s) for s in sizes)}",
             f"--algorithms={algorithms if isinstance(algorithms, str) else ','.join(algorithms)}"]
     rep = c.repetitions
     if nrep is not None:
         argv.append(f"--nrep={nrep}")
+    elif nrep_from:
+        argv.append(f"--nrep-from={nrep_from}")
     elif rep.policy == "fixed":
         argv.append(f"--nrep={rep.nrep}")
     elif rep.policy == "predict":
         argv += rep.predict_argv()
     else:
         argv.append(f"--time-rule=max={rep.max_nrep},K={min(10, rep.max_nrep)}")
-    if rep.time_budget and nrep is None:
+    if rep.time_budget and nrep is None and not nrep_from:
         argv.append(f"--time-budget={rep.time_budget:g}")
     argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}"]
     if module.name:
@@ -119,9 +122,21 @@ def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorith
                 algs = f"{algs},{CONTROL}" if isinstance(algs, str) else \
                     algs + [a for a in (CONTROL,) if a not in algs]
             name = f"{prefix}-{i}{'-' + label if label else ''}.txt"
-            out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep), name,
-                              dict(env or {}), role))
+            out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep,
+                                            campaign_nrep_from(c, i, f"{prefix}-0{'-' + label if label else ''}.txt")
+                                            if nrep is None else None), name, dict(env or {}), role))
     return out
+
+
+def campaign_nrep_from(c: Campaign, index: int, pilot: str) -> str | None:
+    """Campaign-wide NREP (campaign.Repetitions): the files whose counts mpirun `index` uses, None when it
+    follows the policy itself (fixed, or the pilot mpirun 0 of predict / time-rule)."""
+    rep = c.repetitions
+    if rep.nrep_from:
+        return ",".join(rep.nrep_from)
+    if rep.policy != "fixed" and rep.campaign_wide and index > 0:
+        return pilot
+    return None
 
 
 DTBENCH = "pgmpi-dtbench"

@@ -7,8 +7,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pgmpi_formats import mpi_libraries
-
 from . import launchers
 from .backends import LMOD_INIT
 from .campaign import Campaign
@@ -37,5 +35,5 @@ def module_problems(c: Campaign, timeout: float = 60) -> list[str]:
             run = launchers.library(m.mpi).mpirun
             if shutil.which(run) is None:
                 problems.append(f"modules: mpi {m.mpi} without a module needs {run} (not found; "
-                                f"{mpi_libraries.table_path()} lists where it is installed)")
+                                "deploy/install-mpis.sh installs the libraries of deploy/mpi-libraries.tsv)")
     return problems

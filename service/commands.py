@@ -327,4 +327,9 @@ def _gunicorn_logconfig() -> dict:
     return GUNICORN_LOGCONFIG
 
 
-COMMANDS = [db, user, token, machine, serve]
+def _alerts():
+    from service.alerts_cli import alerts
+    return alerts
+
+
+COMMANDS = [db, user, token, machine, serve, _alerts()]

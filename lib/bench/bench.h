@@ -2,6 +2,7 @@
  *   bench_options.c  command line (--help, parsing, the calls/algorithms/sizes lists, --nrep-from files)
  *   bench_plan.c     per (call, size) buffers and counts, memory and pool checks, --dry-run, nrep policy
  *   bench_measure.c  synchronisation, the calls themselves, the interleaved measurement rounds
+ *   bench_serve.c    --serve: cells on request from standard input, one mpirun for a whole search
  *   bench_output.c   the raw file: header (#@key=value), rows, footer, metadata of the run
  *   bench_native.c   the MPI library's own algorithms: discovery (MPI_T), switching per measurement
  *   calls/<key>.c    one per collective of collectives.def (and MPI_Barrier): buffers, the call, its
@@ -173,6 +174,7 @@ void buffer_page_offsets(long *s, long *r);
 void share_from_rank0(unsigned long long *v, int n);
 void fill_rcounts(const call_t *c, const cplan_t *cp);
 void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256]);
+void measure_cells(cstate_t *cs, int nc, char (*why)[256], const double *tnrep1, int (*passed)[MAXALGS]);
 void measure_all(void);
 int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, MPI_Comm comm);
 
@@ -228,7 +230,7 @@ time_t bench_mpi_init(int *argc, char ***argv);
 int bench_start(void (*more_checks)(void), unsigned long long *seed);
 void write_header(int argc, char **argv, time_t start_wall, unsigned long long seed, const layout_t *L);
 void write_row(const call_t *c, long idx, size_t n, double t, int a);
-void serve_all(void);
+void serve_all(void);    /* bench_serve.c */
 /* pgmpi-dtbench: extra header keys before the column line, and a count column in every row */
 extern void (*g_header_extra)(void);
 extern int g_count_column;

@@ -441,6 +441,31 @@ static void even_out_runs(cstate_t *cs, int nc)
     }
 }
 
+/* A group of cells at their plans (cs[i].plan): buffers, the check round, the interleaved rounds, the
+ * cells' calls evened out. passed[i][a] (when not NULL) = 1 when algorithm a of cell i passed its check
+ * (or none ran). */
+void measure_cells(cstate_t *cs, int nc, char (*why)[256], const double *tnrep1, int (*passed)[MAXALGS])
+{
+    install_buffers(cs, nc);
+    for (int i = 0; i < nc; i++) {
+        int ok[MAXALGS];
+        for (int a = 0; a < MAXALGS; a++) { cs[i].skip[a] = 0; cs[i].runs[a] = 0; ok[a] = 1; }
+        int dt = cs[i].call->kind == K_DT;   /* a description that does not exist at this size */
+        if (dt) for (int a = 0; a < cs[i].call->nalg; a++) cs[i].skip[a] = !dt_applies(cs[i].call, cs[i].call->alg[a]);
+        if (O.check) {
+            if (dt) dt_check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
+            else check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
+            for (int a = 0; a < cs[i].call->nalg; a++) {
+                cs[i].runs[a] = !cs[i].skip[a];       /* the check called it once */
+                cs[i].skip[a] |= !ok[a];
+            }
+        }
+        if (passed) memcpy(passed[i], ok, sizeof ok);
+    }
+    measure_group(cs, nc, why, tnrep1);
+    even_out_runs(cs, nc);
+}
+
 /* Every (call, size) of the plan, sizes ascending.  --interleave=cell (default) measures one call at
  * a time (its algorithms interleaved), as ReproMPI measures one (call, size) job at a time;
  * --interleave=size interleaves every call of a size (each call then runs in the cache and protocol
@@ -485,22 +510,7 @@ void measure_all(void)
         for (int i = 0; i < nc; i++) cs[i].plan = g_plan[i][j];
         for (int g = 0; g < nc; g += gstep) {
             int gn = g + gstep > nc ? nc - g : gstep;
-            install_buffers(cs + g, gn);
-            for (int i = g; i < g + gn; i++) {
-                int ok[MAXALGS];
-                for (int a = 0; a < MAXALGS; a++) { cs[i].skip[a] = 0; cs[i].runs[a] = 0; }
-                int dt = cs[i].call->kind == K_DT;   /* a description that does not exist at this size */
-                if (dt) for (int a = 0; a < cs[i].call->nalg; a++) cs[i].skip[a] = !dt_applies(cs[i].call, cs[i].call->alg[a]);
-                if (!O.check) continue;
-                if (dt) dt_check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
-                else check_cell(cs[i].call, &cs[i].plan, g_sbuf, g_rbuf, ok);
-                for (int a = 0; a < cs[i].call->nalg; a++) {
-                    cs[i].runs[a] = !cs[i].skip[a];       /* the check called it once */
-                    cs[i].skip[a] |= !ok[a];
-                }
-            }
-            measure_group(cs + g, gn, why + g, tnrep1 + g);
-            even_out_runs(cs + g, gn);
+            measure_cells(cs + g, gn, why + g, tnrep1 + g, NULL);
         }
         if (g_rank == 0 && fflush(g_out)) out_fail();   /* a killed job keeps the sizes it finished */
         for (int i = 0; i < nc; i++) {
@@ -512,113 +522,4 @@ void measure_all(void)
 
     for (int i = 0; i < nc; i++) for (int a = 0; a < MAXALGS; a++) series_free(&cs[i].s[a]);
     free(why);
-}
-
-
-/* --serve (scheduler/native_driver.py): one mpirun for a whole search instead of one per round, whose
- * start-up cost more than the reduced searches saved.  After the header rank 0 reads commands from its
- * standard input and shares each with every rank:
- *   cell <MPI_Name or call> <bytes> <label>[,<label>...]
- * measures that one (call, size) exactly as measure_all would -- check round, interleaved rounds, rows in
- * the output -- with only the given labels (plus default and default_control when the command line asked
- * for them: each experiment keeps its paired reference and the control arm), and rank 0 answers on stdout
- * "result <label> <median seconds>" (or "result <label> failed": its check failed) per label, then "done".
- * A command it cannot serve gets "error <why>" and changes nothing.  "quit" or end of input ends the run.
- * Labels and sizes must be among --algorithms and --sizes: the native variants' communicators and the
- * buffer plan are made before the first command. */
-static int serve_find(const char *name, int *ci)
-{
-    for (int i = 0; i < O.ncalls; i++)
-        if (strcasecmp(O.calls[i].mpi_name, name) == 0 || strcasecmp(O.calls[i].mpi_name + 4, name) == 0) {
-            *ci = i;
-            return 1;
-        }
-    return 0;
-}
-
-static long g_served;
-
-void serve_all(void)
-{
-    char line[16384];
-    for (;;) {
-        unsigned long long len = 0;
-        if (g_rank == 0) {
-            if (!fgets(line, sizeof line, stdin)) strcpy(line, "quit\n");
-            len = strlen(line) + 1;
-        }
-        share_from_rank0(&len, 1);
-        PMPI_Bcast(line, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
-        char cmd[16] = "", name[64] = "", labels[16000] = "";
-        unsigned long long bytes = 0;
-        int got = sscanf(line, "%15s %63s %llu %15999s", cmd, name, &bytes, labels);
-        if (got < 1 || strcmp(cmd, "quit") == 0) break;
-        int i = -1, j = -1;
-        char err[256] = "";
-        if (strcmp(cmd, "cell") != 0 || got < 3) snprintf(err, sizeof err, "expected 'cell <call> <bytes> <labels>' or 'quit'");
-        else if (!serve_find(name, &i)) snprintf(err, sizeof err, "%s is not among --calls", name);
-        else {
-            for (int k = 0; k < O.nsizes; k++) if (O.req_sizes[k] == (size_t)bytes) j = k;
-            if (j < 0) snprintf(err, sizeof err, "%llu B is not among --sizes", bytes);
-        }
-        call_t sub;
-        if (!err[0]) {     /* the cell's call with only the wanted algorithms (same ids: same rows, same communicators) */
-            const call_t *c = &O.calls[i];
-            sub = *c;
-            sub.nalg = 0;
-            for (int a = 0; a < c->nalg; a++) {
-                const char *lab = alg_label(c, c->alg[a]);
-                int want = c->alg[a] == 0 || c->alg[a] == ALG_CONTROL;
-                for (char *p = labels; *p && !want; ) {
-                    size_t n = strcspn(p, ",");
-                    if (n == strlen(lab) && strncmp(p, lab, n) == 0) want = 1;
-                    p += n + (p[n] == ',');
-                }
-                if (want) sub.alg[sub.nalg++] = c->alg[a];
-            }
-            for (char *p = labels; *p && !err[0]; ) {      /* every label asked for must exist */
-                size_t n = strcspn(p, ",");
-                int found = 0;
-                for (int a = 0; a < sub.nalg && !found; a++) {
-                    const char *lab = alg_label(&sub, sub.alg[a]);
-                    found = n == strlen(lab) && strncmp(p, lab, n) == 0;
-                }
-                if (!found) snprintf(err, sizeof err, "%.*s is not among --algorithms for %s", (int)(n < 100 ? n : 100), p, c->mpi_name);
-                p += n + (p[n] == ',');
-            }
-        }
-        if (err[0]) {
-            if (g_rank == 0) { printf("error %s\n", err); fflush(stdout); }
-            continue;
-        }
-        /* the search path, cell by cell, for `pgmpi explain` (service/analysis/explain.py) */
-        footer_add("#@pgmpi served %ld %s %zu %s\n", ++g_served, sub.mpi_name, O.req_sizes[j], labels[0] ? labels : "-");
-        cstate_t cs;
-        memset(&cs, 0, sizeof cs);
-        char why[1][256] = {""};
-        double tnrep1 = 0;
-        cs.call = &sub;
-        for (int a = 0; a < MAXALGS; a++) series_init(&cs.s[a]);
-        cs.plan = g_plan[i][j];
-        install_buffers(&cs, 1);
-        int ok[MAXALGS];
-        for (int a = 0; a < MAXALGS; a++) { cs.skip[a] = 0; cs.runs[a] = 0; ok[a] = 1; }
-        if (O.check) {
-            check_cell(&sub, &cs.plan, g_sbuf, g_rbuf, ok);
-            for (int a = 0; a < sub.nalg; a++) { cs.runs[a] = 1; cs.skip[a] = !ok[a]; }
-        }
-        measure_group(&cs, 1, why, &tnrep1);
-        even_out_runs(&cs, 1);
-        footer_add("#@pgmpi nrep %s %zu %ld\n", sub.mpi_name, cs.plan.n, cs.done);
-        if (g_rank == 0) {
-            if (fflush(g_out)) out_fail();
-            for (int a = 0; a < sub.nalg; a++) {
-                if (!ok[a] || cs.s[a].n == 0) printf("result %s failed\n", alg_label(&sub, sub.alg[a]));
-                else printf("result %s %.10g\n", alg_label(&sub, sub.alg[a]), series_median(&cs.s[a]));
-            }
-            printf("done\n");
-            fflush(stdout);
-        }
-        for (int a = 0; a < MAXALGS; a++) series_free(&cs.s[a]);
-    }
 }

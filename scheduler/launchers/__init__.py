@@ -14,8 +14,9 @@ holds their readers and writers).  A *library* is one installed MPI (deploy/mpi-
 family, version, prefix): openmpi (Debian 4.1.4) and openmpi5 (5.0.11) are both of the openmpi family.
 MPICH-derived libraries share MPICH's ABI but not its launcher flags or variables: Intel MPI is a family.
 
-A new family is one file here with a `@register` subclass of Family (docs: CONTRIBUTING.md, "An MPI
-family"); nothing else in scheduler/ names a family.
+A new family is one file here with a `@register` subclass of Family (CONTRIBUTING.md, "An MPI family");
+nothing else in scheduler/ names a family, and a table row of an unregistered family is refused here.  What selecting a
+library sets without a module (PATH, LD_LIBRARY_PATH, I_MPI_ROOT, ...) is the table reader's environment().
 """
 from __future__ import annotations
 
@@ -67,13 +68,6 @@ class Family:
         mpirun inside the allocation (measured on deploy/slurm.sh and deploy/cluster.sh; scheduler/README.md)."""
         return None
 
-    def prefix_env(self, prefix: str) -> list[str]:
-        """Shell lines that make the library at `prefix` usable without a module (what its module sets)."""
-        if prefix in ("/usr", "/usr/local"):
-            return []
-        return [f'export PATH={prefix}/bin${{PATH:+:$PATH}}',
-                f'export LD_LIBRARY_PATH={prefix}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}']
-
     def identify(self, text: str) -> str | None:
         """The version in MPI_Get_library_version's text if it is this family's library, else None."""
         m = self.library_pattern.search(text)
@@ -82,18 +76,39 @@ class Family:
 
 @dataclass(frozen=True)
 class Library:
-    """One installed MPI library: its row of deploy/mpi-libraries.tsv and its family."""
-    id: str
+    """One installed MPI library: its row of deploy/mpi-libraries.tsv (pgmpi_formats.mpi_libraries) and its
+    family."""
+    row: mpi_libraries.MpiLibrary
     family: Family
-    version: str
-    prefix: str
-    debian: bool
+
+    @property
+    def id(self) -> str:
+        return self.row.id
+
+    @property
+    def version(self) -> str:
+        return self.row.version
+
+    @property
+    def prefix(self) -> str:
+        return str(self.row.prefix)
 
     @property
     def mpirun(self) -> str:
-        """Its launcher without a module: Debian's suffixed name (the unsuffixed one follows the
-        alternatives), else <prefix>/bin/mpirun."""
-        return f"mpirun.{self.id}" if self.debian else f"{self.prefix}/bin/mpirun"
+        """Its launcher without a module: <prefix>/bin/mpirun (Debian's two: a prefix of shims)."""
+        return str(self.row.mpirun)
+
+    def setup_lines(self) -> list[str]:
+        """Shell lines that select this library as its module would (the table reader's environment():
+        its bin/ first on PATH -- Intel MPI's hydra finds its proxies by name --, lib/, I_MPI_ROOT, ...)."""
+        env = self.row.environment({})
+        out = []
+        for k, v in env.items():
+            if k in ("PATH", "LD_LIBRARY_PATH"):
+                out.append(f"export {k}={shlex.quote(v)}${{{k}:+:${k}}}")
+            else:
+                out.append(f"export {k}={shlex.quote(v)}")
+        return out
 
 
 class UnknownLibrary(ValueError):
@@ -115,12 +130,12 @@ def family(name: str) -> Family:
 def libraries() -> dict[str, Library]:
     """The site's MPI libraries (deploy/mpi-libraries.tsv) whose family is registered, by id."""
     out = {}
-    for row in mpi_libraries.read():
+    for row in mpi_libraries.read_mpi_libraries():
         if row.family not in FAMILIES:
-            raise mpi_libraries.MpiLibrariesError(
-                f"{mpi_libraries.table_path()}: {row.id}: family {row.family!r} has no file in scheduler/launchers/ "
+            raise mpi_libraries.MpiTableError(
+                f"{row.id}: family {row.family!r} has no file in scheduler/launchers/ "
                 f"(valid: {', '.join(sorted(FAMILIES))})")
-        out[row.id] = Library(row.id, FAMILIES[row.family], row.version, row.prefix, row.debian)
+        out[row.id] = Library(row, FAMILIES[row.family])
     return out
 
 
@@ -130,7 +145,7 @@ def library(lib_id: str) -> Library:
         return libs[lib_id]
     except KeyError:
         raise UnknownLibrary(f"unknown MPI library {lib_id!r}; valid: {', '.join(libs)} "
-                             f"({mpi_libraries.table_path()})") from None
+                             "(deploy/mpi-libraries.tsv)") from None
 
 
 def identify(text: str) -> tuple[str, str] | None:
@@ -152,7 +167,8 @@ def command(module, nodes: int, ppn: int, in_slurm: bool) -> str:
             raise UnknownLibrary(f"{module.key}: launch: srun needs the slurm backend")
         plugin = lib.family.srun_plugin(lib.version)
         if plugin is None:
-            raise UnknownLibrary(f"{module.key}: {lib.family.title} has no srun plugin; launch: mpirun")
+            raise UnknownLibrary(f"{module.key}: launch: srun: {lib.family.title} has no srun plugin; "
+                                 "use launch: mpirun")
         return shlex.join(["srun", "-n", str(np), f"--ntasks-per-node={ppn}", f"--mpi={plugin}"])
     cmd = shlex.split(module.mpirun) if module.mpirun else ["mpirun" if module.name else lib.mpirun]
     return shlex.join([*cmd, "-np", str(np), *lib.family.mpirun_args(nodes, ppn, in_slurm)])
@@ -167,8 +183,7 @@ def setup_lines(module) -> list[str]:
     """Shell lines that set the library's environment where no Lmod module does (a module without name)."""
     if module.name or module.mpirun:
         return []
-    lib = library(module.mpi)
-    return [] if lib.debian else lib.family.prefix_env(lib.prefix)
+    return library(module.mpi).setup_lines()
 
 
 _load()

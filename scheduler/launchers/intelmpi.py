@@ -24,8 +24,3 @@ class IntelMPI(Family):
 
     def srun_plugin(self, version):
         return "pmi2"     # 2021.13: pmi2 and pmix both start it under srun (measured, single-node Slurm)
-
-    def prefix_env(self, prefix):
-        # its hydra starts hydra_bstrap_proxy / hydra_pmi_proxy by name: its own bin/ must come first on
-        # PATH even when mpirun is called by absolute path (another MPI's proxies hang MPI_Init)
-        return super().prefix_env(prefix) + [f"export I_MPI_ROOT={prefix}"]

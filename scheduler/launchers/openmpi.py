@@ -43,4 +43,7 @@ class OpenMPI(Family):
         return [a for n in names for a in ("-x", n)]
 
     def srun_plugin(self, version):
-        return "pmix"     # 4.1.4 and 5.0.11; pmi2 starts every rank as a singleton of size 1
+        # 4.1.4 and 5.0.11; pmi2 starts every rank as a singleton of size 1.  Node locality comes from
+        # Slurm's node names: where NodeName is not the host's name (deploy/slurm.sh: localhost on host vm)
+        # every rank is a node of its own, and pgmpi-bench refuses the layout (mpirun works there)
+        return "pmix"

@@ -18,6 +18,8 @@ detailed: one row per mock-up and size with default and mock-up mean/median side
 grouped: one row per (collective, size): the default's median and, when violated, the fastest violating
          mock-up with its slowdown and median.
 guidelines: every violated verdict of all three classes (pattern, monotony, split-robustness).
+summary: PGMPI's table per guideline and collective: tested, violated (brave), cautious, the worst factor with
+         its 95 % interval and where (Analysis.guideline_summary).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from .guidelines import Analysis
 from pgmpi_formats import collectives as _colls
 
-VIEWS = ("absolute", "relative", "violation", "detailed", "grouped", "guidelines")
+VIEWS = ("absolute", "relative", "violation", "detailed", "grouped", "guidelines", "summary")
 
 
 @dataclass
@@ -58,7 +60,7 @@ def _cfg_vals(a: Analysis, c: int):
 def _rep_cols():
     """The reporting fields every exported figure carries (reporting.py)."""
     return [Column("sync"), Column("mpiruns", "int"), Column("meas_per_mpirun"), Column("nrep_policy"),
-            Column("statistic"), Column("excluded")]
+            Column("summary_statistic"), Column("excluded")]
 
 
 def _rep_vals(a: Analysis, c: int):
@@ -218,6 +220,18 @@ def _v_guidelines(a: Analysis) -> View:
                                            v.slowdown, v.p_value, v.p_adjusted, v.barrier_warning]
                     + _ci_vals(v) + _rep_vals(a, v.cfg))
     return View("guidelines", cols, rows)
+
+
+def _v_summary(a: Analysis) -> View:
+    cols = _cfg_cols() + [Column("guideline"), Column("collective"), Column("tested", "int"),
+                          Column("violated", "int"), Column("cautious", "int"), Column("worst_factor", "ratio"),
+                          Column("worst_ci95_low", "ratio"), Column("worst_ci95_high", "ratio"),
+                          Column("worst_at")] + _rep_cols()
+    rows = [_cfg_vals(a, r["cfg"]) + [r["guideline"], r["mpi_name"], r["tested"], r["violated"], r["cautious"],
+                                      r["worst_factor"], (r["worst_ci95"] or [None, None])[0],
+                                      (r["worst_ci95"] or [None, None])[1], r["worst_at"]] + _rep_vals(a, r["cfg"])
+            for r in a.guideline_summary()]
+    return View("summary", cols, rows)
 
 
 # ---------------------------------------------------------------- formatting

@@ -21,6 +21,7 @@ from pgmpi_formats import arms
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 
 from .native_decision import Run as RunMedians, decide, explain_lines
+from .stats import CI_METHOD
 
 SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")     # one mpirun per round
 SEARCH_SERVED = re.compile(r"search-(\d+)-([a-z]+)\.txt$")                    # pgmpi-bench --serve: all rounds
@@ -38,9 +39,11 @@ def _cells(session, lib_ids, p, campaign_id):
         runs = runs.where(Run.campaign_id == campaign_id)
     names: dict = {}
     digests: dict = {}
+    heads: dict = {}
     for rid, fname, cid, headers, footer in session.execute(runs):      # once per run, not per series
         names[rid] = (fname, cid, footer if isinstance(footer, list) else [])
         digests[rid] = headers.get("native_file_fnv1a64") if isinstance(headers, dict) else None
+        heads[rid] = headers if isinstance(headers, dict) else {}
     per_run: dict = {}
     q = select(Series.run_id, Series.call, Series.msize, Series.algorithm, Series.median) \
         .where(Series.run_id.in_(list(names))) if names else None
@@ -49,7 +52,18 @@ def _cells(session, lib_ids, p, campaign_id):
         if c is None or call == "MPI_Barrier" or alg == arms.TUNED:   # the validation arm is no candidate
             continue
         per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digests[rid]))[alg] = med
-    return {k: list(v.values()) for k, v in per_run.items()}, per_run, names
+    return {k: list(v.values()) for k, v in per_run.items()}, per_run, (names, heads)
+
+
+def _reporting_line(headers: list[dict]) -> str:
+    """What the figures above rest on (analysis/reporting.py): sync method, clock, repetitions, statistic."""
+    def one(*keys):
+        vals = {str(next((h[k] for k in keys if h.get(k)), "")) for h in headers} - {""}
+        return ",".join(sorted(vals)) or "unknown"
+    return (f"reporting: sync {one('sync', 'procsync')}, clock {one('clock')}, repetitions per mpirun "
+            f"{one('nrep')} ({one('nrep_policy')}), {len(headers)} mpiruns; statistic: median per mpirun, ratio "
+            f"default / candidate in the same mpirun; ratio = median over mpiruns, 95 % CI = {CI_METHOD}; "
+            f"excluded: candidates that failed the results check (no rows)")
 
 
 def _digest_of(library: str):
@@ -120,7 +134,7 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
         cid = session.scalar(select(Campaign.id).where(Campaign.name == campaign))
         if cid is None:
             raise ExplainError(f"unknown campaign {campaign!r}")
-    cells, per_run, names = _cells(session, [x.id for x in mine], p, cid)
+    cells, per_run, (names, heads) = _cells(session, [x.id for x in mine], p, cid)
     key = (collective, size, p)
     if key not in cells:
         have = sorted({s for (k, s, _) in cells if k == collective})
@@ -153,6 +167,7 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
     lines = [f"{machine} {', '.join(f'{x.name}-{x.version}' for x in mine)} {by_key(collective).mpi_name}: "
              f"{len(per_run[key])} mpirun(s) measured this cell"]
     lines += explain_lines(d, path_lines)
+    lines.append(_reporting_line([heads[r] for r in per_run[key]]))
     if profile_root is not None:
         for lib in mine:
             lines += _published(profile_root, machine, lib, collective, size, p)

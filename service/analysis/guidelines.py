@@ -13,9 +13,12 @@ violation. The paired tests (default) compare, mpirun by mpirun, the two cells' 
 adjacent measured sizes m_i < m_j of the default, H1 "T(m_i) is greater than T(m_j)" (paired: in the same
 mpirun). Split-robustness (IV-C2): for every size m_j and every smaller m_i, k = ceil(m_j / m_i) (the smallest
 multiple with k*m_i >= m_j); violated when T(m_j) / (k T(m_i)) > 1 + tolerance, with the paired tests as the
-median over mpiruns of that ratio in each mpirun, otherwise on the medians (no test, as the paper does); only
-the largest violating m_i is reported for each m_j. With fdr=True the p-values of all pattern and monotony tests of the analysis (one
-campaign) are Benjamini-Hochberg adjusted and compared against alpha (then the FDR target).
+median over mpiruns of that ratio in each mpirun AND the one-sided paired test of
+log(T(m_j) / (k T(m_i))) > log(1 + tolerance) over those mpiruns at alpha (so a split hit is a tested
+violation like the others), otherwise on the medians (no test, as the paper does); only the largest
+violating m_i is reported for each m_j (PGMPI's rule). With fdr=True the p-values of all pattern, monotony
+and split tests of the analysis (one campaign) are Benjamini-Hochberg adjusted and compared against alpha
+(then the FDR target).
 
 Barrier warnings (pgchecker thesis ch. 3/4): when MPI_Barrier rows exist, a measured cell is flagged when the
 barrier's median at that size >= the cell's median; a verdict is flagged when any cell it compares is.
@@ -120,8 +123,37 @@ class Analysis:
                          "barrier_warnings": sum(bool(v.barrier_warning) for v in vs)}
         return out
 
+    def guideline_summary(self) -> list[dict]:
+        """PGMPI's table per guideline and collective (config by config): checks tested, violated (brave),
+        violated without a barrier warning (cautious), and the worst factor among the violations with its
+        interval (pattern: default / mock-up; monotony: T(m_i) / T(m_j); split: T(m_j) / (k T(m_i))). The
+        control arm is left out (Analysis.control)."""
+        rows: dict[tuple, dict] = {}
+        for v in self.verdicts:
+            if v.control:
+                continue
+            r = rows.setdefault((v.cfg, v.kind, v.collective), {
+                "cfg": v.cfg, "config": self.configs[v.cfg].label, "guideline": v.kind, "collective": v.collective,
+                "mpi_name": v.mpi_name, "tested": 0, "violated": 0, "cautious": 0, "worst_factor": None,
+                "worst_ci95": None, "worst_at": None})
+            r["tested"] += 1
+            if not v.violated:
+                continue
+            r["violated"] += 1
+            r["cautious"] += not v.barrier_warning
+            f = v.effect if v.effect is not None else v.slowdown
+            if f is not None and math.isfinite(f) and (r["worst_factor"] is None or f > r["worst_factor"]):
+                r["worst_factor"] = f
+                r["worst_ci95"] = [v.ci_low, v.ci_high] if v.ci_low is not None else None
+                r["worst_at"] = (f"{v.msize} B vs {v.algorithm}" if v.kind == "pattern" else
+                                 f"{v.msize} B vs {v.ref_msize} B" if v.kind == "monotony" else
+                                 f"{v.msize} B vs {v.k} x {v.ref_msize} B")
+        order = {k: n for n, k in enumerate(KINDS)}
+        return sorted(rows.values(), key=lambda r: (r["cfg"], order[r["guideline"]], r["collective"]))
+
     def to_dict(self) -> dict:
         return {"alpha": self.alpha, "test": self.test, "fdr": self.fdr, "split_tolerance": self.split_tolerance,
+                "guideline_summary": self.guideline_summary(),
                 "configs": [asdict(c) | {"label": c.label} for c in self.configs],
                 "counts": self.counts(), "verdicts": [v.to_dict() for v in self.verdicts],
                 "control": self.control.to_dict(),
@@ -196,12 +228,20 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = DEFAULT_TEST
             for jj, mj in enumerate(sizes_sorted):
                 cj = dflt[mj]
                 chosen = None
+                sp = sst = None
                 for mi in reversed(sizes_sorted[:jj]):      # largest smaller size first
                     if mi <= 0:
                         continue
                     k = -(-mj // mi)
                     ci = dflt[mi]
                     if _split_ratio(cells, cj, ci, k, paired) > 1 + split_tolerance:
+                        if paired:
+                            # and significantly so, in the same mpiruns: H1 log(T(m_j) / (k T(m_i))) > log(1 + tol)
+                            dd, _ = paired_log_ratios(cells, cj, ci)
+                            pp, ss = pvalues_paired_greater([dd - math.log(k) - math.log1p(split_tolerance)], test)
+                            if not (np.isfinite(pp[0]) and pp[0] <= alpha):
+                                continue
+                            sp, sst = float(pp[0]), float(ss[0])
                         chosen = (mi, k, ci)
                         break
                 if chosen is None and jj > 0:
@@ -220,8 +260,9 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = DEFAULT_TEST
                 w1, b1 = bwarn(cj)
                 w2, _ = bwarn(ci)
                 d, _ = paired_log_ratios(cells, cj, ci)
-                sv = _verdict(cells, "split", c, coll, cj, ci, "default", mi, k, None, None,
-                              violated, cells.median[cj] / (k * cells.median[ci]), _or(w1, w2), b1, other_scale=k)
+                sv = _verdict(cells, "split", c, coll, cj, ci, "default", mi, k, sst if violated else None,
+                              sp if violated else None, violated, cells.median[cj] / (k * cells.median[ci]),
+                              _or(w1, w2), b1, other_scale=k)
                 _set_paired(sv, d - math.log(k))
                 split_verdicts.append(sv)
     # per-mpirun log ratios x / y of every tested pair (also kept with an unpaired test: the gain and regime
@@ -236,7 +277,15 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = DEFAULT_TEST
     # broken run): its comparisons are not testable (p = nan, never violated), not a division by zero later
     measured = np.array([cells.median[x] > 0 and cells.median[y] > 0 for _, x, y, _ in pairs], dtype=bool)
     p = np.where(measured, p, np.nan) if len(pairs) else p
-    padj = bh_adjust(p) if fdr else np.full(len(p), np.nan)
+    # one BH family per analysis: pattern, monotony and the split tests (their chosen pairs)
+    sp_all = np.array([v.p_value if v.p_value is not None else np.nan for v in split_verdicts], dtype=float)
+    padj_all = bh_adjust(np.r_[p, sp_all]) if fdr else np.full(len(p) + len(sp_all), np.nan)
+    padj = padj_all[:len(p)]
+    if fdr:
+        for v, q in zip(split_verdicts, padj_all[len(p):]):
+            if v.p_value is not None:
+                v.p_adjusted = float(q)
+                v.violated = bool(q <= alpha)
     decide = padj if fdr else p
     verdicts: list[Verdict] = []
     for t, (kind, x, y, _) in enumerate(pairs):

@@ -69,6 +69,15 @@ def list_violations():
     return jsonify(items=[violation_json(v) for v in rows])
 
 
+@api_bp.get("/alerts")
+@require("viewer")
+def list_alerts():
+    """The alerts feed (service/dashboards/alerts): what changed since the last night, whether a live profile
+    covers it, and each library's counts; the same body as /alerts.json."""
+    from service.dashboards.alerts.pages import feed
+    return jsonify(feed())
+
+
 @api_bp.get("/violations/overview")
 @require("viewer")
 def violations_overview():

@@ -102,6 +102,13 @@ def document() -> dict:
         "/violations": _get("violations of the latest analysis per machine x library",
                             PAGE + ML + [_q("analysis", {"type": "integer"}), _q("collective", {"type": "string"}),
                                          _q("layout", {"type": "string"})], LIST),
+        "/alerts": _get("alerts: new and contradicted violations, regressions of defaults across nights (5 % within "
+                        "two nights, at most one false alarm per machine x library a month), each with what changed "
+                        "since the last night and whether a live profile covers it; also at /alerts.json",
+                        (), {"type": "object", "required": ["generated_at", "alerts", "libraries"],
+                             "properties": {"generated_at": {"type": "string"},
+                                            "alerts": {"type": "array", "items": OBJ},
+                                            "libraries": {"type": "array", "items": OBJ}}}, errors=(401,)),
         "/violations/overview": _get("per machine x library: latest analysis summary and history",
                                      ML + [_q("days", {"type": "integer", "minimum": 1, "maximum": 3660})], LIST),
         "/profiles": _get("profile sets and their versions", ML, LIST),

@@ -8,7 +8,7 @@ blueprint of common.py (endpoint names `dash.<page>`); importing an area registe
 | profiles | profile sets, a set's versions, publish, rollback | profiles/data.py |
 | native | the library's own algorithms | native/data.py |
 | datatypes | derived-datatype verdicts and layouts | datatypes/data.py |
-| alerts | the alerts feed | alerts/data.py |
+| alerts | the alerts page and feed | alerts/data.py (sent by service/notify.py) |
 | tuned | what is tuned now per library | service/profiles/live.py |
 
 Numbers shared by the areas (lookups, layouts, medians, violation counts) are in data.py.

@@ -285,12 +285,11 @@ def record_native_validation(machine: str, library: str, version: str, name: str
     want = pub.NATIVE_FILES.get(name)
     if want is None:
         raise pub.PublishError(f"{name!r} is no native decision file; valid: {', '.join(pub.NATIVE_FILES)}")
-    pub.check_native_file(name, text, mpi_flavor(library))
+    pub.check_native_file(name, text, mpi_flavor(library), version)
     if want == "openmpi":
-        cells = nv.cells_of_rules(text, pub._installed("openmpi"), nprocs, name)
+        cells = nv.cells_of_rules(text, pub._installed("openmpi", version), nprocs, name)
     else:
-        base, _known = pub._installed("mpich")
-        cells = nv.cells_of_json(mpich_json.loads(text, name), base, nprocs)
+        cells = nv.cells_of_json(mpich_json.loads(text, name), pub._installed("mpich", version).base, nprocs)
     verdict = judge(cells, figs, want, 0.10 if tolerance is None else tolerance)
     rec = NativeValidation(machine=machine, library=library, version=version, file_name=name,
                            digest=native_digest(text), nprocs=nprocs, state=verdict["state"], verdict=verdict,

@@ -24,7 +24,7 @@ from sqlalchemy import select
 from pgmpi_formats.collectives import by_key, by_mpi_name
 from service.store.models import Analysis, AuditLog, MpiLibrary, ProfileSet, ProfileVersion, Violation
 
-NATIVE_FILES = ("native.rules", "native.json")
+NATIVE_FILES = ("native.rules", "native.json", "native.impi")
 
 
 def coll_key(name: str) -> str:
@@ -69,12 +69,25 @@ def figure_role(f, ranges: list[dict], dropped: list[dict]) -> str:
     return "control"
 
 
-def _figure(f) -> dict:
+def _intervals(rec: dict) -> dict[tuple, tuple]:
+    """(collective, nprocs, msize) -> (ci_low, ci_high) of the validation's kept figures (service/analysis/
+    validation.py puts stats.ratios_ci's interval on each figure; older records have none)."""
+    out = {}
+    for k in rec.get("kept") or []:
+        for f in (k.get("figures") or []) if isinstance(k, dict) else []:
+            if isinstance(f, dict) and f.get("ci_low") is not None and f.get("ci_high") is not None:
+                out[(coll_key(str(k.get("collective", ""))), k.get("nprocs"), f.get("msize"))] = \
+                    (f["ci_low"], f["ci_high"])
+    return out
+
+
+def _figure(f, intervals: dict | None = None) -> dict:
     d = f.details if isinstance(f.details, dict) else {}
-    # measure's confidence interval of the gain, when the validation stored one (a later field; shown if present)
-    ci = d.get("ci") or d.get("gain_ci")
+    # the gain's 95 % interval when the validation stored one (a figure's details or the record's kept figures)
+    ci = ((d["ci_low"], d["ci_high"]) if d.get("ci_low") is not None and d.get("ci_high") is not None
+          else (intervals or {}).get((coll_key(f.collective), f.nprocs, f.msize)))
     return {"msize": f.msize, "gain": f.speedup, "default_s": f.default_time, "tuned_s": f.tuned_time,
-            "ci": ci if isinstance(ci, (list, tuple)) and len(ci) == 2 else None}
+            "ci": list(ci) if ci else None}
 
 
 def validation_record(session, v: ProfileVersion) -> dict:
@@ -134,7 +147,7 @@ def tuned_now(session, lib: MpiLibrary, root: Path) -> dict[str, Any]:
         rec = validation_record(session, v)
         dropped = _dropped(rec)
         for r in ranges:
-            figs = [_figure(f) for f in v.figures if covering([r], f.collective, f.nprocs, f.msize)]
+            figs = [_figure(f, _intervals(rec)) for f in v.figures if covering([r], f.collective, f.nprocs, f.msize)]
             out["live"].append({**r, "set": ps.id, "figures": sorted(figs, key=lambda x: x["msize"]),
                                 "gain": min((f["gain"] for f in figs), default=None)})
         for name in NATIVE_FILES:
@@ -160,6 +173,14 @@ def tuned_now(session, lib: MpiLibrary, root: Path) -> dict[str, Any]:
                        else "no candidate published covers it yet" if v.status == "verified" else v.status))
             out["not_acted"].append({"collective": coll_key(v.collective), "msize": v.msize, "nprocs": v.nprocs,
                                      "mockup": v.mockup, "slowdown": v.slowdown, "status": v.status, "why": why})
+        kinds = {"split": "split-guideline hit", "monotony": "monotony hit"}
+        for v in session.scalars(select(Violation).where(Violation.analysis_id == a.id, Violation.kind != "pattern",
+                                                         Violation.status == "verified")
+                                 .order_by(Violation.collective, Violation.nprocs, Violation.msize)):
+            out["not_acted"].append({"collective": coll_key(v.collective), "msize": v.msize, "nprocs": v.nprocs,
+                                     "mockup": v.mockup or "", "slowdown": v.slowdown, "status": v.status,
+                                     "kind": v.kind, "why": f"{kinds.get(v.kind, v.kind)}: no mock-up repairs it "
+                                                            "(a redirect needs a faster equivalent composition)"})
         out["control"] = (summ.get("control") or {}).get("line")
         out["trustworthy"] = (summ.get("control") or {}).get("trustworthy", True)
     if not out["live"] and not out["native"]:
@@ -175,6 +196,10 @@ def why_nothing(session, lib: MpiLibrary, a: Analysis | None, now: dict) -> str:
         return ("nothing to publish, because the control arm of the latest campaign is untrustworthy "
                 f"({now.get('control') or 'control line missing'}): no candidate is made from it")
     verified = [x for x in now["not_acted"] if x["status"] == "verified"]
+    hits = [x for x in verified if x.get("kind") in ("split", "monotony")]
+    if verified and len(hits) == len(verified):
+        return (f"nothing to publish, because the latest analysis found only {len(hits)} split-guideline or "
+                "monotony hit(s), which no redirect repairs, and no mock-up violation")
     if not verified and not now["not_acted"]:
         return (f"nothing to publish, because the latest analysis ({a.n_checked} checks) found no verified "
                 "violation a mock-up repairs: the library keeps its defaults")

@@ -48,7 +48,7 @@ from service.profiles import nofollow
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 _FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,123}\.(prf|dtprf)$")   # .dtprf: datatype profiles
 # the library's own decision file, one per set (pgmpi_formats.ompi_rules / mpich_json)
-NATIVE_FILES = {"native.rules": "openmpi", "native.json": "mpich"}
+NATIVE_FILES = {"native.rules": "openmpi", "native.json": "mpich", "native.impi": "intelmpi"}
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
 # Test hook: called with a step name between the steps of publish/rollback so that
@@ -159,32 +159,36 @@ def check_file_name(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=2)
-def _installed(library: str):
-    """What the installed library offers (asked once per process: ompi_info, or libmpich's built-in tree)."""
-    from pgmpi_formats import mpich_json, native
+def _installed(library: str, version: str | None = None):
+    """What the installed library offers (asked once per process: ompi_info, or the MPICH of that version:
+    pgmpi_formats.native_file.MpichTarget)."""
+    from pgmpi_formats import native, native_file
     if library == "openmpi":
-        return native.discover("openmpi")
-    lib = mpich_json.find_library()
-    return mpich_json.builtin_tree(lib), mpich_json.algorithm_names(lib)
+        return native_file.ompi_target(version)
+    if library == "intelmpi":
+        return native_file.intel_target(version)
+    return native_file.mpich_target(version)
 
 
-def check_native_file(name: str, text: str, mpi: str | None) -> None:
-    """The library's own decision file, read the way the library will and checked against the installed
-    library: Open MPI ignores a malformed rules file silently, MPICH aborts on an incomplete JSON file, so
-    either is refused here, with the reason."""
-    from pgmpi_formats import mpich_json, native, ompi_rules
+def check_native_file(name: str, text: str, mpi: str | None, version: str | None = None) -> None:
+    """The library's own decision file, read the way the library of that version will: Open MPI ignores a
+    malformed rules file silently, MPICH aborts on a JSON file it cannot read or evaluate, so either is
+    refused here, with the reason (also when no library of that version is installed to check against)."""
+    from pgmpi_formats import impi_adjust, mpich_json, native, ompi_rules
     want = NATIVE_FILES[name]
     if mpi and mpi != want:
         raise PublishError(f"{name} is {want}'s decision file; this set is for {mpi}")
     try:
         if want == "openmpi":
-            ompi_rules.parse_rules(text, name, _installed("openmpi"), native.ORDER_UNSAFE["openmpi"])
+            ompi_rules.parse_rules(text, name, _installed("openmpi", version), native.ORDER_UNSAFE["openmpi"])
+        elif want == "intelmpi":
+            impi_adjust.parse(text, name, _installed("intelmpi", version))
         else:
-            base, known = _installed("mpich")
-            problems = mpich_json.check_tree(mpich_json.loads(text, name), base, known)
+            t = _installed("mpich", version)
+            problems = t.check(mpich_json.loads(text, name))
             if problems:
-                raise PublishError(f"{name}: incomplete selection file: " + "; ".join(problems))
-    except (ompi_rules.RulesError, mpich_json.JsonSelectionError, native.DiscoveryError,
+                raise PublishError(f"{name}: MPICH {t.version} would not read or evaluate it: " + "; ".join(problems))
+    except (ompi_rules.RulesError, mpich_json.JsonSelectionError, impi_adjust.AdjustError, native.DiscoveryError,
             FileNotFoundError) as exc:
         raise PublishError(f"{name} refused: {exc}") from None
 
@@ -472,7 +476,7 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
             raise PublishError(f"{name}: {len(data)} bytes is more than {MAX_FILE_BYTES}")
         checked[check_file_name(name)] = data
         if name in NATIVE_FILES:
-            check_native_file(name, data.decode("utf-8", "replace"), mpi)
+            check_native_file(name, data.decode("utf-8", "replace"), mpi, mpi_version)
             if not native_validated and not force:
                 raise PublishError(
                     f"{name}: no passing validation of this file is recorded by the service (a validation job "

@@ -2,8 +2,8 @@
 
 Real components only: a test that needs PostgreSQL, Slurm, an MPI build or Lmod
 gets it from the services that tests/run-all.sh started (deploy/ scripts), and
-FAILS with a clear message when it is missing -- it never skips silently.
-The only skip allowed is Spack, which no package registry here carries (tests/python/packaging/test_spack.py).
+FAILS with a clear message when it is missing -- it never skips silently (Spack too: the vendored snapshot,
+tests/python/packaging/test_spack.py).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ COMPONENTS = {
     "spack": "Spack",
     "cluster": "virtual multi-node Slurm cluster (deploy/cluster.sh)",
 }
-ALLOWED_SKIP_MARKERS = {"spack"}
+ALLOWED_SKIP_MARKERS: set[str] = set()
 
 
 def pytest_addoption(parser):

@@ -1,7 +1,8 @@
 """deploy/mpi-libraries.tsv: the MPI libraries this site builds for, tests on and launches (one reader).
 
-One row per library id: id, family (openmpi | mpich | intelmpi), version, source (debian:<packages> or
-pypi:<requirements>), prefix (the library's own prefix: bin/mpicc, bin/mpirun, lib/). `environment()` is
+One row per library id: id, family (openmpi | mpich | intelmpi: scheduler/launchers has one file per family
+and refuses a row of a family it does not know), version, source (debian:<packages>,
+pypi:<requirements>, or site: installed by the site itself at <prefix>), prefix (the library's own prefix: bin/mpicc, bin/mpirun, lib/). `environment()` is
 what selects a library for a child process; deploy/mpi-env.sh and the modules of deploy/modules.sh set the
 same variables (tests/python/packaging/test_mpi_libraries.py compares them).
 """
@@ -15,13 +16,15 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[3]     # a checkout: lib/python/pgmpi_formats/ -> top
 DEFAULT_TABLE = REPO_ROOT / "deploy" / "mpi-libraries.tsv"
 COLUMNS = ("id", "family", "version", "source", "prefix")
-FAMILIES = ("openmpi", "mpich", "intelmpi")
-SOURCES = ("debian", "pypi")
+SOURCES = ("debian", "pypi", "site")
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class MpiTableError(ValueError):
     """A row of the table that cannot be used; the message names file:line, the field and the valid choices."""
+
+
+MpiLibrariesError = MpiTableError      # the name scheduler/launchers uses
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,11 @@ class MpiLibrary:
         return self.source.split(":", 1)[0]
 
     @property
+    def debian(self) -> bool:
+        """Debian's packages in /usr: the commands have suffixed names (mpirun.openmpi), <prefix> is a shim."""
+        return self.source_kind == "debian"
+
+    @property
     def mpicc(self) -> Path:
         return self.prefix / "bin" / "mpicc"
 
@@ -49,6 +57,13 @@ class MpiLibrary:
         return os.access(self.mpicc, os.X_OK)
 
     @property
+    def reported_version(self) -> str:
+        """The version the library gives in MPI_Get_library_version: pgmpi-bench's #@mpi_version, the service's
+        identity, the profile path <family>-<version>.  Intel MPI names major.minor only ("Intel(R) MPI Library
+        2021.13" for 2021.13.1)."""
+        return ".".join(self.version.split(".")[:2]) if self.family == "intelmpi" else self.version
+
+    @property
     def module(self) -> str:
         """The module name of the library itself (deploy/modules.sh): <id>/<version>."""
         return f"{self.id}/{self.version}"
@@ -58,7 +73,7 @@ class MpiLibrary:
         on LD_LIBRARY_PATH (registry installs), Intel MPI's I_MPI_ROOT and bundled libfabric, MPICC/MPIRUN."""
         env = dict(os.environ if base is None else base)
         bins, libs = [self.prefix / "bin"], []
-        if self.source_kind == "pypi":
+        if not self.debian:                 # Debian's libraries are on the default search path
             libs.append(self.prefix / "lib")
         if self.family == "intelmpi":
             bins.append(self.prefix / "bin" / "libfabric")
@@ -86,42 +101,46 @@ class MpiLibrary:
         return env
 
 
+def table_path() -> Path:
+    """$PGMPI_MPI_LIBRARIES, else the checkout's deploy/mpi-libraries.tsv."""
+    return Path(os.environ.get("PGMPI_MPI_LIBRARIES") or DEFAULT_TABLE)
+
+
 def read_mpi_libraries(path: Path | str | None = None) -> list[MpiLibrary]:
-    """The rows of the table in file order. `path` defaults to $PGMPI_MPI_LIBRARIES, then the checkout's."""
-    path = Path(path or os.environ.get("PGMPI_MPI_LIBRARIES") or DEFAULT_TABLE)
+    """The rows of the table in file order (`path` defaults to table_path()). Lines starting with # are
+    comments; the header line (id, family, version, source, prefix), commented or not, is skipped."""
+    path = Path(path) if path else table_path()
     libs: list[MpiLibrary] = []
-    header_seen = False
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        if tuple(line.lstrip("# ").split("\t")) == COLUMNS:
+            continue
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
         where = f"{path}:{lineno}"
-        if not header_seen:
-            if tuple(fields) != COLUMNS:
-                raise MpiTableError(f"{where}: header must be the tab-separated columns {', '.join(COLUMNS)}")
-            header_seen = True
-            continue
         if len(fields) != len(COLUMNS):
-            raise MpiTableError(f"{where}: {len(fields)} tab-separated fields, expected {len(COLUMNS)} "
-                                f"({', '.join(COLUMNS)})")
+            raise MpiTableError(f"{where}: expected {len(COLUMNS)} tab-separated columns ({', '.join(COLUMNS)}), "
+                                f"found {len(fields)}")
         lid, family, version, source, prefix = fields
         if not _ID.match(lid):
             raise MpiTableError(f"{where}: id '{lid}' must be lower-case letters, digits and _")
         if any(lib.id == lid for lib in libs):
             raise MpiTableError(f"{where}: id '{lid}' appears twice")
-        if family not in FAMILIES:
-            raise MpiTableError(f"{where}: family '{family}' unknown (valid: {', '.join(FAMILIES)})")
         if not version or not all(p.isdigit() for p in version.split(".")):
             raise MpiTableError(f"{where}: version '{version}' is not dotted numbers")
         kind, _, what = source.partition(":")
-        if kind not in SOURCES or not what:
-            raise MpiTableError(f"{where}: source '{source}' unknown (valid: debian:<packages>, pypi:<requirements>)")
+        if kind not in SOURCES or (kind != "site" and not what):
+            raise MpiTableError(f"{where}: source '{source}' unknown (valid: debian:<packages>, pypi:<requirements>, site)")
         if not prefix.startswith("/"):
             raise MpiTableError(f"{where}: prefix '{prefix}' is not an absolute path")
         libs.append(MpiLibrary(lid, family, version, source, Path(prefix)))
-    if not header_seen:
-        raise MpiTableError(f"{path}: no header line ({', '.join(COLUMNS)})")
     return libs
+
+
+def read(path: Path | str | None = None) -> list[MpiLibrary]:
+    """read_mpi_libraries() by the name scheduler/launchers uses. The family column is checked by the
+    caller against the families it knows (scheduler/launchers registers one file per family)."""
+    return read_mpi_libraries(path)
 
 
 def mpi_library(lid: str, path: Path | str | None = None) -> MpiLibrary:

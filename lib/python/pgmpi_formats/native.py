@@ -269,3 +269,16 @@ def file_digest(data: str | bytes) -> str:
     for b in data.encode() if isinstance(data, str) else data:
         h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
     return f"{h:016x}"
+
+
+def governing_component(library: str, version: str, nodes: int) -> str:
+    """Which part of the library a native decision file governs for a communicator over `nodes` nodes.
+    Open MPI 5.0 gives coll/han (priority 35) communicators that span nodes; han disqualifies itself on a
+    single-node one ("comm has only local processes", coll_base_verbose on 5.0.11), so there tuned -- and its
+    rules file -- serves the call.  Across nodes tuned's rules govern only han's per-level sub-communicators:
+    a choice measured there is not what the file makes the top-level call run.  Open MPI 4.1 ships han with
+    priority 0 (off).  MPICH's selection file governs the MPIR level on any communicator."""
+    if library == "openmpi":
+        m = re.match(r"^(\d+)\.", version or "")
+        return "han" if (m and int(m.group(1)) >= 5 and nodes > 1) else "tuned"
+    return {"mpich": "mpir"}.get(library, library)

@@ -1,30 +1,102 @@
 """The MPI library's own decision file written from the analysis's decisions: the one writer that
 `pgmpi analyze native-files` and `pgmpi explain` share, so both hash the same text (the second pass matches
-runs to it by pgmpi-bench's #@native_file_fnv1a64, native.file_digest).
+runs to it by pgmpi-bench's #@native_file_fnv1a64, native.file_digest); and the one check of such a file
+against the exact library version it is for.
 
     name, text = render("openmpi", decisions)     # ("native.rules", Open MPI's classic rules file)
-    name, text = render("mpich", decisions)       # ("native.json", complete: from MPICH's built-in tree)
+    name, text = render("mpich", decisions, version="5.0.2")   # ("native.json", from that MPICH's own tree)
+    t = mpich_target("4.0.2")                     # MpichTarget(lib, version, base, known); FileNotFoundError
+    problems = t.check(tree)                      # mpich_json.check_tree with that version's table
 """
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
 from . import mpich_json, native, ompi_rules
 
-NAMES = {"openmpi": "native.rules", "mpich": "native.json"}
+NAMES = {"openmpi": "native.rules", "mpich": "native.json", "intelmpi": "native.impi"}
+
+
+@dataclass(frozen=True)
+class MpichTarget:
+    lib: Path
+    version: str
+    base: dict
+    known: frozenset
+
+    def check(self, tree) -> list[str]:
+        return mpich_json.check_tree(tree, self.base, self.known, self.version)
+
+
+def _prefixes(family: str) -> list[Path | None]:
+    """Install prefixes of the family's libraries (deploy/mpi-libraries.tsv when this checkout has its reader),
+    then the system's own (None: Debian's, through the linker cache)."""
+    try:
+        from . import mpi_libraries            # the table of the libraries the site installs
+    except ImportError:
+        return [None]
+    return [lib.prefix for lib in mpi_libraries.read_mpi_libraries() if lib.family == family] + [None]
+
+
+@functools.lru_cache(maxsize=8)
+def mpich_target(version: str | None = None) -> MpichTarget:
+    """The installed MPICH of that exact version (None: the system's); FileNotFoundError when none is."""
+    seen = []
+    for prefix in _prefixes("mpich"):
+        try:
+            lib = mpich_json.find_library(prefix)
+        except FileNotFoundError:
+            continue
+        v = mpich_json.library_version(lib)
+        seen.append(v)
+        if version is None or v == version:
+            return MpichTarget(lib, v, mpich_json.builtin_tree(lib), mpich_json.algorithm_names(lib))
+    raise FileNotFoundError(f"no MPICH {version} installed here to check the file against (installed: "
+                            f"{', '.join(sorted(set(seen))) or 'none'})")
+
+
+@functools.lru_cache(maxsize=4)
+def ompi_target(version: str | None = None) -> native.Discovery:
+    """What the installed Open MPI of that exact version offers (ompi_info; None: the system's)."""
+    if version is None:
+        return native.discover("openmpi")
+    from . import mpi_libraries
+    for r in mpi_libraries.read_mpi_libraries():
+        if r.family == "openmpi" and r.version == version and r.installed:
+            env = r.environment()
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+            return native.discover("openmpi", env=env)
+    raise FileNotFoundError(f"no Open MPI {version} installed here to check the file against")
+
+
+@functools.lru_cache(maxsize=4)
+def intel_target(version: str | None = None):
+    """The installed Intel MPI whose version starts with `version` ("2021.13" matches 2021.13.1) as
+    impi_adjust.Discovery; FileNotFoundError when none is."""
+    from . import impi_adjust, mpi_libraries
+    rows = [r for r in mpi_libraries.read_mpi_libraries() if r.family == "intelmpi" and r.installed
+            and (version is None or r.version.startswith(version) or version.startswith(r.version))]
+    if not rows:
+        raise FileNotFoundError(f"no Intel MPI {version} installed here to check the file against")
+    return impi_adjust.discover(rows[0].environment())
 
 
 def render(library: str, decisions, discovery: native.Discovery | None = None,
-           comment: str = "pgmpi analyze native-files") -> tuple[str, str]:
-    """(file name, text); ValueError when the library has no such file or the JSON would be incomplete
-    (MPICH aborts every job on a selection file that misses a collective)."""
+           comment: str = "pgmpi analyze native-files", version: str | None = None) -> tuple[str, str]:
+    """(file name, text); ValueError when the library has no such file or the JSON would not be read and
+    evaluated by that MPICH version (MPICH aborts every job on a selection file it cannot evaluate)."""
     if library == "openmpi":
-        return NAMES[library], ompi_rules.write_rules(decisions, discovery or native.discover("openmpi"),
-                                                      comment=comment)
+        return NAMES[library], ompi_rules.write_rules(decisions, discovery or ompi_target(version), comment=comment)
     if library == "mpich":
-        lib = mpich_json.find_library()
-        base, known = mpich_json.builtin_tree(lib), mpich_json.algorithm_names(lib)
-        tree = mpich_json.generate(decisions, base, known)
-        problems = mpich_json.check_tree(tree, base, known)
+        t = mpich_target(version)
+        tree = mpich_json.generate(decisions, t.base, t.known)
+        problems = t.check(tree)
         if problems:
-            raise ValueError("generated JSON refused: " + "; ".join(problems))
+            raise ValueError(f"generated JSON refused for MPICH {t.version}: " + "; ".join(problems))
         return NAMES[library], mpich_json.dumps(tree)
+    if library == "intelmpi":
+        from . import impi_adjust
+        return NAMES[library], impi_adjust.write(decisions, intel_target(version), comment=comment)
     raise ValueError(f"no decision file for {library!r}; valid: {', '.join(NAMES)}")

@@ -16,6 +16,13 @@ negative numbers, leading zeros (read as octal), ids outside COLL_IDS, a first r
 sizes not ascending, an algorithm the library does not offer, two_proc above 2 ranks, and an algorithm
 that reorders the operands of a reduction (a rules file applies to every operation, commutative or not).
 
+Versions (coll_tuned_dynamic_file.c): 4.1.8 and 5.0.7 on read an optional `rule-file-version-2` header --
+with fscanf, so only as the file's very first bytes -- and then take a fifth integer on a rule's line
+(max requests, alltoall) as part of the rule; older versions (4.1.4 here) read the header's "-2" as a count
+and ignore the whole file silently, so the reader refuses a header where the version has none.  The
+writer puts the header where the target version reads it (version 2), nowhere else.  Algorithm numbers come
+from that version's discovery (5.0.11 adds allgather sparbit = 7, which 4.1.4 refuses).
+
 Message sizes are Open MPI's, not ours (collectives.def): ompi_bytes() converts.  They differ for the
 calls whose size Open MPI multiplies by the communicator size (allgather, gather, scatter, alltoall: ours
 is one block) and for scan, whose size Open MPI takes as type size x communicator size, ignoring count.
@@ -25,9 +32,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from . import native
 from .native import ORDER_UNSAFE, Discovery, parse_label
 
-__all__ = ["COLL_IDS", "Decision", "RulesError", "Rules", "ompi_bytes", "write_rules", "parse_rules"]
+__all__ = ["COLL_IDS", "Decision", "RulesError", "Rules", "ompi_bytes", "write_rules", "parse_rules", "reads_header",
+           "HEADER"]
 
 # enum COLLTYPE, coll_base_functions.h, Open MPI 4.1 (collectives.def keys)
 COLL_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7, "gather": 9, "reduce": 11,
@@ -35,6 +44,16 @@ COLL_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bcast"
 _KEY_OF = {v: k for k, v in COLL_IDS.items()}
 MAX_COLL_ID = 22        # Open MPI refuses the whole file for an id >= COLLCOUNT (22 in 4.1)
 _PER_BLOCK = {"allgather", "gather", "scatter", "alltoall"}
+HEADER = "rule-file-version-2"
+
+
+def reads_header(version: str) -> bool:
+    """Whether Open MPI `version` reads the `rule-file-version-2` header (4.1.8+ in 4.1, 5.0.7+, later)."""
+    m = re.match(r"^(\d+)\.(\d+)\.(\d+)", version or "")
+    if not m:
+        return False
+    v = tuple(int(x) for x in m.groups())
+    return (4, 1, 8) <= v < (5, 0, 0) or v >= (5, 0, 7)
 
 
 class RulesError(ValueError):
@@ -107,8 +126,13 @@ def write_rules(decisions: list[Decision], discovery: Discovery, comment: str = 
         if dec.key not in COLL_IDS:
             raise ValueError(f"{dec.key}: Open MPI's rules file has no collective id for it")
         by.setdefault(dec.key, {}).setdefault(dec.nprocs, []).append(dec)
-    out = ["# Open MPI coll/tuned dynamic rules (4.1 classic format), written by pgmpi-site" +
-           (f": {comment}" if comment else ""),
+    header = reads_header(discovery.version)
+    out = ([HEADER] if header else []) + [
+           f"# Open MPI {discovery.version or '4.1'} coll/tuned dynamic rules "
+           f"({'version 2' if header else 'classic'} format), written by pgmpi-site" + (f": {comment}" if comment else ""),
+           *([f"# governs coll/tuned on single-node communicators; across nodes coll/han serves the call "
+               f"(Open MPI {discovery.version}) and these rules reach only its sub-communicators"]
+             if native.governing_component("openmpi", discovery.version, 2) == "han" else []),
            "# collectives; per collective: id, communicator sizes; per size: size, rules;",
            "# per rule: message_bytes algorithm faninout segsize", f"{len(by)}"]
     for key in sorted(by, key=COLL_IDS.get):
@@ -144,11 +168,25 @@ _INT = re.compile(r"^-?[0-9]+$")
 
 
 def parse_rules(text: str, source: str = "<rules>", discovery: Discovery | None = None,
-                unsafe: set[tuple[str, str]] | frozenset = frozenset()) -> Rules:
+                unsafe: set[tuple[str, str]] | frozenset = frozenset(), version: str | None = None) -> Rules:
     """Strict reader (see the module docstring for what it refuses); `unsafe`: (key, name) pairs whose
-    algorithm reorders a reduction's operands (pgmpi_formats.native.ORDER_UNSAFE)."""
+    algorithm reorders a reduction's operands (pgmpi_formats.native.ORDER_UNSAFE); `version`: the Open MPI
+    the file is for (default: the discovery's)."""
+    version = version if version is not None else (discovery.version if discovery else "")
+    v2 = text.startswith("rule-file-version-")
+    if v2:
+        first = text.split("\n", 1)[0].split("#", 1)[0].strip()
+        if first != HEADER:
+            raise RulesError(source, 1, f"{first!r}: the only version header Open MPI knows is {HEADER}")
+        if not reads_header(version):
+            raise RulesError(source, 1, f"Open MPI {version or '(unknown version)'} reads no {HEADER} header (4.1.8 "
+                                        "and 5.0.7 on do): it would read it as a count and ignore the whole file")
+        text = text[len(HEADER):]
     toks: list[tuple[int, int]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
+        if "rule-file-version" in line.split("#", 1)[0]:
+            raise RulesError(source, lineno, f"a version header is read only as the file's first bytes (fscanf "
+                                             "at the start): Open MPI would ignore the whole file")
         for t in line.split("#", 1)[0].split():
             if not _INT.match(t):
                 raise RulesError(source, lineno, f"{t!r} is not an integer (Open MPI would ignore the whole file)")
@@ -198,7 +236,9 @@ def parse_rules(text: str, source: str = "<rules>", discovery: Discovery | None 
                 m, lm = take(f"{key}, size {p}: rule {i + 1}'s message size")
                 a, la = take(f"{key}, size {p}: rule {i + 1}'s algorithm")
                 f, _ = take(f"{key}, size {p}: rule {i + 1}'s faninout")
-                s, _ = take(f"{key}, size {p}: rule {i + 1}'s segment size")
+                s, ls = take(f"{key}, size {p}: rule {i + 1}'s segment size")
+                if v2 and pos < len(toks) and toks[pos][1] == ls:
+                    take(f"{key}, size {p}: rule {i + 1}'s max requests")    # v2: a fifth field on the line
                 if i == 0 and m != 0:
                     raise RulesError(source, lm, f"{key}, size {p}: the first rule starts at {m} bytes, not 0 "
                                                  "(Open MPI would ignore the whole file)")

@@ -21,8 +21,9 @@ and `#@pgmpi ...` footer lines. Columns are found by name, so all of these layou
                                                     processes of loc_tend - loc_tstart)
     p test nrep msize gl_tstart_sec gl_tend_sec    (per-process rows, global clocks: runtime = max over
                                                     processes of gl_tend - min over processes of gl_tstart,
-                                                    as ReproMPI defines it; global clocks are preferred over
-                                                    local ones when both exist)
+                                                    as ReproMPI defines it; with both kinds of columns the
+                                                    file's #@runtime_type (local | global) chooses, as it
+                                                    chose ReproMPI's own figures; global without it)
     test nrep count runtime_sec                    (no msize: msize = count x size of #@datatype)
 
 The algorithm of a row is its `algorithm` column, else the `#@pgmpi alg <MPI_Name> <bytes> <alg>` footer
@@ -350,11 +351,24 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
     t_start = t_end = None      # global clocks: kept for the per-process reduction below
     if "runtime_sec" in cidx:
         runtime = numeric("runtime_sec", np.float64)
-    elif "gl_tstart_sec" in cidx and "gl_tend_sec" in cidx:
-        t_start, t_end = numeric("gl_tstart_sec", np.float64), numeric("gl_tend_sec", np.float64)
-        runtime = t_end - t_start
-    elif "loc_tstart_sec" in cidx and "loc_tend_sec" in cidx:
-        runtime = numeric("loc_tend_sec", np.float64) - numeric("loc_tstart_sec", np.float64)
+    elif ("gl_tstart_sec" in cidx and "gl_tend_sec" in cidx) or ("loc_tstart_sec" in cidx and "loc_tend_sec" in cidx):
+        # ReproMPI's run-time types (#@runtime_type, its --runtime-type): "local" = max over processes of
+        # loc_tend - loc_tstart; "global" = max gl_tend - min gl_tstart (its global clock; on the local columns
+        # when it printed none, as ReproMPI computes it then). Without the header: global when the file has
+        # global columns, else local.
+        rtype = (header.get("runtime_type") or header.get("runtime-type") or "").strip().lower()
+        has_gl = "gl_tstart_sec" in cidx and "gl_tend_sec" in cidx
+        if rtype not in ("", "local", "global"):
+            raise ResultsFormatError(source, col_lineno, f"#@runtime_type={rtype!r}; valid: local, global")
+        if rtype == "local" and not ("loc_tstart_sec" in cidx and "loc_tend_sec" in cidx):
+            raise ResultsFormatError(source, col_lineno, "#@runtime_type=local needs the columns "
+                                     f"'loc_tstart_sec loc_tend_sec' (columns: {' '.join(columns)})")
+        if rtype == "global" or (rtype == "" and has_gl):
+            sc, ec = ("gl_tstart_sec", "gl_tend_sec") if has_gl else ("loc_tstart_sec", "loc_tend_sec")
+            t_start, t_end = numeric(sc, np.float64), numeric(ec, np.float64)
+            runtime = t_end - t_start
+        else:
+            runtime = numeric("loc_tend_sec", np.float64) - numeric("loc_tstart_sec", np.float64)
     else:
         raise ResultsFormatError(source, col_lineno, "no runtime column: expected 'runtime_sec' or "
                                  f"'loc_tstart_sec loc_tend_sec' or 'gl_tstart_sec gl_tend_sec' (columns: {' '.join(columns)})")

@@ -4,7 +4,12 @@
  *   - its mock-ups as small static functions with the collective's own C signature,
  *   - a descriptor table (data) naming them, with their memory needs,
  *   - the MPI_<Collective> entry point, which asks the core which algorithm to use.
- * Adding a mock-up = one function + one table row in that file.
+ * Adding a mock-up = one function + one table row in that file (pool needs: the shared pm_need_* of
+ * mockups.h or a static function next to it); outside the library, its name in lib/docs/mockup-names.md
+ * and the check test's plan, and needs_contig of the correctness matrix when it needs contiguous types.
+ * Adding a collective = one row of collectives.def, that file, lib/bench/calls/<key>.c (how pgmpi-bench
+ * sizes, calls and checks it) and one FCOLL line in ../fortran/pgmpi_fortran.c (the build stops without
+ * either). Full lists, checked by a worked example: lib/docs/extending.md.
  *
  * RULES every mock-up follows (correctness first: a hang or a changed result in a user's job is the one
  * thing the library must never cause):

@@ -8,27 +8,30 @@
 
 #include "profile_text.h"
 
-int text_fail(const diag_t *d, int line, const char *fmt, ...)
+static void vdiag(const diag_t *d, int is_error, int line, const char *fmt, va_list ap)
 {
     char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (d->diag) d->diag(d->ctx, is_error, d->file, line, msg);
+}
+
+int text_fail(const diag_t *d, int line, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vdiag(d, 1, line, fmt, ap);
     va_end(ap);
-    if (d->diag) d->diag(d->ctx, 1, d->file, line, msg);
     return -1;
 }
 
 void text_note(const diag_t *d, int line, const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vdiag(d, 0, line, fmt, ap);
     va_end(ap);
-    if (d->diag) d->diag(d->ctx, 0, d->file, line, msg);
 }
-/* Token reader within [s, e). Returns token start and sets *tl; NULL at end of line or '#'. */
+
 const char *text_token(const char **s, const char *e, size_t *tl)
 {
     const char *q = *s;

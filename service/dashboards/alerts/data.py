@@ -1,5 +1,15 @@
-"""The numbers of the alerts feed: new violations, contradicted ones and regressions of defaults, and each
-library's latest counts. Plain functions over a session."""
+"""The alerts: what changed since the last night, per machine x library, for the alerts page, the feed
+(/alerts.json, /api/v1/alerts) and the notifications (service/notify.py). Plain functions over a session.
+
+An alert is one of
+- new_violation / unconfirmed_violation: a mock-up violation of the latest analysis that the previous analysis
+  of that library did not have (data.KIND_WORDS: a verified check of kind "pattern");
+- contradicted_violation: a violation the paired validation measured slower (news whenever it stands);
+- regression: the library's default at a (collective, size, p) slower over the last two nights than its
+  reference band (service/analysis/nightly.py: known false-alarm rate, 5 % within two nights).
+Each says what changed since the last night (`since`, `change`) and whether a live profile covers it
+(`covered`: service/profiles/live.py; a redirect serving that size means users do not run the slow default).
+"""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -7,17 +17,23 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from service.dashboards.data import (change_points, defects_of, latest_analyses, nights_label, status_counts,
-                                     status_label)
+from pgmpi_formats import arms
+from service.analysis import nightly
+from service.dashboards.data import defects_of, latest_analyses, nights_label, status_counts, status_label
 from service.store.models import Analysis, Campaign, MpiLibrary, Run, Series, ValidationFigure, Violation
 
+ALERT_TYPE = {"verified": "new_violation", "unconfirmed": "unconfirmed_violation",
+              "contradicted": "contradicted_violation"}
+TYPES = ("new_violation", "unconfirmed_violation", "contradicted_violation", "regression")
 
-def alerts(s) -> list[dict[str, Any]]:
-    """New violations (in the latest analysis of a library, absent from its previous one) and
-    regressions of defaults in the latest campaign.  Cached until a new analysis or run arrives."""
-    # a validation changes statuses without a new analysis or run: its figures are part of the key
+_ALERTS_CACHE: dict[str, tuple] = {}
+
+
+def alerts(s, root=None) -> list[dict[str, Any]]:
+    """Every alert of every library (the feed). With the profile root, `covered` says whether a live profile
+    serves the cell. Cached until a new analysis, run or validation figure arrives."""
     key = (s.scalar(select(func.max(Analysis.id))), s.scalar(select(func.max(Run.id))),
-           s.scalar(select(func.max(ValidationFigure.id))))
+           s.scalar(select(func.max(ValidationFigure.id))), str(root))
     hit = _ALERTS_CACHE.get("v")
     if hit and hit[0] == key:
         return hit[1]
@@ -27,27 +43,53 @@ def alerts(s) -> list[dict[str, Any]]:
     ids = [a.id for al in by_lib.values() for a in al]
     viols: dict[int, dict] = defaultdict(dict)
     if ids:
-        for v in s.scalars(select(Violation).where(Violation.analysis_id.in_(ids))):
+        for v in s.scalars(select(Violation).where(Violation.analysis_id.in_(ids), Violation.kind == "pattern")):
             viols[v.analysis_id][(v.collective, v.mockup, v.msize, v.nprocs)] = v
+    camp_names = dict(s.execute(select(Campaign.id, Campaign.name)).all())
+    live = _live_of(s, libs.values(), root)
     for lib_id, al in by_lib.items():
         lib, cur = libs[lib_id], al[0]
-        before = viols.get(al[1].id, {}) if len(al) > 1 else {}
+        prev = al[1] if len(al) > 1 else None
+        before = viols.get(prev.id, {}) if prev is not None else {}
+        since = camp_names.get(prev.campaign_id) if prev is not None else None
         for k, v in sorted(viols.get(cur.id, {}).items()):
             st = status_label(v)
             # a contradiction is news whenever it stands; verified / unconfirmed ones when they are new
             if k not in before or st == "contradicted":
+                change = ("contradicted by validation" if st == "contradicted" else
+                          f"new since {since}" if since else "new: the first analysis of this library")
                 out.append({"type": ALERT_TYPE[st], "status": st, "machine": lib.machine.name,
                             "library": lib.name, "version": lib.version, "collective": v.collective,
                             "mockup": v.mockup, "msize": v.msize, "nprocs": v.nprocs, "slowdown": v.slowdown,
                             "p_value": v.p_value, "why": v.status_why, "nights": nights_label(v) or None,
-                            "analysis_id": cur.id, "at": cur.created_at.isoformat()})
-    out.extend(regressions(s))
+                            "analysis_id": cur.id, "at": cur.created_at.isoformat(),
+                            "campaign": camp_names.get(cur.campaign_id), "since": since, "change": change,
+                            **_covered(live.get(lib.id), v.collective, v.nprocs, v.msize)})
+    for r in regressions(s):
+        out.append({**r, **_covered(live.get(r["library_id"]), r["collective"], r["nprocs"], r["msize"])})
     _ALERTS_CACHE["v"] = (key, out)
     return out
 
 
-ALERT_TYPE = {"verified": "new_violation", "unconfirmed": "unconfirmed_violation",
-              "contradicted": "contradicted_violation"}
+def _live_of(s, libs, root) -> dict[int, dict]:
+    if root is None:
+        return {}
+    from service.profiles.live import tuned_now
+    return {l.id: tuned_now(s, l, root) for l in libs}
+
+
+def _covered(now: dict | None, collective: str, nprocs: int, msize: int) -> dict[str, Any]:
+    """covered: True when a live range serves the cell (users run the redirect, not the slow default), with
+    the words the page and the mail print."""
+    if now is None:
+        return {"covered": None, "covered_by": None}
+    from service.profiles.live import covering
+    hit = covering(now["live"], collective, nprocs, msize)
+    if hit is None:
+        return {"covered": False, "covered_by": "no live profile covers it" + (
+            f" (live: version {now['live_version']})" if now.get("live_version") is not None else
+            " (nothing is live for this library)")}
+    return {"covered": True, "covered_by": f"live version {now['live_version']} redirects it to {hit['algorithm']}"}
 
 
 def library_status(s) -> list[dict[str, Any]]:
@@ -63,39 +105,48 @@ def library_status(s) -> list[dict[str, Any]]:
     return out
 
 
-_ALERTS_CACHE: dict[str, tuple] = {}
+def nightly_series(s, lib: MpiLibrary, nights: int) -> tuple[list[Campaign], dict[tuple, list[float]]]:
+    """The library's last `nights` campaigns (oldest first) and per (call, msize, p) the default's median per
+    campaign (median over its runs' series); a cell missing a night is left out (the chart needs every night)."""
+    cids = s.scalars(select(Run.campaign_id).where(Run.library_id == lib.id, Run.campaign_id.is_not(None))
+                     .distinct()).all()
+    camps = sorted(s.scalars(select(Campaign).where(Campaign.id.in_(cids))).all(),
+                   key=lambda c: (c.created_at, c.id))[-nights:] if cids else []
+    if not camps:
+        return [], {}
+    q = (select(Run.campaign_id, Run.nprocs, Series.call, Series.msize, Series.median)
+         .join(Run, Run.id == Series.run_id)
+         .where(Run.library_id == lib.id, Run.campaign_id.in_([c.id for c in camps]),
+                Series.algorithm == arms.DEFAULT, Series.call != "MPI_Barrier"))
+    per: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for cid, p, call, m, med in s.execute(q):
+        if med and med > 0:
+            per[(call, m, p)][cid].append(float(med))
+    import statistics
+    series = {cell: [statistics.median(d[c.id]) for c in camps] for cell, d in per.items()
+              if all(c.id in d for c in camps)}
+    return camps, series
 
 
-def regressions(s, window: int = 30) -> list[dict[str, Any]]:
-    """Defaults whose median shifted up in the latest campaign (jumpavg over the last `window` campaigns)."""
+def regressions(s) -> list[dict[str, Any]]:
+    """The defaults slower over the last two nights than their reference band (service/analysis/nightly.py),
+    per library; one alarm per cell and episode is the notifications' business (service/notify.py)."""
     out = []
-    for lib in s.scalars(select(MpiLibrary)).all():
-        cids = s.scalars(select(Run.campaign_id).where(Run.library_id == lib.id, Run.campaign_id.is_not(None))
-                         .distinct().order_by(Run.campaign_id.desc()).limit(window)).all()
-        if len(cids) < 3:
+    need = nightly.REFERENCE + 2
+    for lib in s.scalars(select(MpiLibrary).order_by(MpiLibrary.id)).all():
+        camps, series = nightly_series(s, lib, need)
+        if len(camps) < need:
             continue
-        q = (select(Run.campaign_id, Run.nprocs, Series.call, Series.msize, func.avg(Series.median))
-             .join(Run, Run.id == Series.run_id)
-             .where(Run.library_id == lib.id, Run.campaign_id.in_(cids), Series.algorithm == "default")
-             .group_by(Run.campaign_id, Run.nprocs, Series.call, Series.msize))
-        ser: dict[tuple, dict[int, float]] = defaultdict(dict)
-        for cid, p, c, m, v in s.execute(q):
-            ser[(c, m, p)][cid] = float(v)
-        last = max(cids)
-        for (c, m, p), d in ser.items():
-            order = sorted(d)
-            if len(order) < 3 or order[-1] != last:
-                continue
-            ys = [d[k] for k in order]
-            # a shift up AT the latest campaign needs the latest median above every earlier one; only
-            # those candidates (few) go through jumpavg, which decides whether the shift is significant
-            if ys[-1] <= max(ys[:-1]):
-                continue
-            for sh in change_points(ys):
-                if sh["index"] == len(ys) - 1 and sh["kind"] == "regression":
-                    camp = s.get(Campaign, last)
-                    out.append({"type": "regression", "machine": lib.machine.name, "library": lib.name,
-                                "version": lib.version, "collective": c, "algorithm": "default", "msize": m,
-                                "nprocs": p, "before_s": sh["before_s"], "after_s": sh["after_s"],
-                                "ratio": sh["ratio"], "campaign": camp.name if camp else None})
+        for a in nightly.detect(series):
+            call, m, p = a.cell
+            out.append({"type": "regression", "machine": lib.machine.name, "library": lib.name,
+                        "library_id": lib.id, "version": lib.version, "collective": call, "algorithm": "default",
+                        "msize": m, "nprocs": p, "ratio": a.ratio, "campaign": camps[-1].name,
+                        "previous_night": camps[-2].name,
+                        "since": camps[-3].name,
+                        "change": (f"{100 * (a.ratio - 1):.1f} % slower over the nights {camps[-2].name} and "
+                                   f"{camps[-1].name} than its reference band of {nightly.REFERENCE} nights "
+                                   f"({camps[0].name} .. {camps[-3].name}; band ±{100 * (a.band[1] - 1):.1f} %)"),
+                        "before_s": series[a.cell][-3], "after_s": series[a.cell][-1],
+                        "band": list(a.band), "t": a.t, "threshold": a.threshold})
     return out

@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from service.dashboards.data import defects_of
-from service.store.models import Analysis, Campaign, Job, Run
+from service.dashboards.data import defects_of, kind_counts, violations_phrase
+from service.store.models import Analysis, Campaign, Job, ProfileVersion, Run
 
 
 def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
@@ -24,6 +24,13 @@ def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
     if ids:
         for a in s.scalars(select(Analysis).where(Analysis.campaign_id.in_(ids)).order_by(Analysis.id)):
             analyses[a.campaign_id][a.library_id] = a
+    aids = [a.id for per in analyses.values() for a in per.values()]
+    kinds = kind_counts(s, aids)
+    published = {}     # analysis id -> its candidate versions' states ("v1 published", "v2 candidate")
+    if aids:
+        for v in s.scalars(select(ProfileVersion).where(ProfileVersion.analysis_id.in_(aids))
+                           .order_by(ProfileVersion.id)):
+            published.setdefault(v.analysis_id, []).append(f"profile v{v.number} {v.state}")
     out = []
     for c in cs:
         js = jobs.get(c.id, [])
@@ -33,7 +40,8 @@ def campaigns(s, limit: int = 50) -> list[dict[str, Any]]:
         out.append({"campaign": c, "jobs": js, "done": done, "total": total, "runs": nruns.get(c.id, 0),
                     "state": shown_state(c.state, js, done, total),
                     "failed": sum(j.state in ("FAILED", "TIMEOUT", "NODE_FAIL") for j in js),
-                    "verdicts": [campaign_verdict(a) for a in analyses.get(c.id, {}).values()]})
+                    "verdicts": [campaign_verdict(a, kinds.get(a.id), published.get(a.id))
+                                 for a in analyses.get(c.id, {}).values()]})
     return out
 
 
@@ -48,10 +56,13 @@ def shown_state(stored: str, jobs: list, done: int, total: int) -> str:
     return "running" if any(j.state in ("RUNNING", "COMPLETED") for j in jobs) else stored
 
 
-def campaign_verdict(a: Analysis) -> dict[str, Any]:
-    """What a campaign's analysis is worth: the control arm's line (service/analysis/verdicts.py)."""
+def campaign_verdict(a: Analysis, kinds: dict | None = None, profiles: list | None = None) -> dict[str, Any]:
+    """What a campaign's analysis found and did: its verified violations by kind (data.violations_phrase),
+    its candidate profiles' states, and what it is worth (the control arm's line, service/analysis/verdicts.py)."""
     ctrl = (a.summary or {}).get("control") or {}
     return {"analysis": a, "library": a.library.name, "test": a.test, "fdr": a.fdr,
+            "found": violations_phrase(kinds) + " violation(s)" if kinds is not None else None,
+            "profiles": ", ".join(profiles or []) or "no candidate profile",
             "control": ctrl.get("line") or "control: none measured",
             "control_figures": control_figures(ctrl),
             "trustworthy": ctrl.get("trustworthy", True), "defects": len(defects_of(a)),

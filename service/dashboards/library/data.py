@@ -179,14 +179,61 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int,
         viols = [{"kind": v.kind, "ref_msize": v.ref_msize, "barrier_warning": v.barrier_warning,
                   "mockup": v.mockup, "msize": v.msize, "default_s": v.default_time, "mockup_s": v.mockup_time,
                   "slowdown": v.slowdown, "p_value": v.p_value, "status": status_label(v),
-                  "status_why": v.status_why, "nights": nights_label(v)}
+                  "status_why": v.status_why, "nights": nights_label(v), "ci": _ci_text(v), "effect": v.effect,
+                  "ci95": [v.ci_low, v.ci_high] if _ci_text(v) else None, "ci_mpiruns": v.ci_mpiruns}
                  for v in s.scalars(_violation_on_layout(select(Violation).where(
                      Violation.analysis_id == a.id, Violation.nprocs == p, Violation.collective.in_([key, call])),
                      layout).order_by(Violation.msize, Violation.mockup))]
     counts = {st: sum(v["status"] == st for v in viols) for st in STATUSES}
     return {"call": call, "key": key, "p": p, "layout": layout, "series": series, "rows": rows, "violations": viols,
-            "analysis": a, "counts": counts,
+            "analysis": a, "counts": counts, "reporting": _reporting_text(a, p, layout),
+            "guidelines": _guideline_rows(a, key, p, layout),
             "defects": [d for d in defects_of(a) if d["collective"] == key and d["nprocs"] in (p, None)]}
+
+
+def _ci_text(v) -> str:
+    """'1.42× (95 % CI 1.31–1.55×, 10 mpiruns)' from the stored interval; '' for rows stored without one."""
+    vals = (v.effect, v.ci_low, v.ci_high)
+    if not all(isinstance(x, (int, float)) and np.isfinite(x) for x in vals):
+        return ""
+    return f"{v.effect:.2f}× (95 % CI {v.ci_low:.2f}–{v.ci_high:.2f}×, {v.ci_mpiruns or '?'} mpiruns)"
+
+
+def _guideline_rows(a, key: str, p: int, layout: str | None) -> list[dict]:
+    """PGMPI's table for this collective at p (analysis summary's guideline_summary): per guideline tested,
+    violated, cautious, worst factor with its interval. Stored values are checked (no value may break a page)."""
+    summ = (a.summary or {}) if a is not None else {}
+    cfgs = summ.get("configs") or []
+    out = []
+    for r in summ.get("guideline_summary") or []:
+        if not isinstance(r, dict) or r.get("collective") != key:
+            continue
+        c = r.get("cfg")
+        cf = cfgs[c] if isinstance(c, int) and 0 <= c < len(cfgs) and isinstance(cfgs[c], dict) else {}
+        if cf.get("nprocs") != p or (layout is not None and (cf.get("layout") or "") != layout):
+            continue
+        wf, ci = r.get("worst_factor"), r.get("worst_ci95")
+        num = lambda x: isinstance(x, (int, float)) and np.isfinite(x)
+        out.append({"guideline": str(r.get("guideline", "")), "tested": r.get("tested"),
+                    "violated": r.get("violated"), "cautious": r.get("cautious"),
+                    "worst": f"{wf:.2f}×" if num(wf) else "–",
+                    "ci": (f"{ci[0]:.2f}–{ci[1]:.2f}×" if isinstance(ci, list) and len(ci) == 2 and all(map(num, ci))
+                           else "–"), "where": str(r.get("worst_at") or "")})
+    return out
+
+
+def _reporting_text(a, p: int, layout: str | None) -> str:
+    """The reporting fields of the analysis' config at p (and layout): analysis/reporting.py's line."""
+    from service.analysis.reporting import line
+    summ = (a.summary or {}) if a is not None else {}
+    rep, cfgs = summ.get("reporting") or {}, summ.get("configs") or []
+    for i, c in enumerate(cfgs):
+        if isinstance(c, dict) and c.get("nprocs") == p and (layout is None or (c.get("layout") or "") == layout):
+            try:
+                return line(rep[str(i)])
+            except (KeyError, TypeError, ValueError):
+                return ""
+    return ""
 
 
 _TREND_CACHE: dict[tuple, dict] = {}

@@ -66,7 +66,8 @@ def detail(machine: str, lib: str, key: str):
     if fmt == "json":
         return jsonify(machine=m.name, library=l.name, version=l.version,
                        campaign=camp.name if camp else None, collective=key, nprocs=p, layout=sel.layout or "",
-                       measurements=d["rows"], violations=d["violations"])
+                       measurements=d["rows"], violations=d["violations"], reporting=d["reporting"],
+                       guidelines=d["guidelines"])
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=["collective", "algorithm", "msize", "nprocs", "layout", "mpiruns",

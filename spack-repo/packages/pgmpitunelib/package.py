@@ -68,7 +68,9 @@ class Pgmpitunelib(CMakePackage):
     # No released tarball yet: the development branch of the repository (offline from a checkout).
     version("main", branch="main")
 
-    variant("fortran", default=True, description="Build the Fortran (mpif.h / use mpi) wrappers")
+    variant("fortran", default=True,
+            description="Build the Fortran (mpif.h / use mpi) wrappers where the MPI has a working Fortran "
+            "wrapper; skipped with a message otherwise (Open MPI 5 and MPICH 5 from the Python registry)")
     variant("preload", default=False,
             description="The module exports LD_PRELOAD of libpgmpitune to launched ranks "
             "(srun via SRUN_EXPORT_ENV, Open MPI's mpirun via OMPI_MCA_mca_base_env_list), "
@@ -89,8 +91,26 @@ class Pgmpitunelib(CMakePackage):
 
     @property
     def mpi_label(self):
-        mpi = self.spec["mpi"]
-        return f"{mpi.name}-{mpi.version}"
+        return f"{self.mpi_family}-{self.spec['mpi'].version}"
+
+    @property
+    def mpi_family(self):
+        """The family of lib/CMakeLists.txt (openmpi, mpich, intelmpi) of Spack's MPI package."""
+        name = self.spec["mpi"].name
+        return {"intel-oneapi-mpi": "intelmpi", "intel-mpi": "intelmpi"}.get(name, name)
+
+    def _mpi_runtime_env(self):
+        """What a launch of this MPI needs besides its compiler wrappers: its bin/ first on PATH (Intel
+        MPI's hydra starts its proxies by name), Intel MPI's I_MPI_ROOT and libraries."""
+        bindir = os.path.dirname(self.spec["mpi"].mpicc)
+        env = {"PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+        if self.mpi_family == "intelmpi":
+            root = os.path.dirname(bindir)
+            env["I_MPI_ROOT"] = root
+            env["FI_PROVIDER_PATH"] = join_path(root, "lib", "libfabric", "prov")
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                [join_path(root, "lib"), join_path(root, "lib", "libfabric"), os.environ.get("LD_LIBRARY_PATH", "")])
+        return env
 
     @property
     def preload_lib(self):
@@ -101,8 +121,10 @@ class Pgmpitunelib(CMakePackage):
         args = [
             self.define("MPI_C_COMPILER", mpi.mpicc),
             self.define("MPIEXEC_EXECUTABLE", join_path(mpi.prefix.bin, "mpiexec")),
-            self.define_from_variant("PGMPITUNE_FORTRAN", "fortran"),
-            self.define("PGMPITUNE_MPI_FLAVOR", mpi.name),
+            # +fortran: built where the MPI's Fortran wrapper works (lib/CMakeLists.txt says why not)
+            self.define("PGMPITUNE_FORTRAN", "AUTO" if self.spec.satisfies("+fortran") else "OFF"),
+            self.define("PGMPITUNE_MPI_FAMILY", self.mpi_family),
+            self.define("PGMPITUNE_MPI_ID", f"{mpi.name}-{mpi.version}"),
             self.define("PGMPITUNE_BUILD_TESTS", self.run_tests),
             self.define("CMAKE_INSTALL_LIBDIR", "lib"),
         ]
@@ -119,6 +141,8 @@ class Pgmpitunelib(CMakePackage):
     def setup_build_environment(self, env):
         if self.run_tests:
             self._mpirun_env(env)
+            for var, value in self._mpi_runtime_env().items():
+                env.set(var, value)
 
     def check(self):
         """Build-time tests (spack install --test=root): the library's core CTest suite (profile
@@ -179,10 +203,11 @@ class Pgmpitunelib(CMakePackage):
             f.write(_PROFILE_P2)
         exe = join_path(work, "allreduce")
         which(mpi.mpicc)(join_path(work, "allreduce.c"), "-o", exe)
-        mpiexec = which(join_path(mpi.prefix.bin, "mpiexec"))
+        mpiexec = which(join_path(os.path.dirname(mpi.mpicc), "mpiexec"))
         env = {"PGMPITUNE_VERBOSE": "1", "PGMPITUNE_PROFILE_DIR": profiles,
                "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+        env.update(self._mpi_runtime_env())
         os.environ.update(env)
         if mpi.name == "openmpi":
             args = ["-x", f"LD_PRELOAD={self.preload_lib}", "-n", "2", exe]

@@ -159,6 +159,9 @@ def test_pages_render_a_real_campaign(live, browser, tmp_path):
     assert hm["x"] == header == ["8 B", "1 KiB", "16 KiB", "256 KiB"]
     assert hm["xt"] == "message size per call" and hm["yt"] == "collective"
     assert "speed-up" in hm["cb"] and "2×" in hm["cbt"] and "½×" in hm["cbt"]
+    # one colour scale on every page (¼× .. 4×), never a scale set by this page's data
+    assert browser.execute_script("const d=document.querySelector('.heatmap').data[0];return [d.zmin,d.zmax]") \
+        == [-2, 2]
     counts = browser.find_element(By.CSS_SELECTOR, "p.status-counts").text
     assert counts.startswith("p = 2: ") and "verified" in counts and "(all p, all guidelines)" in counts
     browser.save_screenshot(str(shots / "heatmap.png"))
@@ -197,6 +200,25 @@ def test_pages_render_a_real_campaign(live, browser, tmp_path):
                                 "xt:g.layout.xaxis.title.text,yt:g.layout.yaxis.title.text}")
     assert tr["n"] == 2 and tr["xt"].startswith("campaign") and tr["yt"].startswith("time per call (µs")
     browser.save_screenshot(str(shots / "trends-many-campaigns.png"))
+    # side by side: both panels on the same scale, each chart inside its panel, the page no wider than the window
+    browser.get(base + f"/m/testbox/{lib}/heatmap?p=2&campaign=nightly-real&vs_campaign=nightly-two")
+    wait_plot(browser, "#hm2")
+    side = browser.execute_script(
+        "return [...document.querySelectorAll('.heatmap')].map(g=>[g.data[0].zmin,g.data[0].zmax,"
+        "g.querySelector('.main-svg').getBoundingClientRect().right<=g.parentElement.getBoundingClientRect().right+1])")
+    assert side == [[-2, 2, True], [-2, 2, True]], side
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= 1400
+    browser.save_screenshot(str(shots / "heatmap-side-by-side.png"))
+    # the new pages render in the browser: what is tuned now, the alerts
+    browser.get(base + f"/m/testbox/{lib}/tuned")
+    assert "What is tuned now" in browser.find_element(By.TAG_NAME, "h1").text
+    assert browser.find_element(By.ID, "live-summary").text.startswith(("Nothing is live", "Live:"))
+    browser.save_screenshot(str(shots / "tuned-now.png"))
+    browser.get(base + "/alerts")
+    assert browser.find_element(By.TAG_NAME, "h1").text.startswith("Alerts")
+    browser.save_screenshot(str(shots / "alerts.png"))
+    browser.get(base + "/no/such/page")
+    assert browser.find_element(By.LINK_TEXT, "overview").get_attribute("href").endswith("/")
     # a finished job with a long log line: the state follows the jobs, the expanded log wraps in its box
     long_line = "mpirun: " + "x" * 3000
     assert c.put("/api/v1/campaigns/nightly-real/jobs/openmpi-n1x2", headers=A, json={
@@ -248,7 +270,8 @@ def test_admin_publishes_and_rolls_back(live, browser, tmp_path):
     browser_login(browser, base, "admin1", "admin-password")
     browser.get(base + f"/profiles/{set_id}")
     assert browser.find_element(By.ID, "current-version").text == "nothing"
-    assert "2 points, worst speed-up 1.43" in browser.find_element(By.ID, "versions").text
+    assert "gain of the redirected ranges ≥ 1.43× (2 redirected, 0 dropped, 0 control points)" in \
+        browser.find_element(By.ID, "versions").text
     assert "+MPI_Allreduce" in browser.find_element(By.ID, "diff").text
     browser.save_screenshot(str(shots_dir(tmp_path) / "profile_before.png"))
     nav_click(browser, browser.find_element(By.ID, "publish"))

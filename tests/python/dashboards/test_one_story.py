@@ -103,7 +103,7 @@ def test_overview_and_heatmap_name_the_kinds_of_violations(app, tokens):
     ov = c.get("/").get_data(as_text=True)
     assert "3 verified: 1 mock-up faster, 2 split-guideline hits" in ov
     hm = c.get("/m/m1/mpich-4.0.2/heatmap?p=2").get_data(as_text=True)
-    assert "1 verified mock-up violations (the marked cells)" in hm
+    assert "p = 2: 1 verified, 0 contradicted, 0 unconfirmed mock-up violations (the marked cells)" in hm
     assert "2 split-guideline hits, which are no cell" in hm
 
 

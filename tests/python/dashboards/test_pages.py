@@ -67,6 +67,14 @@ def test_overview_heatmap_detail(app, seeded):
     assert all(r["mpiruns"] == "3" for r in rows)
     js = c.get("/m/m1/openmpi-4.1.4/detail/allreduce?p=4&format=json").get_json()
     assert {v["msize"] for v in js["violations"]} == {65536, 1048576}
+    # each verdict with its effect and 95 % interval over the mpiruns, and what the figures rest on
+    assert all(v["ci95"][0] < v["effect"] < v["ci95"][1] and v["ci_mpiruns"] == 3 for v in js["violations"]
+               if v["kind"] == "pattern")
+    assert "95 % CI" in det and 'id="reporting"' in det and "3 mpiruns" in js["reporting"]
+    # PGMPI's per-guideline table for the collective at p
+    kinds = {g["guideline"]: g for g in js["guidelines"]}
+    assert set(kinds) == {"pattern", "monotony", "split"} and kinds["pattern"]["violated"] >= 2
+    assert 'id="guidelines"' in det
     assert c.get("/m/m1/nope-1/heatmap").status_code == 404
 
 
@@ -148,10 +156,12 @@ def test_trend_marks_the_shift(app, tokens):
 
 def test_alert_feed_reports_a_regression_in_the_latest_campaign(app, tokens):
     c = app.test_client()
-    seed_nightly(c, tokens, 10, shift_at=9, factor=2.0)
+    # the nightly detector (service/analysis/nightly.py) judges the last two nights against 20 before them
+    seed_nightly(c, tokens, 22, shift_at=20, factor=2.0)
     regs = [a for a in c.get("/alerts.json", headers=tokens["viewer"]).get_json()["alerts"]
             if a["type"] == "regression"]
-    assert regs and all(a["campaign"] == "night-09" and a["ratio"] > 1.8 for a in regs)
+    assert regs and all(a["campaign"] == "night-21" and a["ratio"] > 1.8 for a in regs)
+    assert all("slower over the nights night-20 and night-21" in a["change"] for a in regs)
     assert {a["collective"] for a in regs} == {"MPI_Allreduce", "MPI_Bcast"}
 
 

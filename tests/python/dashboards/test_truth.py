@@ -96,7 +96,8 @@ def test_one_truth_on_every_page(db_app):
 
     hm = c.get("/m/m1/openmpi-4.1.4/heatmap?p=2").get_data(as_text=True)
     assert "p = 2: 1 verified, 1 contradicted, 1 unconfirmed" in hm
-    assert "(all p, all guidelines): 1 verified, 1 contradicted, 1 unconfirmed" in hm
+    # the totals name the verified violations by kind (issue 32: split hits are no cell of the map)
+    assert re.search(r"\(all p, all guidelines\): 1 verified( \(1 mock-up faster\))?, 1 contradicted, 1 unconfirmed", hm)
     row = re.search(r"<tr><th>allreduce</th>(.*?)</tr>", hm).group(1)
     cells = dict(zip(SIZES, re.findall(r"<td [^>]*>([^<]*)</td>", row)))
     assert cells[A].endswith(" *") and cells[B].endswith(" ✗") and cells[C].endswith(" ?") and \

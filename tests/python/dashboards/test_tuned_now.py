@@ -55,6 +55,9 @@ def test_tuned_now_says_what_is_live_dropped_and_not_acted_on(app, tokens):
     hm = c.get("/m/m1/openmpi-4.1.4/heatmap?p=2").get_data(as_text=True)
     assert re.search(r'class="num[^"]* live"[^>]*><a href="/m/m1/openmpi-4.1.4/tuned">', hm)
     assert "/m/m1/openmpi-4.1.4/tuned" in c.get("/m/m1/openmpi-4.1.4/detail/allreduce?p=2").get_data(as_text=True)
+    # the campaigns page says what the campaign found and what became of it, not only the control arm
+    camp = c.get("/campaigns").get_data(as_text=True)
+    assert re.search(r"\d+ verified: \d+ mock-up faster violation\(s\), profile v1 published", camp), camp
 
 
 def test_profile_page_shows_the_live_gain_labels_controls_and_offers_no_second_publish(app, tokens):

@@ -22,7 +22,7 @@ def ompi():
 @pytest.fixture(scope="module")
 def mpich():
     lib = mj.find_library()
-    return mj.builtin_tree(lib), mj.algorithm_names(lib)
+    return mj.builtin_tree(lib), mj.algorithm_names(lib), mj.library_version(lib)
 
 
 DECISIONS = [Decision("allreduce", 2, 8, "default"), Decision("allreduce", 2, 1024, "native:recursive_doubling"),
@@ -83,13 +83,13 @@ def test_a_corrupt_rules_file_is_refused_with_the_reason(ompi, text, line, why):
 
 
 def test_mpich_json_is_complete_and_keeps_the_builtin_elsewhere(mpich):
-    base, known = mpich
+    base, known, version = mpich
     assert {"collective=bcast", "collective=allreduce", "collective=barrier"} <= set(base)
     decs = [d for d in DECISIONS if "seg=" not in d.label and d.label not in
             ("native:rabenseifner", "native:in-order_binary", "native:chain:seg=8192", "native:bruck")]
     decs += [Decision("allgather", 4, 8, "native:brucks"), Decision("reduce", 2, 8, "native:reduce_scatter_gather")]
     tree = mj.loads(mj.dumps(mj.generate(decs, base, known)), "gen.json")
-    assert mj.check_tree(tree, base, known) == []
+    assert mj.check_tree(tree, base, known, version) == []
     intra = tree["collective=allreduce"]["comm_type=intra"]
     assert list(intra) == ["comm_size<=2", "comm_size=any"]
     assert intra["comm_size=any"] == base["collective=allreduce"]["comm_type=intra"]
@@ -108,21 +108,23 @@ def test_mpich_json_is_complete_and_keeps_the_builtin_elsewhere(mpich):
 
 
 def test_mpich_json_missing_a_collective_is_refused_with_the_reason(mpich):
-    base, known = mpich
+    base, known, version = mpich
     tree = copy.deepcopy(base)
     del tree["collective=bcast"]
-    problems = mj.check_tree(tree, base, known)
+    problems = mj.check_tree(tree, base, known, version)
     assert problems == ["collective=bcast is missing: MPICH aborts every job at its first bcast (Barrier, "
                         "Scan and Intercomm_create use it inside)"]
     tree = copy.deepcopy(base)
     del tree["collective=allreduce"]["comm_type=inter"]
-    assert mj.check_tree(tree, base, known) == ["collective=allreduce/comm_type=inter is missing: MPICH aborts "
+    assert mj.check_tree(tree, base, known, version) == ["collective=allreduce/comm_type=inter is missing: MPICH aborts "
                                                 "at the first such call"]
     tree = copy.deepcopy(base)
     tree["collective=allreduce"]["comm_type=intra"] = {"avg_msg_size=any": {"algorithm=MPIR_Allreduce_intra_fast": {}}}
-    assert mj.check_tree(tree, base, known) == ["/collective=allreduce/comm_type=intra/avg_msg_size=any/"
+    assert mj.check_tree(tree, base, known, version) == ["/collective=allreduce/comm_type=intra/avg_msg_size=any/"
                                                 "algorithm=MPIR_Allreduce_intra_fast: this MPICH has no algorithm "
-                                                "MPIR_Allreduce_intra_fast"]
+                                                "MPIR_Allreduce_intra_fast", "/collective=allreduce/comm_type=intra: "
+                                                f"not MPICH {version}'s built-in branch (a file made from another "
+                                                "version's tree would replace this version's own choices)"]
     with pytest.raises(mj.JsonSelectionError, match=r"^bad.json:3: not valid JSON"):
         mj.loads('{\n "collective=bcast": {\n  "comm_type=intra": ,\n }\n}', "bad.json")
     with pytest.raises(mj.JsonSelectionError, match="duplicate key"):

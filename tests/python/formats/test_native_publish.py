@@ -47,15 +47,20 @@ def test_a_corrupt_rules_file_is_refused_before_publishing(tmp_path):
 
 
 def test_a_json_file_missing_a_collective_is_refused_before_publishing(tmp_path):
-    base, known = pub._installed("mpich")
+    t = pub._installed("mpich")
+    base, known = t.base, t.known
     tree = mj.generate([Decision("bcast", 2, 8, "native:binomial")], base, known)
     publish(tmp_path, {"native.json": mj.dumps(tree)}, "mpich", "4.0.2")
     broken = copy.deepcopy(tree)
     del broken["collective=allreduce"]
-    with pytest.raises(pub.PublishError, match="native.json: incomplete selection file: collective=allreduce is "
-                                               "missing: MPICH aborts every job at its first allreduce"):
+    with pytest.raises(pub.PublishError, match="native.json: MPICH 4.0.2 would not read or evaluate it: collective=allreduce "
+                                               "is missing: MPICH aborts every job at its first allreduce"):
         publish(tmp_path, {"native.json": mj.dumps(broken)}, "mpich", "4.0.2")
     assert current(tmp_path, "mpich", "4.0.2") == {"native.json": mj.dumps(tree)}
+    # checked by the reader of the version the set is for (MPICH 5.0.2's own tree, deploy/mpi-libraries.tsv)
+    with pytest.raises(pub.PublishError, match=r"native.json: MPICH 5.0.2 would not read or evaluate it: "
+                                               r".*not MPICH 5.0.2's built-in"):
+        publish(tmp_path, {"native.json": mj.dumps(tree)}, "mpich", "5.0.2")
 
 
 def test_a_native_file_without_a_recorded_validation_is_refused(tmp_path):

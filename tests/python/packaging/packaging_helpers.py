@@ -1,5 +1,5 @@
-"""Helpers of the packaging tests: shim prefixes for Debian's two MPIs, hand-written
-external MPI modules, a source tarball of the library, Lmod shells."""
+"""Helpers of the packaging tests: the MPI libraries they run on (deploy/mpi-libraries.tsv), the site's
+own MPI modules (deploy/modules.py), a source tarball of the library, Lmod shells."""
 from __future__ import annotations
 
 import os
@@ -9,37 +9,46 @@ from pathlib import Path
 
 import pytest
 
+from pgmpi_formats.mpi_libraries import MpiLibrary, read_mpi_libraries
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
 VERSION = "0.1.0"
-# name, version, EasyBuild's software name
-MPIS = {"openmpi": ("4.1.4", "OpenMPI"), "mpich": ("4.0.2", "MPICH")}
+# EasyBuild's software name of each MPI family (EASYBUILD_EXTERNAL_MODULES_METADATA)
+EB_NAMES = {"openmpi": "OpenMPI", "mpich": "MPICH", "intelmpi": "impi"}
+# The libraries the Spack and EasyBuild tests install against in `make test`: a representative subset
+# (tests/README.md says why); PGMPI_PACKAGING_MPIS="all" or a list of ids runs others.
+DEFAULT_PACKAGING_MPIS = ("mpich", "openmpi5", "intelmpi")
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
-def make_shim(dest: Path, mpi: str) -> Path:
-    subprocess.run([str(HERE / "mkshim.sh"), str(dest), mpi], check=True)
-    return dest
+def packaging_mpis() -> list[MpiLibrary]:
+    """The rows of deploy/mpi-libraries.tsv named by $PGMPI_PACKAGING_MPIS (default the subset above);
+    a library that is not installed fails the test that needs it (deploy/install-mpis.sh)."""
+    want = os.environ.get("PGMPI_PACKAGING_MPIS", " ".join(DEFAULT_PACKAGING_MPIS)).split()
+    libs = read_mpi_libraries()
+    if want != ["all"]:
+        unknown = set(want) - {lib.id for lib in libs}
+        if unknown:
+            raise ValueError(f"PGMPI_PACKAGING_MPIS: unknown id(s) {sorted(unknown)} "
+                             f"(valid: all, {', '.join(lib.id for lib in libs)})")
+        libs = [lib for lib in libs if lib.id in want]
+    return libs
 
 
-def write_external_module(modroot: Path, mpi: str, shim: Path) -> Path:
-    """The site's own module of a system MPI, as an admin writes it by hand."""
-    version = MPIS[mpi][0]
-    path = modroot / mpi / f"{version}.lua"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"""-- {mpi} {version} from Debian, exposed through a shim prefix
-family("mpi")
-prepend_path("PATH", "{shim}/bin")
-setenv("MPI_ROOT", "{shim}")
-setenv("MPICC", "{shim}/bin/mpicc")
-setenv("MPICXX", "{shim}/bin/mpicxx")
-setenv("MPIF90", "{shim}/bin/mpif90")
-setenv("MPIFC", "{shim}/bin/mpif90")
-setenv("MPIRUN", "{shim}/bin/mpirun")
-""")
-    return path
+def mpi_label(lib: MpiLibrary) -> str:
+    """The library label of published profiles and of pgmpitunelib's module names: <family>-<version>."""
+    return f"{lib.family}-{lib.version}"
+
+
+def write_mpi_modules(modroot: Path) -> Path:
+    """The site's own modules of the MPIs (<id>/<version>, family "mpi"), as deploy/modules.py writes
+    them, without pgmpitunelib under them (the tests install that with Spack or EasyBuild)."""
+    subprocess.run(["python3", str(ROOT / "deploy/modules.py"), "--root", str(modroot),
+                    "--builds", str(modroot / "no-builds")], check=True, capture_output=True)
+    return modroot / "Core"
 
 
 def write_published_profile(root: Path, machine: str, label: str, nprocs: int = 2) -> Path:

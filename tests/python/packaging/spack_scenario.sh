@@ -1,25 +1,48 @@
 #!/usr/bin/env bash
-# spack_scenario.sh <work dir>: real Spack (the `spack` on PATH) installs pgmpitunelib from this
-# checkout's spack-repo against Debian's Open MPI and MPICH (externals behind shim prefixes) and
-# generates the Lmod hierarchy. Everything Spack writes stays under <work dir>, except the user
-# cache (SPACK_USER_CACHE_PATH, default <work dir>/cache; reuse one to skip re-indexing).
-# Offline: no mirrors, no bootstrapping (clingo must be importable by Spack's Python: SPACK_PYTHON).
-# Prints each command as "$ ..." followed by its (trimmed) output.
+# spack_scenario.sh <work dir> [id ...]: real Spack (the vendored snapshot, set up by spack_setup.sh)
+# installs pgmpitunelib from this checkout's spack-repo against MPI libraries of deploy/mpi-libraries.tsv
+# (default: all installed ones), each an external with its own prefix, runs `spack test run`, and
+# generates the Lmod hierarchy. Everything Spack writes stays under <work dir>, except the user cache
+# (SPACK_USER_CACHE_PATH, default <work dir>/cache; reuse one to skip re-indexing).
+# Offline: no mirrors, no bootstrapping (clingo from spack_setup.sh's venv: SPACK_PYTHON).
+# One Spack environment holds every spec: one `spack concretize` (one solver start, unify: false).
+# Prints each command as "$ ..." followed by its (trimmed) output, and "TIME <step> <seconds>".
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
-work=$(mkdir -p "$1" && cd "$1" && pwd)
+work=$(mkdir -p "$1" && cd "$1" && pwd); shift
 cfg=$work/config
 mkdir -p "$cfg" "$work/shims"
+setup=$("$here/spack_setup.sh" "${PGMPI_SPACK_DIR:-$top/build/spack}") || exit 3
+eval "$(sed 's/^/export /' <<<"$setup")"
 export SPACK_DISABLE_LOCAL_CONFIG=1
 export SPACK_USER_CACHE_PATH=${SPACK_USER_CACHE_PATH:-$work/cache}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
 run() { echo "\$ $*"; "$@" 2>&1 | grep -v -E '^==> (Fetching|Staging|Moving|No patches|Using cached|Ran patch)' | tail -n "${TAIL:-25}"; return "${PIPESTATUS[0]}"; }
-sp() { spack -C "$cfg" "$@"; }
+timed() { local step=$1 t0; shift; t0=$(date +%s.%N); "$@"; local rc=$?
+          echo "TIME $step $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') load $(cut -d' ' -f1 /proc/loadavg)"; return $rc; }
+sp() { "$SPACK" -C "$cfg" "$@"; }
+spe() { "$SPACK" -C "$cfg" -e "$work/env" "$@"; }
 
-for m in openmpi mpich; do "$here/mkshim.sh" "$work/shims/$m" $m; done
-
+# The MPIs: Spack's package name and spec of each id; Intel MPI's package wants <prefix>/mpi/<x.y>/.
+rows() { grep -v -e '^#' -e '^$' -e $'^id\tfamily\tversion\tsource\tprefix$' "$top/deploy/mpi-libraries.tsv"; }   # data rows only
+ids=("$@"); [ ${#ids[@]} -gt 0 ] || mapfile -t ids < <(rows | cut -f1)
+externals=() specs=()
+declare -A ext_by_pkg
+for id in "${ids[@]}"; do
+  IFS=$'\t' read -r _ family version _ prefix < <(rows | awk -F'\t' -v id="$id" '$1 == id')
+  [ -n "${family:-}" ] || { echo "spack_scenario.sh: unknown MPI id '$id'" >&2; exit 2; }
+  [ -x "$prefix/bin/mpicc" ] || { echo "spack_scenario.sh: $id not installed in $prefix (deploy/install-mpis.sh $id)" >&2; exit 1; }
+  case $family in
+    intelmpi) pkg=intel-oneapi-mpi; variants="+generic-names~envmods"
+              mkdir -p "$work/shims/$id/mpi"; ln -sfn "$prefix" "$work/shims/$id/mpi/$(cut -d. -f1-2 <<<"$version")"
+              prefix=$work/shims/$id ;;
+    *)        pkg=$family; variants= ;;
+  esac
+  ext_by_pkg[$pkg]+="    - spec: $pkg@$version$variants"$'\n'"      prefix: $prefix"$'\n'
+  specs+=("pgmpitunelib ^$pkg@$version")
+done
 cat > "$cfg/config.yaml" <<YAML
 config:
   install_tree:
@@ -40,9 +63,14 @@ YAML
 cat > "$cfg/mirrors.yaml" <<YAML
 mirrors:: {}
 YAML
+# Bootstrapping stays enabled (Spack 0.23 refuses to concretize with bootstrap:enable false) but has no
+# source: clingo is imported from SPACK_PYTHON's venv, nothing is downloaded.
 cat > "$cfg/bootstrap.yaml" <<YAML
 bootstrap:
-  enable: false
+  enable: true
+  root: $work/bootstrap
+  sources: []
+  trusted: {}
 YAML
 cat > "$cfg/compilers.yaml" <<YAML
 compilers:
@@ -56,23 +84,20 @@ compilers:
     environment: {}
     extra_rpaths: []
 YAML
-cat > "$cfg/packages.yaml" <<YAML
-packages:
-  all:
-    providers:
-      mpi: [openmpi, mpich]
-  mpi:
-    buildable: false
-  openmpi:
-    buildable: false
-    externals:
-    - spec: openmpi@4.1.4
-      prefix: $work/shims/openmpi
-  mpich:
-    buildable: false
-    externals:
-    - spec: mpich@4.0.2
-      prefix: $work/shims/mpich
+{
+  echo "packages:"
+  echo "  all:"
+  echo "    providers:"
+  echo "      mpi: [openmpi, mpich, intel-oneapi-mpi]"
+  echo "  mpi:"
+  echo "    buildable: false"
+  for pkg in "${!ext_by_pkg[@]}"; do
+    echo "  $pkg:"
+    echo "    buildable: false"
+    echo "    externals:"
+    printf '%s' "${ext_by_pkg[$pkg]}"
+  done
+  cat <<YAML
   cmake:
     buildable: false
     externals:
@@ -84,6 +109,14 @@ packages:
     - spec: gmake@$(make --version | sed -n '1s/GNU Make //p')
       prefix: /usr
 YAML
+} > "$cfg/packages.yaml"
+mkdir -p "$work/env"
+{
+  echo "spack:"
+  echo "  concretizer: {unify: false}"
+  echo "  specs:"
+  for s in "${specs[@]}"; do echo "  - '$s'"; done
+} > "$work/env/spack.yaml"
 cat > "$cfg/modules.yaml" <<YAML
 modules:
   prefix_inspections:
@@ -105,17 +138,19 @@ modules:
         pgmpitunelib: '{name}/{version}-{^mpi.name}-{^mpi.version}'
 YAML
 
-run spack --version
+run sp --version
+run cat "$cfg/packages.yaml"
 run sp repo list
 run sp audit packages pgmpitunelib
-for m in openmpi mpich; do
-  TAIL=12 run sp install --test=root pgmpitunelib ^$m
-  lib=$(sp location -i pgmpitunelib ^$m)/lib/libpgmpitune.so
-  echo "\$ ldd $lib | grep -E 'libmpi|libmpich'"
+TAIL=40 timed concretize run spe concretize -f
+TAIL=30 timed install run spe install --test=root
+for s in "${specs[@]}"; do
+  lib=$(sp location -i "$s")/lib/libpgmpitune.so
+  echo "\$ ldd $lib | grep -E 'libmpi|libmpich'   # $s"
   ldd "$lib" | grep -E 'libmpi\.|libmpich\.' || true
-  run sp test run pgmpitunelib ^$m
 done
+TAIL=40 timed test-run run sp test run pgmpitunelib
 run sp find -v -d pgmpitunelib
-run sp module lmod refresh -y
+timed modules run sp module lmod refresh -y
 echo "\$ find $work/modules -name '*.lua' | sort"
 (cd "$work/modules" && find . -name '*.lua' | sort)

@@ -1,10 +1,14 @@
-"""EasyBuild (PyPI) + Lmod (Debian) install libpgmpitune against Debian's Open MPI and MPICH, each
-exposed as a hand-written external module; the modules point applications (C and Fortran) at the
-published profiles, computed when the module is loaded.  Real tools throughout: eb, Lmod, mpirun."""
+"""EasyBuild (PyPI) + Lmod (Debian) install libpgmpitune against the MPI libraries of
+deploy/mpi-libraries.tsv (packaging_helpers.packaging_mpis(): a representative subset in `make test`), each
+an external module of the site (deploy/modules.py); the modules point applications (C, and Fortran where
+the MPI has it) at the published profiles, computed when the module is loaded.  Real tools throughout:
+eb, Lmod, mpirun."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -12,12 +16,14 @@ from pathlib import Path
 import pytest
 
 import plain_module
-from packaging_helpers import (MPIS, ROOT, VERSION, clean_env, lmod_shell, make_shim, make_source_tarball,
-                      write_external_module, write_published_profile)
+from packaging_helpers import (EB_NAMES, ROOT, VERSION, clean_env, lmod_shell, make_source_tarball, mpi_label,
+                               packaging_mpis, write_mpi_modules, write_published_profile)
 
 pytestmark = [pytest.mark.easybuild, pytest.mark.lmod, pytest.mark.mpi]
 
 EASYCONFIGS = ROOT / "spack-repo/easybuild/easyconfigs"
+LIBS = packaging_mpis()
+IDS = [lib.id for lib in LIBS]
 MACHINE = "testmachine"
 REPORT_RE = re.compile(r"^#@pgmpi alg MPI_Allreduce (\d+) (\S+)", re.M)
 
@@ -72,14 +78,14 @@ def eb_exe() -> str:
 
 @pytest.fixture(scope="module")
 def eb_site(tmp_path_factory):
-    """One EasyBuild installation tree with pgmpitunelib built against both MPIs."""
+    """One EasyBuild installation tree with pgmpitunelib built against each MPI of LIBS."""
     work = tmp_path_factory.mktemp("eb")
-    extmods = work / "extmods"
-    meta = []
-    for mpi, (version, ebname) in MPIS.items():
-        shim = make_shim(work / "shims" / mpi, mpi)
-        write_external_module(extmods, mpi, shim)
-        meta.append(f"[{mpi}/{version}]\nname = {ebname}\nversion = {version}\nprefix = {shim}\n")
+    for lib in LIBS:
+        if not lib.installed:
+            pytest.fail(f"{lib.id} is not installed in {lib.prefix}: deploy/install-mpis.sh {lib.id} (make test does)")
+    extmods = write_mpi_modules(work / "mpimods")
+    meta = [f"[{lib.module}]\nname = {EB_NAMES[lib.family]}\nversion = {lib.version}\nprefix = {lib.prefix}\n"
+            for lib in LIBS]
     (work / "external-modules.ini").write_text("\n".join(meta))
     sources = work / "sources"
     make_source_tarball(sources / "p" / "pgmpitunelib")
@@ -95,16 +101,19 @@ def eb_site(tmp_path_factory):
         EASYBUILD_IGNORE_CHECKSUMS="1",
         MODULEPATH=str(extmods),
     )
-    logs = {}
-    for mpi, (version, _) in MPIS.items():
-        ec = f"pgmpitunelib-{VERSION}-{mpi}-{version}.eb"
+    logs, times = {}, {}
+    for lib in LIBS:
+        ec = f"pgmpitunelib-{VERSION}-{mpi_label(lib)}.eb"
+        t0 = time.monotonic()
         res = lmod_shell(f"{eb_exe()} {ec} --robot", env=env, timeout=900)
-        logs[mpi] = res.stdout + res.stderr
-        assert res.returncode == 0, f"eb {ec} failed:\n{logs[mpi][-6000:]}"
+        times[lib.id] = time.monotonic() - t0
+        logs[lib.id] = res.stdout + res.stderr
+        assert res.returncode == 0, f"eb {ec} failed:\n{logs[lib.id][-6000:]}"
+    print("eb seconds per MPI:", {k: round(v, 1) for k, v in times.items()}, "load", os.getloadavg()[0])
     modpath = f"{work}/eb/modules/all:{extmods}"
     profiles = work / "profiles"
-    for mpi, (version, _) in MPIS.items():
-        write_published_profile(profiles, MACHINE, f"{mpi}-{version}")
+    for lib in LIBS:
+        write_published_profile(profiles, MACHINE, mpi_label(lib))
     apps = work / "apps"
     apps.mkdir()
     (apps / "allreduce.c").write_text(C_APP)
@@ -119,17 +128,22 @@ def module_env(site, **extra):
     return clean_env(**env)
 
 
-def mpirun_line(mpi: str, preload: bool) -> str:
-    if mpi == "openmpi":
+def mpirun_line(family: str, preload: bool) -> str:
+    if family == "openmpi":
         return "mpirun -np 2" + (' -x LD_PRELOAD="$PGMPITUNE_PRELOAD"' if preload else "")
     return "mpirun -np 2" + (' -genv LD_PRELOAD "$PGMPITUNE_PRELOAD"' if preload else "")
 
 
-@pytest.mark.parametrize("mpi", list(MPIS))
-def test_eb_install_builds_against_the_right_mpi(eb_site, mpi):
-    version = MPIS[mpi][0]
+# the MPI sonames a build links (ldd), e.g. {"libmpich.so.12", "libmpichfort.so.12"}
+def mpi_sonames(ldd_out: str) -> dict[str, str]:
+    return dict(re.findall(r"^\s*(libmpi\w*\.so\.\d+) => (\S+)", ldd_out, re.M))
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=IDS)
+def test_eb_install_builds_against_the_right_mpi(eb_site, lib):
+    label = mpi_label(lib)
     res = lmod_shell(f"""
-module load {mpi}/{version} pgmpitunelib/{VERSION}-{mpi}-{version}
+module load {lib.module} pgmpitunelib/{VERSION}-{label}
 module -t list 2>&1
 echo "ROOT=$EBROOTPGMPITUNELIB"
 ldd "$EBROOTPGMPITUNELIB/lib/libpgmpitune.so"
@@ -137,33 +151,45 @@ pgmpitune-check --list
 """, env=module_env(eb_site))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    assert f"pgmpitunelib/{VERSION}-{mpi}-{version}" in out
-    # the shim trap: the MPICH build must link libmpich, the Open MPI one libmpi.so.40
-    want, not_want = ("libmpich.so", "libmpi.so.40") if mpi == "mpich" else ("libmpi.so.40", "libmpich.so")
-    assert want in out and not_want not in out, out
+    assert f"pgmpitunelib/{VERSION}-{label}" in out
+    # the shim trap (Debian's two in /usr) and the registry prefixes: each build links its own MPI only
+    linked = mpi_sonames(out)
+    if lib.id == "mpich":
+        assert "libmpich.so.12" in linked and not any(n.startswith("libmpi.so") for n in linked), linked
+    else:
+        want = "libmpi.so.40" if lib.family == "openmpi" else "libmpi.so.12"
+        assert want in linked and not any(n.startswith("libmpich") for n in linked), linked
+        assert [n for n in linked if n.startswith("libmpi.so")] == [want], linked
+        if not lib.debian:
+            assert linked[want].startswith(f"{lib.prefix}/"), linked
     assert "allreduce_as_reduce_bcast" in out
 
 
-@pytest.mark.parametrize("mpi", list(MPIS))
-def test_module_points_c_and_fortran_apps_at_published_profile(eb_site, mpi):
-    version = MPIS[mpi][0]
-    label = f"{mpi}-{version}"
+@pytest.mark.parametrize("lib", LIBS, ids=IDS)
+def test_module_points_c_and_fortran_apps_at_published_profile(eb_site, lib):
+    label = mpi_label(lib)
+    mpi = lib.id
+    fortran = lib.source_kind == "debian"    # the registry MPIs have no working Fortran wrapper
     apps = eb_site["apps"]
+    f_part = f"""mpif90 allreduce.f90 -o f_{mpi}
+echo "== Fortran, preloaded into the ranks"
+PGMPITUNE_VERBOSE=1 {mpirun_line(lib.family, True)} ./f_{mpi} 2>&1""" if fortran else \
+        f"""echo "== Fortran, preloaded into the ranks"
+echo "no Fortran wrapper: libpgmpitune's Fortran support is skipped for {mpi}"
+"""
     res = lmod_shell(f"""
-module load {mpi}/{version} pgmpitunelib/{VERSION}-{label}
+module load {lib.module} pgmpitunelib/{VERSION}-{label}
 echo "PROFILE_DIR=$PGMPITUNE_PROFILE_DIR"
 echo "SHELL_LD_PRELOAD=${{LD_PRELOAD:-}}"
 cd {apps}
 mpicc allreduce.c -o c_{mpi} -lpgmpitune
-mpif90 allreduce.f90 -o f_{mpi}
 echo "== C, linked with -lpgmpitune"
-PGMPITUNE_VERBOSE=1 {mpirun_line(mpi, False)} ./c_{mpi} 2>&1
-echo "== Fortran, preloaded into the ranks"
-PGMPITUNE_VERBOSE=1 {mpirun_line(mpi, True)} ./f_{mpi} 2>&1
+PGMPITUNE_VERBOSE=1 {mpirun_line(lib.family, False)} ./c_{mpi} 2>&1
+{f_part}
 echo "== C, machine without published profiles"
 PGMPI_SITE_MACHINE=othermachine module load pgmpitunelib/{VERSION}-{label}
 echo "OTHER_PROFILE_DIR=$PGMPITUNE_PROFILE_DIR"
-PGMPITUNE_VERBOSE=1 {mpirun_line(mpi, False)} ./c_{mpi} 2>&1
+PGMPITUNE_VERBOSE=1 {mpirun_line(lib.family, False)} ./c_{mpi} 2>&1
 """, env=module_env(eb_site))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
@@ -174,31 +200,34 @@ PGMPITUNE_VERBOSE=1 {mpirun_line(mpi, False)} ./c_{mpi} 2>&1
     c_part, f_part, other_part = out.split("== C, linked")[1].split("== Fortran")[0], \
         out.split("== Fortran")[1].split("== C, machine")[0], out.split("== C, machine")[1]
     assert "c allreduce ok size 2" in c_part, out
-    assert "fortran allreduce ok size 2" in f_part, out
     assert ("1024", "allreduce_as_reduce_bcast") in REPORT_RE.findall(c_part), c_part
-    assert ("1024", "allreduce_as_reduce_bcast") in REPORT_RE.findall(f_part), f_part
+    if fortran:
+        assert "fortran allreduce ok size 2" in f_part, out
+        assert ("1024", "allreduce_as_reduce_bcast") in REPORT_RE.findall(f_part), f_part
     other = REPORT_RE.findall(other_part)
     assert other and all(alg == "default" for _, alg in other), other_part
 
 
 def test_profile_dir_follows_site_at_load_time_not_build_time(eb_site, tmp_path, monkeypatch):
+    lib = LIBS[0]
+    label = mpi_label(lib)
     conf = tmp_path / "site.conf"
     conf.write_text("# pgmpi-site\nprofile_root = /srv/from-site-file   # comment\nmachine = filemachine\n")
     res = lmod_shell(f"""
-module load openmpi/4.1.4 pgmpitunelib/{VERSION}-openmpi-4.1.4
+module load {lib.module} pgmpitunelib/{VERSION}-{label}
 echo "A=$PGMPITUNE_PROFILE_DIR"
 module unload pgmpitunelib
 unset PGMPI_SITE_PROFILE_ROOT PGMPI_SITE_MACHINE
 export PGMPI_SITE_CONFIG={conf}
-module load pgmpitunelib/{VERSION}-openmpi-4.1.4
+module load pgmpitunelib/{VERSION}-{label}
 echo "B=$PGMPITUNE_PROFILE_DIR"
 module unload pgmpitunelib
 echo "C=${{PGMPITUNE_PROFILE_DIR:-unset}}"
 """, env=module_env(eb_site))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    assert f"A={eb_site['profiles']}/{MACHINE}/openmpi-4.1.4/current" in out
-    assert "B=/srv/from-site-file/filemachine/openmpi-4.1.4/current" in out
+    assert f"A={eb_site['profiles']}/{MACHINE}/{label}/current" in out
+    assert f"B=/srv/from-site-file/filemachine/{label}/current" in out
     # the publisher (pgmpi_formats.site) reads the same file to the same root
     from pgmpi_formats import site as site_config
     for var in ("PGMPI_PROFILE_ROOT", "PGMPI_SITE_PROFILE_ROOT"):
@@ -209,17 +238,20 @@ echo "C=${{PGMPITUNE_PROFILE_DIR:-unset}}"
 
 
 def test_family_prevents_two_builds_loaded(eb_site):
+    if len(LIBS) < 2:
+        pytest.fail("needs two MPIs in PGMPI_PACKAGING_MPIS")
+    a, b = LIBS[0], LIBS[1]
     res = lmod_shell(f"""
-module load openmpi/4.1.4 pgmpitunelib/{VERSION}-openmpi-4.1.4
-module load mpich/4.0.2 pgmpitunelib/{VERSION}-mpich-4.0.2 2>&1
+module load {a.module} pgmpitunelib/{VERSION}-{mpi_label(a)}
+module load {b.module} pgmpitunelib/{VERSION}-{mpi_label(b)} 2>&1
 module -t list 2>&1
 echo "MPI=$PGMPITUNE_MPI"
 """, env=module_env(eb_site))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    listed = [ln for ln in out.splitlines() if ln.startswith(("pgmpitunelib/", "openmpi/", "mpich/"))]
-    assert listed == ["mpich/4.0.2", f"pgmpitunelib/{VERSION}-mpich-4.0.2"], out
-    assert "MPI=mpich-4.0.2" in out
+    listed = [ln for ln in out.splitlines() if ln.startswith(("pgmpitunelib/", a.id + "/", b.id + "/"))]
+    assert listed == [b.module, f"pgmpitunelib/{VERSION}-{mpi_label(b)}"], out
+    assert f"MPI={mpi_label(b)}" in out
 
 
 def render_plain_template(dest: Path, prefix: str, mpi: str, version: str, preload: bool) -> Path:
@@ -232,21 +264,24 @@ def render_plain_template(dest: Path, prefix: str, mpi: str, version: str, prelo
 
 
 def test_plain_template_preloads_ranks_only(eb_site, tmp_path):
-    """The plain modulefile template (sites without Spack/EasyBuild), preload flavour, on the
+    """The plain modulefile template (sites without Spack/EasyBuild), preload flavour, on an
     EasyBuild-installed Open MPI build: ranks get LD_PRELOAD, the shell never does, unload restores."""
-    prefix = lmod_shell("module load openmpi/4.1.4 pgmpitunelib/0.1.0-openmpi-4.1.4; echo $EBROOTPGMPITUNELIB",
+    ompi = next((lib for lib in LIBS if lib.family == "openmpi"), None)
+    if ompi is None:
+        pytest.fail("needs an Open MPI in PGMPI_PACKAGING_MPIS (OMPI_MCA_mca_base_env_list)")
+    prefix = lmod_shell(f"module load {ompi.module} pgmpitunelib/0.1.0-{mpi_label(ompi)}; echo $EBROOTPGMPITUNELIB",
                         env=module_env(eb_site)).stdout.strip().splitlines()[-1]
-    render_plain_template(tmp_path / "mods", prefix, "openmpi", "4.1.4", preload=True)
+    render_plain_template(tmp_path / "mods", prefix, "openmpi", ompi.version, preload=True)
     apps = eb_site["apps"]
     res = lmod_shell(f"""
 export SRUN_EXPORT_ENV=NIL
-module load openmpi/4.1.4 pgmpitunelib/{VERSION}-openmpi-preload
+module load {ompi.module} pgmpitunelib/{VERSION}-openmpi-preload
 echo "SHELL_LD_PRELOAD=${{LD_PRELOAD:-}}"
 echo "SRUN=$SRUN_EXPORT_ENV"
 echo "OMPI=$OMPI_MCA_mca_base_env_list"
 cd {apps}
 [ -x c_plain ] || mpicc allreduce.c -o c_plain
-PGMPITUNE_VERBOSE=1 mpirun -np 2 ./c_plain 2>&1
+PGMPITUNE_VERBOSE=1 mpirun --oversubscribe -np 2 ./c_plain 2>&1
 mpirun -np 1 sh -c 'echo "RANK_LD_PRELOAD=$LD_PRELOAD"'
 module unload pgmpitunelib
 echo "AFTER_SRUN=$SRUN_EXPORT_ENV AFTER_OMPI=${{OMPI_MCA_mca_base_env_list:-unset}}"

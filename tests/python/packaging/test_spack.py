@@ -1,53 +1,62 @@
-"""Spack: `spack install pgmpitunelib ^openmpi` and `^mpich` against Debian's MPIs (externals behind
-shim prefixes), build-time tests, `spack test run`, and `spack module lmod refresh` producing the MPI
-hierarchy whose modules compute PGMPITUNE_PROFILE_DIR at load time.
+"""Spack: `spack install pgmpitunelib ^<mpi>` against MPI libraries of deploy/mpi-libraries.tsv (externals,
+one prefix per MPI; packaging_helpers.packaging_mpis(): a representative subset in `make test`, tests/README.md),
+build-time tests, `spack test run`, and `spack module lmod refresh` producing the MPI hierarchy whose
+modules compute PGMPITUNE_PROFILE_DIR at load time.
 
-Spack is in none of the package registries here, so this runs only when a `spack` command is on PATH
-(see deploy/site/INSTALL.md for how the development machine got one); otherwise it says so and skips --
-the one skip the suite allows.  Set PGMPI_SPACK_CACHE to reuse Spack's user cache between runs."""
+Spack is in none of the package registries here: the test uses the vendored snapshot (spack_setup.sh
+unpacks it into build/spack with clingo in a venv) and FAILS when the snapshot is missing. Set
+PGMPI_SPACK_CACHE to reuse Spack's user cache between runs."""
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from packaging_helpers import HERE, clean_env, lmod_shell, write_published_profile
+from packaging_helpers import HERE, clean_env, lmod_shell, mpi_label, packaging_mpis, write_published_profile
 
 pytestmark = [pytest.mark.spack, pytest.mark.lmod, pytest.mark.mpi]
+LIBS = packaging_mpis()
+# Spack's package of each family
+SPACK_NAMES = {"openmpi": "openmpi", "mpich": "mpich", "intelmpi": "intel-oneapi-mpi"}
 
 
 @pytest.fixture(scope="module")
 def spack_run(tmp_path_factory):
-    if not shutil.which("spack"):
-        pytest.skip("no `spack` command on PATH: the Spack packaging test did not run")
     work = tmp_path_factory.mktemp("spack")
     env = dict(os.environ)
     if env.get("PGMPI_SPACK_CACHE"):
         env["SPACK_USER_CACHE_PATH"] = env["PGMPI_SPACK_CACHE"]
     else:
         env.pop("SPACK_USER_CACHE_PATH", None)
-    res = subprocess.run([str(HERE / "spack_scenario.sh"), str(work)], env=env,
+    res = subprocess.run([str(HERE / "spack_scenario.sh"), str(work), *[lib.id for lib in LIBS]], env=env,
                          capture_output=True, text=True, timeout=3600)
     log = res.stdout + res.stderr
     (work / "scenario.log").write_text(log)
+    if res.returncode == 3:
+        pytest.fail(f"the vendored Spack snapshot is missing: {log[-2000:]}")
     assert res.returncode == 0, f"spack scenario failed (log {work}/scenario.log):\n{log[-6000:]}"
+    print("\n".join(line for line in log.splitlines() if line.startswith("TIME ")))
     return work, log
 
 
 def test_spack_builds_each_mpi_against_its_own_library(spack_run):
     work, log = spack_run
-    libs = re.findall(r"^\$ ldd (\S+) \| grep.*\n((?:\s+lib\S+ => .*\n)+)", log, re.M)
-    assert len(libs) == 2, log[-4000:]
-    by_mpi = {("mpich" if "mpich" in path.split("/pgmpitunelib-")[0] or "mpich" in text else "openmpi"): text
-              for path, text in libs}
-    assert any("libmpich.so" in t and "libmpi.so.40" not in t for t in by_mpi.values()), libs
-    assert any("libmpi.so.40" in t and "libmpich.so" not in t for t in by_mpi.values()), libs
+    libs = re.findall(r"^\$ ldd (\S+) \| grep.*# pgmpitunelib \^(\S+)@(\S+)\n((?:\s+lib\S+ => .*\n)+)", log, re.M)
+    assert len(libs) == len(LIBS), log[-4000:]
+    by_spec = {(name, version): text for _, name, version, text in libs}
+    for lib in LIBS:
+        text = by_spec[(SPACK_NAMES[lib.family], lib.version)]
+        if lib.id == "mpich":
+            assert "libmpich.so.12" in text and "libmpi.so" not in text, text
+        else:   # libmpi.so.40 (Open MPI) or .12 (MPICH 4.1+, Intel MPI) from the library's own prefix
+            assert re.search(rf"libmpi\.so\.(40|12) => {re.escape(str(lib.prefix))}/", text) or \
+                (lib.source_kind == "debian" and "libmpi.so.40 => /lib" in text), (lib.id, text)
     # `spack test run` (stand-alone tests: pgmpitune-check --list, an MPI program following a profile)
-    assert log.count("1 passed of 1 spec") == 2, log[-4000:]
+    n = len(LIBS)
+    assert re.search(rf"{n} passed of {n} specs?", log), log[-4000:]
 
 
 def test_spack_lmod_hierarchy_loads_and_swaps(spack_run, tmp_path):
@@ -56,21 +65,24 @@ def test_spack_lmod_hierarchy_loads_and_swaps(spack_run, tmp_path):
     assert cores, f"no Core level under {work}/modules"
     core = cores[0]
     mods = sorted(str(p.relative_to(core.parent)) for p in core.parent.rglob("*.lua"))
-    # the MPI level: <arch>/openmpi/4.1.4-<hash>/Core/pgmpitunelib/main-openmpi-4.1.4.lua
-    assert any(re.search(r"^openmpi/4\.1\.4[^/]*/.*pgmpitunelib/main-openmpi-4\.1\.4\.lua$", m) for m in mods), mods
-    assert any(re.search(r"^mpich/4\.0\.2[^/]*/.*pgmpitunelib/main-mpich-4\.0\.2\.lua$", m) for m in mods), mods
+    # the MPI level: <arch>/openmpi/5.0.11-<hash>/Core/pgmpitunelib/main-openmpi-5.0.11.lua
+    for lib in LIBS:
+        name, v = SPACK_NAMES[lib.family], re.escape(lib.version)
+        assert any(re.search(rf"^{name}/{v}[^/]*/.*pgmpitunelib/main-{name}-{v}\.lua$", m) for m in mods), (lib.id, mods)
+    a, b = LIBS[0], LIBS[-1]
+    na, nb = SPACK_NAMES[a.family], SPACK_NAMES[b.family]
     profiles = tmp_path / "profiles"
-    write_published_profile(profiles, "spackmachine", "openmpi-4.1.4")
-    res = lmod_shell("""
-module load openmpi pgmpitunelib
+    write_published_profile(profiles, "spackmachine", mpi_label(a))
+    res = lmod_shell(f"""
+module load {na}/{a.version} pgmpitunelib
 echo "A=$PGMPITUNE_PROFILE_DIR MPI=$PGMPITUNE_MPI"
-module swap openmpi mpich 2>&1
+module swap {na} {nb}/{b.version} 2>&1
 echo "B=$PGMPITUNE_PROFILE_DIR MPI=$PGMPITUNE_MPI"
 module -t list 2>&1
 """, env=clean_env(MODULEPATH=str(core), PGMPI_SITE_PROFILE_ROOT=str(profiles),
                    PGMPI_SITE_MACHINE="spackmachine", PGMPI_SITE_CONFIG="/nonexistent"))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    assert f"A={profiles}/spackmachine/openmpi-4.1.4/current MPI=openmpi-4.1.4" in out
-    assert f"B={profiles}/spackmachine/mpich-4.0.2/current MPI=mpich-4.0.2" in out
-    assert "pgmpitunelib/main-mpich-4.0.2" in out and "pgmpitunelib/main-openmpi" not in out.split("B=")[1]
+    assert f"A={profiles}/spackmachine/{mpi_label(a)}/current MPI={mpi_label(a)}" in out
+    assert f"B={profiles}/spackmachine/{mpi_label(b)}/current MPI={mpi_label(b)}" in out
+    assert f"pgmpitunelib/main-{nb}-{b.version}" in out and f"pgmpitunelib/main-{na}" not in out.split("B=")[1]

@@ -64,7 +64,18 @@ def test_good_yaml_and_plan(tmp_path):
     off = plan(c.model_copy(update={"control": False}))[0]
     assert {a for ln in off.launches for a in ln.argv if a.startswith("--algorithms")} == \
         {"--algorithms=all", "--algorithms=default,bcast_as_scatter_allgather"}
-    assert all("--predict=rse,covmedian" in ln.argv and "--campaign=nightly" in ln.argv for ln in j.launches)
+    assert all("--campaign=nightly" in ln.argv for ln in j.launches)
+    # campaign-wide NREP: mpirun 0 is the pilot that predicts, every other mpirun takes its counts per cell
+    for ln in j.launches:
+        pilot = ln.output.replace(f"run-{ln.index}", "run-0", 1)
+        assert ("--predict=rse,covmedian" in ln.argv) == (ln.index == 0)
+        assert (f"--nrep-from={pilot}" in ln.argv) == (ln.index > 0), ln.argv
+    alone = plan(c.model_copy(update={"repetitions": c.repetitions.model_copy(update={"campaign_wide": False})}))[0]
+    assert all("--predict=rse,covmedian" in ln.argv for ln in alone.launches)
+    night = plan(c.model_copy(update={"repetitions": c.repetitions.model_copy(
+        update={"nrep_from": ["/n/run-0.txt", "/n/run-1.txt"]})}))[0]
+    assert all("--nrep-from=/n/run-0.txt,/n/run-1.txt" in ln.argv and not any(a.startswith("--predict") for a in ln.argv)
+               for ln in night.launches)
     est = estimate(c, jobs)
     assert est.jobs == 4 and est.launches == 4 * 9
     assert 0 < est.node_hours <= est.node_hours_walltime == pytest.approx((1 + 2 + 1 + 2) * 1.5)
@@ -100,6 +111,8 @@ sizes = "small"
     ("[bcast_as_scatter_allgather]", "[allreduce_as_reduce_bcast]", ["collectives.bcast", "not a mock-up of bcast"]),
     ("repetitions: {policy: predict,", "repetitions: {policy: adaptive,", ["repetitions.policy", "'fixed'", "'predict'"]),
     ("name: nightly\n", "", ["name", "required field is missing"]),
+    ("repetitions: {policy: predict, rules: [rse, covmedian], max_nrep: 500}",
+     "repetitions: {policy: fixed, nrep_from: [/x/run-0.txt]}", ["repetitions", "nrep_from", "policy 'fixed'"]),
     ("max_nrep: 500}", "max_nrep: 500, covmean_thres: 0.01}", ["repetitions", "covmean_thres applies to policy "
                                                                "'predict' with rule 'covmean'"]),
     ("max_nrep: 500}", "max_nrep: 500, covmedian_window: 1}", ["repetitions.covmedian_window",
@@ -214,3 +227,30 @@ def test_native_file_for_the_measurement_launches_only(tmp_path):
     bad = text.replace(f"native_file: {site}/p/hydra/mpich-4.0.2", "native_file: site/p/hydra/mpich-4.0.2")
     with pytest.raises(CampaignError, match="native_file.*is not an absolute path"):
         load_campaign(write(tmp_path, bad, "bad.yaml"))
+
+
+@pytest.mark.mpi
+def test_campaign_wide_nrep_every_mpirun_measures_the_pilots_counts(tmp_path, mpi, mpi_prefix):
+    """The planned launches of a predict campaign run as the job runs them (in order, in one directory): the
+    pilot predicts a count per cell, the other mpiruns measure exactly that count and say where it came from."""
+    from pgmpi_formats.results import read_files
+    text = GOOD.replace("repetitions: {policy: predict, rules: [rse, covmedian], max_nrep: 500}",
+                        "repetitions: {policy: predict, rules: [rse], min_nrep: 10, max_nrep: 60, step: 5}")
+    text = text.replace("  allreduce: {}\n  allgather: {}\n", "").replace("sizes: [8, 1024]", "sizes: [8, 4096]")
+    c = load_campaign(write(tmp_path, text))
+    job = plan(c)[0]
+    exe = mpi_prefix / "bin/pgmpi-bench"
+    launcher = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"] if mpi == "openmpi" else ["mpirun.mpich"]
+    for ln in sorted(job.launches, key=lambda x: x.index):
+        r = subprocess.run(launcher + ["-np", "2", str(exe), *ln.argv], capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    rs = read_files([tmp_path / ln.output for ln in job.launches])
+    counts = {}
+    for run in rs.runs:
+        for line in run.pgmpi_lines:
+            f = line.removeprefix("#@").split()         # pgmpi nrep <MPI_Name> <bytes> <n>
+            if f[:2] == ["pgmpi", "nrep"]:
+                counts.setdefault((f[2], int(f[3])), set()).add(int(f[4]))
+    assert counts and all(len(v) == 1 for v in counts.values()), counts     # one count per cell, every mpirun
+    assert {r.header["nrep_policy"].split(":")[0] for r in rs.runs} == {"predict", "from"}
+    assert sum(r.header["nrep_policy"] == "from:run-0.txt" for r in rs.runs) == c.mpiruns - 1

@@ -202,3 +202,30 @@ def test_campaign_on_2x2_gives_a_layout_profile_the_library_applies_on_2x2_not_1
         assert on_1x4.returncode == 0 and "core_app: OK" in on_1x4.stdout, on_1x4.stdout + on_1x4.stderr
         assert "#@pgmpi alg MPI_Allreduce 1024 default" in on_1x4.stdout, (mpi, on_1x4.stdout)
         assert "allreduce_as_reduce_bcast" not in on_1x4.stdout
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("lib_id, launch", [("openmpi5", "srun"), ("intelmpi", "mpirun")])
+def test_registry_library_campaign_across_nodes(cluster_env, bench_root, service, tmp_path, lib_id, launch):
+    """A registry library on 2 virtual nodes x 2 through the agent, one per launch mode (Open MPI 5 started by
+    srun --mpi=pmix, Intel MPI by its hydra mpirun -ppn 2; MPICH 5 takes both too: scheduler/README.md):
+    pgmpi-bench measures the 2x2 layout the launcher made, under the library's own identity."""
+    bench = ROOT / "build" / "install" / lib_id / "bin" / "pgmpi-bench"
+    if not bench.exists():
+        pytest.fail(f"no {lib_id} build of lib/ ({bench}): deploy/build-lib.sh {lib_id} (make test does)")
+    token = add_machine(service, f"vc-{lib_id}")
+    (tmp_path / "token").write_text(token)
+    cdef = tiny_campaign(f"vc-{lib_id}", f"vc-{lib_id}", tmp_path, bench_root,
+                         modules=[{"mpi": lib_id, "launch": launch}], layouts=[{"nodes": 2, "ppn": 2}],
+                         collectives={"allreduce": {"sizes": [8, 1024]}}, algorithms=["default"], mpiruns=1,
+                         repetitions={"policy": "fixed", "nrep": 4}, slurm={"partition": "vc", "walltime": "00:05:00"},
+                         service={"url": service.url, "token_file": str(tmp_path / "token")})
+    agent = make_agent(campaign_file(tmp_path / "c.yaml", **cdef), tmp_path / "state", env=cluster_env, log=print)
+    s = agent.run(interval=1.0, timeout=300)
+    assert s["done"] and s["rejected"] == 0, s
+    row = agent.state.jobs(f"vc-{lib_id}")[0]
+    assert row["state"] == "COMPLETED", row["reason"]
+    head = headers((Path(row["attempt_dir"]) / "run-0.txt").read_text())
+    lib = launchers.library(lib_id)
+    assert (head["nodes"], head["ppn"], head["mpi_library"], head["mpi_version"]) == \
+        ("2", "2", lib.family.name, lib.row.reported_version), head

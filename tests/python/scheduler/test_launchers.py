@@ -32,7 +32,6 @@ def test_every_library_of_the_table_has_a_family():
     assert set(libs) >= {"openmpi", "mpich", "openmpi5", "mpich5", "intelmpi"}
     assert {lib.family.name for lib in libs.values()} == {"openmpi", "mpich", "intelmpi"}
     assert libs["openmpi5"].family is libs["openmpi"].family
-    assert libs["mpich"].mpirun == "mpirun.mpich"                     # Debian: the suffixed name
     assert libs["intelmpi"].mpirun == f"{libs['intelmpi'].prefix}/bin/mpirun"
 
 
@@ -52,9 +51,11 @@ def test_launch_flags_and_environment_per_family():
     assert {fam(f).srun_plugin("x") for f in ("openmpi", "mpich", "intelmpi")} == {"pmix", "pmi2"}
     assert fam("openmpi").job_env(1, 2, False, True, 2)["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
     assert "OMPI_ALLOW_RUN_AS_ROOT" not in fam("openmpi").job_env(1, 2, False, False, 2)
-    # Intel MPI's hydra finds its proxies on PATH: its bin/ first, and I_MPI_ROOT
-    lines = fam("intelmpi").prefix_env("/opt/x")
-    assert lines[0].startswith("export PATH=/opt/x/bin") and "export I_MPI_ROOT=/opt/x" in lines
+    # without a module: Intel MPI's hydra finds its proxies on PATH, so its bin/ first, and I_MPI_ROOT
+    lines = launchers.library("intelmpi").setup_lines()
+    prefix = launchers.library("intelmpi").prefix
+    assert f"export PATH={prefix}/bin:{prefix}/bin/libfabric${{PATH:+:$PATH}}" in lines
+    assert f"export I_MPI_ROOT={prefix}" in lines
 
 
 def _campaign(tmp_path, mpi, **module):
@@ -82,7 +83,15 @@ def test_campaign_refuses_an_unknown_library_naming_the_valid_ones(tmp_path):
 
 def test_srun_needs_the_slurm_backend(tmp_path):
     with pytest.raises(CampaignError, match="launch: srun needs backend: slurm"):
-        load_campaign(_campaign(tmp_path, "openmpi5", launch="srun"))
+        load_campaign(_campaign(tmp_path, "mpich5", launch="srun"))
+
+
+def test_srun_command_takes_the_family_plugin(tmp_path):
+    f = _campaign(tmp_path, "openmpi5", launch="srun")
+    f.write_text(f.read_text().replace("backend: local", "backend: slurm"))
+    assert launchers.command(load_campaign(f).modules[0], 2, 2, True) == "srun -n 4 --ntasks-per-node=2 --mpi=pmix"
+    f.write_text(f.read_text().replace("openmpi5", "intelmpi"))
+    assert launchers.command(load_campaign(f).modules[0], 1, 2, True) == "srun -n 2 --ntasks-per-node=2 --mpi=pmi2"
 
 
 def test_a_native_file_needs_a_family_with_native_files(tmp_path):
@@ -112,7 +121,7 @@ def test_a_new_family_file_registers_itself(tmp_path):
         "    library_pattern = re.compile(r'MVAPICH2 Version:\\s*(\\S+)')\n\n"
         "    def pass_env(self, names):\n        return ['-genvlist', ','.join(names)]\n")
     table = tmp_path / "libs.tsv"
-    table.write_text(mpi_libraries.table_path().read_text() + "mvapich\tmvapich\t2.3.7\tsite\t/opt/mvapich\n")
+    table.write_text(mpi_libraries.DEFAULT_TABLE.read_text() + "mvapich\tmvapich\t2.3.7\tpypi:mvapich\t/opt/mvapich\n")
     code = ("from scheduler import launchers as L; lib = L.library('mvapich'); "
             "print(lib.family.title, L.identify('MVAPICH2 Version: 2.3.7'), lib.mpirun)")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
@@ -121,8 +130,11 @@ def test_a_new_family_file_registers_itself(tmp_path):
     assert out.stdout.split("\n")[0] == "MVAPICH ('mvapich', '2.3.7') /opt/mvapich/bin/mpirun"
 
 
-def test_table_errors_name_the_line(tmp_path):
-    bad = tmp_path / "t.tsv"
-    bad.write_text("# id\tfamily\tversion\tsource\tprefix\nopenmpi\topenmpi\t4.1.4\n")
-    with pytest.raises(mpi_libraries.MpiLibrariesError, match=r"t.tsv:2: expected 5 tab-separated columns"):
-        mpi_libraries.read(bad)
+def test_the_table_version_as_the_library_reports_it():
+    """The profile path a pgmpitunelib module reads (<family>-<reported version>, deploy/modules.py) is the
+    identity the service stores the library's results under (pgmpi-bench reads MPI_Get_library_version)."""
+    by_version = {v: text for text, v in STRINGS.items()}
+    for lib in launchers.libraries().values():
+        ident = (lib.family.name, lib.row.reported_version)
+        assert launchers.identify(by_version[ident]) == ident, lib.id
+    assert launchers.library("intelmpi").row.reported_version == "2021.13"

@@ -57,6 +57,7 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
     assert f"{choice} " in text and "search path in campaign nsrch (sweep 0): [" in text
     assert text.count(" -> ") == len(paths["8192"]["rounds"]) - 1
     assert "chosen: " in text and "reference" in text and "published" in text
+    assert "reporting: sync dissem_barrier" in text and "95 % CI = t interval" in text
     bad = CliRunner().invoke(explain_cmd, ["searchbox", "openmpi", "bcast", "4096", "2"])
     assert bad.exit_code == 1 and "measured sizes at p=2: 2048, 8192" in bad.output
     bad = CliRunner().invoke(explain_cmd, ["searchbox", "lam", "bcast", "8192", "2"])

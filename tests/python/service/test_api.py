@@ -274,6 +274,12 @@ def test_analysis_finds_injected_violation_and_stores_candidate_profile(client, 
     assert [(v["collective"], v["mockup"], v["msize"], v["nprocs"]) for v in pattern] == \
         [("allreduce", "allreduce_as_reduce_bcast", 1024, 2)]
     assert 1.3 < pattern[0]["slowdown"] < 1.7
+    # the effect with its 95 % interval over the 6 mpiruns, and what the figure rests on
+    lo, hi = pattern[0]["ci95"]
+    assert lo < pattern[0]["effect"] < hi and lo < 1.5 < hi and pattern[0]["ci_mpiruns"] == 6
+    rep = pattern[0]["reporting"]
+    assert rep["mpiruns"] == 6 and rep["repetitions"]["per_mpirun_min"] == 20 and rep["interval"]["level"] == 0.95
+    assert r.json["summary"]["reporting"]["0"] == rep
     assert r.json["profiles"] and r.json["profiles"][0]["state"] == "candidate"
     assert any("allreduce_as_reduce_bcast" in text for text in r.json["profiles"][0]["files"].values())
     ov = client.get("/api/v1/violations/overview", headers=seeded["viewer"]).json["items"]

@@ -1,0 +1,172 @@
+"""Intel MPI's own algorithm choice: the I_MPI_ADJUST_<COLL> variables, written from decisions and read back
+strictly against the exact Intel MPI version they are for.
+
+    d = discover(env)                      # Discovery: version, per collective the preset range (impi_info -v)
+    text = write(decisions, d)             # native.impi: a version line, then NAME=VALUE lines
+    adj = parse(text, source, d)           # AdjustError with the line; adj.lookup("allreduce", 2, 4096) -> 8
+
+Why the variables and not Intel's tuning file: the tuning file (I_MPI_TUNING_BIN, what mpitune_fast writes
+and the etc/tuning_*.dat Intel ships) is zlib-compressed binary with no published format, so nothing here
+could read back or check what it says; the variables are text, documented, per collective, and take
+message-size and process-count ranges: `<preset>:<lo>-<hi>@<pmin>-<pmax>[;...]` (calls outside every range
+keep the library's own choice).  Their message size (Intel's documentation) is count x type size for
+allreduce, bcast and reduce and one block for allgather, alltoall, gather and scatter -- collectives.def's size.
+
+Intel MPI 2021.13 ignores a bad value with a message only under I_MPI_DEBUG ("Incorrect algorithm:
+ALLREDUCE=33, will be ignored"), and accepts inverted or overlapping ranges without a word, so the reader
+refuses all of these, and a preset above the range `impi_info -v I_MPI_ADJUST_<COLL>` gives for that
+version (presets differ between versions: the first line names the version, a file for another is refused).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+
+from .native import parse_label
+
+__all__ = ["VARIABLES", "AdjustError", "Discovery", "Adjust", "discover", "write", "parse", "NAME"]
+
+NAME = "native.impi"
+# collectives.def key -> the variable's collective
+VARIABLES = {"allgather": "ALLGATHER", "allreduce": "ALLREDUCE", "alltoall": "ALLTOALL", "barrier": "BARRIER",
+             "bcast": "BCAST", "gather": "GATHER", "reduce": "REDUCE", "reducescatter": "REDUCE_SCATTER",
+             "reducescatterblock": "REDUCE_SCATTER_BLOCK", "scan": "SCAN", "scatter": "SCATTER"}
+_KEY_OF = {f"I_MPI_ADJUST_{v}": k for k, v in VARIABLES.items()}
+_MAX = 2 ** 31 - 1
+_VERSION_LINE = re.compile(r"^# Intel MPI ([0-9][0-9.]*) I_MPI_ADJUST")
+_RANGE = re.compile(r"^([0-9]+):([0-9]+)-([0-9]+)@([0-9]+)-([0-9]+)$")
+
+
+class AdjustError(ValueError):
+    def __init__(self, source: str, line: int | None, message: str):
+        self.source, self.line, self.message = source, line, message
+        super().__init__(f"{source}:{line}: {message}" if line else f"{source}: {message}")
+
+
+@dataclass
+class Discovery:
+    version: str                                        # "2021.13"
+    presets: dict[str, int] = field(default_factory=dict)   # key -> highest preset id (0 = the library decides)
+
+
+def discover(env: dict | None = None, timeout: float = 60) -> Discovery:
+    """Asks the installed Intel MPI (its bin/ first on PATH, I_MPI_ROOT and LD_LIBRARY_PATH set)."""
+    ver = subprocess.run(["mpirun", "-V"], capture_output=True, text=True, env=env, timeout=timeout).stdout
+    m = re.search(r"Version (\d+\.\d+)", ver)
+    if not m:
+        raise AdjustError("mpirun -V", None, "not an Intel MPI mpirun (no 'Version <x.y>')")
+    d = Discovery(m.group(1))
+    for key, coll in VARIABLES.items():          # impi_info describes one variable per call
+        out = subprocess.run(["impi_info", "-v", f"I_MPI_ADJUST_{coll}"], capture_output=True, text=True, env=env,
+                             timeout=timeout).stdout
+        mm = re.match(rf"^I_MPI_ADJUST_{coll}\s.*?range:\s*0-(\d+)", out, re.S)
+        if mm:
+            d.presets[key] = int(mm.group(1))
+    if not d.presets:
+        raise AdjustError("impi_info -v", None, "no I_MPI_ADJUST_<COLL> preset ranges printed")
+    return d
+
+
+@dataclass
+class Adjust:
+    version: str
+    # key -> [(preset, lo, hi, pmin, pmax)] in file order
+    table: dict[str, list[tuple[int, int, int, int, int]]] = field(default_factory=dict)
+
+    def lookup(self, key: str, nprocs: int, nbytes: int) -> int:
+        """The preset a call gets (0: the library decides)."""
+        for preset, lo, hi, pmin, pmax in self.table.get(key, ()):
+            if lo <= nbytes <= hi and pmin <= nprocs <= pmax:
+                return preset
+        return 0
+
+    def environment(self) -> dict[str, str]:
+        return {f"I_MPI_ADJUST_{VARIABLES[k]}": ";".join(f"{a}:{lo}-{hi}@{p}-{q}" for a, lo, hi, p, q in rows)
+                for k, rows in self.table.items()}
+
+
+def _preset(key: str, label: str, d: Discovery) -> int:
+    v = parse_label(label)
+    if v is None or v.seg is not None or not v.name.isdigit():
+        raise ValueError(f"{key}: {label!r} is no Intel MPI preset (native:<preset id>, no segment size)")
+    a = int(v.name)
+    if not 1 <= a <= d.presets.get(key, 0):
+        raise ValueError(f"{key}: Intel MPI {d.version} has presets 1-{d.presets.get(key, 0)}, not {a}")
+    return a
+
+
+def write(decisions, d: Discovery, comment: str = "pgmpi analyze native-files") -> str:
+    """Decisions (ompi_rules.Decision: key, nprocs, nbytes from which the label holds) -> native.impi text;
+    a "default" decision is left to the library (no range)."""
+    by: dict[str, dict[int, list]] = {}
+    for dec in decisions:
+        if dec.key not in VARIABLES:
+            raise ValueError(f"{dec.key}: Intel MPI has no I_MPI_ADJUST variable for it")
+        by.setdefault(dec.key, {}).setdefault(dec.nprocs, []).append(dec)
+    lines = [f"# Intel MPI {d.version} I_MPI_ADJUST variables, written by pgmpi-site: {comment}",
+             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>; calls outside every range: the library"]
+    for key in sorted(by):
+        rows = []
+        for p in sorted(by[key]):
+            decs = sorted(by[key][p], key=lambda x: x.nbytes)
+            for i, dec in enumerate(decs):
+                hi = decs[i + 1].nbytes - 1 if i + 1 < len(decs) else _MAX
+                lo = 0 if i == 0 else dec.nbytes
+                if dec.label == "default":
+                    continue
+                a = _preset(key, dec.label, d)
+                if rows and rows[-1][0] == a and rows[-1][2] + 1 == lo and rows[-1][3] == p:
+                    rows[-1] = (a, rows[-1][1], hi, p, p)
+                else:
+                    rows.append((a, lo, hi, p, p))
+        if rows:
+            lines.append(f"I_MPI_ADJUST_{VARIABLES[key]}=" + ";".join(f"{a}:{lo}-{hi}@{p}-{q}" for a, lo, hi, p, q in rows))
+    text = "\n".join(lines) + "\n"
+    parse(text, "<generated native.impi>", d)
+    return text
+
+
+def parse(text: str, source: str, d: Discovery) -> Adjust:
+    """Strict reader: what Intel MPI `d.version` would ignore or read otherwise is refused with the line."""
+    lines = text.splitlines()
+    m = _VERSION_LINE.match(lines[0]) if lines else None
+    if not m:
+        raise AdjustError(source, 1, "the first line must name the Intel MPI version (# Intel MPI <x.y> "
+                                     "I_MPI_ADJUST ...): presets differ between versions")
+    if m.group(1) != d.version:
+        raise AdjustError(source, 1, f"written for Intel MPI {m.group(1)}, this is {d.version}: its presets may "
+                                     "differ, and Intel MPI ignores one it does not have")
+    adj = Adjust(d.version)
+    for ln, line in enumerate(lines[1:], 2):
+        body = line.split("#", 1)[0].strip()
+        if not body:
+            continue
+        name, eq, value = body.partition("=")
+        if not eq or name not in _KEY_OF:
+            raise AdjustError(source, ln, f"{name!r}: not an I_MPI_ADJUST variable pgmpi-site writes; valid: "
+                                          + ", ".join(sorted(_KEY_OF)))
+        key = _KEY_OF[name]
+        if key in adj.table:
+            raise AdjustError(source, ln, f"{name} appears twice (the environment keeps one)")
+        rows = []
+        for part in value.split(";"):
+            r = _RANGE.match(part)
+            if not r:
+                raise AdjustError(source, ln, f"{name}: {part!r} is not <preset>:<lo>-<hi>@<pmin>-<pmax> (Intel MPI "
+                                              "ignores a value it cannot read: 'Incorrect adjust value')")
+            a, lo, hi, p, q = (int(x) for x in r.groups())
+            top = d.presets.get(key, 0)
+            if not 1 <= a <= top:
+                raise AdjustError(source, ln, f"{name}: preset {a} is outside 1-{top} of Intel MPI {d.version} "
+                                              "(it would ignore it: 'Incorrect algorithm')")
+            if lo > hi or p > q or hi > _MAX:
+                raise AdjustError(source, ln, f"{name}: range {part!r} is inverted or too large (Intel MPI accepts "
+                                              "it silently; what it then does is not documented)")
+            for a2, lo2, hi2, p2, q2 in rows:
+                if lo <= hi2 and lo2 <= hi and p <= q2 and p2 <= q:
+                    raise AdjustError(source, ln, f"{name}: {part!r} overlaps {a2}:{lo2}-{hi2}@{p2}-{q2} (which "
+                                                  "wins is not documented)")
+            rows.append((a, lo, hi, p, q))
+        adj.table[key] = rows
+    return adj

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# spack_setup.sh <dir>: the vendored Spack snapshot unpacked into <dir>/spack and clingo (its concretizer)
+# in the venv <dir>/venv, both idempotent; prints the two lines the scenario needs:
+#   SPACK=<dir>/spack/bin/spack
+#   SPACK_PYTHON=<dir>/venv/bin/python
+# No package registry carries Spack: the snapshot comes from the shared vendor folder ($PGMPI_VENDOR_DIR, else
+# ../shared/vendor or ../../shared/vendor next to the checkout; see its README). Missing snapshot: exit 3
+# with a message (the test fails on it, it never skips).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../../.." && pwd)
+dir=$(mkdir -p "$1" && cd "$1" && pwd)
+vendor=
+for d in "${PGMPI_VENDOR_DIR:-}" "$top/../shared/vendor" "$top/../../shared/vendor"; do
+  [ -n "$d" ] && compgen -G "$d/spack-*.tar.gz" >/dev/null && { vendor=$d; break; }
+done
+[ -n "$vendor" ] || { echo "spack_setup.sh: no Spack snapshot (spack-*.tar.gz) in \$PGMPI_VENDOR_DIR," \
+                           "$top/../shared/vendor or $top/../../shared/vendor" >&2; exit 3; }
+tarball=$(ls "$vendor"/spack-*.tar.gz | sort | tail -n1)
+exec 9>"$dir/.setup.lock"; flock 9
+if [ "$(cat "$dir/.unpacked" 2>/dev/null)" != "$tarball" ]; then
+  rm -rf "$dir/spack"; mkdir -p "$dir/spack"
+  tar xzf "$tarball" -C "$dir/spack" --strip-components=1
+  echo "$tarball" > "$dir/.unpacked"
+fi
+if ! "$dir/venv/bin/python" -c 'import clingo' 2>/dev/null; then
+  python3 -m venv "$dir/venv"
+  "$dir/venv/bin/pip" install -q clingo >&2
+fi
+echo "SPACK=$dir/spack/bin/spack"
+echo "SPACK_PYTHON=$dir/venv/bin/python"
