@@ -78,6 +78,8 @@ class ApiToken(db.Model):
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     revoked_at: Mapped[Optional[datetime]] = mapped_column(TS)
     last_used_at: Mapped[Optional[datetime]] = mapped_column(TS)
+    # chosen at creation (service.auth.create_token); a token past it is refused like a revoked one
+    expires_at: Mapped[Optional[datetime]] = mapped_column(TS)
     machine: Mapped[Optional["Machine"]] = relationship()
     user: Mapped[Optional[User]] = relationship()
 
