@@ -1,7 +1,7 @@
 """usage33: the users' collective time, one usage record per job (issue 33)
 
 Revision ID: 0012_usage33
-Revises: 0010_measure34
+Revises: 0011_harden31
 Create Date: 2026-11-25 23:55:00
 
 usage_jobs: one row per uploaded record (digest unique: uploads are idempotent); usage_cells: its cells
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 
 revision = '0012_usage33'
-down_revision = '0010_measure34'
+down_revision = '0011_harden31'
 branch_labels = None
 depends_on = None
 
