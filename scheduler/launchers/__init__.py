@@ -14,8 +14,8 @@ holds their readers and writers).  A *library* is one installed MPI (deploy/mpi-
 family, version, prefix): openmpi (Debian 4.1.4) and openmpi5 (5.0.11) are both of the openmpi family.
 MPICH-derived libraries share MPICH's ABI but not its launcher flags or variables: Intel MPI is a family.
 
-A new family is one file here with a `@register` subclass of Family, plus its name in the table reader's
-FAMILIES (CONTRIBUTING.md, "An MPI family"); nothing else in scheduler/ names a family.  What selecting a
+A new family is one file here with a `@register` subclass of Family (CONTRIBUTING.md, "An MPI family");
+nothing else in scheduler/ names a family, and a table row of an unregistered family is refused here.  What selecting a
 library sets without a module (PATH, LD_LIBRARY_PATH, I_MPI_ROOT, ...) is the table reader's environment().
 """
 from __future__ import annotations

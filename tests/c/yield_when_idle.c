@@ -1,7 +1,7 @@
 /* Test-only LD_PRELOAD for MPICH runs with more ranks than cores.
  *
- * MPICH 4.0.2 (ch4:ucx, Debian 12) busy-polls and has no setting that yields (MPIR_CVAR_POLLS_BEFORE_YIELD
- * belongs to ch3): with 4 to 8 ranks on 2 cores a waiting rank keeps its core for a whole time slice, and
+ * MPICH 4.0.2 (ch4:ucx, Debian 12) and 5.0.2 (ch4:ucx+ofi from the Python registry, UCX by default) busy-poll
+ * and have no setting that yields (MPIR_CVAR_POLLS_BEFORE_YIELD belongs to ch3): with 4 to 8 ranks on 2 cores a waiting rank keeps its core for a whole time slice, and
  * one MPI_Allreduce takes 6-30 ms instead of microseconds. This wrapper gives the core away when a poll of
  * UCX found nothing to do -- what Open MPI does by itself under --oversubscribe (mpi_yield_when_idle).
  * It changes when ranks are scheduled, never what MPICH or libpgmpitune compute: every message still goes

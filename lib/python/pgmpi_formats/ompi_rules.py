@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from . import native
 from .native import ORDER_UNSAFE, Discovery, parse_label
 
 __all__ = ["COLL_IDS", "Decision", "RulesError", "Rules", "ompi_bytes", "write_rules", "parse_rules", "reads_header",
@@ -129,6 +130,9 @@ def write_rules(decisions: list[Decision], discovery: Discovery, comment: str = 
     out = ([HEADER] if header else []) + [
            f"# Open MPI {discovery.version or '4.1'} coll/tuned dynamic rules "
            f"({'version 2' if header else 'classic'} format), written by pgmpi-site" + (f": {comment}" if comment else ""),
+           *([f"# governs coll/tuned on single-node communicators; across nodes coll/han serves the call "
+               f"(Open MPI {discovery.version}) and these rules reach only its sub-communicators"]
+             if native.governing_component("openmpi", discovery.version, 2) == "han" else []),
            "# collectives; per collective: id, communicator sizes; per size: size, rules;",
            "# per rule: message_bytes algorithm faninout segsize", f"{len(by)}"]
     for key in sorted(by, key=COLL_IDS.get):

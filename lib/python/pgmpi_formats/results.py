@@ -21,8 +21,9 @@ and `#@pgmpi ...` footer lines. Columns are found by name, so all of these layou
                                                     processes of loc_tend - loc_tstart)
     p test nrep msize gl_tstart_sec gl_tend_sec    (per-process rows, global clocks: runtime = max over
                                                     processes of gl_tend - min over processes of gl_tstart,
-                                                    as ReproMPI defines it; global clocks are preferred over
-                                                    local ones when both exist)
+                                                    as ReproMPI defines it; with both kinds of columns the
+                                                    file's #@runtime_type (local | global) chooses, as it
+                                                    chose ReproMPI's own figures; global without it)
     test nrep count runtime_sec                    (no msize: msize = count x size of #@datatype)
 
 The algorithm of a row is its `algorithm` column, else the `#@pgmpi alg <MPI_Name> <bytes> <alg>` footer
@@ -134,6 +135,9 @@ class RunResult:
     @property
     def campaign(self) -> str:
         return self.header.get("campaign", "")
+
+
+_INT_EXACT = float(2 ** 53)
 
 
 def _int_or(v, default: int) -> int:
@@ -296,6 +300,10 @@ class _Table:
             if bad.size:
                 r = int(bad[0])
                 raise self.error(f"field {name!r}: {vals[r]!r} is not an integer", r)
+            big = np.nonzero(arr > _INT_EXACT)[0]
+            if big.size:     # beyond 2^53 a float holds no exact integer, and a product could overflow int64
+                r = int(big[0])
+                raise self.error(f"field {name!r}: {vals[r][:40]!r} is more than 2^53", r)
             arr = arr.astype(np.int64)
         bad = np.nonzero(~np.isfinite(arr) | (arr < 0))[0] if arr.dtype == np.float64 else np.nonzero(arr < 0)[0]
         if bad.size:
@@ -361,17 +369,30 @@ def _msize(t: _Table, header: dict) -> np.ndarray:
     raise t.error(f"no 'msize' or 'count' column (columns: {' '.join(t.columns)})")
 
 
-def _runtime(t: _Table) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+def _runtime(t: _Table, header: dict) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(run-time per row, global start, global end); the global clocks (else None) serve the per-process
     reduction of _per_process."""
     t_start = t_end = None
     if "runtime_sec" in t:
         runtime = t.numeric("runtime_sec", np.float64)
-    elif "gl_tstart_sec" in t and "gl_tend_sec" in t:
-        t_start, t_end = t.numeric("gl_tstart_sec", np.float64), t.numeric("gl_tend_sec", np.float64)
-        runtime = t_end - t_start
-    elif "loc_tstart_sec" in t and "loc_tend_sec" in t:
-        runtime = t.numeric("loc_tend_sec", np.float64) - t.numeric("loc_tstart_sec", np.float64)
+    elif ("gl_tstart_sec" in t and "gl_tend_sec" in t) or ("loc_tstart_sec" in t and "loc_tend_sec" in t):
+        # ReproMPI's run-time types (#@runtime_type, its --runtime-type): "local" = max over processes of
+        # loc_tend - loc_tstart; "global" = max gl_tend - min gl_tstart (its global clock; on the local columns
+        # when it printed none, as ReproMPI computes it then). Without the header: global when the file has
+        # global columns, else local.
+        rtype = (header.get("runtime_type") or header.get("runtime-type") or "").strip().lower()
+        has_gl = "gl_tstart_sec" in t and "gl_tend_sec" in t
+        if rtype not in ("", "local", "global"):
+            raise t.error(f"#@runtime_type={rtype!r}; valid: local, global")
+        if rtype == "local" and not ("loc_tstart_sec" in t and "loc_tend_sec" in t):
+            raise t.error("#@runtime_type=local needs the columns "
+                          f"'loc_tstart_sec loc_tend_sec' (columns: {' '.join(t.columns)})")
+        if rtype == "global" or (rtype == "" and has_gl):
+            sc, ec = ("gl_tstart_sec", "gl_tend_sec") if has_gl else ("loc_tstart_sec", "loc_tend_sec")
+            t_start, t_end = t.numeric(sc, np.float64), t.numeric(ec, np.float64)
+            runtime = t_end - t_start
+        else:
+            runtime = t.numeric("loc_tend_sec", np.float64) - t.numeric("loc_tstart_sec", np.float64)
     else:
         raise t.error("no runtime column: expected 'runtime_sec' or 'loc_tstart_sec loc_tend_sec' or "
                       f"'gl_tstart_sec gl_tend_sec' (columns: {' '.join(t.columns)})")
@@ -529,7 +550,7 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
     t = _table(source, columns, col_lineno, data_lines, linenos, start)
     tests, test_codes = _tests(t, header)
     msize = _msize(t, header)
-    runtime, t_start, t_end = _runtime(t)
+    runtime, t_start, t_end = _runtime(t, header)
     nrep = _nrep(t, test_codes, msize)
     alg_footer, config = _report(source, pgmpi_lines)
     algorithms, alg_codes = _algorithms(t, header, tests, test_codes, msize, alg_footer)

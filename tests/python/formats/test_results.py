@@ -22,6 +22,17 @@ def test_global_clocks_span_from_first_start_to_last_end():
     assert run.runtime[0] > 10e-6 and run.runtime[1] > 7e-6
 
 
+def test_the_files_runtime_type_chooses_between_local_and_global_columns():
+    """ReproMPI prints both kinds of columns whenever a clock sync ran, and computes its own figures by its
+    --runtime-type (#@runtime_type): local = the longest process's own duration, whatever global columns
+    are there."""
+    text = (FIXTURES / "reprompi_window_global_perproc.txt").read_text()
+    run = parse_text(text.replace("#@runtime_type=global", "#@runtime_type=local"), "local.txt")
+    assert run.nrep.tolist() == [0, 1, 3] and run.runtime == pytest.approx([10e-6, 7e-6, 9e-6], abs=1e-12)
+    with pytest.raises(ValueError, match="runtime_type='both'; valid: local, global"):
+        parse_text(text.replace("#@runtime_type=global", "#@runtime_type=both"), "bad.txt")
+
+
 def test_local_clocks_take_the_longest_process():
     run = read_file(FIXTURES / "reprompi_local_perproc.txt")
     assert run.runtime == pytest.approx([10e-6, 7e-6], abs=1e-12)

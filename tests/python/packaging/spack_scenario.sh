@@ -63,9 +63,14 @@ YAML
 cat > "$cfg/mirrors.yaml" <<YAML
 mirrors:: {}
 YAML
+# Bootstrapping stays enabled (Spack 0.23 refuses to concretize with bootstrap:enable false) but has no
+# source: clingo is imported from SPACK_PYTHON's venv, nothing is downloaded.
 cat > "$cfg/bootstrap.yaml" <<YAML
 bootstrap:
-  enable: false
+  enable: true
+  root: $work/bootstrap
+  sources: []
+  trusted: {}
 YAML
 cat > "$cfg/compilers.yaml" <<YAML
 compilers:

@@ -1,7 +1,7 @@
 """archsvc30: a validation launch's run says so in its own column
 
-Revision ID: 0011_archsvc30
-Revises: 0010_measure34
+Revision ID: 0013_archsvc30
+Revises: 0012_usage33
 Create Date: 2026-11-25 23:40:00
 
 runs.validation: the role of a validation launch's file (the agent's #@pgmpi_validation header: default,
@@ -12,8 +12,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0011_archsvc30'
-down_revision = '0010_measure34'
+revision = '0013_archsvc30'
+down_revision = '0012_usage33'
 branch_labels = None
 depends_on = None
 
