@@ -252,7 +252,7 @@ def _facts(app, machine: str, campaign: str, profile_root: Path, versions: dict[
     publishing the validated candidates on the way, through the profile page's path."""
     from pgmpi_formats.prf import parse_prf
     from service.profiles import publish as pub
-    from service.profiles.lifecycle import publish_candidate
+    from service.workflows.publish import publish_candidate
     from service.store.db import db
     from service.store.models import Analysis, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion
     from sqlalchemy import select
@@ -475,7 +475,7 @@ def demo(workdir: str, port: int, no_serve: bool, fresh: bool) -> None:
         f.setdefault("machine", machine)
     click.echo(_summary(name, reused, run, facts, modules, url, work, time.time() - t0, env_file))
     # per range: what validation kept and dropped with its figures, the nights, the refused redirections
-    from service.profiles.lifecycle import campaign_report, report_lines
+    from service.workflows.publish import campaign_report, report_lines
     with app.app_context():
         details = report_lines(campaign_report(name, machine))
     if details:

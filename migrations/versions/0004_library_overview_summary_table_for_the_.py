@@ -5,6 +5,8 @@ Revises: 0003
 Create Date: 2026-11-22 00:38:50.291970
 
 """
+from datetime import datetime, timedelta, timezone
+
 from alembic import op
 import sqlalchemy as sa
 
@@ -34,11 +36,55 @@ def upgrade():
     sa.PrimaryKeyConstraint('library_id', name=op.f('pk_library_overview'))
     )
     # ### end Alembic commands ###
-    # fill the summary from the analyses already stored
-    from sqlalchemy.orm import Session
+    # fill the summary from the analyses already stored, with this revision's schema (violations have no
+    # status yet: every stored one counts); self-contained, as the live service code describes a later schema
+    _fill_overview(op.get_bind())
 
-    from service.store.queries import refresh_overview
-    refresh_overview(Session(bind=op.get_bind()))
+
+HISTORY_KEEP_DAYS = 35   # service/store/queries.py's, when this revision was written
+
+
+def _utc(dt):
+    if isinstance(dt, str):
+        dt = datetime.fromisoformat(dt)
+    return dt.replace(tzinfo=timezone.utc) if dt is not None and dt.tzinfo is None else dt
+
+
+def _fill_overview(bind) -> None:
+    analyses = sa.table("analyses", sa.column("id"), sa.column("library_id"), sa.column("machine_id"),
+                        sa.column("created_at"), sa.column("n_checked"), sa.column("n_violations"),
+                        sa.column("max_slowdown"))
+    violations = sa.table("violations", sa.column("analysis_id"), sa.column("collective"), sa.column("slowdown"))
+    overview = sa.table("library_overview", sa.column("library_id"), sa.column("machine_id"),
+                        sa.column("analysis_id"), sa.column("analysed_at"), sa.column("n_checked"),
+                        sa.column("n_violations"), sa.column("max_slowdown"), sa.column("by_collective", sa.JSON),
+                        sa.column("history", sa.JSON))
+    latest = dict(bind.execute(sa.select(analyses.c.library_id, sa.func.max(analyses.c.id))
+                               .group_by(analyses.c.library_id)).all())
+    if not latest:
+        return
+    ids = list(latest.values())
+    heads = {r[0]: r for r in bind.execute(sa.select(
+        analyses.c.id, analyses.c.machine_id, analyses.c.created_at, analyses.c.n_checked, analyses.c.n_violations,
+        analyses.c.max_slowdown).where(analyses.c.id.in_(ids)))}
+    per_coll: dict = {}
+    for aid, coll, n, worst in bind.execute(
+            sa.select(violations.c.analysis_id, violations.c.collective, sa.func.count(),
+                      sa.func.max(violations.c.slowdown)).where(violations.c.analysis_id.in_(ids))
+            .group_by(violations.c.analysis_id, violations.c.collective)):
+        per_coll.setdefault(aid, {})[coll] = {"violations": n, "max_slowdown": worst}
+    rows = []
+    for lib_id, aid in latest.items():
+        _, mid, at, nc, nv, ms = heads[aid]
+        newest = _utc(at) or datetime.now(timezone.utc)
+        since = newest - timedelta(days=HISTORY_KEEP_DAYS)
+        hist = [[_utc(t).isoformat(), n] for t, n in bind.execute(
+            sa.select(analyses.c.created_at, analyses.c.n_violations)
+            .where(analyses.c.library_id == lib_id).order_by(analyses.c.created_at)) if _utc(t) >= since]
+        rows.append({"library_id": lib_id, "machine_id": mid, "analysis_id": aid, "analysed_at": at,
+                     "n_checked": nc, "n_violations": nv, "max_slowdown": ms,
+                     "by_collective": per_coll.get(aid, {}), "history": hist})
+    bind.execute(sa.insert(overview), rows)
 
 
 def downgrade():

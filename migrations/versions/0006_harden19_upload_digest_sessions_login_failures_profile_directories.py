@@ -5,6 +5,9 @@ Revises: 0005_truth22
 Create Date: 2026-11-23 22:10:00
 
 """
+import hashlib
+import re
+
 from alembic import op
 import sqlalchemy as sa
 
@@ -36,9 +39,46 @@ def upgrade():
         batch_op.create_unique_constraint('uq_profile_sets_machine_directory', ['machine_id', 'directory'])
     # the sets stored so far keep the directory they were published into (<name>-<version>); when two share
     # one, the older keeps it and the newer gets the module-qualified name it should have had
-    from sqlalchemy.orm import Session
-    from service.profiles.lifecycle import assign_directories
-    assign_directories(Session(bind=op.get_bind()))
+    _assign_directories(op.get_bind())
+
+
+# the name rule of service/profiles/publish.py (safe_component, library_dirname) when this revision was
+# written, copied so that the migration keeps its meaning whatever the live code becomes
+_SAFE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def _component(name):
+    """None for a name that makes no directory (empty, longer than 100 characters)."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    s = _SAFE.sub("_", name.strip())
+    if s.startswith("."):
+        s = "_" + s[1:]
+    return s if len(s) <= 100 else None
+
+
+def _dirname(name: str, version: str):
+    a, b = _component(name), _component(version)
+    return f"{a}-{b}" if a and b else None
+
+
+def _assign_directories(bind) -> None:
+    """Give every stored set without one its directory (oldest set first keeps the plain <name>-<version>;
+    a second set of that name gets <name>-<version>+<10 hex of sha256(module)>, then +lib<id>)."""
+    rows = bind.execute(sa.text(
+        "SELECT ps.id, ps.machine_id, l.name, l.version, l.module, ps.library_id FROM profile_sets ps "
+        "JOIN mpi_libraries l ON l.id = ps.library_id WHERE ps.directory IS NULL ORDER BY ps.id")).all()
+    taken = {(m, d) for m, d in bind.execute(sa.text(
+        "SELECT machine_id, directory FROM profile_sets WHERE directory IS NOT NULL"))}
+    for sid, mid, name, version, module, lib_id in rows:
+        base = _dirname(name, version) or f"lib{lib_id}"
+        d = base
+        if (mid, d) in taken:
+            d = f"{base}+{hashlib.sha256((module or '').encode()).hexdigest()[:10]}"
+        if (mid, d) in taken:
+            d = f"{base}+lib{lib_id}"
+        taken.add((mid, d))
+        bind.execute(sa.text("UPDATE profile_sets SET directory = :d WHERE id = :i"), {"d": d, "i": sid})
 
 
 def downgrade():

@@ -28,11 +28,11 @@ mpiruns of slower / faster) exceeds 1 + min_effect; ``holds`` otherwise; ``n/a``
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from pgmpi_formats.footer import DtCase, DtSig, case_of_line, records
 from pgmpi_formats.results import ResultSet
 
 from .stats import DEFAULT_TEST, PAIRED_TESTS, bh_adjust, build_cells, paired_log_ratios, pvalues_paired_greater
@@ -41,29 +41,6 @@ GL4_ALTERNATIVES = ("vector", "nested", "tiled_struct", "indexed_block", "indexe
 GUIDELINES = ("GL1", "GL2/3", "GL4", "control", "repair")
 REPAIRED = "repaired"          # the typed call through libpgmpitune's repair mock-up
 CONTROL = "typed_control"      # pgmpi-dtbench's control arm: the reference description measured twice
-
-
-@dataclass(frozen=True)
-class DtCase:
-    test: str
-    pattern: str
-    layout: str
-    variant: int
-    A: int
-    basetype: str
-    signature: str = ""    # the layout signature pgmpi-dtbench recorded (lib/docs/profile-format.md); "" none
-
-    @property
-    def layout_label(self) -> str:
-        if self.layout == "contiguous":
-            return "contiguous"
-        if self.layout in ("altrep", "rowcol"):
-            return f"{self.layout} A={self.A}"
-        return f"{self.layout} v{self.variant} A={self.A}"
-
-    @property
-    def reference(self) -> str:
-        return "indexed_block" if self.layout == "rowcol" else "typed"
 
 
 @dataclass
@@ -91,24 +68,6 @@ class DtVerdict:
         d["ratio"] = None if not math.isfinite(self.ratio) else round(self.ratio, 4)
         d["p"] = None if not math.isfinite(self.p) else float(self.p)
         return d
-
-
-SIGNATURE_RE = re.compile(r"^[0-9a-f]{16}$")
-
-
-def case_of_line(line: str) -> DtCase | None:
-    """One `#@pgmpi dtcase <test> pattern=.. layout=.. variant=.. A=.. basetype=.. [signature=<16 hex>]` line,
-    None for any other line (or a malformed one: the case is then not analysed)."""
-    parts = line.split()
-    if len(parts) < 3 or parts[1] != "dtcase":
-        return None
-    kv = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
-    sig = kv.get("signature", "")
-    try:
-        return DtCase(parts[2], kv["pattern"], kv["layout"], int(kv["variant"]), int(kv["A"]), kv["basetype"],
-                      sig if SIGNATURE_RE.match(sig) else "")
-    except (KeyError, ValueError):
-        return None
 
 
 def dt_cases(rs: ResultSet) -> dict[str, DtCase]:
@@ -343,13 +302,10 @@ def dt_signatures(rs: ResultSet) -> dict[tuple[str, int, str], str]:
     <signature> count=.. message=<signature>` lines (libpgmpitune computed them; nothing here recomputes)."""
     out: dict[tuple[str, int, str], str] = {}
     for run in rs.runs:
-        for line in run.pgmpi_lines:
-            parts = line.split()
-            if len(parts) >= 6 and parts[1] == "dtsig" and parts[3].isdigit() and SIGNATURE_RE.match(parts[5]):
-                out[(parts[2], int(parts[3]), parts[4])] = parts[5]
-                msg = next((p[8:] for p in parts[6:] if p.startswith("message=")), "")
-                if SIGNATURE_RE.match(msg):
-                    out[(parts[2], int(parts[3]), MESSAGE)] = msg
+        for sig in records(run.pgmpi_lines, DtSig):
+            out[(sig.test, sig.msize, sig.description)] = sig.signature
+            if sig.message:
+                out[(sig.test, sig.msize, MESSAGE)] = sig.message
     return out
 
 

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from pgmpi_formats.footer import Check, records
 from pgmpi_formats.native import parse_label
 
 from .regimes import split_regimes
@@ -192,19 +193,6 @@ def redirect_refusal(v, control: ControlSummary | None, gain: float, defects: di
 
 # ---------------------------------------------------------------- results checks
 
-def parse_check_line(line: str) -> tuple[str, int, str, str, str] | None:
-    """`#@pgmpi check <call> <msize> <alg> <ok|fail> [why...]` -> (call, msize, alg, status, why), else None."""
-    s = line[2:] if line.startswith("#@") else line
-    parts = s.split()
-    if len(parts) < 6 or parts[0] != "pgmpi" or parts[1] != "check":
-        return None
-    try:
-        msize = int(parts[3])
-    except ValueError:
-        return None
-    return parts[2], msize, parts[4], parts[5], " ".join(parts[6:])
-
-
 def check_failures(rs, cells) -> dict[tuple[int, str, int, str], str]:
     """(config index, MPI call, msize, algorithm) -> why, from every run's failed check lines."""
     run_cfg = {}
@@ -213,10 +201,7 @@ def check_failures(rs, cells) -> dict[tuple[int, str, int, str], str]:
             run_cfg[r] = c
     out: dict[tuple[int, str, int, str], str] = {}
     for ri, run in enumerate(rs.runs):
-        for line in run.pgmpi_lines:
-            got = parse_check_line(line)
-            if got is None or got[3] != "fail":
-                continue
-            call, msize, alg, _, why = got
-            out.setdefault((run_cfg.get(ri, 0), call, msize, alg), why or "wrong result")
+        for chk in records(run.pgmpi_lines, Check):      # `#@pgmpi check <call> <msize> <alg> ok|fail [why]`
+            if chk.status == "fail":
+                out.setdefault((run_cfg.get(ri, 0), chk.call, chk.msize, chk.algorithm), chk.why or "wrong result")
     return out

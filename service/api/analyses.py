@@ -1,4 +1,4 @@
-"""Analyses (run by service/store/analyses.py) and their violations."""
+"""Analyses (run by service/workflows/analyse.py) and their violations."""
 from __future__ import annotations
 
 from flask import g, jsonify, request
@@ -16,7 +16,7 @@ from service.store.models import Analysis, ProfileVersion, Violation
 @api_bp.post("/analyses")
 @require("agent")
 def post_analysis():
-    from service.store.analyses import AnalysisInputError, run_analysis
+    from service.workflows.analyse import AnalysisInputError, run_analysis
     data = body(S.AnalysisIn)
     m = get_machine(data.machine)
     for_machine(m)

@@ -1,6 +1,6 @@
 """Validations of the MPI library's own decision files (native.rules / native.json): the agent sends the file
 and its job's figures, the service reads the file's cells itself, judges (service/analysis/native_validation.py)
-and records the verdict; only such a record lets the file be published (service/profiles/lifecycle.py)."""
+and records the verdict; only such a record lets the file be published (service/workflows/validate.py, service/workflows/publish.py)."""
 from __future__ import annotations
 
 from flask import g, jsonify, request
@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from service.api import api_bp, schemas as S
 from service.api.common import ApiError, body, for_machine, require
-from service.profiles import lifecycle
+from service.workflows import validate
 from service.profiles import publish as pub
 from service.store.db import db
 from service.store.models import Machine, NativeValidation
@@ -33,7 +33,7 @@ def post_native_validation():
         raise ApiError(404, "not_found", f"no machine {data.machine!r}", field="machine")
     for_machine(machine)
     try:
-        verdict = lifecycle.record_native_validation(data.machine, data.library, data.version, data.name, data.text,
+        verdict = validate.record_native_validation(data.machine, data.library, data.version, data.name, data.text,
                                                      data.nprocs, data.figures, data.job, g.principal.name)
     except (pub.PublishError, ValueError) as exc:
         db.session.rollback()

@@ -1,4 +1,4 @@
-"""Profile sets and versions; the validation verdict is service/profiles/lifecycle.py's."""
+"""Profile sets and versions; the validation verdict is service/workflows/validate.py's."""
 from __future__ import annotations
 
 from flask import current_app, g, jsonify
@@ -9,7 +9,7 @@ from service.api import api_bp, schemas as S
 from service.api.common import ApiError, filter_machine_library, body, by_id, for_machine, require, version_json
 from service.store.db import db
 from service.store.models import ProfileSet, ProfileVersion
-from service.profiles import lifecycle
+from service.workflows import validate
 
 
 @api_bp.get("/profiles")
@@ -34,7 +34,7 @@ def post_validation(version_id: int):
                        field="version_id")
     tolerance = current_app.config.get("PGMPI_VALIDATION_TOLERANCE")
     try:
-        verdict = lifecycle.record_validation(v, data.figures, None if tolerance is None else float(tolerance),
+        verdict = validate.record_validation(v, data.figures, None if tolerance is None else float(tolerance),
                                               g.principal.name, data.job, data.campaign, data.upload_ids,
                                               data.all_or_nothing)
     except IntegrityError:

@@ -1,5 +1,7 @@
-"""POST /api/v1/analyses: rebuild the stored runs as a pgmpi_formats.results.ResultSet, run service/analysis's verdicts and
-profile generation (service.analysis), store the analysis, its violations and candidate profiles."""
+"""The analyses' persistence: stored runs -> ResultSet (the reader's in-memory form) for the analysis, the
+rows of one analysis (analysis, violations, datatype verdicts, candidate profile version), the replication of a
+violation across nights, and a validation's verdict applied to the violations it measured.  The use case that
+runs the analysis between them is service/workflows/analyse.py.  Nothing is committed here."""
 from __future__ import annotations
 
 from typing import Optional
@@ -9,14 +11,9 @@ from sqlalchemy import select
 
 from pgmpi_formats.results import ResultSet, RunResult
 from service.store.db import db
-from service.store.models import (Analysis, Campaign, DtVerdict, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
+from service.store.models import (Analysis, Campaign, DtVerdict, MpiLibrary, ProfileSet, ProfileVersion, Run,
                                   Series, Violation)
-
-
-class AnalysisInputError(ValueError):
-    def __init__(self, message: str, field: Optional[str] = None, status: int = 422):
-        super().__init__(message)
-        self.field, self.status = field, status
+from service.store.queries import refresh_overview
 
 
 def load_resultset(runs: list[Run]) -> ResultSet:
@@ -38,79 +35,6 @@ def load_resultset(runs: list[Run]) -> ResultSet:
             pgmpi_lines=list(r.footer))
         out.append(rr)
     return ResultSet.from_runs(out)
-
-
-def select_runs(machine: Machine, data) -> tuple[MpiLibrary, Optional[Campaign], list[Run]]:
-    q = select(MpiLibrary).where(MpiLibrary.machine_id == machine.id, MpiLibrary.name == data.library)
-    if data.version:
-        q = q.where(MpiLibrary.version == data.version)
-    libs = db.session.scalars(q.order_by(MpiLibrary.id.desc())).all()
-    if not libs:
-        raise AnalysisInputError(f"machine {machine.name!r} has no MPI library {data.library!r}"
-                                 + (f" version {data.version!r}" if data.version else ""), field="library", status=404)
-    lib = libs[0]
-    campaign = None
-    rq = select(Run).where(Run.library_id == lib.id)
-    if data.campaign:
-        campaign = db.session.scalar(select(Campaign).where(Campaign.name == data.campaign))
-        if campaign is None or campaign.machine_id != machine.id:
-            raise AnalysisInputError(f"unknown campaign {data.campaign!r} on {machine.name!r}", field="campaign",
-                                     status=404)
-        rq = rq.where(Run.campaign_id == campaign.id)
-    # Validation launches (tuned mode with a candidate, tagged #@pgmpi_validation by the agent) are
-    # evidence about a candidate, not about the library: never analyse them as campaign data.
-    runs = [r for r in db.session.scalars(rq.order_by(Run.id)).all()
-            if not (r.headers or {}).get("pgmpi_validation")]
-    if not runs:
-        raise AnalysisInputError("no stored runs for this machine, library and campaign", field="library")
-    return lib, campaign, runs
-
-
-def run_analysis(machine: Machine, data, actor: str) -> Analysis:
-    lib, campaign, runs = select_runs(machine, data)
-    from service.analysis import api as analysis_api  # the analysis' one entry point
-    from service.analysis.stats import TESTS
-    if data.test not in TESTS:
-        raise AnalysisInputError(f"unknown test {data.test!r}; valid: {', '.join(TESTS)}", field="test")
-    rs = load_resultset(runs)
-    try:
-        out = analysis_api.run(rs, alpha=data.alpha, test=data.test, fdr=data.fdr,
-                               gain=getattr(data, "min_gain", 0.10), campaign=campaign.name if campaign else None,
-                               confirmations=getattr(data, "confirmations", 1),
-                               confirmed_before=nights(lib, campaign)[0] if campaign else {})
-        data.fdr = out["fdr"]    # None (the default) resolved: on for a campaign's analysis
-        from datetime import datetime, timezone
-        from service.analysis import datatypes
-        dt = datatypes.analyse(rs, alpha=data.alpha, test=data.test if data.test in datatypes.PAIRED_TESTS
-                               else datatypes.DEFAULT_TEST, fdr=bool(out["fdr"]),
-                               min_effect=getattr(data, "min_gain", 0.10), campaign=campaign.name if campaign else None,
-                               created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    except ValueError as e:
-        raise AnalysisInputError(str(e)) from None
-    result = convert(out)
-    if dt is not None:
-        merge_datatypes(result, dt)
-    return store_result(machine, lib, campaign, data, actor, result)
-
-
-def merge_datatypes(result: dict, dt: dict) -> None:
-    """The datatype guidelines' verdicts, control arm and repair profiles (service/analysis/datatypes.py
-    analyse) into the rows store_result writes; a repair profile whose file name a collective profile of the
-    same analysis took is left out (the collective campaign's measurement of that call decides)."""
-    vs = dt["verdicts"]
-    result["datatypes"] = [v.as_dict() for v in vs]
-    taken = set(result.get("profiles") or {})
-    added = {k: v for k, v in dt["profiles"].items() if k not in taken}
-    result.setdefault("profiles", {}).update(added)
-    tested = [v for v in vs if v.verdict != "n/a" and v.guideline in ("GL1", "GL2/3", "GL4")]
-    result["summary"]["datatypes"] = {
-        "tested": len(tested), "violated": sum(v.verdict == "violated" for v in tested),
-        "control": dt["control"].to_dict(), "profiles": sorted(added),
-        "left_out": sorted(set(dt["profiles"]) - set(added)), "refused": dt["refused"][:200]}
-
-
-def _key(collective: str, nprocs: int, msize: int, mockup: str) -> str:
-    return f"{collective} {nprocs} {msize} {mockup}"
 
 
 def nights(lib: MpiLibrary, campaign: Optional[Campaign]) -> tuple[dict, dict]:
@@ -145,61 +69,6 @@ def confirmed_before(lib: MpiLibrary, campaign: Optional[Campaign]) -> dict[tupl
     """(collective, nprocs, msize, mock-up) -> how many other campaigns' latest analyses of this library found
     that pattern violation and did not see it contradicted by their validation."""
     return nights(lib, campaign)[0]
-
-
-def convert(out: dict) -> dict:
-    """service.analysis.api.run's result -> the rows store_result writes."""
-    configs = out.get("configs", [])
-
-    def nprocs_of(cfg) -> int:
-        return configs[cfg]["nprocs"] if cfg is not None and cfg < len(configs) else 0
-
-    trusted = (out.get("control") or {}).get("trustworthy", True)
-    # found by fewer campaigns than the candidate rule requires: unconfirmed (service/analysis/profiles.py)
-    below_k = {_key(r["collective"], r["nprocs"], r["msize"], r["mockup"]): r["why"]
-               for r in out.get("refused") or [] if r.get("rule") == "replication"}
-    viols, passed = [], []
-    for v in out.get("verdicts", []):
-        if v.get("control"):
-            continue    # the control arm's flags are false alarms by construction: summary["control"]
-        cfg = configs[v["cfg"]] if v.get("cfg") is not None and v["cfg"] < len(configs) else {}
-        nprocs = cfg.get("nprocs", 0)
-        if not v.get("violated"):
-            if v["kind"] == "pattern":   # tested and not found: contradicts this violation on other nights
-                passed.append(_key(v["collective"], nprocs, v["msize"], v["algorithm"]))
-            continue
-        status, why = "verified", None
-        if not trusted:
-            status, why = "unconfirmed", "the campaign's control arm is untrustworthy"
-        elif v["kind"] == "pattern" and _key(v["collective"], nprocs, v["msize"], v["algorithm"]) in below_k:
-            status, why = "unconfirmed", below_k[_key(v["collective"], nprocs, v["msize"], v["algorithm"])]
-        viols.append({"kind": v["kind"], "collective": v["collective"], "mockup": v["algorithm"],
-                      "msize": v["msize"], "ref_msize": v.get("ref_msize"), "nprocs": cfg.get("nprocs", 0),
-                      "layout": cfg.get("layout", ""),
-                      "default_time": v["default_median"], "mockup_time": v["other_median"],
-                      "slowdown": v["slowdown"], "p_value": v.get("p_adjusted") if v.get("p_adjusted") is not None
-                      else v.get("p_value"), "barrier_warning": v.get("barrier_warning"),
-                      "status": status, "status_why": why, "effect": _opt(v.get("effect")),
-                      "ci_low": _opt(v.get("ci_low")), "ci_high": _opt(v.get("ci_high")),
-                      "ci_mpiruns": v.get("ci_mpiruns")})
-    # results-check failures per (library, collective, size, p, algorithm): the library defects the pages show
-    defects = [d | {"nprocs": nprocs_of(d.get("cfg"))} for d in out.get("defects") or []]
-    summary = {"counts": out.get("counts"), "quality": out.get("quality"), "configs": configs,
-               "gain": out.get("gain"), "control": out.get("control"), "defects": defects,
-               "confirmations": out.get("confirmations"), "refused": (out.get("refused") or [])[:500],
-               "passed": passed, "reporting": out.get("reporting"),
-               "guideline_summary": out.get("guideline_summary")}
-    return {"checked": len(out.get("verdicts", [])), "violations": viols, "summary": summary,
-            "profiles": {p["filename"]: p["text"] for p in out.get("profiles", []) if p.get("text")}}
-
-
-def _opt(x) -> Optional[float]:
-    """A finite float or None (no stored value may break a page)."""
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if np.isfinite(x) else None
 
 
 def _finite(x) -> float:
@@ -247,14 +116,11 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
         if ps is None:
             ps = ProfileSet(machine_id=machine.id, library_id=lib.id)
             db.session.add(ps)
-            db.session.flush()
-            from service.profiles.lifecycle import set_directory
-            set_directory(ps)
+            db.session.flush()    # its directory: service/workflows/analyse.py (set_directory)
         number = 1 + max((v.number for v in ps.versions), default=0)
         db.session.add(ProfileVersion(profile_set_id=ps.id, number=number, state="candidate", analysis_id=a.id,
                                       files=dict(profiles), actor=actor))
     db.session.flush()
-    from service.store.queries import refresh_overview
     refresh_overview(db.session, [lib.id])
     return a
 
@@ -305,6 +171,5 @@ def apply_validation(analysis_id: Optional[int], verdict: dict, label: str) -> i
     a.n_violations = len(verified)
     a.max_slowdown = max((_finite(v.slowdown) for v in verified), default=None)
     db.session.flush()
-    from service.store.queries import refresh_overview
     refresh_overview(db.session, [a.library_id])
     return n

@@ -18,7 +18,7 @@ from pgmpi_formats import limits
 from pgmpi_formats.layouts import layout_label
 from pgmpi_formats.results import ResultsFormatError, RunResult, parse_text
 from service.store.db import db
-from service.analysis.datatypes import case_of_line
+from pgmpi_formats.footer import case_of_line
 from service.store.models import BarrierSeries, Campaign, DtCase, Job, Machine, MpiLibrary, Run, Series, Upload
 
 
@@ -254,7 +254,8 @@ class UploadWriter:
                   mpirun_index=_int_header(p, "mpirun_index", 0, 0), nodes=nodes, ppn=ppn or max(1, nprocs // nodes),
                   nprocs=nprocs, layout=layout_label(nodes, ppn or max(1, nprocs // nodes), nprocs, h.get("placement", "")),
                   hosts=h.get("hosts", ""), placement=h.get("placement", ""),
-                  state="COMPLETED", headers=dict(h), footer=list(p.result.pgmpi_lines))
+                  state="COMPLETED", headers=dict(h), footer=list(p.result.pgmpi_lines),
+                  validation=(h.get("pgmpi_validation") or "")[:16] or None)
         db.session.add(run)
         db.session.flush()
         series_rows: list[dict] = []

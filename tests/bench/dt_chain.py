@@ -174,8 +174,8 @@ def report(args) -> None:
 
 
 def publish(args) -> None:
-    """Publish every validated candidate (the service's own record decides, service/profiles/lifecycle.py)."""
-    from service.profiles import lifecycle
+    """Publish every validated candidate (the service's own record decides, service/workflows/publish.py)."""
+    from service.workflows import publish as lifecycle
     from service.store.db import db
     from service.store.models import ProfileVersion
     from sqlalchemy import select

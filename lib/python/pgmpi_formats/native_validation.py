@@ -25,6 +25,7 @@ import statistics
 from dataclasses import asdict, dataclass
 
 from . import collectives as _colls
+from . import footer
 from .mpich_json import MPICH_NAMES
 from .native import Discovery, format_label
 from .ompi_rules import _PER_BLOCK, parse_rules
@@ -168,25 +169,22 @@ def figures(files: list[tuple[str, int, str]]) -> dict:
                                                      "noncommutative": [], "fingerprints": {}})
             name = "file" if arm == "file" else alg
             cell["rounds"].setdefault(str(rnd), {})[name] = statistics.median(xs)
-        for line in run.pgmpi_lines:
-            parts = line.split()
-            # "#@pgmpi check <MPI_Name> <bytes> <alg> ok|fail <reason> <details>", "#@pgmpi noncommutative ..."
-            if len(parts) >= 5 and parts[1] in ("check", "noncommutative", "fingerprint"):
-                coll = _colls.by_mpi_name(parts[2])
-                if coll is None or not parts[3].isdigit():
-                    continue
-                cell = out.setdefault(f"{coll.key}:{int(parts[3])}", {"key": coll.key, "msize": int(parts[3]),
-                                                                    "rounds": {}, "checks": {}, "noncommutative": [],
-                                                                    "fingerprints": {}})
-                name = "file" if arm == "file" else parts[4]
-                if parts[1] == "fingerprint":
-                    if len(parts) >= 6:
-                        cell["fingerprints"].setdefault(name, []).append(parts[5])
-                    continue
-                if parts[1] == "noncommutative":
-                    if arm == "file":
-                        cell["noncommutative"].append(rnd)
-                    continue
-                verdict = "ok" if parts[5:6] == ["ok"] else "fail " + " ".join(parts[6:])[:200]
-                cell["checks"].setdefault(name, []).append(verdict)
+        for rec in map(footer.parse_line, run.pgmpi_lines):
+            # the check round's records: check, noncommutative, fingerprint (pgmpi_formats/footer.py)
+            if not isinstance(rec, (footer.Check, footer.NonCommutative, footer.Fingerprint)):
+                continue
+            coll = _colls.by_mpi_name(rec.call)
+            if coll is None:
+                continue
+            cell = out.setdefault(f"{coll.key}:{rec.msize}", {"key": coll.key, "msize": rec.msize,
+                                                             "rounds": {}, "checks": {}, "noncommutative": [],
+                                                             "fingerprints": {}})
+            name = "file" if arm == "file" else rec.algorithm
+            if isinstance(rec, footer.Fingerprint):
+                cell["fingerprints"].setdefault(name, []).append(rec.value)
+            elif isinstance(rec, footer.NonCommutative):
+                if arm == "file":
+                    cell["noncommutative"].append(rnd)
+            else:
+                cell["checks"].setdefault(name, []).append("ok" if rec.ok else ("fail " + rec.why)[:205])
     return out

@@ -44,6 +44,7 @@ from typing import Iterable
 import numpy as np
 
 from . import collectives as _colls
+from . import footer
 from .native import LABEL_RE as _NATIVE_RE
 from . import layouts as _layouts
 
@@ -134,6 +135,9 @@ class RunResult:
     @property
     def campaign(self) -> str:
         return self.header.get("campaign", "")
+
+
+_INT_EXACT = float(2 ** 53)
 
 
 def _int_or(v, default: int) -> int:
@@ -251,7 +255,66 @@ def _line_of(linenos, start: int, row: int) -> int:
     return linenos[row] if linenos is not None else start + row
 
 
-def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos, start) -> RunResult:
+class _Table:
+    """The data block as columns of tokens; numeric() converts one column, naming file:line of a bad value."""
+
+    def __init__(self, source: str, columns: list[str], toks: list[str], nrows: int, linenos, start: int,
+                 col_lineno: int):
+        self.source, self.columns, self.toks, self.nrows = source, columns, toks, nrows
+        self.linenos, self.start, self.col_lineno = linenos, start, col_lineno
+        self.index = {c: k for k, c in enumerate(columns)}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.index
+
+    def line(self, row: int) -> int:
+        return _line_of(self.linenos, self.start, row)
+
+    def error(self, message: str, row: int | None = None) -> ResultsFormatError:
+        """At the row's line, or at the column line (row None)."""
+        return ResultsFormatError(self.source, self.col_lineno if row is None else self.line(row), message)
+
+    def col(self, name: str) -> list[str]:
+        return self.toks[self.index[name]::len(self.columns)]
+
+    def numeric(self, name: str, dtype) -> np.ndarray:
+        vals = self.col(name)
+        arr = None
+        if vals:
+            try:
+                arr = np.fromiter(map(float, vals), dtype=np.float64, count=len(vals))
+            except ValueError:
+                arr = None
+        if arr is None:
+            try:
+                arr = np.array(vals, dtype=np.float64)
+            except ValueError:
+                for r, v in enumerate(vals):
+                    try:
+                        float(v)
+                    except ValueError:
+                        raise self.error(f"field {name!r}: {v!r} is not a number", r) from None
+                raise
+        if dtype is np.int64:
+            bad = np.nonzero(~np.isfinite(arr) | (arr != np.floor(arr)))[0]
+            if bad.size:
+                r = int(bad[0])
+                raise self.error(f"field {name!r}: {vals[r]!r} is not an integer", r)
+            big = np.nonzero(arr > _INT_EXACT)[0]
+            if big.size:     # beyond 2^53 a float holds no exact integer, and a product could overflow int64
+                r = int(big[0])
+                raise self.error(f"field {name!r}: {vals[r][:40]!r} is more than 2^53", r)
+            arr = arr.astype(np.int64)
+        bad = np.nonzero(~np.isfinite(arr) | (arr < 0))[0] if arr.dtype == np.float64 else np.nonzero(arr < 0)[0]
+        if bad.size:
+            r = int(bad[0])
+            raise self.error(f"field {name!r}: {vals[r]!r} must be a finite number >= 0", r)
+        return arr
+
+
+def _table(source, columns, col_lineno, data_lines, linenos, start) -> _Table:
+    """Tokenise the data block (one string, or the lines of a block with comments inside) and check that
+    every row has one field per column."""
     ncol = len(columns)
     if isinstance(data_lines, str):
         toks = data_lines.split()
@@ -270,138 +333,120 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
             if k != ncol:
                 raise ResultsFormatError(source, _line_of(linenos, start, r),
                                          f"expected {ncol} fields ({' '.join(columns)}), found {k}")
-    cidx = {c: k for k, c in enumerate(columns)}
+    return _Table(source, columns, toks, nrows, linenos, start, col_lineno)
 
-    def col(name):
-        return toks[cidx[name]::ncol]
 
-    def numeric(name, dtype):
-        vals = col(name)
-        arr = None
-        if vals:
-            try:
-                arr = np.fromiter(map(float, vals), dtype=np.float64, count=len(vals))
-            except ValueError:
-                arr = None
-        if arr is None:
-            try:
-                arr = np.array(vals, dtype=np.float64)
-            except ValueError:
-                for r, v in enumerate(vals):
-                    try:
-                        float(v)
-                    except ValueError:
-                        raise ResultsFormatError(source, _line_of(linenos, start, r),
-                                                 f"field {name!r}: {v!r} is not a number") from None
-                raise
-        if dtype is np.int64:
-            bad = np.nonzero(~np.isfinite(arr) | (arr != np.floor(arr)))[0]
-            if bad.size:
-                r = int(bad[0])
-                raise ResultsFormatError(source, _line_of(linenos, start, r),
-                                         f"field {name!r}: {vals[r]!r} is not an integer")
-            arr = arr.astype(np.int64)
-        bad = np.nonzero(~np.isfinite(arr) | (arr < 0))[0] if arr.dtype == np.float64 else np.nonzero(arr < 0)[0]
-        if bad.size:
-            r = int(bad[0])
-            raise ResultsFormatError(source, _line_of(linenos, start, r),
-                                     f"field {name!r}: {vals[r]!r} must be a finite number >= 0")
-        return arr
-
-    # test (call name)
-    if "test" in cidx:
-        names = col("test")
+def _tests(t: _Table, header: dict) -> tuple[list[str], np.ndarray]:
+    """The call names (the `test` column, else the one #@test=/#@calls= header) and each row's code."""
+    if "test" in t:
+        names = t.col("test")
     else:
         call = header.get("test") or header.get("calls") or header.get("call") or ""
         if not call or "," in call:
-            raise ResultsFormatError(source, col_lineno, "no 'test' column and no single #@test=/#@calls= header "
-                                     f"naming the call (columns: {' '.join(columns)})")
-        names = [call] * nrows
+            raise t.error("no 'test' column and no single #@test=/#@calls= header "
+                          f"naming the call (columns: {' '.join(t.columns)})")
+        names = [call] * t.nrows
     tests, test_codes = _codes(names)
-    tests = [str(t) for t in tests]
-    for t in tests:
-        if not _NAME_RE.match(t):
-            r = names.index(t)
-            raise ResultsFormatError(source, _line_of(linenos, start, r), f"field 'test': {t!r} is not an MPI call "
-                                     "name (expected e.g. MPI_Allreduce; valid collectives: "
-                                     f"{', '.join(c.mpi_name for c in _colls.COLLECTIVES)}, MPI_Barrier)")
-    test_codes = test_codes.astype(np.int32)
+    tests = [str(x) for x in tests]
+    for x in tests:
+        if not _NAME_RE.match(x):
+            raise t.error(f"field 'test': {x!r} is not an MPI call name (expected e.g. MPI_Allreduce; valid "
+                          f"collectives: {', '.join(c.mpi_name for c in _colls.COLLECTIVES)}, MPI_Barrier)",
+                          names.index(x))
+    return tests, test_codes.astype(np.int32)
 
-    # message size
-    if "msize" in cidx:
-        msize = numeric("msize", np.int64)
-    elif "count" in cidx:
+
+def _msize(t: _Table, header: dict) -> np.ndarray:
+    """Bytes per row: the `msize` column, else `count` x the size of #@datatype."""
+    if "msize" in t:
+        return t.numeric("msize", np.int64)
+    if "count" in t:
         dt = header.get("datatype", "MPI_BYTE")
         if dt not in DATATYPE_BYTES:
-            raise ResultsFormatError(source, col_lineno, f"no 'msize' column and unknown #@datatype={dt!r} to "
-                                     f"convert 'count' (known: {', '.join(sorted(DATATYPE_BYTES))})")
-        msize = numeric("count", np.int64) * DATATYPE_BYTES[dt]
-    else:
-        raise ResultsFormatError(source, col_lineno, f"no 'msize' or 'count' column (columns: {' '.join(columns)})")
+            raise t.error(f"no 'msize' column and unknown #@datatype={dt!r} to "
+                          f"convert 'count' (known: {', '.join(sorted(DATATYPE_BYTES))})")
+        return t.numeric("count", np.int64) * DATATYPE_BYTES[dt]
+    raise t.error(f"no 'msize' or 'count' column (columns: {' '.join(t.columns)})")
 
-    # runtime
-    t_start = t_end = None      # global clocks: kept for the per-process reduction below
-    if "runtime_sec" in cidx:
-        runtime = numeric("runtime_sec", np.float64)
-    elif ("gl_tstart_sec" in cidx and "gl_tend_sec" in cidx) or ("loc_tstart_sec" in cidx and "loc_tend_sec" in cidx):
+
+def _runtime(t: _Table, header: dict) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(run-time per row, global start, global end); the global clocks (else None) serve the per-process
+    reduction of _per_process."""
+    t_start = t_end = None
+    if "runtime_sec" in t:
+        runtime = t.numeric("runtime_sec", np.float64)
+    elif ("gl_tstart_sec" in t and "gl_tend_sec" in t) or ("loc_tstart_sec" in t and "loc_tend_sec" in t):
         # ReproMPI's run-time types (#@runtime_type, its --runtime-type): "local" = max over processes of
         # loc_tend - loc_tstart; "global" = max gl_tend - min gl_tstart (its global clock; on the local columns
         # when it printed none, as ReproMPI computes it then). Without the header: global when the file has
         # global columns, else local.
         rtype = (header.get("runtime_type") or header.get("runtime-type") or "").strip().lower()
-        has_gl = "gl_tstart_sec" in cidx and "gl_tend_sec" in cidx
+        has_gl = "gl_tstart_sec" in t and "gl_tend_sec" in t
         if rtype not in ("", "local", "global"):
-            raise ResultsFormatError(source, col_lineno, f"#@runtime_type={rtype!r}; valid: local, global")
-        if rtype == "local" and not ("loc_tstart_sec" in cidx and "loc_tend_sec" in cidx):
-            raise ResultsFormatError(source, col_lineno, "#@runtime_type=local needs the columns "
-                                     f"'loc_tstart_sec loc_tend_sec' (columns: {' '.join(columns)})")
+            raise t.error(f"#@runtime_type={rtype!r}; valid: local, global")
+        if rtype == "local" and not ("loc_tstart_sec" in t and "loc_tend_sec" in t):
+            raise t.error("#@runtime_type=local needs the columns "
+                          f"'loc_tstart_sec loc_tend_sec' (columns: {' '.join(t.columns)})")
         if rtype == "global" or (rtype == "" and has_gl):
             sc, ec = ("gl_tstart_sec", "gl_tend_sec") if has_gl else ("loc_tstart_sec", "loc_tend_sec")
-            t_start, t_end = numeric(sc, np.float64), numeric(ec, np.float64)
+            t_start, t_end = t.numeric(sc, np.float64), t.numeric(ec, np.float64)
             runtime = t_end - t_start
         else:
-            runtime = numeric("loc_tend_sec", np.float64) - numeric("loc_tstart_sec", np.float64)
+            runtime = t.numeric("loc_tend_sec", np.float64) - t.numeric("loc_tstart_sec", np.float64)
     else:
-        raise ResultsFormatError(source, col_lineno, "no runtime column: expected 'runtime_sec' or "
-                                 f"'loc_tstart_sec loc_tend_sec' or 'gl_tstart_sec gl_tend_sec' (columns: {' '.join(columns)})")
-    if nrows and runtime.min() < 0:
-        r = int(np.argmin(runtime))
-        raise ResultsFormatError(source, _line_of(linenos, start, r), "end time before start time")
+        raise t.error("no runtime column: expected 'runtime_sec' or 'loc_tstart_sec loc_tend_sec' or "
+                      f"'gl_tstart_sec gl_tend_sec' (columns: {' '.join(t.columns)})")
+    if t.nrows and runtime.min() < 0:
+        raise t.error("end time before start time", int(np.argmin(runtime)))
+    return runtime, t_start, t_end
 
-    # repetition index
-    if "nrep" in cidx:
-        nrep = numeric("nrep", np.int64)
-    else:
-        nrep = np.zeros(nrows, dtype=np.int64)
-        key = test_codes.astype(np.int64) * (1 << 40) + msize
-        order = np.argsort(key, kind="stable")
-        ks = key[order]
-        first = np.r_[0, np.nonzero(np.diff(ks))[0] + 1] if nrows else np.zeros(0, dtype=np.int64)
-        grp_start = np.repeat(first, np.diff(np.r_[first, nrows]))
-        nrep[order] = np.arange(nrows) - grp_start
 
-    # pgmpi footer
+def _nrep(t: _Table, test_codes: np.ndarray, msize: np.ndarray) -> np.ndarray:
+    """The repetition index: the `nrep` column, else the row's rank within its (call, size)."""
+    if "nrep" in t:
+        return t.numeric("nrep", np.int64)
+    nrows = t.nrows
+    nrep = np.zeros(nrows, dtype=np.int64)
+    key = test_codes.astype(np.int64) * (1 << 40) + msize
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    first = np.r_[0, np.nonzero(np.diff(ks))[0] + 1] if nrows else np.zeros(0, dtype=np.int64)
+    grp_start = np.repeat(first, np.diff(np.r_[first, nrows]))
+    nrep[order] = np.arange(nrows) - grp_start
+    return nrep
+
+
+def _report(source: str, pgmpi_lines) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
+    """libpgmpitune's report in the footer (pgmpi_formats/footer.py): (call lowered, bytes) -> the algorithm
+    it ran (`alg`; a malformed one is an error at its line) and the `config` keys."""
     alg_footer: dict[tuple[str, int], str] = {}
     config: dict[str, str] = {}
     for lineno, body in pgmpi_lines:
-        parts = body.split()
-        if len(parts) >= 2 and parts[1] == "alg":
-            if len(parts) != 5 or not parts[3].isdigit():
-                raise ResultsFormatError(source, lineno, "expected '#@pgmpi alg <MPI_Name> <bytes> <algorithm>', "
-                                         f"got {'#@' + body!r}")
-            alg_footer[(parts[2].lower(), int(parts[3]))] = parts[4]
-        elif len(parts) >= 3 and parts[1] == "config":
-            config[parts[2]] = " ".join(parts[3:])
+        line = "#@" + body
+        kind = footer.kind_of(line)
+        if kind == "alg":
+            try:
+                rec = footer.read_line(line)
+            except footer.FooterError as exc:
+                raise ResultsFormatError(source, lineno, f"{exc}, got {line!r}") from None
+            alg_footer[(rec.call.lower(), rec.msize)] = rec.algorithm
+        elif kind == "config":
+            rec = footer.parse_line(line)
+            if rec is not None:
+                config[rec.key] = rec.value
+    return alg_footer, config
 
-    # algorithm
-    if "algorithm" in cidx:
-        algorithms, alg_codes = _codes(col("algorithm"))
+
+def _algorithms(t: _Table, header: dict, tests, test_codes, msize, alg_footer) -> tuple[list[str], np.ndarray]:
+    """Each row's algorithm: the `algorithm` column, else #@algorithm (default) with the footer's `alg`
+    lines per (call, size); every name must be a mock-up, `default` or a native label."""
+    if "algorithm" in t:
+        algorithms, alg_codes = _codes(t.col("algorithm"))
     else:
-        base = header.get("algorithm") or "default"
-        algorithms = [base]
-        alg_codes = np.zeros(nrows, dtype=np.int32)
-        if alg_footer and nrows:
-            lowered = [t.lower() for t in tests]
+        algorithms = [header.get("algorithm") or "default"]
+        alg_codes = np.zeros(t.nrows, dtype=np.int32)
+        if alg_footer and t.nrows:
+            lowered = [x.lower() for x in tests]
             for (call, size), alg in alg_footer.items():
                 if call not in lowered:
                     continue
@@ -412,53 +457,61 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
                     alg_codes[sel] = algorithms.index(alg)
     for a in algorithms:
         if not _NAME_RE.match(a) and not _NATIVE_RE.match(a):
-            r = int(np.nonzero(alg_codes == algorithms.index(a))[0][0])
-            raise ResultsFormatError(source, _line_of(linenos, start, r), f"field 'algorithm': {a!r} is not a "
-                                     "mock-up name (expected 'default', '<collective>_as_<parts>' or "
-                                     "'native:<name>[:seg=<bytes>]')")
+            raise t.error(f"field 'algorithm': {a!r} is not a mock-up name (expected 'default', "
+                          "'<collective>_as_<parts>' or 'native:<name>[:seg=<bytes>]')",
+                          int(np.nonzero(alg_codes == algorithms.index(a))[0][0]))
+    return algorithms, alg_codes
 
-    # genuine ReproMPI measures mock-ups as tests of their own: GL_<Call>_as_<Parts> -> (MPI_<Call>, mock-up)
-    if any(t.startswith("GL_") for t in tests):
-        new_tests = [t for t in tests if not t.startswith("GL_") or gl_mockup(t) is None]
-        tmap, amap = [], []
-        for t in tests:
-            g = gl_mockup(t)
-            if g is None:
-                tmap.append(new_tests.index(t))
-                amap.append(-1)
-            else:
-                mpi_name, mock = g
-                if mpi_name not in new_tests:
-                    new_tests.append(mpi_name)
-                if mock not in algorithms:
-                    algorithms.append(mock)
-                tmap.append(new_tests.index(mpi_name))
-                amap.append(algorithms.index(mock))
-        amap_arr = np.array(amap, dtype=np.int32)
-        row_alg = amap_arr[test_codes]
-        alg_codes = np.where(row_alg >= 0, row_alg, alg_codes).astype(np.int32)
-        test_codes = np.array(tmap, dtype=np.int32)[test_codes]
-        tests = new_tests
 
-    cell_counts: dict[tuple[str, str, int], int] = {}
-    if "count" in cidx and "msize" in cidx and nrows:
-        cnt = numeric("count", np.int64)
+def _genuine_mockups(tests, test_codes, algorithms, alg_codes):
+    """Genuine ReproMPI measures mock-ups as tests of their own: GL_<Call>_as_<Parts> -> (MPI_<Call>,
+    mock-up).  Returns (tests, test_codes, algorithms, alg_codes), unchanged without such tests."""
+    if not any(x.startswith("GL_") for x in tests):
+        return tests, test_codes, algorithms, alg_codes
+    new_tests = [x for x in tests if not x.startswith("GL_") or gl_mockup(x) is None]
+    tmap, amap = [], []
+    for x in tests:
+        g = gl_mockup(x)
+        if g is None:
+            tmap.append(new_tests.index(x))
+            amap.append(-1)
+        else:
+            mpi_name, mock = g
+            if mpi_name not in new_tests:
+                new_tests.append(mpi_name)
+            if mock not in algorithms:
+                algorithms.append(mock)
+            tmap.append(new_tests.index(mpi_name))
+            amap.append(algorithms.index(mock))
+    row_alg = np.array(amap, dtype=np.int32)[test_codes]
+    alg_codes = np.where(row_alg >= 0, row_alg, alg_codes).astype(np.int32)
+    test_codes = np.array(tmap, dtype=np.int32)[test_codes]
+    return new_tests, test_codes, algorithms, alg_codes
+
+
+def _cell_counts(t: _Table, tests, algorithms, test_codes, alg_codes, msize) -> dict[tuple[str, str, int], int]:
+    """pgmpi-dtbench's `count` column next to `msize`: (call, algorithm, bytes) -> the count argument."""
+    out: dict[tuple[str, str, int], int] = {}
+    if "count" in t and "msize" in t and t.nrows:
+        cnt = t.numeric("count", np.int64)
         cells = np.unique(np.stack([test_codes.astype(np.int64), alg_codes.astype(np.int64), msize, cnt]), axis=1)
-        for t, a, m, c in cells.T.tolist():
-            cell_counts[(tests[t], algorithms[a], m)] = c
+        for ti, a, m, c in cells.T.tolist():
+            out[(tests[ti], algorithms[a], m)] = c
+    return out
 
-    keep = None
-    if "errorcode" in cidx:
-        keep = numeric("errorcode", np.int64) == 0
+
+def _per_process(t: _Table, rows: dict, t_start, t_end) -> dict:
+    """ReproMPI's per-process rows and error codes: drop measurements with an error (a measurement is out of
+    its window when any process was), then one row per measurement.  rows: test, alg, msize, nrep, runtime."""
+    keep = t.numeric("errorcode", np.int64) == 0 if "errorcode" in t else None
     per_proc = None
     for pc in ("p", "proc", "process"):
-        if pc in cidx:
-            pv = col(pc)
-            if any(v != "all" for v in pv):
+        if pc in t:
+            if any(v != "all" for v in t.col(pc)):
                 per_proc = pc
             break
+    test_codes, alg_codes, msize, nrep, runtime = (rows[k] for k in ("test", "alg", "msize", "nrep", "runtime"))
     if keep is not None and per_proc is not None and not keep.all() and runtime.size:
-        # a measurement is out of its window when any process was (ReproMPI drops it whole)
         key = np.stack([test_codes.astype(np.int64), alg_codes.astype(np.int64), msize, nrep])
         _, inv = np.unique(key, axis=1, return_inverse=True)
         inv = inv.ravel()
@@ -485,12 +538,30 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
         else:
             mx = np.full(uniq.shape[1], -np.inf)
             np.maximum.at(mx, inv, runtime)
-        test_codes, alg_codes, msize, nrep = (uniq[k].astype(t) for k, t in
+        test_codes, alg_codes, msize, nrep = (uniq[k].astype(dt) for k, dt in
                                               zip(range(4), (np.int32, np.int32, np.int64, np.int64)))
         runtime = mx
-    return RunResult(source=source, header=header, tests=tests, algorithms=algorithms, test=test_codes,
-                     nrep=nrep, msize=msize, runtime=runtime, algorithm=alg_codes, alg_footer=alg_footer,
-                     config=config, pgmpi_lines=["#@" + b for _, b in pgmpi_lines], cell_counts=cell_counts)
+    return {"test": test_codes, "alg": alg_codes, "msize": msize, "nrep": nrep, "runtime": runtime}
+
+
+def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos, start) -> RunResult:
+    """One RunResult from a parsed file, step by step: the table, calls, sizes, run-times, repetitions,
+    libpgmpitune's report, algorithms, genuine ReproMPI's mock-up tests, counts, per-process rows."""
+    t = _table(source, columns, col_lineno, data_lines, linenos, start)
+    tests, test_codes = _tests(t, header)
+    msize = _msize(t, header)
+    runtime, t_start, t_end = _runtime(t, header)
+    nrep = _nrep(t, test_codes, msize)
+    alg_footer, config = _report(source, pgmpi_lines)
+    algorithms, alg_codes = _algorithms(t, header, tests, test_codes, msize, alg_footer)
+    tests, test_codes, algorithms, alg_codes = _genuine_mockups(tests, test_codes, algorithms, alg_codes)
+    cell_counts = _cell_counts(t, tests, algorithms, test_codes, alg_codes, msize)
+    rows = _per_process(t, {"test": test_codes, "alg": alg_codes, "msize": msize, "nrep": nrep, "runtime": runtime},
+                        t_start, t_end)
+    return RunResult(source=source, header=header, tests=tests, algorithms=algorithms, test=rows["test"],
+                     nrep=rows["nrep"], msize=rows["msize"], runtime=rows["runtime"], algorithm=rows["alg"],
+                     alg_footer=alg_footer, config=config, pgmpi_lines=["#@" + b for _, b in pgmpi_lines],
+                     cell_counts=cell_counts)
 
 
 _GL_RE = re.compile(r"^GL_([A-Z][a-z]*(?:_[a-z]+)*)_as_([A-Za-z]+)$")

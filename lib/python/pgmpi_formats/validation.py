@@ -17,6 +17,7 @@ import math
 import statistics
 
 from . import collectives as _colls
+from .footer import DtCase, records
 from .results import parse_text
 
 TUNED = "tuned"
@@ -28,14 +29,7 @@ _DT_PATTERNS = ("pingpong", "bcast", "allgather")     # a figure's collective: t
 
 def _dt_calls(run) -> dict[str, str]:
     """pgmpi-dtbench's cases of a run (`#@pgmpi dtcase <test> pattern=..`): test -> pattern."""
-    out = {}
-    for line in run.pgmpi_lines:
-        parts = line.split()
-        if len(parts) >= 4 and parts[1] == "dtcase":
-            kv = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
-            if kv.get("pattern") in _DT_PATTERNS:
-                out[parts[2]] = kv["pattern"]
-    return out
+    return {c.test: c.pattern for c in records(run.pgmpi_lines, DtCase) if c.pattern in _DT_PATTERNS}
 
 
 def _medians(text: str, name: str, layouts: set | None = None) -> tuple[dict[tuple[str, int, str], float],

@@ -1,5 +1,5 @@
 """The alerts: what changed since the last night, per machine x library, for the alerts page, the feed
-(/alerts.json, /api/v1/alerts) and the notifications (service/notify.py). Plain functions over a session.
+(/alerts.json, /api/v1/alerts) and the notifications (service/workflows/notify.py). Plain functions over a session.
 
 An alert is one of
 - new_violation / unconfirmed_violation: a mock-up violation of the latest analysis that the previous analysis
@@ -21,10 +21,10 @@ from pgmpi_formats import arms
 from service.analysis import nightly
 from service.dashboards.data import defects_of, latest_analyses, nights_label, status_counts, status_label
 from service.store.models import Analysis, Campaign, MpiLibrary, Run, Series, ValidationFigure, Violation
+from service.workflows.notify import TYPES  # noqa: F401  (the alert types; data.TYPES for the pages)
 
 ALERT_TYPE = {"verified": "new_violation", "unconfirmed": "unconfirmed_violation",
               "contradicted": "contradicted_violation"}
-TYPES = ("new_violation", "unconfirmed_violation", "contradicted_violation", "regression")
 
 _ALERTS_CACHE: dict[str, tuple] = {}
 
@@ -74,7 +74,7 @@ def alerts(s, root=None) -> list[dict[str, Any]]:
 def _live_of(s, libs, root) -> dict[int, dict]:
     if root is None:
         return {}
-    from service.profiles.live import tuned_now
+    from service.workflows.live import tuned_now
     return {l.id: tuned_now(s, l, root) for l in libs}
 
 
@@ -83,7 +83,7 @@ def _covered(now: dict | None, collective: str, nprocs: int, msize: int) -> dict
     the words the page and the mail print."""
     if now is None:
         return {"covered": None, "covered_by": None}
-    from service.profiles.live import covering
+    from service.workflows.live import covering
     hit = covering(now["live"], collective, nprocs, msize)
     if hit is None:
         return {"covered": False, "covered_by": "no live profile covers it" + (
@@ -130,7 +130,7 @@ def nightly_series(s, lib: MpiLibrary, nights: int) -> tuple[list[Campaign], dic
 
 def regressions(s) -> list[dict[str, Any]]:
     """The defaults slower over the last two nights than their reference band (service/analysis/nightly.py),
-    per library; one alarm per cell and episode is the notifications' business (service/notify.py)."""
+    per library; one alarm per cell and episode is the notifications' business (service/workflows/notify.py)."""
     out = []
     need = nightly.REFERENCE + 2
     for lib in s.scalars(select(MpiLibrary).order_by(MpiLibrary.id)).all():

@@ -32,7 +32,7 @@ def alerts_feed():
 @bp.get("/alerts")
 @read_access
 def alerts_page():
-    from service.notify import Settings, line
+    from service.workflows.notify import Settings, line
     try:
         settings, conf_error = Settings.from_site(), None
     except ValueError as exc:

@@ -124,10 +124,10 @@ def panels(vs: list[DtVerdict]) -> list[dict[str, Any]]:
 
 
 def _runs(s, a: Analysis) -> list[Run]:
-    q = select(Run).where(Run.library_id == a.library_id)
+    q = select(Run).where(Run.library_id == a.library_id, Run.validation.is_(None))     # campaign data only
     if a.campaign_id is not None:
         q = q.where(Run.campaign_id == a.campaign_id)
-    return [r for r in s.scalars(q.order_by(Run.id)) if not (r.headers or {}).get("pgmpi_validation")]
+    return list(s.scalars(q.order_by(Run.id)))
 
 
 def layout_detail(s, a: Analysis, pattern: str, basetype: str, dt_layout: str, nprocs: int) -> dict[str, Any]:

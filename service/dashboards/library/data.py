@@ -53,7 +53,7 @@ def overview(s, root=None) -> dict[str, Any]:
         for l in [l for l in libs if l.machine_id == m.id]:
             cell: dict[str, Any] = {"library": l, "latest": None, "week_delta": None, "now": None}
             if root is not None:
-                from service.profiles.live import tuned_now
+                from service.workflows.live import tuned_now
                 cell["now"] = tuned_now(s, l, root)
             if l.id in latest:
                 lat = analysis_counts(latest[l.id], flags, statuses)
@@ -95,8 +95,8 @@ def significant(s, lib: MpiLibrary, campaign: Campaign | None, p: int,
 def heatmap(s, lib: MpiLibrary, campaign: Campaign | None, p: int, layout: str | None = None,
             live: list[dict] | None = None) -> dict[str, Any]:
     """Per collective x size the speed-up of the fastest mock-up (pgmpi_formats.arms: never an arm), its status
-    mark, and `live`: the algorithm a live range (service/profiles/live.py) runs there, or None."""
-    from service.profiles.live import covering
+    mark, and `live`: the algorithm a live range (service/workflows/live.py) runs there, or None."""
+    from service.workflows.live import covering
     med = medians(s, lib, campaign, p, layout=layout)
     by = defaultdict(dict)  # (call, msize) -> alg -> median of medians
     for (c, a, m), vals in med.items():

@@ -15,7 +15,7 @@ from service.store.db import db
 
 
 def _live(lib) -> list[dict]:
-    from service.profiles.live import tuned_now
+    from service.workflows.live import tuned_now
     return tuned_now(db.session, lib, profile_root())["live"]
 
 

@@ -1,5 +1,5 @@
 """The profile pages: the sets, one set's versions with the candidate's diff, and the admin's publish and
-rollback actions (through service/profiles/lifecycle.py)."""
+rollback actions (through service/workflows/publish.py)."""
 from __future__ import annotations
 
 import difflib
@@ -11,7 +11,7 @@ from sqlalchemy import select
 from pgmpi_formats.limits import INT_MAX
 from service.dashboards.common import _arg_int, bp, is_admin, profile_root, read_access
 from service.dashboards.profiles import data as pdata
-from service.profiles import lifecycle
+from service.workflows import publish as lifecycle
 from service.profiles import publish as pub
 from service.store.db import db
 from service.store.models import ProfileSet, ProfileVersion
@@ -27,7 +27,7 @@ def profiles():
             lifecycle.history(root, d["machine"].name, d["library"].name, d["library"].version)
         rows.append({**d, "status": st})
     # a row per library, also for one without a profile set: what is live, or why nothing is
-    from service.profiles.live import tuned_now
+    from service.workflows.live import tuned_now
     nows = {l.id: tuned_now(db.session, l, root) for l in pdata.libraries(db.session)}
     for r in rows:
         r["now"] = nows.get(r["library"].id)
@@ -69,7 +69,7 @@ def profile_set(set_id: int):
             if a != b:
                 diff.extend(difflib.unified_diff(a, b, f"current/{n}", f"candidate/{n}", lineterm=""))
     hist = pdata.history(db.session, [str(v.id) for v in versions] + [f"set:{ps.id}"])
-    from service.profiles import live
+    from service.workflows import live
     roles = {}          # version id -> [(figure, live | dropped | control)]
     gains = {}          # version id -> the smallest gain inside its redirected ranges (None: no figure there)
     for v in versions:
@@ -91,7 +91,8 @@ def _require_admin():
 def publish_version(set_id: int):
     _require_admin()
     ps = _set_or_404(set_id)
-    v = db.session.get(ProfileVersion, request.form.get("version_id", type=int) or -1)
+    vid = request.form.get("version_id", type=int)
+    v = db.session.get(ProfileVersion, vid) if vid is not None and 0 < vid <= INT_MAX else None
     if v is None or v.profile_set_id != ps.id:
         abort(400, description="version_id: not a version of this profile set")
     force = request.form.get("force") == "1"

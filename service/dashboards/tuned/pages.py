@@ -1,11 +1,11 @@
 """What is tuned now, per library: the live redirects and native choices with the validation's measured gain,
-what validation dropped and why, what was found but not acted on and why (service/profiles/live.py)."""
+what validation dropped and why, what was found but not acted on and why (service/workflows/live.py)."""
 from __future__ import annotations
 
 from flask import jsonify, render_template, request
 
 from service.dashboards.common import _lib_or_404, bp, profile_root, read_access
-from service.profiles.live import tuned_now
+from service.workflows.live import tuned_now
 from service.store.db import db
 
 

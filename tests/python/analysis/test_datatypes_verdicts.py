@@ -49,7 +49,7 @@ def test_one_mpirun_gives_no_verdict():
 
 
 def test_cli_prints_the_table(tmp_path):
-    from service.analysis.cli import analyze
+    from service.commands.analysis import analyze
     for i in range(3):
         (tmp_path / f"r{i}.txt").write_text(_run(i, 7 + i))
     r = CliRunner().invoke(analyze, ["datatypes", str(tmp_path), "--html", str(tmp_path / "rep.html")])

@@ -14,7 +14,8 @@ from service.analysis.profiles import Profile, generate_profiles, refuse_control
 from pgmpi_formats.results import ResultSet, parse_text, read_file
 from service.analysis.synthetic import Design, simulate
 from service.analysis.validation import figures, judge
-from service.analysis.verdicts import CONTROL, ControlSummary, parse_check_line, redirect_refusal
+from pgmpi_formats.footer import Check, parse_line, records
+from service.analysis.verdicts import CONTROL, ControlSummary, redirect_refusal
 
 DATA = Path(__file__).parent / "data"
 MOCK = "bcast_as_scatter_allgather"
@@ -41,10 +42,10 @@ def _runs_from_fixture(n=6, seed=1):
 def test_reader_keeps_control_rows_and_check_lines():
     run = read_file(DATA / "bench_control_check.txt")
     assert set(run.algorithms) == {"default", CONTROL, MOCK}
-    checks = [parse_check_line(ln) for ln in run.pgmpi_lines if parse_check_line(ln)]
+    checks = list(records(run.pgmpi_lines, Check))
     assert len(checks) == 6
-    assert checks[-1] == ("MPI_Bcast", 16384, MOCK, "fail", "rank 1: 12 of 16384 bytes differ from the reference")
-    assert parse_check_line("#@pgmpi nrep MPI_Bcast 1024 3") is None
+    assert checks[-1] == Check("MPI_Bcast", 16384, MOCK, "fail", "rank 1: 12 of 16384 bytes differ from the reference")
+    assert not isinstance(parse_line("#@pgmpi nrep MPI_Bcast 1024 3"), Check)
 
 
 def test_failed_check_is_a_defect_and_never_chosen():

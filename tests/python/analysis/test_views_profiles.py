@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from service.analysis import api
-from service.analysis.cli import analyze as analyze_cli
+from service.commands.analysis import analyze as analyze_cli
 from service.analysis.comparers import VIEWS, fmt_bytes, fmt_time, heatmap, render_table, to_csv, to_json, view
 from service.analysis.guidelines import analyze
 from service.analysis.memory import KNOWN, MemoryModel

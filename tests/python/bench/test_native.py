@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from pgmpi_formats import native
+from pgmpi_formats import footer, native
 from pgmpi_formats import results as reader
 
 pytestmark = pytest.mark.mpi
@@ -117,7 +117,7 @@ def test_a_refused_decision_file_kills_jobs(bench, tmp_path):
         base, known = mj.builtin_tree(lib), mj.algorithm_names(lib)
         tree = mj.generate([Decision("bcast", 4, 8, "native:binomial")], base, known)
         del tree["collective=bcast"]
-        assert mj.check_tree(tree, base, known)                  # refused by the check
+        assert mj.check_tree(tree, base, known, mj.library_version(lib))   # refused by the check
         bad.write_text(mj.dumps(tree))
         env = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(bad)}
     r = bench.run(["--calls=allgather", "--algorithms=default", "--sizes=8", "--nrep=1",
@@ -180,8 +180,8 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
         rows[(int(m), run.algorithms[a])] += 1
     assert rows == {(64, "default"): 6, (64, rd): 6, (64, "default_control"): 6,
                     (4096, "default"): 6, (4096, rd): 6, (4096, other): 6, (4096, "default_control"): 6}
-    served = [x.split() for x in run.pgmpi_lines if x.startswith("#@pgmpi served")]
-    assert [x[2:] for x in served] == [["1", "MPI_Allreduce", "64", rd], ["2", "MPI_Allreduce", "4096", f"{rd},{other}"]]
+    served = list(footer.records(run.pgmpi_lines, footer.Served))
+    assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other))]
 
 
 def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):

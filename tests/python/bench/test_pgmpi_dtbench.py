@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from pgmpi_formats import footer
 from pgmpi_formats.results import ResultSet, read_file
 
 
@@ -32,8 +33,8 @@ def _run(bench, args, np=3, env=None, timeout=240):
     return dt.run(args, np=np, env=env, timeout=timeout)
 
 
-def _checks(text: str) -> list[list[str]]:
-    return [ln.split() for ln in text.splitlines() if ln.startswith("#@pgmpi check ")]
+def _checks(text: str) -> list[footer.Check]:
+    return list(footer.records(text.splitlines(), footer.Check))
 
 
 def test_every_case_checks_and_reads(bench, tmp_path):
@@ -42,7 +43,7 @@ def test_every_case_checks_and_reads(bench, tmp_path):
     assert p.rc == 0, p.stderr
     text = out.read_text()
     checks = _checks(text)
-    fails = [c for c in checks if c[5] != "ok"]
+    fails = [c for c in checks if not c.ok]
     assert not fails, fails[:5]
     r = read_file(out)
     # every case of the plan: 3 patterns x (contiguous + 4 layouts x 2 variants + altrep + rowcol)
@@ -90,10 +91,10 @@ def test_corrupted_unpack_is_caught(bench, tmp_path):
                      f"--output={out}"], env={"LD_PRELOAD": str(so)})
     assert p.rc == 0, p.stderr
     checks = _checks(out.read_text())
-    bad = {(c[2], c[4]) for c in checks if c[5] == "fail"}
+    bad = {(c.call, c.algorithm) for c in checks if c.status == "fail"}
     assert bad and all(alg == "packed" for _, alg in bad), bad
     assert len(bad) == 6                             # 3 patterns x (tiled, rowcol)
-    assert all(c[6] == "wrong_result" for c in checks if c[5] == "fail")
+    assert all(c.why.split()[0] == "wrong_result" for c in checks if c.status == "fail")
     r = read_file(out)
     assert "packed" not in r.algorithms             # a description that failed its check is not timed
 

@@ -108,7 +108,7 @@ def upload(client, headers, files: dict[str, str], campaign: str | None = None):
 
 
 def analyse(app, client, headers, machine: str, library: str, campaign: str | None = None) -> int:
-    """Analysis of a campaign through POST /api/v1/analyses (service/analysis through service/store/analyses.py).  While the analysis's
+    """Analysis of a campaign through POST /api/v1/analyses (service/analysis through service/workflows/analyse.py).  While the analysis's
     module is not installed yet that endpoint answers 4xx/5xx; then the violations are computed here
     with scipy's Mann-Whitney U test on the per-mpirun medians (default slower than a mock-up,
     alpha 0.05) and stored with service/store/models.py, plus one candidate profile per library."""

@@ -122,7 +122,7 @@ def test_an_aa_series_of_nights_sends_nothing(app, tokens, mailsink, webhook, tm
 
 
 def test_bad_alert_settings_are_named():
-    from service.notify import Settings
+    from service.workflows.notify import Settings
     with pytest.raises(ValueError, match="alerts_types: unknown regresion; valid: new_violation"):
         Settings.from_site({"alerts_types": "regresion"})
     with pytest.raises(ValueError, match="alerts_smtp"):

@@ -62,7 +62,7 @@ def test_heatmap_never_takes_an_arm_for_a_mockup(app, tokens):
 def test_explain_never_chooses_the_validation_arm(app, tokens):
     c = app.test_client()
     seed_arms(c, tokens)
-    from service.analysis.explain import explain
+    from service.workflows.explain import explain
     from service.store.db import db
     with app.app_context():
         text = explain(db.session, "m1", "mpich", "allreduce", 1024, 2)

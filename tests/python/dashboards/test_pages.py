@@ -168,7 +168,7 @@ def test_alert_feed_reports_a_regression_in_the_latest_campaign(app, tokens):
 def test_cli_publishes_a_stored_candidate(app, seeded, tmp_path, monkeypatch):
     from click.testing import CliRunner
     from service.store.models import ProfileSet
-    from service.profiles.cli import profile
+    from service.commands.profile import profile
     from service.store.db import db
     with app.app_context():
         vid = db.session.query(ProfileSet).one().versions[-1].id

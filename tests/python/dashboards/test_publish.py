@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from service.profiles import publish as pub
 from pgmpi_formats import site as site_config
-from service.profiles.cli import profile
+from service.commands.profile import profile
 
 ACCEPT_ALL = ["/bin/true"]
 PRF_V1 = {"MPI_Allreduce.prf": "MPI_Allreduce\n2\n2\n0 default\n1 allreduce_as_reduce_bcast\n1\n1 1024 1\n"}

@@ -134,7 +134,7 @@ def test_one_truth_on_every_page(db_app):
     # the campaign's report (what `make demo` prints): found, refused, validation kept / dropped, control, published
     from pathlib import Path
     with app.app_context():
-        from service.profiles import lifecycle
+        from service.workflows import publish as lifecycle
         from service.store.db import db
         from service.store.models import ProfileVersion
         [rep] = lifecycle.campaign_report("n2", "m1")

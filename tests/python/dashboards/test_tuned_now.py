@@ -1,4 +1,4 @@
-"""Issue 32: what is tuned now. A candidate validated through service/profiles/lifecycle.py (one range kept, one
+"""Issue 32: what is tuned now. A candidate validated through service/workflows/validate.py (one range kept, one
 dropped, a control size) and published: the tuned-now view, the overview, the heatmap, /profiles and the profile
 page all say what is live and with which gain, never the dropped range's or the control's figure as a loss."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ def published(app, tokens):
     c = app.test_client()
     seed(c, tokens, ps=(2,))
     analyse(app, c, tokens["admin"], "m1", "openmpi", "nightly-1")
-    from service.profiles import lifecycle
+    from service.workflows import publish as lifecycle, validate
     from service.store.db import db
     from service.store.models import ProfileVersion
     from sqlalchemy import select
@@ -28,7 +28,7 @@ def published(app, tokens):
         v = db.session.scalar(select(ProfileVersion))
         ranges = lifecycle._ranges(v.files)
         assert [(r["first"], r["last"]) for r in ranges] == [(65536, 1048576)], ranges
-        verdict = lifecycle.record_validation(v, [fig("allreduce", 65536, 1.5), fig("allreduce", 1048576, 0.7),
+        verdict = validate.record_validation(v, [fig("allreduce", 65536, 1.5), fig("allreduce", 1048576, 0.7),
                                                   fig("allreduce", 8, 0.98)], None, "test", "val-1", "nightly-1", [])
         assert verdict["state"] == "repaired", verdict
         lifecycle.publish_candidate(v, app.config["PGMPI_PROFILE_ROOT"] and

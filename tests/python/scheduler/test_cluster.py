@@ -145,7 +145,7 @@ def test_campaign_on_2x2_gives_a_layout_profile_the_library_applies_on_2x2_not_1
     import urllib.request
 
     import delay_interposer
-    from service.profiles.lifecycle import publish_candidate
+    from service.workflows.publish import publish_candidate
     from service.store.db import db
     from service.store.models import ProfileVersion
 

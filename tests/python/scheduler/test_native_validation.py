@@ -64,7 +64,8 @@ def test_refused_before_any_job(tmp_path):
 @pytest.mark.lmod
 def test_validation_job_on_slurm_recorded_and_gating_publication(tmp_path, slurm_env, mpi_modulepath, bench_root,
                                                                  service):
-    from service.profiles import lifecycle, publish as pub
+    from service.profiles import publish as pub
+    from service.workflows import validate
     token = add_machine(service, "nvbox", role="agent")
     client = ServiceClient(service.url, token)
     mods = tunelib_modules(tmp_path, "openmpi")
@@ -87,7 +88,7 @@ def test_validation_job_on_slurm_recorded_and_gating_publication(tmp_path, slurm
     assert cell["evidence"] == "fingerprint" and any("did not run" in p for p in cell["problems"]), cell
     files = {"native.rules": text}
     with service.app.app_context():
-        assert lifecycle.recorded_native_validation("nvbox", "openmpi", "4.1.4", files) is None
+        assert validate.recorded_native_validation("nvbox", "openmpi", "4.1.4", files) is None
 
     # as users get it: the module sets the file; the fingerprint shows the file's choice at every round
     ok = run("on", [])
@@ -96,14 +97,14 @@ def test_validation_job_on_slurm_recorded_and_gating_publication(tmp_path, slurm
     assert not any(p.startswith(("(a)", "(d)")) for c in ok["cells"] for p in c["problems"]), ok
     assert ok["state"] == "passed", ok    # (c) included: the virtual clock gives both arms the same times
     with service.app.app_context():
-        rec = lifecycle.recorded_native_validation("nvbox", "openmpi", "4.1.4", files)
+        rec = validate.recorded_native_validation("nvbox", "openmpi", "4.1.4", files)
         assert rec and rec["native.rules"]["native_validation"] == ok["id"]
         # publishing: refused without the record (another text), accepted with it
         root = tmp_path / "profiles"
         with pytest.raises(pub.PublishError, match="no passing validation of this file is recorded"):
             pub.publish(root, "nvbox", "openmpi", "4.1.4", {"native.rules": text + "# changed\n"}, actor="t",
                         validated=False, checker=["/bin/true"], mpi="openmpi",
-                        native_validated=lifecycle.recorded_native_validation(
+                        native_validated=validate.recorded_native_validation(
                             "nvbox", "openmpi", "4.1.4", {"native.rules": text + "# changed\n"}) is not None)
         pub.publish(root, "nvbox", "openmpi", "4.1.4", files, actor="t", validated=False, checker=["/bin/true"],
                     mpi="openmpi", native_validated=rec is not None)

@@ -30,7 +30,7 @@ def service_counts(service, campaign: str):
     def _q():
         cid = db.session.scalar(select(Campaign.id).where(Campaign.name == campaign))
         # the measurement's runs: validation launches (repeated when inconclusive) upload theirs too, tagged
-        # #@pgmpi_validation, which the analysis leaves out (service/store/analyses.py)
+        # #@pgmpi_validation, which the analysis leaves out (service/workflows/analyse.py)
         runs = [r for r in db.session.scalars(select(Run).where(Run.campaign_id == cid))
                 if not (r.headers or {}).get("pgmpi_validation")]
         jobs = db.session.scalars(select(Job).where(Job.campaign_id == cid)).all()

@@ -47,7 +47,7 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
     assert len(first) == 9 and all(":seg=" not in x for x in first)         # the scan: every method unsegmented
     assert s["uploaded"] == len(rep["files"]) == rep["mpiruns"] + 1 and s["rejected"] == 0
     # the decision and its evidence, from what the service stored
-    from service.analysis.cli import explain_cmd
+    from service.commands.analysis import explain_cmd
     monkeypatch.setenv("DATABASE_URL", service.app.config["SQLALCHEMY_DATABASE_URI"])
     out = CliRunner().invoke(explain_cmd, ["searchbox", "openmpi", "bcast", "8192", "2",
                                            "--profile-root", str(tmp_path / "profiles")])

@@ -299,7 +299,7 @@ def _candidate(client, seeded):
     return r.json["profiles"][0]
 
 
-def test_validation_figures_decide_whether_a_candidate_is_validated(client, seeded):
+def test_validation_figures_decide_whether_a_candidate_is_validated(client, seeded, app):
     """The agent's validation job posts default-vs-tuned medians; the candidate becomes validated only
     when tuned is not slower at every size it redirects, and a validation upload is never analysed."""
     cand = _candidate(client, seeded)
@@ -333,8 +333,10 @@ def test_validation_figures_decide_whether_a_candidate_is_validated(client, seed
                campaign="c1", sigma_run=0.02, sigma_rep=0.02, p_outlier=0.0)
     vfiles = [{"name": f"val{i}.txt", "content": "#@pgmpi_validation=tuned\n" + to_text(r)}
               for i, r in enumerate(simulate(d, np.random.default_rng(3)))]
-    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
-                       json={"upload_id": "val", "files": vfiles}).status_code == 201
+    up = client.post("/api/v1/uploads", headers=seeded["agent1"], json={"upload_id": "val", "files": vfiles})
+    assert up.status_code == 201
+    with app.app_context():      # their own record: the role, in the run's validation column
+        assert {db.session.get(Run, i).validation for i in up.json["runs"]} == {"tuned"}
     after = client.post("/api/v1/analyses", headers=seeded["admin"], json={"machine": "m1", "library": "openmpi"})
     key = lambda r: sorted((v["collective"], v["mockup"], v["msize"]) for v in r.json["violations"])  # noqa: E731
     assert key(before) == key(after)

@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from service.profiles import lifecycle
-from service.profiles.cli import profile
+from service.workflows import publish as lifecycle
+from service.commands.profile import profile
 from service.store.db import db
 from service.store.models import ApiToken, Machine, MpiLibrary, ProfileSet, ProfileVersion
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import click
 
-from .comparers import VIEWS, render_table, to_csv, to_json, view
+from service.analysis.comparers import VIEWS, render_table, to_csv, to_json, view
 from pgmpi_formats.results import ResultsFormatError, read_files
-from .stats import DEFAULT_TEST, TESTS
+from service.analysis.stats import DEFAULT_TEST, TESTS
 
 
 def _load(files):
@@ -75,7 +75,7 @@ def analyze() -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 def violations(files, alpha, test, fdr, split_tolerance, view_name, fmt):
     """Show a comparer view and brave/cautious violation counts."""
-    from .guidelines import analyze as run
+    from service.analysis.guidelines import analyze as run
     a = run(_load(files), alpha=alpha, test=test, fdr=fdr, split_tolerance=split_tolerance)
     v = view(a, view_name)
     if fmt == "csv":
@@ -96,7 +96,7 @@ def violations(files, alpha, test, fdr, split_tolerance, view_name, fmt):
 
 
 # the README ships with the package (package data), so the help names the copy this install has
-_README = Path(__file__).with_name("README.md")
+_README = Path(__file__).resolve().parents[1] / "analysis" / "README.md"
 
 
 @analyze.command("quality", help="Quality score per (machine, library, p): 100 x geometric mean over the measured "
@@ -106,8 +106,8 @@ _README = Path(__file__).with_name("README.md")
 @_common
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def quality_cmd(files, alpha, test, fdr, split_tolerance, fmt):
-    from .guidelines import analyze as run
-    from .quality import quality
+    from service.analysis.guidelines import analyze as run
+    from service.analysis.quality import quality
     q = quality(run(_load(files), alpha=alpha, test=test, fdr=fdr, split_tolerance=split_tolerance))
     if fmt == "json":
         click.echo(json.dumps(q, indent=1))
@@ -140,8 +140,8 @@ def quality_cmd(files, alpha, test, fdr, split_tolerance, fmt):
 def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, min_gain, memory_budget, int_budget, cautious,
                 campaign, check):
     """Generate .prf profiles (lib/docs/profile-format.md) from significant, large-enough pattern violations."""
-    from .guidelines import analyze as run
-    from .profiles import check_profiles, generate_profiles, write_profiles
+    from service.analysis.guidelines import analyze as run
+    from service.analysis.profiles import check_profiles, generate_profiles, write_profiles
     rs = _load(files)
     a = run(rs, alpha=alpha, test=test, fdr=fdr, split_tolerance=split_tolerance)
     if campaign is None:
@@ -181,7 +181,7 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, min_gain, mem
               help="also write the heatmaps and per-layout details to this HTML file (self-contained)")
 def datatypes_cmd(files, alpha, fdr, min_gain, test, fmt, detail, html_out):
     """GL1-GL4 verdicts of the derived-datatype guidelines on pgmpi-dtbench results (service/analysis/datatypes.py)."""
-    from .datatypes import dt_verdicts, summary
+    from service.analysis.datatypes import dt_verdicts, summary
     rs = _load(files)
     min_effect = min_gain
     vs = dt_verdicts(rs, alpha=alpha, fdr=fdr, min_effect=min_effect, test=test)
@@ -189,7 +189,7 @@ def datatypes_cmd(files, alpha, fdr, min_gain, test, fmt, detail, html_out):
         raise click.ClickException("no pgmpi-dtbench cases (#@pgmpi dtcase lines) with two descriptions in the given files")
     if html_out:
         from pathlib import Path
-        from .datatypes_report import render
+        from service.analysis.datatypes_report import render
         Path(html_out).write_text(render(rs, vs))
         click.echo(f"wrote {html_out}", err=True)
     if fmt == "json":
@@ -272,10 +272,10 @@ def explain_cmd(machine, library, collective, size, p, campaign, profile_root, a
     median, paired ratio to the default, CI, p-value and regimes, the search path that visited it, the
     choice and why, and whether the published native file / profile holds it."""
     from pgmpi_formats import site
-    from service.commands import app_context
+    from service.commands.admin import app_context
     from service.store.db import db as sa
 
-    from .explain import ExplainError, explain
+    from service.workflows.explain import ExplainError, explain
     root = str(site.profile_root(profile_root))
     with app_context(database_url):
         try:
@@ -304,7 +304,7 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     from pgmpi_formats.prf import format_prf, profile_filename
     from pgmpi_formats.results import read_file
 
-    from .native_decision import decide, runs_from_files, validation_refusals
+    from service.analysis.native_decision import decide, runs_from_files, validation_refusals
     libs = {read_file(f).header.get("mpi_library") for f in files}
     if len(libs) != 1 or not libs <= {"openmpi", "mpich"}:
         raise click.ClickException(f"FILES must be of one MPI library, openmpi or mpich; got {sorted(map(str, libs))}")
@@ -350,7 +350,7 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
             click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}")
     judged = [(d, c) for d in res.decisions.values() for c in d.candidates if c.under]
     if judged:
-        from .native_decision import mockup_parts
+        from service.analysis.native_decision import mockup_parts
         file_keys = {x.key for x in res.native_decisions() if x.label != "default"}
         touched = [(d, c) for d, c in judged if mockup_parts(c.label) & file_keys]
         click.echo(f"second pass: {len(judged)} mock-up candidate(s) judged under the file, "

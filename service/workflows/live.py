@@ -2,7 +2,7 @@
 the command line (no Flask).
 
 Live = the files of the version that `<profile root>/<machine>/<set dir>/current` points at, read through
-service/profiles/lifecycle.py: its redirected mock-up ranges (.prf) and its native decision files. Every range
+service/workflows/publish.py: its redirected mock-up ranges (.prf) and its native decision files. Every range
 carries the validation's measured gain (default / tuned, per size, from the validation figures stored with
 that version); a figure outside every live range is a control size (nothing is redirected there, tuned = the
 default) or a range the validation dropped (named by the validation record).
@@ -112,7 +112,7 @@ def _dropped(rec: dict) -> list[dict]:
 
 def live_version(session, ps: ProfileSet, root: Path) -> tuple[dict, ProfileVersion | None]:
     """(status of the set under root, the database's version that is current there, or None)."""
-    from service.profiles import lifecycle
+    from service.workflows import publish as lifecycle
     st = lifecycle.history_of(ps, root)
     if st.get("current") in (None, 0) or not st.get("target"):
         return st, None

@@ -1,6 +1,6 @@
 """`pgmpi profile`: publish, roll back and show tuned profiles.
 
-The work is done by service/profiles/lifecycle.py (a set stored in the database: files and database change
+The work is done by service/workflows/ (validate.py, publish.py: a set stored in the database: files and database change
 together) and service/profiles/publish.py (files only, for a directory of .prf files from elsewhere); this
 module parses options and prints results.  The profile root is --root, else the site's
 (pgmpi_formats.site.profile_root: site.conf's profile_root, else /opt/pgmpi-site/profiles).
@@ -100,11 +100,11 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
     evidence, native, unread = None, None, ""
     if not force:     # a forced publication needs no evidence (and no database)
         from sqlalchemy.exc import SQLAlchemyError
-        from service.profiles import lifecycle
+        from service.workflows import validate
         try:
             with _app(database_url).app_context():
-                evidence = lifecycle.recorded_validation(machine, mpi_name, mpi_version, files)
-                native = lifecycle.recorded_native_validation(machine, mpi_name, mpi_version, files)
+                evidence = validate.recorded_validation(machine, mpi_name, mpi_version, files)
+                native = validate.recorded_native_validation(machine, mpi_name, mpi_version, files)
         except SQLAlchemyError as exc:
             unread = f" (the service's database could not be read: {str(exc).splitlines()[0][:200]})"
     try:
@@ -125,7 +125,7 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
 @_database
 def fsck_cmd(root, as_json, database_url):
     """Check that the database and the profile root agree (exit 1 and list the problems when not)."""
-    from service.profiles import lifecycle
+    from service.workflows import publish as lifecycle
     with _app(database_url).app_context():
         problems = lifecycle.fsck(Path(_root(root)))
     if as_json:
@@ -149,7 +149,7 @@ def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, module
     """Swap current back to the previous version; the database records it as the profile page does
     (a set the database does not know, published with `pgmpi profile publish --dir`, changes on disk only)."""
     from service.store.db import db
-    from service.profiles import lifecycle
+    from service.workflows import publish as lifecycle
     actor = actor or f"cli:{getpass.getuser()}"
     with _app(database_url).app_context():
         try:
@@ -173,7 +173,7 @@ def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, module
 @click.option("--json", "as_json", is_flag=True)
 def status_cmd(root, machine, mpi_name, mpi_version, as_json):
     """Show the current version, all versions and the history."""
-    from service.profiles import lifecycle
+    from service.workflows import publish as lifecycle
     r = Path(_root(root))
     try:
         st = lifecycle.history(r, machine, mpi_name, mpi_version)
@@ -213,8 +213,8 @@ def list_cmd(root, as_json, database_url):
     """List the profile sets the database holds (machine, library, directory, versions, the live version) and
     the sets on disk the database does not know."""
     from sqlalchemy import select
-    from service.commands import app_context, print_rows
-    from service.profiles import lifecycle
+    from service.commands.admin import app_context, print_rows
+    from service.workflows import publish as lifecycle
     from service.store.db import db
     from service.store.models import ProfileSet
     r = Path(_root(root))
@@ -246,7 +246,7 @@ def publish_candidate_cmd(version_id, root, force, reason, actor, database_url):
     """Publish the candidate profile version VERSION_ID stored in the database (as the profile page does)."""
     from service.store.db import db
     from service.store.models import ProfileVersion
-    from service.profiles.lifecycle import publish_candidate
+    from service.workflows.publish import publish_candidate
     with _app(database_url).app_context():
         v = db.session.get(ProfileVersion, version_id)
         if v is None:

@@ -1,6 +1,7 @@
-"""A profile set's life, in one place: candidate (stored by service.store.analyses), validate (the
-agent's figures -> verdict), publish, roll back, history.  The API (service/api/profiles.py), the pages
-(service/dashboards/profiles/pages.py) and `pgmpi profile` (service/profiles/cli.py) all call these functions.
+"""Publish: a profile set's life after its candidate was stored (service/workflows/analyse.py) and validated
+(service/workflows/validate.py): publish, roll back, history, fsck, and what a campaign gave.  The API
+(service/api/profiles.py), the pages (service/dashboards/) and `pgmpi profile` (service/commands/profile.py)
+all call these functions.
 
 Each runs inside an app context and commits: the profile root (the file-system work of
 service/profiles/publish.py) and the database change together or not at all (if the database refuses the
@@ -15,77 +16,14 @@ from pathlib import Path
 from sqlalchemy import select
 
 from pgmpi_formats.checker import mpi_flavor
+from pgmpi_formats.native import file_digest
+from pgmpi_formats.prf import parse_prf
 from service.auth import audit
-from service.store.db import db
-from service.store.models import (Analysis, AuditLog, Campaign, Machine, MpiLibrary, NativeValidation, ProfileSet,
-                                  ProfileVersion, ValidationFigure, Violation)
 from service.profiles import publish as pub
-
-
-# ----------------------------------------------------------------- validate
-
-def validation_verdict(v: ProfileVersion, figures, tolerance: float | None = None,
-                       all_or_nothing: bool = False) -> dict:
-    """service.analysis.validation.judge on the candidate's files, with the null ratio spread its campaign's
-    control arm measured (service/analysis/README.md, "Validation"); a configured tolerance is a floor."""
-    from service.analysis.validation import judge
-    analysis = db.session.get(Analysis, v.analysis_id) if v.analysis_id else None
-    summ = (analysis.summary or {}) if analysis is not None else {}
-    control = summ.get("control") or {}
-    spread = control.get("null_spread")
-    if spread is None:      # a datatype campaign: its control arm is typed_control (service/analysis/datatypes.py)
-        spread = ((summ.get("datatypes") or {}).get("control") or {}).get("null_spread")
-    if tolerance is not None:
-        spread = max(spread or 0.0, tolerance)
-    return judge(v.files or {}, figures, null_spread=spread, all_or_nothing=all_or_nothing)
-
-
-def record_validation(v: ProfileVersion, figures, tolerance: float | None, actor: str, job: str,
-                      campaign: str | None, upload_ids: list[str], all_or_nothing: bool = False) -> dict:
-    """Store the agent's figures for a candidate, judge them per redirected range (failed ranges dropped,
-    the rest kept, or all or nothing), set the version's state and files (apply_verdict), audit and
-    commit.  figures: objects with collective, msize, nprocs, default_time, tuned_time, speedup, n_default,
-    n_tuned, run_ratios, paired.  Returns the verdict."""
-    from service.analysis.stats import ratios_ci
-    from service.analysis.validation import apply_verdict, summary_line
-    verdict = validation_verdict(v, figures, tolerance, all_or_nothing)
-    if verdict["state"] == "inconclusive" and v.state == "validated":
-        # no verdict (service/analysis/README.md, "Validation"): a validated version keeps its state, files and
-        # figures; the inconclusive run is recorded in the audit log and the notes
-        v.notes = (f"{v.notes}; later run {job}: {summary_line(verdict)}")[:2000]
-        audit(actor, "validate", "profile", str(v.id),
-              {"ok": False, "state": "inconclusive", "figures": len(figures), "control": verdict["control"][:20],
-               "tolerance": verdict["tolerance"], "job": job, "kept_state": v.state, "upload_ids": upload_ids[:100]})
-        db.session.commit()
-        verdict["contradicted"] = 0
-        return verdict
-    for old in list(v.figures):
-        db.session.delete(old)
-    rows = [ValidationFigure(version=v, collective=f.collective, msize=f.msize, nprocs=f.nprocs,
-                             layout=getattr(f, "layout", "") or "",
-                             default_time=f.default_time, tuned_time=f.tuned_time,
-                             speedup=f.speedup if f.speedup is not None else f.default_time / f.tuned_time,
-                             details={"n_default": f.n_default, "n_tuned": f.n_tuned, "job": job,
-                                      "campaign": campaign, "run_ratios": getattr(f, "run_ratios", None),
-                                      "paired": getattr(f, "paired", False), "verdict": verdict["state"],
-                                      **ratios_ci(getattr(f, "run_ratios", None)).to_dict(),
-                                      **({"case": f.case, "description": f.description}
-                                         if getattr(f, "case", "") else {})})
-            for f in figures]
-    db.session.add_all(rows)
-    apply_verdict(v, verdict, job)
-    # one truth on every page: the violations whose range this validation measured slower are contradicted
-    from service.store.analyses import apply_validation
-    verdict["contradicted"] = apply_validation(v.analysis_id, verdict, f"candidate #{v.number}")
-    v.validated_at = datetime.now(timezone.utc) if verdict["ok"] else None
-    audit(actor, "validate", "profile", str(v.id),
-          {"ok": verdict["ok"], "state": verdict["state"], "figures": len(rows), "slower": verdict["slower"][:20],
-           "missing": verdict["missing"][:20], "dropped": verdict["dropped"][:20], "kept": verdict["kept"][:20],
-           "control": verdict["control"][:20], "tolerance": verdict["tolerance"], "job": job,
-           "contradicted": verdict.get("contradicted", 0),
-           "upload_ids": upload_ids[:100]})
-    db.session.commit()
-    return verdict
+from service.store.db import db
+from service.store.models import (Analysis, AuditLog, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
+                                  Violation)
+from service.workflows.validate import recorded_native_validation
 
 
 # ----------------------------------------------------------------- publish, roll back, history
@@ -108,30 +46,6 @@ def set_directory(ps: ProfileSet) -> str:
     ps.directory = name
     db.session.flush()
     return name
-
-
-def assign_directories(session) -> None:
-    """Migration helper: give every stored set without one its directory (oldest set first keeps the plain
-    <name>-<version>).  Core SQL only, so it runs against any schema revision that has the column."""
-    from sqlalchemy import text
-    rows = session.execute(text(
-        "SELECT ps.id, ps.machine_id, l.name, l.version, l.module, ps.library_id FROM profile_sets ps "
-        "JOIN mpi_libraries l ON l.id = ps.library_id WHERE ps.directory IS NULL ORDER BY ps.id")).all()
-    taken = {(m, d) for m, d in session.execute(text(
-        "SELECT machine_id, directory FROM profile_sets WHERE directory IS NOT NULL"))}
-    for sid, mid, name, version, module, lib_id in rows:
-        try:
-            base = pub.library_dirname(name, version)
-        except pub.PublishError:
-            base = f"lib{lib_id}"
-        d = base
-        if (mid, d) in taken:
-            d = f"{base}+{hashlib.sha256((module or '').encode()).hexdigest()[:10]}"
-        if (mid, d) in taken:
-            d = f"{base}+lib{lib_id}"
-        taken.add((mid, d))
-        session.execute(text("UPDATE profile_sets SET directory = :d WHERE id = :i"), {"d": d, "i": sid})
-    session.flush()
 
 
 def _names(ps: ProfileSet) -> tuple[tuple[str, str, str], str]:
@@ -158,7 +72,6 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
         carried = {n: t for n, t in current.items() if n in pub.NATIVE_FILES}
         files.update(carried)
         if carried and not force:
-            from pgmpi_formats.native import file_digest
             live = {file_digest(t) for t in carried.values()}
             seen = measured_under(v)
             if seen != live:
@@ -190,7 +103,6 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
 def measured_under(v: ProfileVersion) -> set:
     """The native decision files (their #@native_file_fnv1a64; None: none) that the runs of the candidate's
     analysis (its campaign and library) ran under."""
-    from service.store.models import Run
     a = db.session.get(Analysis, v.analysis_id) if v.analysis_id else None
     if a is None:
         return set()
@@ -237,73 +149,6 @@ def find_set(machine: str, library: str, version: str, module: str | None = None
     return sets[0] if sets else None
 
 
-def recorded_validation(machine: str, library: str, version: str, files) -> dict | None:
-    """The service's record that these files passed validation: a version of this machine x library x version
-    with validated_at set (record_validation judged the agent's figures) whose files are exactly these."""
-    want = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in files.items()}
-    q = (select(ProfileVersion).join(ProfileSet, ProfileVersion.profile_set_id == ProfileSet.id)
-         .join(Machine, ProfileSet.machine_id == Machine.id).join(MpiLibrary, ProfileSet.library_id == MpiLibrary.id)
-         .where(Machine.name == machine, MpiLibrary.name == library, MpiLibrary.version == version,
-                ProfileVersion.validated_at.is_not(None)).order_by(ProfileVersion.id.desc()))
-    for v in db.session.scalars(q):
-        if dict(v.files or {}) == want:
-            return {"profile_version": v.id, "validated_at": v.validated_at.isoformat(), "figures": len(v.figures)}
-    return None
-
-
-def native_digest(text: str | bytes) -> str:
-    return hashlib.sha256(text.encode() if isinstance(text, str) else bytes(text)).hexdigest()
-
-
-def recorded_native_validation(machine: str, library: str, version: str, files) -> dict | None:
-    """The service's passing validation records of the native decision files among `files` (this machine x
-    library x version, exactly these texts): {name: record} when every native file has one, {} when there
-    is none to check, None when one lacks a record."""
-    out = {}
-    for name, text in files.items():
-        if name not in pub.NATIVE_FILES:
-            continue
-        rec = db.session.scalars(select(NativeValidation).where(
-            NativeValidation.digest == native_digest(text), NativeValidation.file_name == name,
-            NativeValidation.machine == machine, NativeValidation.library == library,
-            NativeValidation.version == version, NativeValidation.state == "passed")
-            .order_by(NativeValidation.id.desc())).first()
-        if rec is None:
-            return None
-        out[name] = {"native_validation": rec.id, "digest": rec.digest, "at": rec.created_at.isoformat(),
-                     "job": rec.job}
-    return out
-
-
-def record_native_validation(machine: str, library: str, version: str, name: str, text: str, nprocs: int,
-                             figs: dict, job: str, actor: str, tolerance: float | None = None) -> dict:
-    """Judge a native file's validation job (service/analysis/native_validation.py) on the cells the service
-    reads from the file itself, store the record, audit and commit.  A file the readers refuse raises
-    PublishError (no record: it never gets near a job or a publication)."""
-    from pgmpi_formats import mpich_json, native_validation as nv
-    from service.analysis.native_validation import judge
-    want = pub.NATIVE_FILES.get(name)
-    if want is None:
-        raise pub.PublishError(f"{name!r} is no native decision file; valid: {', '.join(pub.NATIVE_FILES)}")
-    pub.check_native_file(name, text, mpi_flavor(library), version)
-    if want == "openmpi":
-        cells = nv.cells_of_rules(text, pub._installed("openmpi", version), nprocs, name)
-    else:
-        cells = nv.cells_of_json(mpich_json.loads(text, name), pub._installed("mpich", version).base, nprocs)
-    verdict = judge(cells, figs, want, 0.10 if tolerance is None else tolerance)
-    rec = NativeValidation(machine=machine, library=library, version=version, file_name=name,
-                           digest=native_digest(text), nprocs=nprocs, state=verdict["state"], verdict=verdict,
-                           job=job[:200], actor=actor)
-    db.session.add(rec)
-    db.session.flush()
-    audit(actor, "validate-native", "native", str(rec.id),
-          {"state": verdict["state"], "file": name, "digest": rec.digest, "problems": verdict["problems"][:20],
-           "job": job})
-    db.session.commit()
-    verdict["id"] = rec.id
-    return verdict
-
-
 def history(root: Path, machine: str, library: str, version: str, directory: str | None = None) -> dict:
     """The published versions and the history.jsonl of a profile set, as `pgmpi profile status` shows it."""
     return pub.status(root, machine, library, version, directory)
@@ -338,7 +183,11 @@ def fsck(root: Path) -> list[dict]:
                              "problem": f"shares its directory with set {seen[key]}"})
         seen[key] = ps.id
         published = [v for v in ps.versions if v.state == "published"]
-        cur = pub.current_version(target) if target.is_dir() else None
+        try:
+            cur = pub.current_version(target)
+        except pub.PublishError as exc:
+            problems.append({"set": ps.id, "directory": str(target), "problem": str(exc)})
+            continue
         cur_path = str(target / "versions" / str(cur)) if cur else None
         elsewhere = [v for v in published if v.published_path and not Path(v.published_path).is_relative_to(root)]
         if elsewhere and cur_path is None:
@@ -365,7 +214,11 @@ def fsck(root: Path) -> list[dict]:
             problems.append({"set": ps.id, "directory": str(target), "problem":
                              f"current is {cur_path}, which no version of the set is marked published at"})
             continue
-        on_disk = {p.name: p.read_text(errors="replace") for p in Path(cur_path).iterdir() if p.is_file()}
+        try:
+            on_disk = pub.version_files(target, cur)
+        except pub.PublishError as exc:
+            problems.append({"set": ps.id, "directory": str(target), "problem": str(exc)})
+            continue
         if on_disk != dict(marked[0].files or {}):
             problems.append({"set": ps.id, "directory": str(target), "problem":
                              f"files of {cur_path} differ from version {marked[0].number} in the database"})
@@ -462,7 +315,6 @@ def campaign_report(campaign: str, machine: str | None = None) -> list[dict]:
 
 
 def _ranges(files: dict[str, str]) -> list[dict]:
-    from pgmpi_formats.prf import parse_prf
     out = []
     for name, text in sorted(files.items()):
         try:

@@ -1,5 +1,6 @@
 """`pgmpi explain <machine> <library> <collective> <size> <p>`: the evidence behind one cell's decision, from
-the runs the service stores (no Flask request; used by the CLI with an app context).
+the runs the service stores (no Flask request; `pgmpi explain`, service/commands/analysis.py, calls it
+with an app context).  The decision itself is service/analysis/native_decision.py's, pure.
 
     text = explain(session, "slurmbox", "openmpi", "bcast", 4096, 2, campaign=None, profile_root=None)
 
@@ -17,11 +18,14 @@ import re
 
 from sqlalchemy import select
 
-from pgmpi_formats import arms
+from pgmpi_formats import arms, native, native_file, ompi_rules
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
-
-from .native_decision import Run as RunMedians, decide, explain_lines
-from .stats import CI_METHOD
+from pgmpi_formats.footer import Served, records
+from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
+from service.analysis.native_decision import Run as RunMedians, decide, explain_lines
+from service.profiles import publish as pub
+from service.store.models import Campaign, Machine, MpiLibrary, Run, Series
+from service.analysis.stats import CI_METHOD
 
 SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")     # one mpirun per round
 SEARCH_SERVED = re.compile(r"search-(\d+)-([a-z]+)\.txt$")                    # pgmpi-bench --serve: all rounds
@@ -32,7 +36,6 @@ class ExplainError(LookupError):
 
 
 def _cells(session, lib_ids, p, campaign_id):
-    from service.store.models import Run, Series
     runs = select(Run.id, Run.file_name, Run.campaign_id, Run.headers, Run.footer) \
         .where(Run.library_id.in_(lib_ids), Run.nprocs == p)
     if campaign_id is not None:
@@ -69,7 +72,6 @@ def _reporting_line(headers: list[dict]) -> str:
 def _digest_of(library: str):
     """decide's file_digest: the text `pgmpi analyze native-files` would write, hashed; None where this host
     cannot write it (no such MPI installed here): then no second-pass run can match."""
-    from pgmpi_formats import native, native_file
 
     def digest(decisions):
         try:
@@ -80,9 +82,6 @@ def _digest_of(library: str):
 
 
 def _published(profile_root, machine, lib, key, size, p) -> list[str]:
-    from pgmpi_formats import native, ompi_rules
-    from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
-    from service.profiles import publish as pub
     out = []
     try:
         files = pub.published_files(profile_root, machine, lib.name, lib.version)
@@ -117,7 +116,6 @@ def _published(profile_root, machine, lib, key, size, p) -> list[str]:
 
 def explain(session, machine: str, library: str, collective: str, size: int, p: int, campaign: str | None = None,
             profile_root=None, alpha: float = 0.05, min_gain: float = 0.05) -> str:
-    from service.store.models import Campaign, Machine, MpiLibrary
     m = session.scalar(select(Machine).where(Machine.name == machine))
     if m is None:
         known = session.scalars(select(Machine.name).order_by(Machine.name)).all()
@@ -153,12 +151,11 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
             rounds.setdefault((camp_names.get(c, "?"), int(mt.group(1))), []).append(
                 (int(mt.group(4)), sorted(a for a in algs if a.startswith("native:"))))
         ms = SEARCH_SERVED.search(fname)
-        if ms and ms.group(2) == collective:      # "#@pgmpi served <seq> <MPI_Name> <bytes> <labels>"
-            for line in footer:
-                f = str(line).split()
-                if len(f) == 6 and f[:2] == ["#@pgmpi", "served"] and f[3] == mpi_name and f[4] == str(size):
+        if ms and ms.group(2) == collective:      # pgmpi-bench --serve: one Served record per cell
+            for s in records(map(str, footer), Served):
+                if s.call == mpi_name and s.msize == size:
                     rounds.setdefault((camp_names.get(c, "?"), int(ms.group(1))), []).append(
-                        (int(f[2]), sorted(x for x in f[5].split(",") if x.startswith("native:"))))
+                        (s.seq, sorted(x for x in s.labels if x.startswith("native:"))))
     for (cname, idx), rs in sorted(rounds.items()):
         rs.sort()
         path_lines.append(f"search path in campaign {cname} (sweep {idx}): "

@@ -1,11 +1,11 @@
-"""`pgmpi alerts list|send`: the alerts of the dashboards, sent as the site file chooses (service/notify.py)."""
+"""`pgmpi alerts list|send`: the alerts of the dashboards, sent as the site file chooses (service/workflows/notify.py)."""
 from __future__ import annotations
 
 import json
 
 import click
 
-from service.commands import DB_OPT, app_context
+from service.commands.admin import DB_OPT, app_context
 
 
 @click.group("alerts")
@@ -26,7 +26,7 @@ def _collect(root):
 @DB_OPT
 def alerts_list(root, as_json, database_url):
     """Every current alert, one line each (what changed, whether a live profile covers it)."""
-    from service.notify import line
+    from service.workflows.notify import line
     with app_context(database_url):
         found = _collect(root)
         if as_json:
@@ -45,7 +45,7 @@ def alerts_list(root, as_json, database_url):
 @DB_OPT
 def alerts_send(root, base_url, database_url):
     """Send the alerts not sent yet, as the site file's alerts_* keys choose (run after the nightly analysis)."""
-    from service.notify import Settings, send
+    from service.workflows.notify import Settings, send
     from service.store.db import db
     try:
         settings = Settings.from_site()
@@ -60,3 +60,6 @@ def alerts_send(root, base_url, database_url):
             db.session.rollback()
             raise click.ClickException(f"not sent (nothing recorded, the next run tries again): {exc}") from None
     click.echo(f"{rep['pending']} new alert(s): {rep['mailed']} mailed, {rep['posted']} posted to the webhook")
+
+
+COMMANDS = [alerts]

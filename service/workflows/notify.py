@@ -25,6 +25,8 @@ from sqlalchemy import select
 
 from service.store.models import AuditLog
 
+TYPES = ("new_violation", "unconfirmed_violation", "contradicted_violation", "regression")   # every alert's type
+
 DEFAULT_TYPES = ("regression", "new_violation", "contradicted_violation")
 
 
@@ -41,7 +43,6 @@ class Settings:
     def from_site(cls, conf: dict[str, str] | None = None) -> "Settings":
         """From the site file's alerts_* keys; a bad value is an error naming the key and the valid choices."""
         from pgmpi_formats import site
-        from service.dashboards.alerts.data import TYPES
         conf = site.read_site_config() if conf is None else conf
 
         def items(key):
@@ -117,7 +118,8 @@ def message(alerts: list[dict], settings: Settings, base_url: str | None = None)
     for a in alerts:
         kinds[a["type"]] = kinds.get(a["type"], 0) + 1
     msg = EmailMessage()
-    msg["Subject"] = f"[pgmpi] {', '.join(libs)}: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(kinds.items()))
+    msg["Subject"] = f"[pgmpi] {', '.join(libs)}: " + ", ".join(f"{n} {k.replace('_', ' ')}{'s' if n != 1 else ''}"
+                                                            for k, n in sorted(kinds.items()))
     msg["From"] = settings.mail_from
     msg["To"] = ", ".join(settings.mail_to)
     body = ["What changed since the last night:", ""] + [f"- {line(a)}" for a in alerts]
