@@ -37,7 +37,9 @@ CONF
 }
 
 start_munge() {
-  if pgrep -x munged >/dev/null; then return 0; fi
+  # The system munged (default socket and pid file): deploy/cluster.sh runs a munged of its own, which
+  # `pgrep -x munged` would take for this one.
+  if [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; then return 0; fi
   [ -f /etc/munge/munge.key ] || { /usr/sbin/mungekey --create >/dev/null 2>&1 || /usr/sbin/create-munge-key -f >/dev/null; }
   chown munge:munge /etc/munge/munge.key 2>/dev/null || true; chmod 400 /etc/munge/munge.key
   mkdir -p /run/munge /var/log/munge /var/lib/munge; chown munge:munge /run/munge /var/log/munge /var/lib/munge
@@ -85,7 +87,8 @@ case "${1:-}" in
       rm -f "$state/run/$d.started-by-us"
     done
     if [ -f "$state/run/munged.started-by-us" ]; then
-      pkill -x munged 2>/dev/null || true; rm -f "$state/run/munged.started-by-us"
+      [ -f /run/munge/munged.pid ] && kill "$(cat /run/munge/munged.pid)" 2>/dev/null || true
+      rm -f "$state/run/munged.started-by-us"
     fi
     echo "slurm.sh: down"
     ;;

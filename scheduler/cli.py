@@ -315,6 +315,71 @@ def agent_nightly(state_dir, files, interval, max_hours, day):
         sys.exit(1)
 
 
+@agent.command("usage-upload")
+@click.option("--spool", required=True, type=click.Path(file_okay=False), help="the PGMPITUNE_USAGE_DIR of the module")
+@click.option("--machine", required=True, help="the machine the records come from (the token's machine)")
+@click.option("--service-url", required=True, help="the service, e.g. https://pgmpi.example.org")
+@click.option("--token-file", required=True, help="a file holding the agent token of that machine")
+def agent_usage_upload(spool, machine, service_url, token_file):
+    """Upload the complete usage records of a spool (idempotent, resumable); exit 3 when the service was
+    unreachable and records wait, 1 when one was refused (it is in <spool>/rejected/ with the reason)."""
+    from .uploader import ServiceClient, read_token, upload_usage
+    if not Path(spool).is_dir():
+        raise click.ClickException(f"{spool}: no such spool directory (PGMPITUNE_USAGE_DIR of the pgmpitunelib module)")
+    try:
+        client = ServiceClient(url=service_url, token=read_token(token_file))
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    out = upload_usage(client, Path(spool), machine, log=lambda m: click.echo(f"[agent] {m}", err=True))
+    click.echo(f"usage: {out['sent']} sent, {out['duplicates']} already stored, {out['rejected']} refused, "
+               f"{out['pending']} waiting, {out['stale_removed']} stale temporaries removed")
+    raise SystemExit(3 if out["unreachable"] else 1 if out["rejected"] else 0)
+
+
+@campaign.command("from-usage")
+@click.argument("base", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out-dir", required=True, type=click.Path(file_okay=False), help="where tonight's files go")
+@click.option("--night", type=int, default=None, help="the night's number (rotation of the sample); default: days since 2000")
+@click.option("--service-url", default=None, help="override the base file's service.url")
+@click.option("--token-file", default=None, help="override the base file's service.token_file")
+def campaign_from_usage(base, out_dir, night, service_url, token_file):
+    """Tonight's campaign files of a `cells: from-usage` base: the cells holding the users' time, within the
+    night's node-hour budget (scheduler/from_usage.py); then `pgmpi campaign submit` each of them."""
+    import datetime
+    from urllib.parse import quote
+    import yaml
+    from .from_usage import FromUsageError, cells_from_api, library_identity, write_tonight
+    from .uploader import Rejected, ServiceClient, Unreachable, read_token
+    try:
+        b = yaml.safe_load(Path(base).read_text()) or {}
+    except yaml.YAMLError as e:
+        raise click.ClickException(f"{base}: {e}") from None
+    svc = b.get("service") or {}
+    url, tok = service_url or svc.get("url"), token_file or svc.get("token_file")
+    if not url:
+        raise click.ClickException(f"{base}: service.url is needed to read the users' usage (or --service-url)")
+    client = ServiceClient(url=url, token=read_token(tok))
+    machine = b.get("machine", "")
+    try:
+        _, m = client.request("GET", f"/api/v1/machines/{quote(machine, safe='')}")
+        usage = {}
+        for mod in b.get("modules") or []:
+            lib = library_identity(mod.get("mpi", ""))
+            _, j = client.request("GET", f"/api/v1/machines/{quote(machine, safe='')}/libraries/{quote(lib, safe='')}/usage")
+            usage[mod["name"]] = cells_from_api(j.get("cells", []), int(m.get("cores_per_node") or 1))
+    except (Unreachable, Rejected) as e:
+        raise click.ClickException(str(e)) from None
+    night = night if night is not None else (datetime.date.today() - datetime.date(2000, 1, 1)).days
+    try:
+        paths, text = write_tonight(Path(base), usage, Path(out_dir), machine_nodes=int(m.get("nodes") or 1),
+                                    night=night)
+    except FromUsageError as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(text, nl=False)
+    for p in paths:
+        click.echo(f"wrote {p}")
+
+
 COMMANDS = [agent, campaign]
 
 

@@ -106,6 +106,11 @@ class ServiceClient:
                 if "HTTP 409" in str(exc):      # registered before: fine
                     return True, {}
                 raise
+        if kind == "usage":
+            m = quote(payload["machine"], safe="")
+            status, data = self.request("POST", f"/api/v1/machines/{m}/usage",
+                                        {"name": payload["name"], "record": payload["record"]})
+            return bool(data.get("duplicate")) or status == 200, data
         if kind == "validation":
             path = payload.pop("_path")
             _, data = self.request("POST", path, payload)
@@ -177,4 +182,51 @@ def drain(state: State, client: ServiceClient | None, log=None, quick_retries: i
         if out["unreachable"]:
             break
     out["pending"] = len(state.outbox())
+    return out
+
+
+def upload_usage(client: ServiceClient, spool: Path, machine: str, log=None, stale_seconds: float = 86400.0) -> dict:
+    """Send the complete usage records of a spool directory (libpgmpitune, PGMPITUNE_USAGE_DIR), oldest first.
+    A record the service stored (or had stored: idempotent by content) moves to <spool>/uploaded/; one it
+    refused moves to <spool>/rejected/ with the reason next to it; when the service is unreachable the rest
+    waits for the next run (resumable). Temporaries of writers killed more than `stale_seconds` ago are
+    removed: a record is only ever renamed into place whole."""
+    from pgmpi_formats.usage import spooled
+    out = {"sent": 0, "duplicates": 0, "rejected": 0, "pending": 0, "stale_removed": 0, "unreachable": False}
+    spool = Path(spool)
+    now = time.time()
+    for t in spool.glob(".*.tmp"):
+        try:
+            if now - t.stat().st_mtime > stale_seconds:
+                t.unlink()
+                out["stale_removed"] += 1
+        except OSError:
+            pass
+    files = spooled(spool)
+    for i, f in enumerate(files):
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            text, err = None, f"unreadable: {exc}"
+        try:
+            if text is None:
+                raise Rejected(err)
+            dup, _ = client.send("usage", {"machine": machine, "name": f.name, "record": text})
+            dest = spool / "uploaded"
+            out["duplicates" if dup else "sent"] += 1
+        except Unreachable as exc:
+            out["unreachable"] = True
+            out["pending"] = len(files) - i
+            if log:
+                log(f"usage: service unreachable, {out['pending']} record(s) wait: {exc}")
+            break
+        except Rejected as exc:
+            dest = spool / "rejected"
+            dest.mkdir(exist_ok=True)
+            (dest / (f.name + ".why")).write_text(str(exc) + "\n")
+            out["rejected"] += 1
+            if log:
+                log(f"usage: {f.name} refused: {exc}")
+        dest.mkdir(exist_ok=True)
+        f.rename(dest / f.name)
     return out

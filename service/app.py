@@ -60,6 +60,54 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
         cur.close()
 
 
+UPLOAD_ENDPOINTS = {"api.post_upload"}
+PUBLIC_ASSETS = {"dash.plotly_js", "static"}
+# plotly.js draws with inline styles and <style> rules; it needs no eval for the charts these pages draw
+CSP = ("default-src 'self'; script-src 'self' 'nonce-{nonce}'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def csp_nonce() -> str:
+    """This request's nonce for inline <script nonce="..."> (templates: {{ csp_nonce() }})."""
+    if "csp_nonce" not in g:
+        g.csp_nonce = secrets.token_urlsafe(16)
+    return g.csp_nonce
+
+
+def _url_rule() -> None:
+    """Every path segment and query parameter of every route through the one URL rule
+    (pgmpi_formats.limits.check_url_value: no NUL, no lone surrogate, <= 1000 characters): 400 with the
+    parameter's name, before a value reaches a database that cannot hold it."""
+    from pgmpi_formats import limits
+    items = [("path", k, v) for k, v in (request.view_args or {}).items() if isinstance(v, str)]
+    items += [("query", k, v) for k, v in request.args.items(multi=True)]
+    for where, k, v in items:
+        try:
+            limits.check_url_value(k, f"{where} parameter name")
+            limits.check_url_value(v, f"{where} parameter {k[:40]!r}")
+        except limits.LimitError as e:
+            if request.blueprint == "api":
+                from service.api.common import ApiError
+                raise ApiError(400, "bad_parameter", str(e), field=k[:80]) from None
+            from flask import abort
+            abort(400, description=str(e))
+
+
+def _body_limit() -> None:
+    """The largest body this route reads (413 beyond it, before anything is read when Content-Length
+    says so; a chunked body is cut off at the limit): an anonymous request costs a worker at most the form
+    limit, since the API reads its bodies only after the bearer token is checked."""
+    from flask import current_app
+    c = current_app.config
+    if request.endpoint in UPLOAD_ENDPOINTS:
+        request.max_content_length = c["MAX_CONTENT_LENGTH"]
+    elif request.blueprint == "api":
+        request.max_content_length = min(c["API_MAX_BODY_BYTES"], c["MAX_CONTENT_LENGTH"])
+    else:
+        request.max_content_length = min(c["FORM_MAX_BODY_BYTES"], c["MAX_CONTENT_LENGTH"])
+
+
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     config = dict(config or {})
     instance = Path(config.pop("INSTANCE_PATH", None) or _default_instance())
@@ -75,6 +123,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         MAX_CONTENT_LENGTH=int(os.environ.get("PGMPI_MAX_UPLOAD_BYTES", 256 * 1024 * 1024)),
         # one file object of an upload: a worker's memory follows this, not the body (service/README.md)
         MAX_UPLOAD_FILE_BYTES=int(os.environ.get("PGMPI_MAX_UPLOAD_FILE_BYTES", 32 * 1024 * 1024)),
+        # per-route body limits (_body_limit): the uploads route takes MAX_CONTENT_LENGTH, read while it
+        # arrives and only after the token is checked; the other API writes a JSON body read after the token
+        # check; every form (login, logout, publish, rollback) a small body, which CSRF reads before any login
+        API_MAX_BODY_BYTES=int(os.environ.get("PGMPI_API_MAX_BODY_BYTES", 32 * 1024 * 1024)),
+        FORM_MAX_BODY_BYTES=int(os.environ.get("PGMPI_FORM_MAX_BODY_BYTES", 64 * 1024)),
         WTF_CSRF_TIME_LIMIT=None,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
@@ -82,6 +135,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_SECURE=_flag("PGMPI_SECURE_COOKIES", False),
         REMEMBER_COOKIE_SECURE=_flag("PGMPI_SECURE_COOKIES", False),
         # login throttle: failures per user name / per address within the window lock that name / address
+        PASSWORD_MIN_LENGTH=int(os.environ.get("PGMPI_PASSWORD_MIN_LENGTH", 12)),
         LOGIN_WINDOW_SECONDS=int(os.environ.get("PGMPI_LOGIN_WINDOW_SECONDS", 900)),
         LOGIN_MAX_FAILURES_PER_USER=int(os.environ.get("PGMPI_LOGIN_MAX_FAILURES_PER_USER", 5)),
         LOGIN_MAX_FAILURES_PER_ADDRESS=int(os.environ.get("PGMPI_LOGIN_MAX_FAILURES_PER_ADDRESS", 20)),
@@ -99,6 +153,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         from werkzeug.middleware.proxy_fix import ProxyFix
         n = app.config["PROXY_COUNT"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n)
+
+    # first of the before_request functions: the limit is in place before CSRF reads a form
+    app.before_request(_body_limit)
+    app.before_request(_url_rule)
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(ROOT / "migrations"), render_as_batch=True, compare_type=True)
@@ -121,6 +179,25 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     @app.before_request
     def _t0():
         g.t0 = time.perf_counter()
+
+    @app.context_processor
+    def _csp_nonce():
+        return {"csp_nonce": csp_nonce}
+
+    @app.after_request
+    def _security_headers(resp):
+        """docs/admin-guide.md, Security: a Content-Security-Policy (scripts of this site only, inline ones
+        by nonce; plotly's inline styles allowed), no framing, no sniffing; nothing a login or a token
+        showed is kept by a browser or proxy cache."""
+        resp.headers.setdefault("Content-Security-Policy", CSP.format(nonce=csp_nonce()))
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("Referrer-Policy", "same-origin")
+        from flask_login import current_user
+        private = bool(request.headers.get("Authorization")) or request.blueprint == "auth" or \
+            bool(getattr(current_user, "is_authenticated", False))
+        if private and request.endpoint not in PUBLIC_ASSETS:
+            resp.headers["Cache-Control"] = "no-store"
+        return resp
 
     @app.after_request
     def _access_log(resp):

@@ -157,7 +157,7 @@ def user_list(as_json: bool, database_url: str | None) -> None:
               envvar="PGMPI_PASSWORD", help="prompted when not given (or $PGMPI_PASSWORD)")
 @DB_OPT
 def user_passwd(username: str, password: str, database_url: str | None) -> None:
-    """Set USERNAME's password (at least 8 characters); ends the user's sessions."""
+    """Set USERNAME's password (at least 12 characters, $PGMPI_PASSWORD_MIN_LENGTH); ends the user's sessions."""
     from service.auth import _user, set_password
     from service.store.db import db as sa
     with app_context(database_url):
@@ -198,25 +198,28 @@ def token() -> None:
 @click.option("--role", type=click.Choice(["viewer", "agent", "admin"]), default="agent", show_default=True)
 @click.option("--machine", default=None, help="the machine an agent token acts for (required for agents)")
 @click.option("--user", "username", default=None, help="the user the token belongs to (optional)")
+@click.option("--expires-days", type=int, default=365, show_default=True,
+              help="the token's lifetime in days (1..1830); create a new one before it ends")
 @click.option("--json", "as_json", is_flag=True, help="print {id, token, ...} as JSON")
 @DB_OPT
-def token_create(name: str, role: str, machine: str | None, username: str | None, as_json: bool,
-                 database_url: str | None) -> None:
+def token_create(name: str, role: str, machine: str | None, username: str | None, expires_days: int,
+                 as_json: bool, database_url: str | None) -> None:
     """Create a bearer token. The secret is printed ONCE; only its hash is stored."""
     from service.auth import create_token
     from service.store.db import db as sa
     with app_context(database_url):
         try:
-            row, secret = create_token(name, role, machine, username)
+            row, secret = create_token(name, role, machine, username, expires_days=expires_days)
         except ValueError as e:
             _fail(str(e))
         sa.session.commit()
         if as_json:
-            click.echo(json.dumps({"id": row.id, "name": name, "role": role, "machine": machine, "token": secret}))
+            click.echo(json.dumps({"id": row.id, "name": name, "role": role, "machine": machine, "token": secret,
+                                   "expires_at": row.expires_at.isoformat(timespec="seconds")}))
         else:
             click.echo(secret)
-            click.echo(f"token {row.id} ({name}, {role}{', machine ' + machine if machine else ''}); "
-                       "store it now: it cannot be shown again", err=True)
+            click.echo(f"token {row.id} ({name}, {role}{', machine ' + machine if machine else ''}, expires "
+                       f"{row.expires_at:%Y-%m-%d}); store it now: it cannot be shown again", err=True)
 
 
 @token.command("revoke")
@@ -239,14 +242,23 @@ def token_revoke(token_id: int, database_url: str | None) -> None:
 @JSON_OPT
 @DB_OPT
 def token_list(as_json: bool, database_url: str | None) -> None:
-    """List tokens (id, name, role, machine, prefix, created, state); never the secrets."""
+    """List tokens (id, name, role, machine, prefix, created, state, expires); never the secrets.  The state is
+    active, revoked <when>, expired, or "user inactive" (the owner was disabled)."""
+    from service.auth import token_usable
     from service.store.db import db as sa
     from service.store.models import ApiToken
+
+    def state(t) -> str:
+        if t.revoked_at:
+            return "revoked " + _iso(t.revoked_at)
+        if t.user is not None and not t.user.active:
+            return "user inactive"
+        return "active" if token_usable(t) else "expired"
     with app_context(database_url):
         rows = [[t.id, t.name, t.role, t.machine.name if t.machine else None, t.prefix + "...", _iso(t.created_at),
-                 ("revoked " + _iso(t.revoked_at)) if t.revoked_at else "active"]
+                 state(t), _iso(t.expires_at)]
                 for t in sa.session.scalars(select(ApiToken).order_by(ApiToken.id))]
-        print_rows(["id", "name", "role", "machine", "prefix", "created", "state"], rows, as_json,
+        print_rows(["id", "name", "role", "machine", "prefix", "created", "state", "expires"], rows, as_json,
                    "no tokens yet; create one with `pgmpi token create NAME --role agent --machine M`")
 
 

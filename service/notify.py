@@ -117,7 +117,8 @@ def message(alerts: list[dict], settings: Settings, base_url: str | None = None)
     for a in alerts:
         kinds[a["type"]] = kinds.get(a["type"], 0) + 1
     msg = EmailMessage()
-    msg["Subject"] = f"[pgmpi] {', '.join(libs)}: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(kinds.items()))
+    msg["Subject"] = f"[pgmpi] {', '.join(libs)}: " + ", ".join(f"{n} {k.replace('_', ' ')}{'s' if n != 1 else ''}"
+                                                            for k, n in sorted(kinds.items()))
     msg["From"] = settings.mail_from
     msg["To"] = ", ".join(settings.mail_to)
     body = ["What changed since the last night:", ""] + [f"- {line(a)}" for a in alerts]

@@ -273,6 +273,10 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = DEFAULT_TEST
     else:
         p, stat = pvalues_greater([cells.sample(x) for _, x, _, _ in pairs],
                                   [cells.sample(y) for _, _, y, _ in pairs], test)
+    # a cell whose median is not > 0 measured nothing (timings of 0: below the clock's resolution, or a
+    # broken run): its comparisons are not testable (p = nan, never violated), not a division by zero later
+    measured = np.array([cells.median[x] > 0 and cells.median[y] > 0 for _, x, y, _ in pairs], dtype=bool)
+    p = np.where(measured, p, np.nan) if len(pairs) else p
     # one BH family per analysis: pattern, monotony and the split tests (their chosen pairs)
     sp_all = np.array([v.p_value if v.p_value is not None else np.nan for v in split_verdicts], dtype=float)
     padj_all = bh_adjust(np.r_[p, sp_all]) if fdr else np.full(len(p) + len(sp_all), np.nan)
@@ -291,14 +295,17 @@ def analyze(rs: ResultSet | Cells, alpha: float = 0.05, test: str = DEFAULT_TEST
         wy, _ = bwarn(y)
         if kind == "pattern":
             alg = cells.algorithms[int(cells.alg[y])]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = cells.median[x] / cells.median[y]
             v = _verdict(cells, "pattern", c, coll, x, y, alg, None, None, stat[t], p[t], violated,
-                         cells.median[x] / cells.median[y], _or(wx, wy), bx, padj=padj[t])
+                         ratio, _or(wx, wy), bx, padj=padj[t])
             v.control = _vd.is_control(alg)
         else:   # monotony: x = smaller size (slower under H1), y = larger size
             wy2, by = bwarn(y)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = cells.median[x] / cells.median[y]
             v = _verdict(cells, "monotony", c, coll, y, x, "default", int(cells.msize[x]), None,
-                         stat[t], p[t], violated, cells.median[x] / cells.median[y],
-                         _or(wx, wy2), by, padj=padj[t])
+                         stat[t], p[t], violated, ratio, _or(wx, wy2), by, padj=padj[t])
         _set_paired(v, ds[t])
         verdicts.append(v)
     verdicts.extend(split_verdicts)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pgmpi_formats.arms import TUNED
 from pgmpi_formats.collectives import KEYS
 from pgmpi_formats.native import parse_label
 

@@ -6,4 +6,4 @@ from flask import Blueprint
 api_bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 # importing the modules registers their routes and the error handlers
-from service.api import common, machines, campaigns, results, analyses, profiles, native  # noqa: E402,F401
+from service.api import common, machines, campaigns, results, analyses, profiles, native, usage  # noqa: E402,F401

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from flask import g, jsonify, request
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from service.api import api_bp, schemas as S
-from service.api.common import (ApiError, body, campaign_json, commit, created, for_machine, get_campaign,
+from service.api.common import (ApiError, body, campaign_json, created, for_machine, get_campaign,
                                 get_machine, job_json, page, require)
 from service.auth import audit
 from service.store.db import db
@@ -28,6 +29,18 @@ def create_campaign():
     data = body(S.CampaignIn)
     m = get_machine(data.machine)
     for_machine(m)
+    # idempotent also when identical registrations race: the loser of the insert sees the winner's row
+    for attempt in (1, 2):
+        try:
+            return _register(data, m)
+        except IntegrityError:
+            db.session.rollback()
+            if attempt == 2:
+                raise ApiError(409, "conflict", "conflicts with a concurrent or existing record") from None
+            m = get_machine(data.machine)
+
+
+def _register(data, m: Machine):
     c = db.session.scalar(select(Campaign).where(Campaign.name == data.name))
     if c is not None:
         if c.machine_id != m.id:
@@ -38,13 +51,13 @@ def create_campaign():
         if data.state:
             c.state = data.state
         audit(g.principal.name, "update", "campaign", c.name, {"schedule": c.schedule, "state": c.state})
-        commit()
+        db.session.commit()
         return created(campaign_json(c), 200)
     c = Campaign(name=data.name, machine_id=m.id, machine=m, definition=data.definition, schedule=data.schedule,
                  state=data.state or "planned")
     db.session.add(c)
     audit(g.principal.name, "create", "campaign", c.name, {"machine": m.name, "schedule": c.schedule})
-    commit()
+    db.session.commit()
     return created(campaign_json(c))
 
 
@@ -85,6 +98,18 @@ def put_job(campaign: str, job_key: str):
     if not 1 <= len(job_key) <= 200:
         raise ApiError(422, "validation_error", "job_key must have 1..200 characters", field="job_key")
     data = body(S.JobIn)
+    # an idempotent upsert also when identical reports race: the loser of the insert updates the winner's row
+    for attempt in (1, 2):
+        try:
+            return _upsert_job(c, job_key, data)
+        except IntegrityError:
+            db.session.rollback()
+            if attempt == 2:
+                raise ApiError(409, "conflict", "conflicts with a concurrent or existing record") from None
+            c = get_campaign(campaign)
+
+
+def _upsert_job(c: Campaign, job_key: str, data):
     j = db.session.scalar(select(Job).where(Job.campaign_id == c.id, Job.job_key == job_key))
     status = 200
     if j is None:
@@ -96,5 +121,5 @@ def put_job(campaign: str, job_key: str):
     db.session.flush()
     audit(g.principal.name, "upsert", "job", f"{c.name}/{job_key}",
           {"state": data.state, "slurm_job_id": data.slurm_job_id, "reason": data.reason[:200]})
-    commit()
+    db.session.commit()
     return created(job_json(j, c.name), status)

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
 from werkzeug.exceptions import HTTPException
 
+from pgmpi_formats import limits
 from service.api import api_bp
 from service.auth import csrf, current_principal
 from service.store.db import db
@@ -53,7 +54,7 @@ def _http_error(e: HTTPException):
     code = {413: "too_large", 404: "not_found", 405: "method_not_allowed"}.get(e.code, "http_error")
     msg = e.description
     if e.code == 413:
-        msg = f"request body larger than the limit of {current_app.config['MAX_CONTENT_LENGTH']} bytes"
+        msg = f"request body larger than this route's limit of {request.max_content_length} bytes"
     resp = jsonify(error_body(code, msg))
     resp.status_code = e.code or 500
     return resp
@@ -74,20 +75,14 @@ def _integrity_error(e: IntegrityError):
     return jsonify(error_body("conflict", "conflicts with a concurrent or existing record; retry")), 409
 
 
-@api_bp.before_request
-def _refuse_nul():
-    for where, values in (("query", request.args.items(multi=True)), ("path", (request.view_args or {}).items())):
-        for k, v in values:
-            if "\x00" in k or (isinstance(v, str) and "\x00" in v):
-                raise ApiError(400, "bad_parameter", f"{where} parameter {k!r} contains a NUL character", field=k)
-
-
 def _find_nul(value, path: str = "") -> Optional[str]:
+    """The JSON path of the first string (or key) holding what no text may hold (limits.bad_char: NUL, a
+    lone surrogate); None when clean."""
     if isinstance(value, str):
-        return path or "(body)" if "\x00" in value else None
+        return path or "(body)" if limits.bad_char(value) else None
     if isinstance(value, dict):
         for k, v in value.items():
-            if "\x00" in k:
+            if isinstance(k, str) and limits.bad_char(k):
                 return f"{path}.{k}".lstrip(".")
             hit = _find_nul(v, f"{path}.{k}".lstrip("."))
             if hit:
@@ -117,6 +112,9 @@ def require(role: str):
         def wrapper(*a, **kw):
             p = current_principal()
             if p is None:
+                if request.headers.get("Authorization"):
+                    raise ApiError(401, "unauthorized", "this token is unknown, revoked or expired, or its user is "
+                                   "inactive (`pgmpi token list` shows which)")
                 raise ApiError(401, "unauthorized", "a bearer token is required (Authorization: Bearer <token>)")
             if not p.at_least(role):
                 raise ApiError(403, "forbidden", f"role {p.role!r} may not do this; needs {role!r} or above")
@@ -145,7 +143,7 @@ def body(model: type[BaseModel]) -> Any:
         raise ApiError(422, "validation_error", "the request body must be a JSON object", field="(body)")
     nul = _find_nul(data)
     if nul:
-        raise ApiError(422, "validation_error", f"{nul}: NUL characters are not accepted", field=nul)
+        raise ApiError(422, "validation_error", f"{nul}: NUL characters and lone surrogates are not accepted", field=nul)
     try:
         return model.model_validate(data)
     except ValidationError as e:

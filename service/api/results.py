@@ -97,7 +97,7 @@ def _validate_head(head: dict, files=None) -> tuple[str, object]:
     from pydantic import ValidationError
     nul = _find_nul(head)
     if nul:
-        raise ApiError(422, "validation_error", f"{nul}: NUL characters are not accepted", field=nul)
+        raise ApiError(422, "validation_error", f"{nul}: NUL characters and lone surrogates are not accepted", field=nul)
     probe = {**head, "files": files if files is not None else [{"name": "x", "content": ""}]}
     try:
         data = S.UploadIn.model_validate(probe)
@@ -110,7 +110,7 @@ def _validate_file(index: int, item) -> S.FileIn:
     from pydantic import ValidationError
     nul = _find_nul(item, f"files.{index}")
     if nul:
-        raise ApiError(422, "validation_error", f"{nul}: NUL characters are not accepted", field=nul)
+        raise ApiError(422, "validation_error", f"{nul}: NUL characters and lone surrogates are not accepted", field=nul)
     try:
         return S.FileIn.model_validate(item)
     except ValidationError as e:

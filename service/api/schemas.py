@@ -6,6 +6,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pgmpi_formats import limits
 from pgmpi_formats.limits import CampaignName, LibraryName, LibraryVersion, MachineName, ModuleName
 from pgmpi_formats.results import format_results
 
@@ -59,6 +60,16 @@ class JobIn(_In):
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
 
+def _rule(check, value, field: str, *more):
+    """A pgmpi_formats.limits rule inside a pydantic validator (its message, naming the field)."""
+    try:
+        if check is limits.check_header_value:
+            return check(value, more[0], field)
+        return check(value, field, *more)
+    except limits.LimitError as e:
+        raise ValueError(str(e)) from None
+
+
 class FileIn(_In):
     """One mpirun's raw results: either `content` (the ReproMPI-format text of docs/contracts.md), or the same as
     JSON: `headers` (the #@key=value pairs) and `rows` ([test, nrep, msize, runtime_sec, algorithm])."""
@@ -67,6 +78,34 @@ class FileIn(_In):
     content: Optional[str] = None
     headers: Optional[dict[str, Union[str, int, float]]] = None
     rows: Optional[list[tuple[str, int, int, float, str]]] = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_rule(cls, v):
+        return _rule(limits.check_text, v, "name", 300)
+
+    @field_validator("content")
+    @classmethod
+    def _content_rule(cls, v):
+        return v if v is None else _rule(limits.check_file_text, v, "content")
+
+    @field_validator("headers")
+    @classmethod
+    def _header_rules(cls, v):
+        """The same rules as a #@key=value line of the text form: a line break would inject lines."""
+        for key, value in (v or {}).items():
+            _rule(limits.check_header_key, key, f"headers.{key[:40]}")
+            if isinstance(value, str):
+                _rule(limits.check_header_value, key, f"headers.{key[:40]}", value)
+        return v
+
+    @field_validator("rows")
+    @classmethod
+    def _row_rules(cls, v):
+        for i, (test, _nrep, _msize, _t, alg) in enumerate(v or []):
+            _rule(limits.check_call, test, f"rows.{i}.test")
+            _rule(limits.check_algorithm, alg, f"rows.{i}.algorithm")
+        return v
 
     @model_validator(mode="after")
     def _one_form(self):
@@ -145,9 +184,9 @@ class NativeValidationIn(_In):
     and the job's figures (pgmpi_formats.native_validation.figures).  The text is kept byte for byte: its
     sha256 is what a publication is checked against."""
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
-    machine: str = Field(max_length=200)
-    library: str = Field(max_length=100)
-    version: str = Field(max_length=100)
+    machine: MachineName
+    library: LibraryName
+    version: LibraryVersion
     name: Literal["native.rules", "native.json"]
     text: str = Field(max_length=4 * 1024 * 1024)
     nprocs: int = Field(ge=1, le=1_000_000)

@@ -23,10 +23,19 @@ class ValueTooLarge(ValueError):
     """One JSON value larger than the per-value limit (413)."""
 
 
+INT_DIGITS_MAX = 20     # an integer of the body: counts and sizes fit in 20 digits, int() of 4,300 raises
+
+
+def _int(text: str) -> int:
+    if len(text) - text.startswith("-") > INT_DIGITS_MAX:
+        raise BodyError(f"a JSON integer of {len(text)} digits; integers here have at most {INT_DIGITS_MAX}")
+    return int(text)
+
+
 class JsonStream:
     def __init__(self, stream: IO[bytes], max_value_bytes: int):
         self.stream, self.max_value = stream, max_value_bytes
-        self.decoder = json.JSONDecoder()
+        self.decoder = json.JSONDecoder(parse_int=_int)
         self.utf8 = codecs.getincrementaldecoder("utf-8")()
         self.buf, self.pos, self.eof = "", 0, False
 
@@ -80,6 +89,10 @@ class JsonStream:
                     raise BodyError(f"the request body is not valid JSON: {exc.msg}") from None
             except RecursionError:
                 raise BodyError("the request body nests JSON too deeply") from None
+            except (BodyError, ValueTooLarge):
+                raise
+            except ValueError as exc:     # what the decoder's number conversion may raise
+                raise BodyError(f"the request body is not valid JSON: {exc}") from None
             held = len(self.buf) - self.pos
             if held > self.max_value:
                 raise ValueTooLarge(f"one value of the body is larger than {self.max_value} bytes")

@@ -40,14 +40,25 @@ def hash_token(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+PASSWORD_MIN = 12      # default of PASSWORD_MIN_LENGTH ($PGMPI_PASSWORD_MIN_LENGTH)
+
+
+def check_password(password: str) -> None:
+    """At least PASSWORD_MIN_LENGTH characters (docs/admin-guide.md, Security: length, no composition rules)."""
+    least = int(current_app.config.get("PASSWORD_MIN_LENGTH", PASSWORD_MIN)) if current_app else PASSWORD_MIN
+    if not isinstance(password, str) or len(password) < least:
+        raise ValueError(f"password must have at least {least} characters")
+    if limits.bad_char(password):
+        raise ValueError("password: " + limits.bad_char(password))
+
+
 def add_user(username: str, password: str, role: str = "viewer") -> User:
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     if not username or len(username) > 80:
         raise ValueError("username must be 1..80 characters")
-    limits.check_text(username, "username", 80)       # no line breaks or NUL: names appear in the audit log
-    if len(password) < 8:
-        raise ValueError("password must have at least 8 characters")
+    limits.check_username(username)       # no line breaks or NUL: names appear in the audit log
+    check_password(password)
     if db.session.scalar(select(User).where(User.username == username)):
         raise ValueError(f"user {username!r} exists already")
     user = User(username=username, password_hash=hash_password(password), role=role)
@@ -113,18 +124,31 @@ def check_login(username: str, password: str, address: str = "") -> Optional[Use
     """The user when name and password match, else None; a failure is recorded (login_failures) and audited.
     Raises LoginRefused, without looking at the password, once the user name or the address has had
     LOGIN_MAX_FAILURES_PER_USER / _PER_ADDRESS failures within LOGIN_WINDOW_SECONDS (unknown names too,
-    so a lockout tells nothing about which names exist).  Commits."""
+    so a lockout tells nothing about which names exist).  Commits.
+
+    Atomic under concurrency: the attempt is recorded (and committed) BEFORE the counts are read and the
+    password is checked.  Of any number of concurrent attempts, the one whose record commits last sees
+    every other's record, so no more than the limit are ever checked within a window, on SQLite and on
+    PostgreSQL alike; a refused attempt takes its record back, a successful one clears the name's."""
     window, per_user, per_address = _login_limits()
     now = datetime.now(timezone.utc)
     since = now - timedelta(seconds=window)
     username, address = (username or "")[:80], (address or "")[:64]
+    attempt = LoginFailure(at=now, username=username, address=address)
+    db.session.add(attempt)
+    db.session.commit()
     for col, value, limit, what in ((LoginFailure.username, username, per_user, "this user name"),
                                     (LoginFailure.address, address, per_address, "this address")):
-        recent = db.session.scalars(select(LoginFailure.at).where(col == value, LoginFailure.at >= since)
+        if limit <= 0:
+            continue
+        recent = db.session.scalars(select(LoginFailure.at).where(col == value, LoginFailure.at >= since,
+                                                                  LoginFailure.id != attempt.id)
                                     .order_by(LoginFailure.at.desc()).limit(limit)).all()
-        if limit > 0 and len(recent) >= limit:
+        if len(recent) >= limit:
             oldest = min(_aware(t) for t in recent)
             retry = max(1, int((oldest + timedelta(seconds=window) - now).total_seconds()) + 1)
+            db.session.execute(delete(LoginFailure).where(LoginFailure.id == attempt.id),
+                               execution_options={"synchronize_session": False})
             audit(f"address:{address}", "login-refused", "user", username,
                   {"address": address, "why": f"{len(recent)} failed logins of {what} in {window} s"})
             db.session.commit()
@@ -132,11 +156,12 @@ def check_login(username: str, password: str, address: str = "") -> Optional[Use
     user = db.session.scalar(select(User).where(User.username == username))
     ok = check_password_hash(user.password_hash if user else _dummy_hash(), password)
     if user is not None and user.active and ok:
-        db.session.execute(delete(LoginFailure).where(LoginFailure.username == username))
+        db.session.execute(delete(LoginFailure).where(LoginFailure.username == username),
+                           execution_options={"synchronize_session": False})
         return user
-    db.session.add(LoginFailure(at=now, username=username, address=address))
     # keep the table small: failures older than a day (or the window) count for nothing any more
-    db.session.execute(delete(LoginFailure).where(LoginFailure.at < now - timedelta(seconds=max(window, 86400))))
+    db.session.execute(delete(LoginFailure).where(LoginFailure.at < now - timedelta(seconds=max(window, 86400))),
+                       execution_options={"synchronize_session": False})
     audit(f"address:{address}", "login-failed", "user", username, {"address": address})
     db.session.commit()
     return None
@@ -154,16 +179,23 @@ def invalidate_sessions(user: User) -> None:
 
 def set_password(user: User, password: str, actor: str = "cli") -> None:
     """Change a password and end the user's sessions.  The caller commits."""
-    if len(password) < 8:
-        raise ValueError("password must have at least 8 characters")
+    check_password(password)
     user.password_hash = hash_password(password)
     invalidate_sessions(user)
     audit(actor, "password", "user", user.username)
 
 
+TOKEN_DAYS_DEFAULT = 365
+TOKEN_DAYS_MAX = 5 * 366      # no token lives for ever: an agent's is renewed at most every five years
+
+
 def create_token(name: str, role: str, machine: Optional[str] = None, user: Optional[str] = None,
-                 actor: str = "cli") -> tuple[ApiToken, str]:
-    """Create a token; returns (row, secret). The secret is not stored and cannot be shown again."""
+                 actor: str = "cli", expires_days: int = TOKEN_DAYS_DEFAULT) -> tuple[ApiToken, str]:
+    """Create a token valid for `expires_days` days (1..TOKEN_DAYS_MAX); returns (row, secret). The secret is
+    not stored and cannot be shown again."""
+    if isinstance(expires_days, bool) or not isinstance(expires_days, int) or \
+            not 1 <= expires_days <= TOKEN_DAYS_MAX:
+        raise ValueError(f"a token's lifetime is 1..{TOKEN_DAYS_MAX} days, not {expires_days!r}")
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
     machine_row = None
@@ -184,10 +216,12 @@ def create_token(name: str, role: str, machine: Optional[str] = None, user: Opti
         limits.check_machine(machine, "--machine")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = ApiToken(name=name, prefix=secret[:12], token_hash=hash_token(secret), role=role,
-                   machine=machine_row, user=user_row)
+                   machine=machine_row, user=user_row,
+                   expires_at=datetime.now(timezone.utc) + timedelta(days=expires_days))
     db.session.add(row)
     db.session.flush()
-    audit(actor, "create", "api_token", str(row.id), {"name": name, "role": role, "machine": machine})
+    audit(actor, "create", "api_token", str(row.id), {"name": name, "role": role, "machine": machine,
+                                                      "expires_at": row.expires_at.isoformat(timespec="seconds")})
     return row, secret
 
 
@@ -214,7 +248,7 @@ def current_principal() -> Optional[Principal]:
     if header[:7].lower() == "bearer ":
         secret = header[7:].strip()
         row = db.session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(secret)))
-        if row is not None and row.revoked_at is None and row.role in ROLE_RANK:
+        if row is not None and token_usable(row):
             principal = Principal(name=f"token:{row.id}:{row.name}", role=row.role, machine_id=row.machine_id)
             _touch(row)
     elif request.method in ("GET", "HEAD", "OPTIONS") and current_user and current_user.is_authenticated:
@@ -223,6 +257,15 @@ def current_principal() -> Optional[Principal]:
     g.principal = principal
     g.actor_name = principal.name if principal else None
     return principal
+
+
+def token_usable(row: ApiToken) -> bool:
+    """Not revoked, not expired, a known role, and its user (when it has one) still active."""
+    if row.revoked_at is not None or row.role not in ROLE_RANK:
+        return False
+    if row.expires_at is not None and _aware(row.expires_at) <= datetime.now(timezone.utc):
+        return False
+    return row.user is None or bool(row.user.active)
 
 
 def _touch(row: ApiToken) -> None:
@@ -245,7 +288,17 @@ def _load_user(session_id: str) -> Optional[User]:
         return None
 
 
+def shown_actor(actor) -> str:
+    """An audit actor as a page shows it: the whole name to a logged-in user; to anonymous visitors only its
+    kind ("token", "user", "cli", ...), since token and user names help an attacker (admin guide, Security)."""
+    text = "" if actor is None else str(actor)
+    if current_user and current_user.is_authenticated:
+        return text
+    return text.split(":", 1)[0] if ":" in text else ("cli" if text == "cli" else "someone")
+
+
 def init_auth(app: Flask) -> None:
+    app.jinja_env.filters["actor"] = shown_actor
     login_manager.init_app(app)
     login_manager.login_view = "auth.login"
     csrf.init_app(app)

@@ -7,7 +7,9 @@ from flask import Blueprint, flash, make_response, redirect, render_template, re
 from flask_login import current_user, login_required, login_user, logout_user
 from flask_wtf import FlaskForm
 from wtforms import PasswordField, StringField, SubmitField
-from wtforms.validators import DataRequired, Length
+from wtforms.validators import DataRequired, Length, ValidationError
+
+from pgmpi_formats import limits
 
 from service.auth import LoginRefused, audit, check_login, invalidate_sessions
 from service.store.db import db
@@ -16,8 +18,15 @@ from service.store.models import User
 bp = Blueprint("auth", __name__, url_prefix="/auth")
 
 
+def _name_rule(form, field) -> None:
+    try:
+        limits.check_username(field.data or "", "username")
+    except limits.LimitError as e:
+        raise ValidationError(e.message) from None
+
+
 class LoginForm(FlaskForm):
-    username = StringField("User name", validators=[DataRequired(), Length(max=80)])
+    username = StringField("User name", validators=[DataRequired(), Length(max=80), _name_rule])
     password = PasswordField("Password", validators=[DataRequired()])
     submit = SubmitField("Log in")
 
@@ -27,7 +36,15 @@ class LogoutForm(FlaskForm):
 
 
 def _safe_next(target: str | None) -> str:
-    if target and not urlsplit(target).netloc and target.startswith("/") and not target.startswith("//"):
+    """A local path only: no scheme or host, no backslash (browsers read /\\host as //host), no control
+    characters (CR/LF cannot go into a Location header)."""
+    if not target or any(ord(c) < 32 or ord(c) == 127 or c == "\\" for c in target):
+        return "/"
+    try:
+        parts = urlsplit(target)
+    except ValueError:
+        return "/"
+    if not parts.netloc and not parts.scheme and target.startswith("/") and not target.startswith("//"):
         return target
     return "/"
 

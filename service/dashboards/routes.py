@@ -10,6 +10,7 @@ blueprint of common.py (endpoint names `dash.<page>`); importing an area registe
 | datatypes | derived-datatype verdicts and layouts | datatypes/data.py |
 | alerts | the alerts page and feed | alerts/data.py (sent by service/notify.py) |
 | tuned | what is tuned now per library | service/profiles/live.py |
+| usage | where the users' collective time goes | service/workflows/usage.py |
 
 Numbers shared by the areas (lookups, layouts, medians, violation counts) are in data.py.
 """
@@ -25,6 +26,7 @@ from service.dashboards.library import pages as _library  # noqa: F401
 from service.dashboards.native import pages as _native  # noqa: F401
 from service.dashboards.profiles import pages as _profiles  # noqa: F401
 from service.dashboards.tuned import pages as _tuned  # noqa: F401
+from service.dashboards.usage import pages as _usage  # noqa: F401
 
 bp = common.bp
 

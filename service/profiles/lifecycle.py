@@ -338,7 +338,11 @@ def fsck(root: Path) -> list[dict]:
                              "problem": f"shares its directory with set {seen[key]}"})
         seen[key] = ps.id
         published = [v for v in ps.versions if v.state == "published"]
-        cur = pub.current_version(target) if target.is_dir() else None
+        try:
+            cur = pub.current_version(target)
+        except pub.PublishError as exc:
+            problems.append({"set": ps.id, "directory": str(target), "problem": str(exc)})
+            continue
         cur_path = str(target / "versions" / str(cur)) if cur else None
         elsewhere = [v for v in published if v.published_path and not Path(v.published_path).is_relative_to(root)]
         if elsewhere and cur_path is None:
@@ -365,7 +369,11 @@ def fsck(root: Path) -> list[dict]:
             problems.append({"set": ps.id, "directory": str(target), "problem":
                              f"current is {cur_path}, which no version of the set is marked published at"})
             continue
-        on_disk = {p.name: p.read_text(errors="replace") for p in Path(cur_path).iterdir() if p.is_file()}
+        try:
+            on_disk = pub.version_files(target, cur)
+        except pub.PublishError as exc:
+            problems.append({"set": ps.id, "directory": str(target), "problem": str(exc)})
+            continue
         if on_disk != dict(marked[0].files or {}):
             problems.append({"set": ps.id, "directory": str(target), "problem":
                              f"files of {cur_path} differ from version {marked[0].number} in the database"})

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from pgmpi_formats.checker import CHECKER_NAME, find_checker
+from service.profiles import nofollow
 
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 _FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,123}\.(prf|dtprf)$")   # .dtprf: datatype profiles
@@ -221,17 +222,39 @@ def run_checker(directory: Path, checker: str | Sequence[str] | None = None,
 
 
 # ----------------------------------------------------------------- low-level fs
+# Below the root every directory and file is opened relative to its parent's descriptor without following
+# symlinks (service/profiles/nofollow.py): a planted symlink is refused, never followed.
 
-def _fsync_dir(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+def _split(target: Path) -> tuple[Path, tuple[str, str]]:
+    """target is <root>/<machine>/<set directory> (target_dir): the trusted root and the two components."""
+    return target.parent.parent, (target.parent.name, target.name)
+
+
+@contextlib.contextmanager
+def _target_fd(target: Path, create: bool = False):
+    """The set directory's descriptor; None when it does not exist (and create is False)."""
+    root, parts = _split(target)
     try:
-        os.fsync(fd)
+        fd = nofollow.open_path(root, parts, create)
+    except FileNotFoundError:
+        if create:
+            raise PublishError(f"cannot create {target}: a directory above it vanished") from None
+        fd = None
+    except nofollow.Refused as exc:
+        raise PublishError(str(exc)) from None
+    try:
+        yield fd
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
-def _write_file(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+def _fsync_fd(fd: int) -> None:
+    os.fsync(fd)
+
+
+def _write_file(dir_fd: int, name: str, path: str, data: bytes) -> None:
+    fd = nofollow.open_file(dir_fd, name, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         view = memoryview(data)
         while view:
@@ -244,54 +267,120 @@ def _write_file(path: Path, data: bytes) -> None:
 
 @contextlib.contextmanager
 def _locked(target: Path):
-    target.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        _sweep(target)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+    """The set directory (created), flock()ed through its .lock; yields the directory's descriptor."""
+    with _target_fd(target, create=True) as tfd:
+        try:
+            fd = nofollow.open_file(tfd, ".lock", str(target / ".lock"), os.O_RDWR | os.O_CREAT)
+        except nofollow.Refused as exc:
+            raise PublishError(str(exc)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _sweep(tfd)
+            yield tfd
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
-def _sweep(target: Path) -> None:
+def _sweep(tfd: int) -> None:
     """Remove leftovers of an interrupted operation (never visible through current)."""
-    for p in target.iterdir():
-        if p.name.startswith(".tmp-"):
-            shutil.rmtree(p, ignore_errors=True)
-        elif p.name.startswith(".current-") and p.is_symlink():
-            p.unlink(missing_ok=True)
+    for name in os.listdir(tfd):
+        k = nofollow.kind(tfd, name)
+        if name.startswith(".tmp-") and k == "dir":
+            shutil.rmtree(name, ignore_errors=True, dir_fd=tfd)
+        elif (name.startswith(".tmp-") or name.startswith(".current-")) and k in ("link", "file"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=tfd)
+
+
+def _versions_fd(tfd: int, target: Path) -> list[int]:
+    if nofollow.kind(tfd, "versions") == "":
+        return []
+    try:
+        with nofollow.subdir(tfd, "versions", str(target / "versions")) as vfd:
+            out = []
+            for name in os.listdir(vfd):
+                if name.isdigit():
+                    k = nofollow.kind(vfd, name)
+                    if k == "link":
+                        raise nofollow.Refused(f"{target / 'versions' / name} is a symbolic link; the profile root "
+                                               "holds real directories and files only")
+                    if k == "dir":
+                        out.append(int(name))
+            return sorted(out)
+    except nofollow.Refused as exc:
+        raise PublishError(str(exc)) from None
 
 
 def _versions(target: Path) -> list[int]:
-    vdir = target / "versions"
-    if not vdir.is_dir():
-        return []
-    return sorted(int(p.name) for p in vdir.iterdir() if p.name.isdigit() and p.is_dir())
+    with _target_fd(target) as tfd:
+        return [] if tfd is None else _versions_fd(tfd, target)
+
+
+_CURRENT = re.compile(r"^versions/([0-9]{1,9})$")
+
+
+def _current_fd(tfd: int, target: Path) -> int | None:
+    k = nofollow.kind(tfd, "current")
+    if k == "":
+        return None
+    if k != "link":
+        raise PublishError(f"{target / 'current'} is not the symlink this layout keeps there")
+    dest = os.readlink("current", dir_fd=tfd)
+    m = _CURRENT.match(dest)
+    if m is None:
+        raise PublishError(f"{target / 'current'} points at {dest!r}, not versions/<n>: refusing to follow it")
+    return int(m.group(1))
 
 
 def current_version(target: Path) -> int | None:
-    cur = target / "current"
-    if not cur.is_symlink():
-        return None
-    dest = os.readlink(cur)
-    name = Path(dest).name
-    return int(name) if name.isdigit() else None
+    with _target_fd(target) as tfd:
+        return None if tfd is None else _current_fd(tfd, target)
 
 
-def _swap_current(target: Path, version: int) -> None:
-    tmp_link = target / f".current-{uuid.uuid4().hex}"
-    os.symlink(f"versions/{version}", tmp_link)
+def _version_files(tfd: int, target: Path, version: int) -> dict[str, str]:
+    """The files of versions/<version>, each read without following a symlink (a symlink is refused)."""
+    vpath = target / "versions" / str(version)
+    try:
+        with nofollow.subdir(tfd, "versions", str(target / "versions")) as vfd, \
+                nofollow.subdir(vfd, str(version), str(vpath)) as dfd:
+            out = {}
+            for name in sorted(os.listdir(dfd)):
+                k = nofollow.kind(dfd, name)
+                if k == "dir":
+                    continue
+                data = nofollow.read_file(dfd, name, str(vpath / name), MAX_FILE_BYTES)
+                out[name] = data.decode("utf-8", "replace")
+            return out
+    except FileNotFoundError:
+        raise PublishError(f"{vpath} is missing") from None
+    except nofollow.Refused as exc:
+        raise PublishError(str(exc)) from None
+
+
+def version_files(target: Path, version: int) -> dict[str, str]:
+    with _target_fd(target) as tfd:
+        if tfd is None:
+            raise PublishError(f"{target} does not exist")
+        return _version_files(tfd, target, version)
+
+
+def _swap_current(tfd: int, version: int) -> None:
+    tmp_link = f".current-{uuid.uuid4().hex}"
+    os.symlink(f"versions/{version}", tmp_link, dir_fd=tfd)
     _step("symlink-created")
-    os.replace(tmp_link, target / "current")
-    _fsync_dir(target)
+    os.replace(tmp_link, "current", src_dir_fd=tfd, dst_dir_fd=tfd)
+    _fsync_fd(tfd)
     _step("current-swapped")
 
 
-def _append_history(target: Path, entry: dict) -> None:
+def _append_history(tfd: int, target: Path, entry: dict) -> None:
     line = (json.dumps(entry, sort_keys=True) + "\n").encode()
-    fd = os.open(target / "history.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fd = nofollow.open_file(tfd, "history.jsonl", str(target / "history.jsonl"),
+                                os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except nofollow.Refused as exc:
+        raise PublishError(str(exc)) from None
     try:
         os.write(fd, line)
         os.fsync(fd)
@@ -299,12 +388,16 @@ def _append_history(target: Path, entry: dict) -> None:
         os.close(fd)
 
 
-def read_history(target: Path) -> list[dict]:
-    path = target / "history.jsonl"
-    if not path.exists():
+def _read_history_fd(tfd: int, target: Path) -> list[dict]:
+    try:
+        text = nofollow.read_file(tfd, "history.jsonl", str(target / "history.jsonl"), 1 << 30).decode(
+            "utf-8", "replace")
+    except FileNotFoundError:
         return []
+    except nofollow.Refused as exc:
+        raise PublishError(str(exc)) from None
     out = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         line = line.strip()
         if not line:
             continue
@@ -313,6 +406,11 @@ def read_history(target: Path) -> list[dict]:
         except json.JSONDecodeError:
             continue  # a torn last line after a crash: ignore it
     return out
+
+
+def read_history(target: Path) -> list[dict]:
+    with _target_fd(target) as tfd:
+        return [] if tfd is None else _read_history_fd(tfd, target)
 
 
 def _stack(target: Path) -> list[int]:
@@ -393,39 +491,43 @@ def publish(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: s
     if not checked:
         raise PublishError("empty candidate: no profile files to publish")
     target = target_dir(root, machine, mpi_name, mpi_version, directory)
-    Path(root).mkdir(parents=True, exist_ok=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _inside(Path(root), target)
-    with _locked(target):
-        vdir = target / "versions"
-        vdir.mkdir(exist_ok=True)
-        previous = current_version(target)
-        tmp = target / f".tmp-{uuid.uuid4().hex}"
-        tmp.mkdir()
+    with _locked(target) as tfd:
         try:
-            _step("tmp-created")
-            for name, data in sorted(checked.items()):
-                _write_file(tmp / name, data)
-            _fsync_dir(tmp)
-            _step("files-written")
-            check = run_checker(tmp, checker, mpi)
-            if not check.ok:
-                raise PublishError(f"{CHECKER_NAME} rejected the candidate (exit {check.returncode}):\n"
-                                   f"{check.output}")
-            _step("validated")
-            n = max(_versions(target) + [0]) + 1
-            os.rename(tmp, vdir / str(n))
-            _fsync_dir(vdir)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            vfd = nofollow.open_dir(tfd, "versions", str(target / "versions"), create=True)
+        except nofollow.Refused as exc:
+            raise PublishError(str(exc)) from None
+        try:
+            previous = _current_fd(tfd, target)
+            tmp = f".tmp-{uuid.uuid4().hex}"
+            os.mkdir(tmp, 0o755, dir_fd=tfd)
+            try:
+                _step("tmp-created")
+                with nofollow.subdir(tfd, tmp, str(target / tmp)) as dfd:
+                    for name, data in sorted(checked.items()):
+                        _write_file(dfd, name, str(target / tmp / name), data)
+                    _fsync_fd(dfd)
+                    _step("files-written")
+                    # the checker reads the files through this very directory, not through a path
+                    check = run_checker(Path(nofollow.fd_path(dfd)), checker, mpi)
+                if not check.ok:
+                    raise PublishError(f"{CHECKER_NAME} rejected the candidate (exit {check.returncode}):\n"
+                                       f"{check.output}")
+                _step("validated")
+                n = max(_versions_fd(tfd, target) + [0]) + 1
+                os.rename(tmp, str(n), src_dir_fd=tfd, dst_dir_fd=vfd)
+                _fsync_fd(vfd)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True, dir_fd=tfd)
+                raise
+        finally:
+            os.close(vfd)
         _step("version-renamed")
-        _swap_current(target, n)
+        _swap_current(tfd, n)
         entry = {"action": "publish", "version": n, "previous": previous, "actor": actor,
                  "at": _now(), "forced": bool(force), "reason": reason, "validated": bool(validated),
                  "candidate": candidate, "files": sorted(checked), "validation": dict(validation or {}),
                  "check": check.output[-2000:]}
-        _append_history(target, entry)
+        _append_history(tfd, target, entry)
         return PublishResult("publish", target, n, previous, bool(force), check, entry)
 
 
@@ -435,47 +537,49 @@ def rollback(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: 
     if not actor:
         raise PublishError("actor: who rolls back must be recorded")
     target = target_dir(root, machine, mpi_name, mpi_version, directory)
-    if not target.is_dir():
-        raise PublishError(f"nothing published for {machine} {mpi_name}-{mpi_version}")
-    with _locked(target):
-        cur = current_version(target)
+    with _target_fd(target) as tfd:
+        if tfd is None:
+            raise PublishError(f"nothing published for {machine} {mpi_name}-{mpi_version}")
+    with _locked(target) as tfd:
+        cur = _current_fd(tfd, target)
         if cur is None:
             raise PublishError(f"nothing published for {machine} {mpi_name}-{mpi_version}")
-        versions = _versions(target)
+        versions = _versions_fd(tfd, target)
         if to is None:
             stack = _stack(target)
             to = stack[-2] if len(stack) >= 2 else 0
         if to == cur:
             raise PublishError(f"version {to} is already current")
         if to == 0 and 0 not in versions:
-            empty = target / "versions" / "0"
-            tmp = target / f".tmp-{uuid.uuid4().hex}"
-            tmp.mkdir()
-            _fsync_dir(tmp)
-            os.rename(tmp, empty)
-            _fsync_dir(target / "versions")
+            tmp = f".tmp-{uuid.uuid4().hex}"
+            os.mkdir(tmp, 0o755, dir_fd=tfd)
+            with nofollow.subdir(tfd, "versions", str(target / "versions"), create=True) as vfd:
+                os.rename(tmp, "0", src_dir_fd=tfd, dst_dir_fd=vfd)
+                _fsync_fd(vfd)
         elif to != 0 and to not in versions:
             raise PublishError(f"version {to} does not exist; versions: {versions}")
-        _swap_current(target, to)
+        _swap_current(tfd, to)
         entry = {"action": "rollback", "version": to, "previous": cur, "actor": actor,
                  "at": _now(), "forced": False, "reason": reason}
-        _append_history(target, entry)
+        _append_history(tfd, target, entry)
         return PublishResult("rollback", target, to, cur, False, None, entry)
 
 
 def status(root: str | os.PathLike, machine: str, mpi_name: str, mpi_version: str,
            directory: str | None = None) -> dict:
+    """What is published: current version, versions, history and the current files (read without following
+    a symlink: one planted in the set is refused with PublishError, never shown)."""
     target = target_dir(root, machine, mpi_name, mpi_version, directory)
-    if not target.is_dir():
-        return {"target": str(target), "current": None, "versions": [], "history": [], "files": {}}
-    cur = current_version(target)
-    files = {}
-    if cur is not None:
-        d = target / "versions" / str(cur)
-        files = {p.name: p.read_text(errors="replace") for p in sorted(d.iterdir()) if p.is_file()}
-    return {"target": str(target), "current": cur, "versions": _versions(target),
-            "history": read_history(target), "files": files,
-            "rollback_to": (_stack(target)[-2] if len(_stack(target)) >= 2 else 0) if cur else None}
+    with _target_fd(target) as tfd:
+        if tfd is None:
+            return {"target": str(target), "current": None, "versions": [], "history": [], "files": {}}
+        cur = _current_fd(tfd, target)
+        files = _version_files(tfd, target, cur) if cur is not None else {}
+        history = _read_history_fd(tfd, target)
+        versions = _versions_fd(tfd, target)
+    stack = _stack(target) if cur else []
+    return {"target": str(target), "current": cur, "versions": versions, "history": history, "files": files,
+            "rollback_to": (stack[-2] if len(stack) >= 2 else 0) if cur else None}
 
 
 def published_files(root, machine, mpi_name, mpi_version) -> dict[str, str]:
@@ -483,14 +587,20 @@ def published_files(root, machine, mpi_name, mpi_version) -> dict[str, str]:
 
 
 def list_targets(root: str | os.PathLike) -> Iterable[tuple[str, str]]:
-    """(machine dir, library dir) pairs that have a current set."""
+    """(machine dir, library dir) pairs that have a current set (symlinked directories are skipped)."""
     r = Path(root)
-    if not r.is_dir():
-        return []
     out = []
-    for m in sorted(r.iterdir()):
-        if m.is_dir() and not m.name.startswith("."):
-            for lib in sorted(m.iterdir()):
-                if (lib / "current").is_symlink():
-                    out.append((m.name, lib.name))
+    try:
+        with nofollow.opened(r, ()) as rfd:
+            for m in sorted(os.listdir(rfd)):
+                if m.startswith(".") or nofollow.kind(rfd, m) != "dir":
+                    continue
+                with nofollow.subdir(rfd, m, str(r / m)) as mfd:
+                    for lib in sorted(os.listdir(mfd)):
+                        if nofollow.kind(mfd, lib) == "dir":
+                            with nofollow.subdir(mfd, lib, str(r / m / lib)) as lfd:
+                                if nofollow.kind(lfd, "current") == "link":
+                                    out.append((m, lib))
+    except (FileNotFoundError, nofollow.Refused):
+        return out
     return out

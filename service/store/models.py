@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 from flask_login import UserMixin
-from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
                         String, Text, UniqueConstraint)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -78,6 +78,8 @@ class ApiToken(db.Model):
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     revoked_at: Mapped[Optional[datetime]] = mapped_column(TS)
     last_used_at: Mapped[Optional[datetime]] = mapped_column(TS)
+    # chosen at creation (service.auth.create_token); a token past it is refused like a revoked one
+    expires_at: Mapped[Optional[datetime]] = mapped_column(TS)
     machine: Mapped[Optional["Machine"]] = relationship()
     user: Mapped[Optional[User]] = relationship()
 
@@ -419,3 +421,38 @@ class DtVerdict(db.Model):
     runs: Mapped[int] = mapped_column(Integer)
     verdict: Mapped[str] = mapped_column(String(12))        # violated | holds | n/a
     signature: Mapped[str] = mapped_column(String(16), default="", server_default="")
+
+
+class UsageJob(db.Model):
+    """One job's usage record (lib/src/core/usage.c, read by pgmpi_formats.usage), uploaded by the agent from
+    the spool. `digest` (sha256 of the record's text) makes a second upload of the same record a no-op."""
+    __tablename__ = "usage_jobs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    library_id: Mapped[int] = mapped_column(ForeignKey("mpi_libraries.id"), index=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    received_at: Mapped[datetime] = mapped_column(TS, default=utcnow, index=True)
+    ranks: Mapped[int] = mapped_column(Integer)
+    layout: Mapped[str] = mapped_column(String(60), default="-")
+    wall_seconds: Mapped[float] = mapped_column(Float)
+    rank_seconds: Mapped[float] = mapped_column(Float)
+    sample_period: Mapped[int] = mapped_column(Integer)
+    slurm_job_id: Mapped[Optional[str]] = mapped_column(String(60), nullable=True)
+    user_name: Mapped[Optional[str]] = mapped_column(String(120), nullable=True)
+    exe: Mapped[Optional[str]] = mapped_column(String(200), nullable=True)
+    cells: Mapped[list["UsageCell"]] = relationship(back_populates="job", cascade="all, delete-orphan")
+
+
+class UsageCell(db.Model):
+    __tablename__ = "usage_cells"
+    __table_args__ = (Index("ix_usage_cells_cell", "collective", "bytes_lo", "p"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("usage_jobs.id", ondelete="CASCADE"), index=True)
+    collective: Mapped[str] = mapped_column(String(40))
+    bytes_lo: Mapped[int] = mapped_column(BigInteger)
+    p: Mapped[int] = mapped_column(Integer)
+    world: Mapped[bool] = mapped_column(Boolean)
+    algorithm: Mapped[str] = mapped_column(String(80))
+    calls: Mapped[int] = mapped_column(BigInteger)
+    rank_seconds: Mapped[float] = mapped_column(Float)
+    samples: Mapped[int] = mapped_column(BigInteger)
+    job: Mapped[UsageJob] = relationship(back_populates="cells")

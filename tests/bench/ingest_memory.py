@@ -90,7 +90,9 @@ with app.app_context():
     db.session.commit()
     print(secret)
 """
-    out = subprocess.run([sys.executable, "-c", code], env=tree_env(tree, url), capture_output=True, text=True)
+    # cwd: `-c` puts the working directory first on sys.path, which must be the tree's, not this one
+    out = subprocess.run([sys.executable, "-c", code], env=tree_env(tree, url), capture_output=True, text=True,
+                         cwd=str(tree))
     if out.returncode != 0:
         raise SystemExit(out.stderr)
     return out.stdout.strip().splitlines()[-1]

@@ -4,6 +4,7 @@ different node structures apart (1x4 and 2x2 can need different choices).
     layout_label(nodes=2, ppn=2, nprocs=4, placement="0:2,1:2")   -> "2x2"
     layout_label(2, 3, 5, "0:3,1:2")                              -> "3+2"            (uneven)
     layout_label(2, 2, 4, "0:1,1:1,0:1,1:1")                      -> "2x2-interleaved"
+    layout_label(64, 32, 2032, "0:32,...,62:32,63:16")            -> "63x32+16"       (compact beyond 60)
     parse_layout("2x2") -> (2, 2); parse_layout("3+2") -> None   (only even block layouts have NxP)
 
 The numbers come from pgmpi-bench's header (#@nodes, #@ppn, #@placement: measured inside the run,
@@ -18,6 +19,7 @@ from __future__ import annotations
 import re
 
 _EVEN = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)$")
+LABEL_MAX = 60      # the layout columns (runs, violations, figures); longer labels are written compactly
 
 
 def placement_counts(placement: str) -> tuple[list[int], bool] | None:
@@ -51,11 +53,21 @@ def layout_label(nodes: int, ppn: int, nprocs: int, placement: str = "") -> str:
         counts, interleaved = [ppn] * nodes, False
     else:
         return ""
+    suffix = "-interleaved" if interleaved else ""
     if len(set(counts)) == 1:
-        label = f"{len(counts)}x{counts[0]}"
-    else:
-        label = "+".join(str(c) for c in sorted(counts, reverse=True))
-    return label + ("-interleaved" if interleaved else "")
+        return f"{len(counts)}x{counts[0]}" + suffix
+    ordered = sorted(counts, reverse=True)
+    label = "+".join(str(c) for c in ordered)
+    if len(label) + len(suffix) > LABEL_MAX:
+        # many nodes: equal counts grouped, "63x32+16" for 63 nodes of 32 ranks and one of 16
+        groups = [(c, ordered.count(c)) for c in sorted(set(ordered), reverse=True)]
+        label = "+".join(f"{k}x{c}" if k > 1 else str(c) for c, k in groups)
+    if len(label) + len(suffix) > LABEL_MAX:
+        # still too long (many distinct counts): the extremes and a digest of the counts keep it unique
+        import hashlib
+        digest = hashlib.sha256(",".join(map(str, ordered)).encode()).hexdigest()[:8]
+        label = f"{len(counts)}n{nprocs}p-uneven-{digest}"
+    return label + suffix
 
 
 def parse_layout(label: str) -> tuple[int, int] | None:
@@ -81,4 +93,9 @@ def sort_key(label: str) -> tuple:
     if m:
         return (int(m.group(1)), label)
     first = re.match(r"^([0-9]+)", label or "")
-    return (len(label.split("+")) if "+" in (label or "") else (int(first.group(1)) if first else 0), label)
+    if "+" not in (label or ""):
+        return (int(first.group(1)) if first else 0, label)
+    # "3+2" is two nodes, "63x32+16" (the compact form) 64
+    nodes = sum(int(part.split("x")[0]) if "x" in part else 1
+                for part in label.split("-")[0].split("+"))
+    return (nodes, label)

@@ -6,6 +6,22 @@ The limits are those of the database columns (service/store/models.py) and of th
 accepted here can be stored, shown on every page and published.  Plain Python: ``check_*`` raise
 ``LimitError`` (a ValueError naming the field); the ``Annotated`` types at the end carry the same rules into
 pydantic models (the API's request bodies, the campaign file).
+
+One rule per kind of text, used at every entrance (upload headers and JSON uploads, API bodies, native
+validations, page URLs and query parameters, the login form, the CLI):
+
+    kind                  rule                                         where it is checked
+    machine / library /   NAME_RE, <= 100 / 80 / 80 / 160 characters    upload headers, API bodies (the
+    version / campaign                                                 Annotated types), native validations, CLI
+    module                MODULE_RE, <= 200                            upload headers, API bodies
+    call / algorithm      CALL_RE <= 80 / ALGORITHM_RE <= 120          upload rows (text and JSON form)
+    header value          any text <= 4096, no line break              upload headers (text and JSON form)
+    user name             any text <= 80, no line break                login form, `pgmpi user add`
+    file text             any length, line breaks allowed              an upload's file content
+    URL value             any text <= 1000                             page and API paths, query parameters
+
+and for every kind: no NUL and no lone surrogate (PostgreSQL stores neither; UTF-8 cannot encode the
+second).  Integers: check_int (decimal text of at most 19 digits, within the column's range).
 """
 from __future__ import annotations
 
@@ -13,7 +29,7 @@ import math
 import re
 from typing import Annotated, Optional
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 # A name: machine, MPI library, version, campaign, label.  ASCII only: it becomes a directory name, a file
 # name in an export's Content-Disposition, a Slurm job name.
@@ -52,10 +68,27 @@ def _show(value: str) -> str:
     return repr(value if len(value) <= 40 else value[:40] + "...")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+URL_VALUE_MAX = 1000      # a page's path segment or query value
+USERNAME_MAX = 80         # users.username
+
+
+def bad_char(value: str) -> Optional[str]:
+    """What no text anywhere may hold: NUL or a lone surrogate (None when clean)."""
+    if "\x00" in value:
+        return "NUL characters are not accepted"
+    if _SURROGATE.search(value):
+        return "lone surrogates (\\ud800-\\udfff) are not text"
+    return None
+
+
 def check_text(value, field: str, max_len: int, pattern: Optional[re.Pattern] = None, what: str = "",
-               allow_empty: bool = False) -> str:
+               allow_empty: bool = False, line_breaks: bool = False) -> str:
     if not isinstance(value, str):
         raise LimitError(field, f"must be text, not {type(value).__name__}")
+    why = bad_char(value)
+    if why:
+        raise LimitError(field, why)
     if value == "" and allow_empty:
         return value
     if value == "":
@@ -64,8 +97,8 @@ def check_text(value, field: str, max_len: int, pattern: Optional[re.Pattern] = 
         raise LimitError(field, f"{len(value)} characters is more than {max_len}: {_show(value)}")
     if pattern is not None and not pattern.match(value):
         raise LimitError(field, f"{_show(value)} is not a valid {what or 'name'}: use {_ALLOWED[pattern.pattern]}")
-    if pattern is None and any(c in value for c in "\r\n\x00"):
-        raise LimitError(field, f"{_show(value)}: line breaks and NUL are not accepted")
+    if pattern is None and not line_breaks and any(c in value for c in "\r\n"):
+        raise LimitError(field, f"{_show(value)}: line breaks are not accepted")
     return value
 
 
@@ -127,10 +160,43 @@ def check_header_value(key: str, value: str, field: str) -> str:
     return check_text(value, field, HEADER_VALUE_MAX, allow_empty=True)
 
 
+def check_header_key(key, field: str) -> str:
+    """A #@key: the reader's key rule (letters, digits, _, and - or . inside)."""
+    if not isinstance(key, str):
+        raise LimitError(field, "must be text")
+    return check_text(key.replace("-", "_").replace(".", "_"), field, 80, CALL_RE, "header key")
+
+
+def check_username(value, field: str = "username") -> str:
+    return check_text(value, field, USERNAME_MAX)
+
+
+def check_file_text(value, field: str) -> str:
+    """An uploaded file's text: any length (the body limits bound it), line breaks of course."""
+    return check_text(value, field, 1 << 62, allow_empty=True, line_breaks=True)
+
+
+def check_url_value(value, field: str) -> str:
+    """A page's path segment or query value.  Line breaks pass: a name stored before the rules must stay
+    reachable (the lookup compares, nothing is written or echoed into a header)."""
+    return check_text(value, field, URL_VALUE_MAX, allow_empty=True, line_breaks=True)
+
+
 # ----------------------------------------------------------------- pydantic types with the same rules
 
-MachineName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=MACHINE_MAX)]
-LibraryName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=LIBRARY_MAX)]
-LibraryVersion = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=LIBRARY_MAX)]
-ModuleName = Annotated[str, Field(pattern=f"^$|{MODULE_RE.pattern}", max_length=MODULE_MAX)]
-CampaignName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=CAMPAIGN_MAX)]
+def _pydantic(check):
+    def run(value):
+        try:
+            return check(value, "value")
+        except LimitError as e:
+            raise ValueError(e.message) from None
+    return AfterValidator(run)
+
+
+MachineName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=MACHINE_MAX), _pydantic(check_machine)]
+LibraryName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=LIBRARY_MAX), _pydantic(check_library)]
+LibraryVersion = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=LIBRARY_MAX), _pydantic(check_version)]
+ModuleName = Annotated[str, Field(pattern=f"^$|{MODULE_RE.pattern}", max_length=MODULE_MAX), _pydantic(check_module)]
+CampaignName = Annotated[str, Field(pattern=NAME_RE.pattern, max_length=CAMPAIGN_MAX), _pydantic(check_campaign)]
+HeaderValue = Annotated[str, Field(max_length=HEADER_VALUE_MAX), _pydantic(lambda v, f: check_header_value("", v, f))]
+Text = Annotated[str, _pydantic(lambda v, f: check_text(v, f, 1 << 62, allow_empty=True, line_breaks=True))]

@@ -136,6 +136,9 @@ class RunResult:
         return self.header.get("campaign", "")
 
 
+_INT_EXACT = float(2 ** 53)
+
+
 def _int_or(v, default: int) -> int:
     try:
         return int(str(v).strip())
@@ -300,6 +303,11 @@ def _build(source, header, pgmpi_lines, columns, col_lineno, data_lines, linenos
                 r = int(bad[0])
                 raise ResultsFormatError(source, _line_of(linenos, start, r),
                                          f"field {name!r}: {vals[r]!r} is not an integer")
+            big = np.nonzero(arr > _INT_EXACT)[0]
+            if big.size:     # beyond 2^53 a float holds no exact integer, and a product could overflow int64
+                r = int(big[0])
+                raise ResultsFormatError(source, _line_of(linenos, start, r),
+                                         f"field {name!r}: {vals[r][:40]!r} is more than 2^53")
             arr = arr.astype(np.int64)
         bad = np.nonzero(~np.isfinite(arr) | (arr < 0))[0] if arr.dtype == np.float64 else np.nonzero(arr < 0)[0]
         if bad.size:

@@ -16,15 +16,21 @@
  * ARGS is the parenthesised argument list, the same for the mock-up and the default. */
 #define PGMPI_DISPATCH(ID, algs, fn_type, comm, n, elem, pmpi_call, ARGS)                      \
     do {                                                                                       \
-        int pm_alg_ = pgmpi_begin(PGMPI_COLL_##ID, (comm), (n), (elem));                       \
+        uint64_t pm_t0_ = 0;                                                                   \
+        if (__builtin_expect(pgmpi_fast.usage, 0) && --pgmpi_usage_left <= 0)                  \
+            pm_t0_ = pgmpi_usage_start();                                                      \
+        int pm_alg_ = pgmpi_begin(PGMPI_COLL_##ID, (comm), (n), (elem)), pm_rc_;               \
         if (pm_alg_ > 0) {                                                                     \
-            int pm_rc_ = ((fn_type)(algs)[pm_alg_].fn) ARGS;                                   \
+            pm_rc_ = ((fn_type)(algs)[pm_alg_].fn) ARGS;                                       \
             pgmpi_end(PGMPI_COLL_##ID, (n), pm_alg_, pm_rc_ == PGMPI_FALLBACK);                \
-            if (pm_rc_ != PGMPI_FALLBACK) return pm_rc_;                                       \
+            if (pm_rc_ == PGMPI_FALLBACK) { pm_alg_ = 0; pm_rc_ = pmpi_call ARGS; }            \
         } else {                                                                               \
             pgmpi_end(PGMPI_COLL_##ID, (n), 0, 0);                                             \
+            pm_rc_ = pmpi_call ARGS;                                                           \
         }                                                                                      \
-        return pmpi_call ARGS;                                                                 \
+        if (__builtin_expect(pm_t0_ != 0, 0))                                                  \
+            pgmpi_usage_stop(PGMPI_COLL_##ID, (comm), (n), pm_alg_, pm_t0_);                   \
+        return pm_rc_;                                                                         \
     } while (0)
 
 /* Return the first MPI error code of a composition (rule 6). */

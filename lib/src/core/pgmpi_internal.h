@@ -16,6 +16,10 @@
 extern const pgmpi_coll_desc_t *const pgmpi_descs[PGMPI_NCOLL];
 extern const char *const pgmpi_coll_keys[PGMPI_NCOLL];
 extern const char *const pgmpi_coll_mpi_names[PGMPI_NCOLL];
+
+/* Usage records (usage.c): on when PGMPITUNE_USAGE_DIR is set; written at MPI_Finalize. */
+int  pgmpi_usage_setup(int rank, int size);
+void pgmpi_usage_finalize(void);
 /* "allreduce", "MPI_Allreduce", PGMPITuneLib's prefix ("reduce_scatter_block"); case-insensitive */
 int  pgmpi_coll_lookup(const char *s, size_t len);
 int  pgmpi_alg_lookup(int c, const char *s, size_t len);

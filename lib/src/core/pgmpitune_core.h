@@ -99,6 +99,7 @@ typedef struct {
     int verbose;
     int any;        /* some mode[c] != 0 or verbose: the library has something to do at all */
     int dt_live;    /* some committed type has a replacement (datatypes.c) */
+    int usage;      /* usage records on (usage.c): the entry points sample calls */
 } pgmpi_fast_t;
 extern PGMPI_INTERNAL pgmpi_fast_t pgmpi_fast;
 PGMPI_INTERNAL int  pgmpi_begin_slow(pgmpi_coll_t c, MPI_Comm comm, size_t n_bytes, size_t elem_bytes);
@@ -121,6 +122,13 @@ static inline void pgmpi_end(pgmpi_coll_t c, size_t n_bytes, int alg, int fell_b
     if (__builtin_expect(alg == 0 && !pgmpi_fast.verbose, 1)) return;
     pgmpi_end_slow(c, n_bytes, alg, fell_back);
 }
+
+/* Usage records (usage.c). While pgmpi_fast.usage is set, each entry point counts its thread's
+ * pgmpi_usage_left down and, when it reaches 0, times that one call: pgmpi_usage_start() before the
+ * dispatch (returns 0 when it does not sample), pgmpi_usage_stop() after it. Off: one load and branch. */
+extern PGMPI_INTERNAL __thread int pgmpi_usage_left __attribute__((tls_model("initial-exec")));
+PGMPI_INTERNAL uint64_t pgmpi_usage_start(void);
+PGMPI_INTERNAL void pgmpi_usage_stop(pgmpi_coll_t c, MPI_Comm comm, size_t n_bytes, int alg, uint64_t t0);
 
 /* GL4 of the datatype guidelines (datatypes.c): the datatype a wrapped call communicates with -- the
  * user's, or the faster description of the identical type map that a datatype profile named for it at

@@ -63,7 +63,7 @@ static char g_config_file[1024];
 
 static void update_any(void)
 {
-    int any = pgmpi_fast.verbose;
+    int any = pgmpi_fast.verbose | pgmpi_fast.usage;   /* usage needs exact message sizes */
     for (int c = 0; c < PGMPI_NCOLL; c++) any |= pgmpi_fast.mode[c] != 0;
     pgmpi_fast.any = any;
 }
@@ -457,6 +457,7 @@ static void setup(int *argc, char ***argv)
 
     setup_pools(&o);
     setup_profiles(&o);
+    pgmpi_fast.usage = pgmpi_usage_setup(g_rank, g_world_size);
     if (verbose) {
         for (int c = 0; c < PGMPI_NCOLL; c++) g_report[c] = calloc(REPORT_SLOTS, sizeof(slot_t));
     }
@@ -532,6 +533,8 @@ static void teardown(void)
     if (!g_setup_done || g_finalized) return;
     g_finalized = 1;
     if (g_verbose || g_disabled_verbose) pgmpitune_report(stdout);
+    pgmpi_fast.usage = 0;
+    pgmpi_usage_finalize();       /* collective on every rank: all of them are in MPI_Finalize */
     pgmpi_datatypes_teardown();   /* the replacements, before MPI goes */
     for (int c = 0; c < PGMPI_NCOLL; c++) pgmpi_fast.mode[c] = MODE_DEFAULT;
     g_verbose = 0;

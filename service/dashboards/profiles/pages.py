@@ -91,7 +91,8 @@ def _require_admin():
 def publish_version(set_id: int):
     _require_admin()
     ps = _set_or_404(set_id)
-    v = db.session.get(ProfileVersion, request.form.get("version_id", type=int) or -1)
+    vid = request.form.get("version_id", type=int)
+    v = db.session.get(ProfileVersion, vid) if vid is not None and 0 < vid <= INT_MAX else None
     if v is None or v.profile_set_id != ps.id:
         abort(400, description="version_id: not a version of this profile set")
     force = request.form.get("force") == "1"

@@ -91,7 +91,9 @@ class Pgmpitunelib(CMakePackage):
 
     @property
     def mpi_label(self):
-        return f"{self.mpi_family}-{self.spec['mpi'].version}"
+        # the version the library reports (MPI_Get_library_version): Intel MPI names major.minor only
+        v = self.spec["mpi"].version
+        return f"{self.mpi_family}-{v.up_to(2) if self.mpi_family == 'intelmpi' else v}"
 
     @property
     def mpi_family(self):

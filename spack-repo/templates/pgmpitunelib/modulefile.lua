@@ -4,7 +4,7 @@
    in Lua by pgmpitune-site.lua, and the preload variables use pushenv (restored on unload). #}
 {% set pgmpi_dynamic = ["PGMPITUNE_PROFILE_DIR", "SRUN_EXPORT_ENV", "OMPI_MCA_mca_base_env_list"] %}
 {# the library label of the published profiles: <family>-<version>, Intel MPI's Spack package -> intelmpi #}
-{% set pgmpi_mpi_label = ("intelmpi" if spec['mpi'].name.startswith("intel") else spec['mpi'].name) ~ "-" ~ spec['mpi'].version %}
+{% set pgmpi_mpi_label = ("intelmpi-" ~ spec['mpi'].version.up_to(2)) if spec['mpi'].name.startswith("intel") else (spec['mpi'].name ~ "-" ~ spec['mpi'].version) %}
 {% block environment %}
 {% for command_name, cmd in environment_modifications %}
 {% if cmd.name not in pgmpi_dynamic %}

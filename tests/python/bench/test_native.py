@@ -117,7 +117,7 @@ def test_a_refused_decision_file_kills_jobs(bench, tmp_path):
         base, known = mj.builtin_tree(lib), mj.algorithm_names(lib)
         tree = mj.generate([Decision("bcast", 4, 8, "native:binomial")], base, known)
         del tree["collective=bcast"]
-        assert mj.check_tree(tree, base, known)                  # refused by the check
+        assert mj.check_tree(tree, base, known, mj.library_version(lib))   # refused by the check
         bad.write_text(mj.dumps(tree))
         env = {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(bad)}
     r = bench.run(["--calls=allgather", "--algorithms=default", "--sizes=8", "--nrep=1",

@@ -39,8 +39,14 @@ def packaging_mpis() -> list[MpiLibrary]:
 
 
 def mpi_label(lib: MpiLibrary) -> str:
-    """The library label of published profiles and of pgmpitunelib's module names: <family>-<version>."""
+    """The MPI part of pgmpitunelib's module names and easyconfigs: <family>-<version of the table>."""
     return f"{lib.family}-{lib.version}"
+
+
+def profile_label(lib: MpiLibrary) -> str:
+    """The library of published profiles and of PGMPITUNE_MPI: <family>-<version the library reports>
+    (Intel MPI 2021.13.1 reports 2021.13)."""
+    return f"{lib.family}-{lib.reported_version}"
 
 
 def write_mpi_modules(modroot: Path) -> Path:

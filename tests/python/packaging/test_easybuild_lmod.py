@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import plain_module
-from packaging_helpers import (EB_NAMES, ROOT, VERSION, clean_env, lmod_shell, make_source_tarball, mpi_label,
+from packaging_helpers import (EB_NAMES, ROOT, VERSION, clean_env, lmod_shell, make_source_tarball, mpi_label, profile_label,
                                packaging_mpis, write_mpi_modules, write_published_profile)
 
 pytestmark = [pytest.mark.easybuild, pytest.mark.lmod, pytest.mark.mpi]
@@ -113,7 +113,7 @@ def eb_site(tmp_path_factory):
     modpath = f"{work}/eb/modules/all:{extmods}"
     profiles = work / "profiles"
     for lib in LIBS:
-        write_published_profile(profiles, MACHINE, mpi_label(lib))
+        write_published_profile(profiles, MACHINE, profile_label(lib))
     apps = work / "apps"
     apps.mkdir()
     (apps / "allreduce.c").write_text(C_APP)
@@ -193,10 +193,10 @@ PGMPITUNE_VERBOSE=1 {mpirun_line(lib.family, False)} ./c_{mpi} 2>&1
 """, env=module_env(eb_site))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    expected = f"{eb_site['profiles']}/{MACHINE}/{label}/current"
+    expected = f"{eb_site['profiles']}/{MACHINE}/{profile_label(lib)}/current"
     assert f"PROFILE_DIR={expected}\n" in out
     assert "SHELL_LD_PRELOAD=\n" in out
-    assert f"OTHER_PROFILE_DIR={eb_site['profiles']}/othermachine/{label}/current" in out
+    assert f"OTHER_PROFILE_DIR={eb_site['profiles']}/othermachine/{profile_label(lib)}/current" in out
     c_part, f_part, other_part = out.split("== C, linked")[1].split("== Fortran")[0], \
         out.split("== Fortran")[1].split("== C, machine")[0], out.split("== C, machine")[1]
     assert "c allreduce ok size 2" in c_part, out
@@ -226,8 +226,8 @@ echo "C=${{PGMPITUNE_PROFILE_DIR:-unset}}"
 """, env=module_env(eb_site))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    assert f"A={eb_site['profiles']}/{MACHINE}/{label}/current" in out
-    assert f"B=/srv/from-site-file/filemachine/{label}/current" in out
+    assert f"A={eb_site['profiles']}/{MACHINE}/{profile_label(lib)}/current" in out
+    assert f"B=/srv/from-site-file/filemachine/{profile_label(lib)}/current" in out
     # the publisher (pgmpi_formats.site) reads the same file to the same root
     from pgmpi_formats import site as site_config
     for var in ("PGMPI_PROFILE_ROOT", "PGMPI_SITE_PROFILE_ROOT"):
@@ -251,7 +251,7 @@ echo "MPI=$PGMPITUNE_MPI"
     assert res.returncode == 0, out
     listed = [ln for ln in out.splitlines() if ln.startswith(("pgmpitunelib/", a.id + "/", b.id + "/"))]
     assert listed == [b.module, f"pgmpitunelib/{VERSION}-{mpi_label(b)}"], out
-    assert f"MPI={mpi_label(b)}" in out
+    assert f"MPI={profile_label(b)}" in out
 
 
 def render_plain_template(dest: Path, prefix: str, mpi: str, version: str, preload: bool) -> Path:

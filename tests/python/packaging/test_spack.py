@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from packaging_helpers import HERE, clean_env, lmod_shell, mpi_label, packaging_mpis, write_published_profile
+from packaging_helpers import HERE, clean_env, lmod_shell, packaging_mpis, profile_label, write_published_profile
 
 pytestmark = [pytest.mark.spack, pytest.mark.lmod, pytest.mark.mpi]
 LIBS = packaging_mpis()
@@ -72,7 +72,7 @@ def test_spack_lmod_hierarchy_loads_and_swaps(spack_run, tmp_path):
     a, b = LIBS[0], LIBS[-1]
     na, nb = SPACK_NAMES[a.family], SPACK_NAMES[b.family]
     profiles = tmp_path / "profiles"
-    write_published_profile(profiles, "spackmachine", mpi_label(a))
+    write_published_profile(profiles, "spackmachine", profile_label(a))
     res = lmod_shell(f"""
 module load {na}/{a.version} pgmpitunelib
 echo "A=$PGMPITUNE_PROFILE_DIR MPI=$PGMPITUNE_MPI"
@@ -83,6 +83,6 @@ module -t list 2>&1
                    PGMPI_SITE_MACHINE="spackmachine", PGMPI_SITE_CONFIG="/nonexistent"))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    assert f"A={profiles}/spackmachine/{mpi_label(a)}/current MPI={mpi_label(a)}" in out
-    assert f"B={profiles}/spackmachine/{mpi_label(b)}/current MPI={mpi_label(b)}" in out
+    assert f"A={profiles}/spackmachine/{profile_label(a)}/current MPI={profile_label(a)}" in out
+    assert f"B={profiles}/spackmachine/{profile_label(b)}/current MPI={profile_label(b)}" in out
     assert f"pgmpitunelib/main-{nb}-{b.version}" in out and f"pgmpitunelib/main-{na}" not in out.split("B=")[1]

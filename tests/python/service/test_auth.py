@@ -51,9 +51,9 @@ def test_add_user_validates(app):
     import pytest
     with app.app_context():
         with pytest.raises(ValueError, match="role"):
-            add_user("bob", "long enough", "root")
-        with pytest.raises(ValueError, match="8 characters"):
+            add_user("bob", "long enough pass", "root")
+        with pytest.raises(ValueError, match="12 characters"):
             add_user("bob", "short", "viewer")
-        add_user("bob", "long enough", "admin")
+        add_user("bob", "long enough pass", "admin")
         with pytest.raises(ValueError, match="exists"):
-            add_user("bob", "long enough", "admin")
+            add_user("bob", "long enough pass", "admin")

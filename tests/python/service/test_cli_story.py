@@ -33,13 +33,13 @@ def test_db_current_creates_no_database(tmp_path, monkeypatch):
 def test_listings_have_a_header_and_json(tmp_path):
     opt = _db(tmp_path)
     run = CliRunner().invoke
-    assert run(main, ["user", "add", "ann", "--role", "admin", "--password", "pw-pw-pw-pw", *opt]).exit_code == 0
+    assert run(main, ["user", "add", "ann", "--role", "admin", "--password", "pw-pw-pw-pw-pw", *opt]).exit_code == 0
     r = run(main, ["user", "list", *opt])
     assert r.output.splitlines()[0] == "username\trole\tstate\tcreated" and "ann\tadmin\tactive" in r.output
     assert json.loads(run(main, ["user", "list", "--json", *opt]).output)[0]["username"] == "ann"
     assert run(main, ["token", "create", "ci", "--role", "admin", *opt]).exit_code == 0
     r = run(main, ["token", "list", *opt])
-    assert r.output.splitlines()[0] == "id\tname\trole\tmachine\tprefix\tcreated\tstate"
+    assert r.output.splitlines()[0] == "id\tname\trole\tmachine\tprefix\tcreated\tstate\texpires"
     toks = json.loads(run(main, ["token", "list", "--json", *opt]).output)
     assert toks[0]["name"] == "ci" and toks[0]["state"] == "active" and "token" not in toks[0]
     r = run(main, ["machine", "list", *opt])
@@ -107,7 +107,7 @@ def test_demo_env_file_lets_the_cli_find_the_demo(tmp_path):
     finally:
         sys.path.pop(0)
     opt = _db(tmp_path)
-    CliRunner().invoke(main, ["user", "add", "admin", "--role", "admin", "--password", "pw-pw-pw-pw", *opt])
+    CliRunner().invoke(main, ["user", "add", "admin", "--role", "admin", "--password", "pw-pw-pw-pw-pw", *opt])
     (tmp_path / "profiles").mkdir()
     env = demo_mod.write_env(tmp_path, opt[1], tmp_path / "profiles", tmp_path / "modules")
     clean = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PGMPI_SITE_CONFIG")}

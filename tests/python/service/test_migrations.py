@@ -21,8 +21,9 @@ HEAD = _head()      # the newest migration (each branch chains its own onto main
 TABLES = {"machines", "mpi_libraries", "campaigns", "jobs", "uploads", "runs", "series", "barrier_series",
           "analyses", "violations", "profile_sets", "profile_versions", "validation_figures", "users",
           "api_tokens", "audit_log", "library_overview", "login_failures", "native_validations", "dt_cases",
-          "dt_verdicts"}
+          "dt_verdicts", "usage_jobs", "usage_cells"}
 DT = {"dt_cases", "dt_verdicts"}     # 0009_dtsvc
+USAGE = {"usage_jobs", "usage_cells"}   # 0012_usage33
 NATIVE = {"native_validations"}      # 0008_npub
 
 
@@ -71,11 +72,11 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
 
         flask_migrate.downgrade(directory=MIGRATIONS, revision="0004")
         tables, idx, rev = _state(app)
-        assert rev == "0004" and tables == TABLES - {"login_failures"} - DT - NATIVE and "status" not in _columns("violations")
+        assert rev == "0004" and tables == TABLES - {"login_failures"} - DT - NATIVE - USAGE and "status" not in _columns("violations")
         assert "layout" not in _columns("runs") and "digest" not in _columns("uploads")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
-        assert rev == "0003" and tables == TABLES - {"library_overview", "login_failures"} - DT - NATIVE
+        assert rev == "0003" and tables == TABLES - {"library_overview", "login_failures"} - DT - NATIVE - USAGE
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)
         assert rev == HEAD and tables == TABLES and "directory" in _columns("profile_sets")
@@ -85,7 +86,7 @@ def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
         assert rev == "0002" and "kind" not in _columns("violations")
         flask_migrate.downgrade(directory=MIGRATIONS, revision="-1")
         tables, idx, rev = _state(app)
-        assert rev == "0001" and tables == TABLES - {"library_overview", "login_failures"} - DT - NATIVE \
+        assert rev == "0001" and tables == TABLES - {"library_overview", "login_failures"} - DT - NATIVE - USAGE \
             and "ix_analyses_library_latest" not in idx
         flask_migrate.upgrade(directory=MIGRATIONS)
         tables, idx, rev = _state(app)

@@ -14,9 +14,9 @@ def test_cli_db_user_token(database_url, tmp_path, monkeypatch, client, app):
     opt = ["--database-url", database_url]
     r = run(main, ["db", "upgrade", *opt])
     assert r.exit_code == 0, r.output
-    r = run(main, ["user", "add", "carol", "--role", "admin", "--password", "s3cret-pass", *opt])
+    r = run(main, ["user", "add", "carol", "--role", "admin", "--password", "s3cret-passphrase", *opt])
     assert r.exit_code == 0 and "carol (admin)" in r.output
-    r = run(main, ["user", "add", "carol", "--password", "s3cret-pass", *opt])
+    r = run(main, ["user", "add", "carol", "--password", "s3cret-passphrase", *opt])
     assert r.exit_code != 0 and "exists" in r.output
     r = run(main, ["token", "create", "agent-x", "--role", "agent", *opt])
     assert r.exit_code != 0 and "bound to a machine" in r.output
@@ -42,7 +42,7 @@ def test_cli_without_database_says_what_to_do(tmp_path, monkeypatch):
     """No DATABASE_URL and no embedded file: a message naming DATABASE_URL, no traceback, no file left."""
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv("PGMPI_INSTANCE", str(tmp_path / "inst"))
-    for args in (["token", "list"], ["user", "add", "dave", "--password", "s3cret-pass"], ["user", "list"]):
+    for args in (["token", "list"], ["user", "add", "dave", "--password", "s3cret-passphrase"], ["user", "list"]):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 1 and "set DATABASE_URL" in r.output and "pgmpi db upgrade" in r.output, r.output
         assert r.exception is None or isinstance(r.exception, SystemExit)
@@ -53,16 +53,16 @@ def test_cli_user_list_passwd_delete(database_url, tmp_path, monkeypatch, client
     monkeypatch.setenv("PGMPI_INSTANCE", str(tmp_path / "inst"))
     run = CliRunner().invoke
     opt = ["--database-url", database_url]
-    assert run(main, ["user", "add", "erin", "--role", "viewer", "--password", "first-pass", *opt]).exit_code == 0
+    assert run(main, ["user", "add", "erin", "--role", "viewer", "--password", "first-passphrase", *opt]).exit_code == 0
     r = run(main, ["token", "create", "erin-script", "--role", "viewer", "--user", "erin", *opt])
     assert r.exit_code == 0
     assert "erin\tviewer\tactive" in run(main, ["user", "list", *opt]).output
     r = run(main, ["user", "passwd", "erin", "--password", "short", *opt])
-    assert r.exit_code == 1 and "at least 8" in r.output
-    assert run(main, ["user", "passwd", "erin", "--password", "second-pass", *opt]).exit_code == 0
+    assert r.exit_code == 1 and "at least 12" in r.output
+    assert run(main, ["user", "passwd", "erin", "--password", "second-passphrase", *opt]).exit_code == 0
     from service.auth import check_login
     with app.app_context():
-        assert check_login("erin", "first-pass") is None and check_login("erin", "second-pass") is not None
+        assert check_login("erin", "first-passphrase") is None and check_login("erin", "second-passphrase") is not None
     r = run(main, ["user", "delete", "erin", "--yes", *opt])
     assert r.exit_code == 0 and "1 token(s) revoked" in r.output
     assert "erin" not in run(main, ["user", "list", *opt]).output

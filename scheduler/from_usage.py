@@ -1,0 +1,137 @@
+"""`cells: from-usage`: tonight's campaign files from what the site's users ran (issue 33).
+
+A base campaign file says `cells: from-usage` instead of listing collectives and layouts, with
+`usage: {share: 0.9, sample: 0.1, refresh_nights: 30}` and `budget: {node_hours_per_night: N}` (default
+1 % of the machine's node-hours, `machine_nodes` × 24 × 0.01). For each module, the agent reads the service's
+usage cells of that library (GET /api/v1/machines/<m>/libraries/<lib>/usage), scheduler/usage_plan.py picks the
+cells within the night's share of the budget, and this module writes one ordinary campaign file per (module,
+layout): the chosen collectives at the chosen sizes (a bucket is measured at its lower bound and at its upper
+bound, so a redirect found there covers the bucket), nothing else. Those files go through `pgmpi campaign
+submit` as any other: the paired test, the control arm, FDR and validation are the campaign's own.
+The plan -- what was chosen, why, what was kept with its verdict's age, what did not fit -- is written next
+to them (plan.txt) for the admin.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import yaml
+
+from pgmpi_formats import mpi_libraries
+from .usage_plan import Cell, CellState, CellUsage, CostModel, Plan, default_budget, plan_night
+
+# the usage record names collectives by their MPI name; campaign files by the key of collectives.def
+_KEYS = {"MPI_Allgather": "allgather", "MPI_Allreduce": "allreduce", "MPI_Alltoall": "alltoall",
+         "MPI_Bcast": "bcast", "MPI_Gather": "gather", "MPI_Reduce": "reduce",
+         "MPI_Reduce_scatter_block": "reducescatterblock", "MPI_Reduce_scatter": "reducescatter",
+         "MPI_Scan": "scan", "MPI_Scatter": "scatter"}
+
+
+class FromUsageError(ValueError):
+    pass
+
+
+def library_identity(mpi_id: str) -> str:
+    """The service's name of a library id's results: <family>-<reported version> (e.g. openmpi-4.1.4)."""
+    lib = mpi_libraries.mpi_library(mpi_id)
+    return f"{lib.family}-{lib.reported_version}"
+
+
+def layout_of(p: int, ppn: int) -> tuple[int, int]:
+    """The layout a job of p ranks has on nodes of `ppn` cores, filled node by node (what Slurm gives a
+    job that asks for p tasks): p <= ppn is one node."""
+    nodes = max(1, math.ceil(p / ppn))
+    return nodes, math.ceil(p / nodes)
+
+
+def cells_from_api(items: list[dict], ppn: int) -> list[CellUsage]:
+    out = []
+    for it in items:
+        key = _KEYS.get(it["collective"])
+        if key is None or it["p"] < 2:
+            continue
+        nodes, per = layout_of(it["p"], ppn)
+        out.append(CellUsage(Cell(key, int(it["bytes_lo"]), int(it["p"]), f"{nodes}x{per}"),
+                             float(it["rank_seconds"])))
+    # one cell per (collective, bucket, p): the API gives them per algorithm too
+    merged: dict[Cell, float] = {}
+    for u in out:
+        merged[u.cell] = merged.get(u.cell, 0.0) + u.rank_seconds
+    return [CellUsage(c, t) for c, t in merged.items()]
+
+
+def tonight(base: dict, usage: dict[str, list[CellUsage]], *, machine_nodes: int, night: int,
+            states: dict[Cell, CellState] | None = None, cost: CostModel | None = None) -> tuple[list[dict], Plan, str]:
+    """(campaign dicts, the plan over all modules, the plan's text). `usage`: module name -> its cells."""
+    if base.get("cells") != "from-usage":
+        raise FromUsageError("the base campaign must say `cells: from-usage`")
+    opts = base.get("usage") or {}
+    share = float(opts.get("share", 0.9))
+    sample = float(opts.get("sample", 0.1))
+    refresh = int(opts.get("refresh_nights", 30))
+    if not (0 < share <= 1 and 0 <= sample <= 1 and refresh >= 1):
+        raise FromUsageError("usage: share in (0, 1], sample in [0, 1], refresh_nights >= 1")
+    budget = (base.get("budget") or {}).get("node_hours_per_night")
+    budget = float(budget) if budget is not None else default_budget(machine_nodes)
+    modules = base.get("modules") or []
+    if not modules:
+        raise FromUsageError("the base campaign names no module")
+    all_usages = [u for m in modules for u in usage.get(m["name"], [])]
+    # one budget for the night, spent across the modules where the saving per cost is largest
+    tagged = {}
+    for m in modules:
+        for u in usage.get(m["name"], []):
+            tagged[Cell(u.cell.collective, u.cell.bytes_lo, u.cell.p, f"{m['name']}|{u.cell.layout}")] = (m, u)
+    plan = plan_night([CellUsage(c, u.rank_seconds) for c, (_, u) in tagged.items()],
+                      {Cell(c.collective, c.bytes_lo, c.p, f"{m['name']}|{c.layout}"): s
+                       for m in modules for c, s in (states or {}).items()},
+                      budget, cost, share=share, sample_fraction=sample, night=night, refresh_nights=refresh)
+    groups: dict[tuple[str, str], dict[str, set[int]]] = {}
+    for ch in plan.chosen:
+        mname, layout = ch.cell.layout.split("|", 1)
+        sizes = groups.setdefault((mname, layout), {}).setdefault(ch.cell.collective, set())
+        sizes.add(max(1, ch.cell.bytes_lo))
+        if ch.cell.bytes_lo > 1:
+            sizes.add(2 * ch.cell.bytes_lo - 1)
+    out = []
+    for (mname, layout), colls in sorted(groups.items()):
+        nodes, ppn = (int(v) for v in layout.split("x"))
+        c = copy.deepcopy({k: v for k, v in base.items() if k not in ("cells", "usage")})
+        c["name"] = f"{base['name']}-n{night}-{mname.replace('/', '_')}-{layout}"
+        c["modules"] = [m for m in modules if m["name"] == mname]
+        c["layouts"] = [{"nodes": nodes, "ppn": ppn}]
+        c["collectives"] = {k: {"sizes": sorted(v)} for k, v in sorted(colls.items())}
+        c["budget"] = {"node_hours": round(sum(ch.node_hours for ch in plan.chosen
+                                                 if ch.cell.layout == f"{mname}|{layout}") * 1.5 + 0.01, 3)}
+        out.append(c)
+    total = sum(u.rank_seconds for u in all_usages) or 1.0
+    measured = sum(tagged[ch.cell][1].rank_seconds for ch in plan.chosen) / total
+    lines = [f"night {night}: {len(plan.chosen)} cell(s) in {len(out)} campaign file(s), "
+             f"{plan.spent_node_hours:.3g} of {budget:.3g} node-hours; they hold {measured:.1%} of the users' "
+             f"observed collective time"]
+    for ch in plan.chosen:
+        m, u = tagged[ch.cell]
+        lines.append(f"  measure {m['name']} {ch.cell.collective} {ch.cell.bytes_lo} B p={ch.cell.p}: {ch.reason}, "
+                     f"{u.rank_seconds / total:.1%} of the time, {ch.node_hours:.3g} node-h")
+    for cell, why in plan.kept:
+        mname = cell.layout.split("|", 1)[0]
+        lines.append(f"  keep    {mname} {cell.collective} {cell.bytes_lo} B p={cell.p}: {why}")
+    return out, plan, "\n".join(lines) + "\n"
+
+
+def write_tonight(base_path: Path, usage: dict[str, list[CellUsage]], out_dir: Path, **kw) -> tuple[list[Path], str]:
+    try:
+        base = yaml.safe_load(Path(base_path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise FromUsageError(f"{base_path}: {e}") from None
+    campaigns, plan, text = tonight(base, usage, **kw)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for c in campaigns:
+        p = out_dir / f"{c['name']}.yaml"
+        p.write_text(yaml.safe_dump(c, sort_keys=False))
+        paths.append(p)
+    (out_dir / "plan.txt").write_text(text)
+    return paths, text

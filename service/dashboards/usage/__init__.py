@@ -1,0 +1,1 @@
+"""Where the users' collective time goes, per library (issue 33)."""

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The cost of a usage record at MPI_Finalize (prints figures; not a test): wall time of MPI_Finalize in a
+# program that made 10,000 collective calls over a mix of cells, with PGMPITUNE_USAGE_DIR set and without,
+# p = 2, 4, 8 (more ranks than cores from 4 on: those figures are upper bounds), median of RUNS mpiruns.
+# Goal: <= 5 ms more than without.   tests/bench/usage_finalize.sh [openmpi|mpich|all]
+set -euo pipefail
+. "$(dirname "$0")/overhead_common.bash"
+cat >"$work/fin.c" <<'C'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int r; MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    static char buf[1 << 16], out[1 << 16];
+    for (int i = 0; i < 10000; i++) {
+        int n = 1 << (i % 14);   /* 14 size buckets, three collectives */
+        MPI_Allreduce(buf, out, n / 4 + 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (i % 3 == 0) MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        if (i % 5 == 0) MPI_Reduce(buf, out, n / 4 + 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    MPI_Finalize();
+    double t1 = MPI_Wtime();   /* MPI_Wtime is valid after MPI_Finalize in both libraries (a local clock) */
+    if (r == 0) printf("finalize_ms=%.3f\n", (t1 - t0) * 1e3);
+    return 0;
+}
+C
+for mpi in $mpis; do
+  overhead_build "$mpi"
+  "mpicc.$mpi" -O2 -o "$work/fin.$mpi" "$work/fin.c" -L"$prefix/lib" -Wl,--no-as-needed -lpgmpitune -Wl,-rpath,"$prefix/lib"
+  for np in 2 4 8; do
+    for mode in off on; do
+      : >"$work/out"
+      for r in $(seq "$RUNS"); do
+        rm -rf "$work/spool"; mkdir -p "$work/spool"
+        if [ $mode = on ]; then
+          PGMPITUNE_USAGE_DIR="$work/spool" "${run[@]}" -np $np "$work/fin.$mpi" >>"$work/out"
+        else
+          env -u PGMPITUNE_USAGE_DIR "${run[@]}" -np $np "$work/fin.$mpi" >>"$work/out"
+        fi
+      done
+      eval "ms_$mode=$(sed -n 's/finalize_ms=//p' "$work/out" | median)"
+    done
+    cells=$(grep -vc '^#' "$work/spool"/*.pgmpi-usage 2>/dev/null || echo 0)
+    printf '%-8s p=%d  MPI_Finalize %7s ms without, %7s ms with the usage record (+%s ms; %s lines in the record)\n' \
+      "$mpi" $np "$ms_off" "$ms_on" "$(awk -v a="$ms_on" -v b="$ms_off" 'BEGIN{printf "%.3f", a-b}')" "$cells"
+  done
+done
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,63 @@
+"""`cells: from-usage` (scheduler/from_usage.py): tonight's campaign files from the users' usage cells, within
+the night's budget, loadable by the agent's own campaign reader."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from scheduler.campaign import load_campaign
+from scheduler.from_usage import FromUsageError, cells_from_api, layout_of, tonight, write_tonight
+from scheduler.usage_plan import Cell, CellState
+
+BASE = {"name": "usage", "machine": "m1", "backend": "local", "cells": "from-usage",
+        "usage": {"share": 0.9, "sample": 0.0, "refresh_nights": 30}, "budget": {"node_hours_per_night": 1.0},
+        "modules": [{"name": "openmpi/4.1.4", "mpi": "openmpi"}, {"name": "mpich/4.0.2", "mpi": "mpich"}],
+        "mpiruns": 3, "control": True}
+
+API = [  # as GET /api/v1/machines/<m>/libraries/<lib>/usage gives them (per algorithm)
+    {"collective": "MPI_Allreduce", "bytes_lo": 8, "p": 4, "rank_seconds": 900.0},
+    {"collective": "MPI_Allreduce", "bytes_lo": 8, "p": 4, "rank_seconds": 100.0},
+    {"collective": "MPI_Bcast", "bytes_lo": 65536, "p": 16, "rank_seconds": 400.0},
+    {"collective": "MPI_Alltoall", "bytes_lo": 1024, "p": 4, "rank_seconds": 60.0},
+    {"collective": "MPI_Gather", "bytes_lo": 64, "p": 4, "rank_seconds": 2.0},
+    {"collective": "MPI_Barrier", "bytes_lo": 0, "p": 4, "rank_seconds": 50.0},      # not a collective of ours
+]
+
+
+def test_layouts_fill_nodes_and_api_rows_merge_per_cell():
+    assert layout_of(4, 8) == (1, 4) and layout_of(16, 8) == (2, 8) and layout_of(12, 8) == (2, 6)
+    cells = {u.cell: u.rank_seconds for u in cells_from_api(API, ppn=8)}
+    assert cells[Cell("allreduce", 8, 4, "1x4")] == 1000.0
+    assert Cell("bcast", 65536, 16, "2x8") in cells and len(cells) == 4
+
+
+def test_tonight_writes_loadable_campaigns_of_the_cells_that_hold_the_time(tmp_path):
+    usage = {"openmpi/4.1.4": cells_from_api(API, ppn=8), "mpich/4.0.2": cells_from_api(API[:1], ppn=8)}
+    base = tmp_path / "base.yaml"
+    base.write_text(yaml.safe_dump(BASE))
+    paths, text = write_tonight(base, usage, tmp_path / "night", machine_nodes=2, night=1)
+    assert paths and (tmp_path / "night" / "plan.txt").read_text() == text
+    loaded = [load_campaign(p) for p in paths]             # the agent's own reader accepts them
+    by = {(c.modules[0].name, c.layouts[0].nodes, c.layouts[0].ppn): c for c in loaded}
+    ompi = by[("openmpi/4.1.4", 1, 4)]
+    assert set(ompi.collectives) == {"allreduce"} and ompi.sizes_for("allreduce") == [8, 15]
+    assert set(by[("openmpi/4.1.4", 2, 8)].collectives) == {"bcast"}
+    assert ("mpich/4.0.2", 1, 4) in by
+    assert "gather" not in text.split("keep")[0]            # 90 % of the time is held without gather's 2 s
+    assert "of the users' observed collective time" in text
+
+
+def test_a_decided_cell_is_kept_and_the_budget_binds():
+    usage = {"openmpi/4.1.4": cells_from_api(API, ppn=8)}
+    decided = {Cell("allreduce", 8, 4, "1x4"): CellState(Cell("allreduce", 8, 4, "1x4"), "none", 2)}
+    camps, plan, text = tonight(BASE, usage, machine_nodes=2, night=1, states=decided)
+    assert all("allreduce" not in c["collectives"] for c in camps)
+    assert "keep    openmpi/4.1.4 allreduce 8 B p=4: decided 2 night(s) ago: none" in text
+    tiny = dict(BASE, budget={"node_hours_per_night": 1e-6})
+    camps, plan, text = tonight(tiny, usage, machine_nodes=2, night=1)
+    assert camps == [] and "over budget" in text
+
+
+def test_a_base_without_from_usage_is_refused():
+    with pytest.raises(FromUsageError, match="cells: from-usage"):
+        tonight(dict(BASE, cells=None), {}, machine_nodes=1, night=0)
