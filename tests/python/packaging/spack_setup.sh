@@ -4,18 +4,19 @@
 #   SPACK=<dir>/spack/bin/spack
 #   SPACK_PYTHON=<dir>/venv/bin/python
 # No package registry carries Spack: the snapshot comes from the shared vendor folder ($PGMPI_VENDOR_DIR, else
-# ../shared/vendor or ../../shared/vendor next to the checkout; see its README). Missing snapshot: exit 3
-# with a message (the test fails on it, it never skips).
+# ../shared/vendor or ../../shared/vendor next to the checkout, else /work/shared/vendor where these machines
+# keep it, for a checkout anywhere else such as a clean clone in /tmp; see its README). Missing snapshot:
+# exit 3 with a message (the test fails on it, it never skips).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 dir=$(mkdir -p "$1" && cd "$1" && pwd)
 vendor=
-for d in "${PGMPI_VENDOR_DIR:-}" "$top/../shared/vendor" "$top/../../shared/vendor"; do
+for d in "${PGMPI_VENDOR_DIR:-}" "$top/../shared/vendor" "$top/../../shared/vendor" /work/shared/vendor; do
   [ -n "$d" ] && compgen -G "$d/spack-*.tar.gz" >/dev/null && { vendor=$d; break; }
 done
 [ -n "$vendor" ] || { echo "spack_setup.sh: no Spack snapshot (spack-*.tar.gz) in \$PGMPI_VENDOR_DIR," \
-                           "$top/../shared/vendor or $top/../../shared/vendor" >&2; exit 3; }
+                           "$top/../shared/vendor, $top/../../shared/vendor or /work/shared/vendor" >&2; exit 3; }
 tarball=$(ls "$vendor"/spack-*.tar.gz | sort | tail -n1)
 exec 9>"$dir/.setup.lock"; flock 9
 if [ "$(cat "$dir/.unpacked" 2>/dev/null)" != "$tarball" ]; then
