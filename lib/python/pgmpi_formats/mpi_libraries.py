@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]     # a checkout: lib/python/pgmpi_formats/ -> top
-DEFAULT_TABLE = REPO_ROOT / "deploy" / "mpi-libraries.tsv"
+# a checkout's table; an installed copy (pip) ships it as package data next to this module (a symlink in
+# the checkout, a file in the wheel), as collectives.def
+_CHECKOUT_TABLE = REPO_ROOT / "deploy" / "mpi-libraries.tsv"
+DEFAULT_TABLE = _CHECKOUT_TABLE if _CHECKOUT_TABLE.exists() else Path(__file__).with_name("mpi-libraries.tsv")
 COLUMNS = ("id", "family", "version", "source", "prefix")
 SOURCES = ("debian", "pypi", "site")
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")

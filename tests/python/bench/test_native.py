@@ -124,7 +124,13 @@ def test_a_refused_decision_file_kills_jobs(bench, tmp_path):
                    f"--output={tmp_path / 'bad.txt'}"], np=4, env=env)
     # the job dies: Open MPI fails the first allgather (already inside MPI_Comm_split_type), MPICH asserts
     assert r.rc != 0
-    assert ("MPI_ERR_UNSUPPORTED_OPERATION" if bench.mpi == "openmpi" else "Assertion failed") in r.stderr + r.stdout
+    out = r.stderr + r.stdout
+    if bench.mpi == "openmpi":
+        # Open MPI's runtime sometimes loses the help text of the aborting ranks ("ORTE_ERROR_LOG ... show_help.c",
+        # seen on an idle machine); the job died all the same
+        assert "MPI_ERR_UNSUPPORTED_OPERATION" in out or "show_help.c" in out, out
+    else:
+        assert "Assertion failed" in out, out
 
 
 def test_the_decision_file_a_run_ran_under_is_recorded_byte_for_byte(bench, tmp_path):

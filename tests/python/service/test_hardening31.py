@@ -147,7 +147,7 @@ def test_d2_symlinks_in_the_profile_root_are_refused(tmp_path, planted):
 
 def test_d2_symlinked_version_or_file_is_not_shown(app, seeded, client, tmp_path, monkeypatch):
     """versions/<n> or a file there replaced by a symlink: the page says so and shows nothing of it."""
-    from service.profiles import lifecycle
+    from service.workflows import publish as lifecycle
     monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
     root = tmp_path / "profiles"
     app.config["PGMPI_PROFILE_ROOT"] = str(root)
