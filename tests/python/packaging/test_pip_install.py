@@ -22,7 +22,7 @@ import delay_interposer
 from packaging_helpers import ROOT
 
 SHIPPED = ["pyproject.toml", "README.md", "service", "scheduler", "templates", "migrations",
-           "lib/src/core/collectives.def", "lib/python", "docs/glossary.md"]
+           "lib/src/core/collectives.def", "deploy/mpi-libraries.tsv", "lib/python", "docs/glossary.md"]
 
 
 def run(cmd, **kw):
