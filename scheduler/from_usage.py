@@ -20,13 +20,8 @@ from pathlib import Path
 import yaml
 
 from pgmpi_formats import mpi_libraries
+from pgmpi_formats.collectives import by_mpi_name
 from .usage_plan import Cell, CellState, CellUsage, CostModel, Plan, default_budget, plan_night
-
-# the usage record names collectives by their MPI name; campaign files by the key of collectives.def
-_KEYS = {"MPI_Allgather": "allgather", "MPI_Allreduce": "allreduce", "MPI_Alltoall": "alltoall",
-         "MPI_Bcast": "bcast", "MPI_Gather": "gather", "MPI_Reduce": "reduce",
-         "MPI_Reduce_scatter_block": "reducescatterblock", "MPI_Reduce_scatter": "reducescatter",
-         "MPI_Scan": "scan", "MPI_Scatter": "scatter"}
 
 
 class FromUsageError(ValueError):
@@ -49,9 +44,10 @@ def layout_of(p: int, ppn: int) -> tuple[int, int]:
 def cells_from_api(items: list[dict], ppn: int) -> list[CellUsage]:
     out = []
     for it in items:
-        key = _KEYS.get(it["collective"])
-        if key is None or it["p"] < 2:
+        coll = by_mpi_name(it["collective"])      # the record's MPI name -> the campaign file's key
+        if coll is None or it["p"] < 2:
             continue
+        key = coll.key
         nodes, per = layout_of(it["p"], ppn)
         out.append(CellUsage(Cell(key, int(it["bytes_lo"]), int(it["p"]), f"{nodes}x{per}"),
                              float(it["rank_seconds"])))
