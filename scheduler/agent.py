@@ -22,6 +22,7 @@ from pathlib import Path
 from pgmpi_formats.native import DiscoveryError, parse_listing
 from pgmpi_formats.results import ResultsFormatError
 
+from . import nrep_history
 from .backends import Backend, BackendUnavailable, Status, collect_pairs
 from .campaign import Campaign, Layout, Module
 from .planner import JobSpec, Launch, plan
@@ -86,8 +87,11 @@ class Agent:
                 self.state.enqueue(f"campaign:{campaign.name}", "campaign", campaign.name, {
                     "name": campaign.name, "machine": campaign.machine, "definition": campaign.definition(),
                     "schedule": campaign.schedule or "manual"})
-            for job in plan(campaign):
-                self.state.add_job(campaign.name, job.key, spec_to_json(job))
+            earlier = nrep_history.find(self.state, campaign, self.root)
+            for job in plan(campaign, earlier):
+                if self.state.add_job(campaign.name, job.key, spec_to_json(job)) and job.key in earlier:
+                    self.log(f"{job.key}: repetitions of campaign {earlier[job.key].campaign} "
+                             f"({earlier[job.key].path}) where they cover the cells, no pilot")
 
     # --------------------------------------------------------------- helpers
     def _cost(self, key: str, dt: float):
