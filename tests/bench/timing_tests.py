@@ -7,8 +7,8 @@
     .venv/bin/python tests/bench/timing_tests.py [--rounds 20] [--only SUBSTRING] [--list]
 
 Each round is one pytest process over the whole list (so the tests see the machine as `make test` gives it
-to them, one after another); the load average is printed before every round. Prints, per test, failures/N
-and the first line of each failure. Asserts nothing: the figures go into the report.
+to them, one after another); the load average is printed before every round. Prints, per test, failures/N,
+the mean seconds per run and the first line of each failure. Asserts nothing: the figures go into the report.
 
 The list: every test of tests/python whose verdict depends on times pgmpi-bench (or pgmpi-dtbench) measured,
 and what each rests on. "virtual clock": tests/python/delay_interposer.py replaces MPI_Wtime by a tick
@@ -85,6 +85,7 @@ def main() -> int:
     py = ROOT / ".venv/bin/python"
     fails: dict[str, list[str]] = {}
     runs: dict[str, int] = {}
+    secs: dict[str, float] = {}
     t_all = time.time()
     for r in range(a.rounds):
         with tempfile.TemporaryDirectory() as td:
@@ -97,6 +98,7 @@ def main() -> int:
             for case in ET.parse(xml).getroot().iter("testcase"):
                 name = f"{case.get('classname')}::{case.get('name')}"
                 runs[name] = runs.get(name, 0) + 1
+                secs[name] = secs.get(name, 0.0) + float(case.get("time") or 0)
                 bad = case.find("failure") if case.find("failure") is not None else case.find("error")
                 if bad is not None:
                     n_fail += 1
@@ -105,7 +107,7 @@ def main() -> int:
                   f"after {load()}", flush=True)
     print(f"\n{a.rounds} rounds in {(time.time() - t_all) / 60:.1f} min")
     for name in sorted(runs):
-        print(f"{len(fails.get(name, [])):2d}/{runs[name]}  {name}")
+        print(f"{len(fails.get(name, [])):2d}/{runs[name]}  {secs[name] / runs[name]:6.1f} s  {name}")
         for f in fails.get(name, []):
             print("       " + re.sub(r"\s+", " ", f))
     return 0
