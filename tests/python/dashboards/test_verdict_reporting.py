@@ -56,7 +56,9 @@ class Tables(HTMLParser):
 def _file(mpirun: int) -> str:
     text = raw_file("m1", "openmpi", "4.1.4", 2, mpirun, "night-2", seed=3)
     first, rest = text.split("\n", 1)
-    return f"{first}\n#@sync=MPI_Barrier\n#@nrep_policy=from:{EARLIER}\n#@nrep=0\n{rest}"
+    counts = "".join(f"#@pgmpi nrep {call} {size} 12\n" for call in ("MPI_Allreduce", "MPI_Bcast")
+                     for size in (8, 1024, 65536, 1048576))
+    return f"{first}\n#@sync=MPI_Barrier\n#@nrep_policy=from:{EARLIER}\n#@nrep=0\n{rest}{counts}"
 
 
 def test_verdict_page_and_exports_carry_interval_and_reporting_fields(app, tokens):
@@ -111,3 +113,12 @@ def test_verdict_page_and_exports_carry_interval_and_reporting_fields(app, token
     assert (f["sync"], f["clock"], f["mpiruns"]) == ("MPI_Barrier", "MPI_Wtime", MPIRUNS)
     assert f["repetitions"]["source"] == "counts of the earlier campaign night-1"
     assert f["interval"]["level"] == 0.95 and f["exclusions"]["results_check_failures"] == 0
+    # and `pgmpi explain` of a violated cell: the interval of the choice, the cell's count per mpirun (the header's
+    # nrep is 0 under a predicted or carried-over count) and where it came from
+    from service.store.db import db
+    from service.workflows.explain import explain
+    with app.app_context():
+        text = explain(db.session, "m1", "openmpi", "allreduce", 65536, 2)
+    assert "chosen: allreduce_as_reduce_bcast" in text and "95 % CI" in text.split("chosen:")[1], text
+    assert (f"repetitions per mpirun 12 (counts of the earlier campaign night-1; from:{EARLIER}), {MPIRUNS} mpiruns"
+            in text), text
