@@ -87,7 +87,8 @@ class Agent:
                 self.state.enqueue(f"campaign:{campaign.name}", "campaign", campaign.name, {
                     "name": campaign.name, "machine": campaign.machine, "definition": campaign.definition(),
                     "schedule": campaign.schedule or "manual"})
-            earlier = nrep_history.find(self.state, campaign, self.root)
+            # the jobs are planned once (a restarted agent finds them in the state): only then the earlier nights
+            earlier = nrep_history.find(self.state, campaign, self.root) if not self.state.jobs(campaign.name) else {}
             for job in plan(campaign, earlier):
                 if self.state.add_job(campaign.name, job.key, spec_to_json(job)) and job.key in earlier:
                     self.log(f"{job.key}: repetitions of campaign {earlier[job.key].campaign} "

@@ -25,6 +25,7 @@ from pgmpi_formats.footer import Nrep, records
 from pgmpi_formats.results import ResultsFormatError, read_file
 
 from .campaign import Campaign, Repetitions
+from .planner import job_key
 
 # How the counts are shared, not how they are predicted: these may differ between the nights.
 SHARING = {"campaign_wide", "nrep_from", "previous_night"}
@@ -75,8 +76,11 @@ def find(state, c: Campaign, root: Path) -> dict[str, Earlier]:
     me = state.campaign(c.name)
     since = me["created_at"] if me is not None else float("inf")
     rules = _rules(rep)
+    wanted = {job_key(m, lay) for m in c.modules for lay in c.layouts}
     out: dict[str, Earlier] = {}
     for row in reversed(state.campaigns()):                    # newest first
+        if wanted <= set(out):
+            break
         if row["name"] == c.name or (row["created_at"] or 0) >= since:
             continue
         try:
@@ -86,7 +90,7 @@ def find(state, c: Campaign, root: Path) -> dict[str, Earlier]:
         except (ValueError, TypeError):                        # a definition of an older agent: not comparable
             continue
         for job in state.jobs(row["name"], ("COMPLETED",)):
-            if job["kind"] != "measure" or job["key"] in out:
+            if job["kind"] != "measure" or job["key"] in out or job["key"] not in wanted:
                 continue
             counts = counts_of(_measure_files(job))
             if not counts:
