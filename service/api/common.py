@@ -7,7 +7,7 @@ import functools
 import logging
 from typing import Any, Optional
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, jsonify, request
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
