@@ -264,7 +264,8 @@ def verdict_rows(d: dict) -> list[dict]:
               "mpiruns": r.get("mpiruns"), "meas_per_mpirun": (f"{lo}" if lo == hi else f"{lo}-{hi}") if rp else None,
               "nrep_policy": rp.get("nrep_policy"), "nrep_source": rp.get("source"),
               "summary_statistic": r.get("statistic"),
-              "interval_method": f"{100 * iv['level']:.0f} % {iv.get('method', '')}" if iv.get("level") else None,
+              "interval_method": (f"{100 * iv['level']:.0f} % {iv.get('method', '')}"
+                                  if isinstance(iv.get("level"), (int, float)) else None),
               "excluded": (f"{ex.get('results_check_failures')} results-check failures; "
                            f"{ex.get('cells_in_one_mpirun')} cells in one mpirun; control arm: "
                            f"{ex.get('control_arm')}") if ex else None}
