@@ -464,7 +464,9 @@ class Agent:
             return
         failed = [c for c in (resp or {}).get("cells", []) if c.get("problems")]
         self.log(f"{lib}: native candidate {payload['profile_version']} failed validation {resp.get('id')} in "
-                 f"{len(failed)} cell(s); deciding again without them")
+                 f"{len(failed)} cell(s); deciding again without them: "
+                 + "; ".join(f"{c.get('collective')} {c.get('msize')} B {c.get('label')}: "
+                             + "; ".join(map(str, c.get("problems") or []))[:300] for c in failed[:5]))
         if resp.get("id"):
             self.plan_native(payload["library"], payload["version"], payload["module_key"],
                              [*payload.get("refused", []), resp["id"]])

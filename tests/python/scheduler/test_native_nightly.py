@@ -48,7 +48,7 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
         service={"url": service.url, "token_file": str(tmp_path / "token")},
         validation={"enabled": True, "nrep": 5},
         native={"tunelib_module": "pgmpitunelib/0.1.0", "modulepath": [str(tunelib_modules(tmp_path, "openmpi"))],
-                "rounds": 2, "nrep": 5, "publish": True})
+                "rounds": 5, "nrep": 3, "publish": True})
     f = campaign_file(tmp_path / "nightly.yaml", **cdef)
     r = CliRunner().invoke(agent_cli, ["nightly", "--campaign", str(f), "--state-dir", str(tmp_path / "state"),
                                        "--interval", "0.5", "--date", "20261126", "--max-hours", "0.05"])
@@ -65,7 +65,7 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
 
     # published without a command: the set's current version holds the native file, its rule at 64 KiB
     live = pub.published_files(root, "nightbox", "openmpi", "4.1.4")
-    assert set(live) == {"native.rules"}, live
+    assert set(live) == {"native.rules"}, r.output
     rules = live["native.rules"].splitlines()
     assert any(line.split()[:2] == [str(WINS), "6"] for line in rules), live["native.rules"]   # 6: rabenseifner
 
