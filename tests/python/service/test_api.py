@@ -164,9 +164,10 @@ def test_every_write_endpoint_refused_for_viewer_and_anonymous(client, seeded, a
               "/analyses": {"machine": "m1", "library": "openmpi"},
               "/profiles/{version_id}/validation": {"figures": []},
               "/native/validations": {"machine": "m1", "library": "openmpi", "version": "4.1.4",
-                                      "name": "native.rules", "text": "1\n", "nprocs": 2, "figures": {}}}
+                                      "name": "native.rules", "text": "1\n", "nprocs": 2, "figures": {}},
+              "/native/candidates": {"machine": "m1", "library": "openmpi", "version": "4.1.4", "campaign": "c1"}}
     ops = list(_write_operations(client))
-    assert len(ops) == len(bodies) == 8
+    assert len(ops) == len(bodies) == 9
     before = counts(app)
     for method, path in ops:
         for who, status in (("viewer", 403), (None, 401)):
