@@ -6,7 +6,9 @@ Built for Open MPI, it also wraps the library's own Allreduce algorithms (ompi_c
 with PGMPI_TEST_FAST_ALGORITHM=<name> (e.g. redscat_allgather, Open MPI's rabenseifner) and
 PGMPI_TEST_ALGORITHM_BYTES=<count>[,<count>...], every other of them is slowed by the delay at those counts, so
 that algorithm wins a native search wherever it is measured or chosen, whatever the load (the nightly native
-chain test).
+chain test).  At the counts of PGMPI_TEST_FILE_SLOW_BYTES that algorithm instead takes twice the delay when a
+rules file is loaded (OMPI_MCA_coll_tuned_dynamic_rules_filename set): a choice that wins the search and then
+loses in the validation job that loads the file as users do.
 
 Two clocks (`clock=`):
 - "virtual" (the default): the interposer also defines MPI_Wtime / PMPI_Wtime as a per-process counter that
@@ -88,10 +90,8 @@ int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op 
  * chosen by a rules file, or the library's own decision), so a test knows which one wins and can see that
  * a decision file took effect. */
 typedef int (*alg_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, void *);
-static int slow_algorithm(const char *name, int count, MPI_Datatype dt) {
-    const char *fast = getenv("PGMPI_TEST_FAST_ALGORITHM"), *s = getenv("PGMPI_TEST_ALGORITHM_BYTES");
-    if (!fast || !s || dt != MPI_BYTE || strcmp(fast, name) == 0) return 0;
-    while (*s) {
+static int listed(const char *s, int count) {      /* count in a comma-separated list */
+    while (s && *s) {
         char *end;
         long v = strtol(s, &end, 10);
         if (end == s) return 0;
@@ -99,6 +99,15 @@ static int slow_algorithm(const char *name, int count, MPI_Datatype dt) {
         s = (*end == ',') ? end + 1 : end;
     }
     return 0;
+}
+/* how many delays this call of algorithm `name` takes */
+static int delays(const char *name, int count, MPI_Datatype dt) {
+    const char *fast = getenv("PGMPI_TEST_FAST_ALGORITHM");
+    if (!fast || dt != MPI_BYTE) return 0;
+    if (strcmp(fast, name) != 0) return listed(getenv("PGMPI_TEST_ALGORITHM_BYTES"), count);
+    /* a choice that wins the search but loses where a rules file selects it, as users load it */
+    return getenv("OMPI_MCA_coll_tuned_dynamic_rules_filename")
+           && listed(getenv("PGMPI_TEST_FILE_SLOW_BYTES"), count) ? 2 : 0;
 }
 #ifdef VIRTUAL_CLOCK
 #define SLOW_DOWN() (vticks += (int64_t)DELAY_NS * 1048576 / 1000000000)
@@ -110,7 +119,7 @@ int ompi_coll_base_allreduce_intra_##NAME(const void *sb, void *rb, int count, M
                                           MPI_Comm comm, void *module) { \
     static alg_t next; \
     if (!next) next = (alg_t)dlsym(RTLD_NEXT, "ompi_coll_base_allreduce_intra_" #NAME); \
-    if (slow_algorithm(#NAME, count, dt)) SLOW_DOWN(); \
+    for (int k = delays(#NAME, count, dt); k > 0; k--) SLOW_DOWN(); \
     return next(sb, rb, count, dt, op, comm, module); \
 }
 ALGORITHM(basic_linear)
