@@ -11,8 +11,8 @@ redscat_allgather) is slowed by 20 ms of virtual time, whichever way it is selec
 chosen by the library, or by the published rules file -- so rabenseifner wins there, and the validation's
 "used" and "not slower" checks see the file's choice in the job that loaded it.  At 8 B rabenseifner wins
 the search too but takes twice the delay under the rules file: the first candidate fails there (its rule from
-0 B, which the validation measures at 8 B), that cell goes back into the decision, and the second candidate (64 KiB only) is validated and published.  At 8 KiB nothing
-is slowed: the library's default stays."""
+0 B, which the validation measures at 8 B), that cell goes back into the decision, and the second candidate
+(64 KiB only) is validated and published.  At 8 KiB nothing is slowed: the library's default stays."""
 from __future__ import annotations
 
 import json
