@@ -429,6 +429,9 @@ class Campaign(_Strict):
             if not self.measures_native():
                 raise ValueError("native: the campaign measures none of the MPI library's own algorithms (give a "
                                  "collective search: exhaustive | mgd | smgd, or native:<name> algorithms)")
+            if not self.validation.enabled:
+                raise ValueError("native: the chain starts after the analysis, which validation.enabled: false "
+                                 "switches off; enable validation or leave native out")
             if self.native_nprocs() is None:
                 raise ValueError("native.nprocs: no one-node layout with 2 or more ranks to validate on; set it")
         for m in self.modules:

@@ -98,8 +98,11 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
         from service.store.db import db
         from service.store.models import ProfileVersion
         return db.session.get(ProfileVersion, vid).profile_set_id
-    page = service.app.test_client().get(f"/profiles/{service.query(_set_id)}").get_data(as_text=True)
+    client = service.app.test_client()
+    page = client.get(f"/profiles/{service.query(_set_id)}").get_data(as_text=True)
     native = page[page.index('id="native"'):]
     native = native[:native.index("</table>")]
     assert "allreduce 64 KiB p=2 → native:rabenseifner" in native and "live" in native, native
     assert "allreduce 8 B p=2 native:rabenseifner: (" in native and "refused: allreduce 8 B" in native, native
+    lib_page = client.get("/m/nightbox/openmpi-4.1.4/native?key=allreduce").get_data(as_text=True)
+    assert "live: candidate #" in lib_page and f"/profiles/{service.query(_set_id)}#native" in lib_page, lib_page[:3000]
