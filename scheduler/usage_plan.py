@@ -180,47 +180,6 @@ def plan_night(usages: list[CellUsage], states: dict[Cell, CellState], budget_no
     return plan
 
 
-@dataclass(frozen=True)
-class Decision:
-    state: str            # "violation" | "none" | "undecided" | "inconclusive"
-    ratio: float          # geometric mean of the paired ratios default / alternative
-    lo: float             # interval at level 1 - alpha / max_looks
-    hi: float
-    p_value: float        # one-sided "default slower than the alternative", times max_looks (capped at 1)
-    mpiruns: int
-
-
-def sequential_decision(paired_ratios: list[float], *, min_gain: float = 0.1, alpha: float = 0.05,
-                        max_looks: int = 5, final: bool = False) -> Decision:
-    """One look of the sequential rule on the per-mpirun paired ratios default/alternative (> 1: the
-    alternative is faster). `final`: the last look; an undecided cell is then inconclusive (the library's
-    default stays)."""
-    x = [math.log(r) for r in paired_ratios if r > 0 and math.isfinite(r)]
-    n = len(x)
-    if n < 2:
-        return Decision("inconclusive" if final else "undecided", math.exp(x[0]) if x else float("nan"),
-                        0.0, math.inf, 1.0, n)
-    mean = sum(x) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (n - 1))
-    level = alpha / max_looks
-    if sd == 0.0:
-        lo = hi = mean
-        p = 0.0 if mean > 0 else 1.0
-    else:
-        se = sd / math.sqrt(n)
-        t = stats.t.ppf(1 - level / 2, n - 1)
-        lo, hi = mean - t * se, mean + t * se
-        p = float(stats.t.sf(mean / se, n - 1))
-    threshold = math.log(1.0 + min_gain)
-    if lo > threshold:
-        state = "violation"
-    elif hi < threshold:
-        state = "none"
-    else:
-        state = "inconclusive" if final else "undecided"
-    return Decision(state, math.exp(mean), math.exp(lo), math.exp(hi), min(1.0, p * max_looks), n)
-
-
 # ---------------------------------------------------------------- the group-sequential design
 
 def spent_alpha(t: float, alpha: float, rho: float) -> float:
