@@ -177,7 +177,8 @@ def main() -> None:
             sel_fracs.append(sum(exh_cost[k] for k, _ in chosen) / total)
         fr = sorted(fracs)
         print(f"\ndesign looks {','.join(map(str, first_looks))},R  nrep {nrep}  rho {rho:g}: adaptive time / exhaustive "
-              f"median {statistics.median(fr):.1%}, p90 {fr[int(0.9 * (len(fr) - 1))]:.1%}, max {fr[-1]:.1%} "
+              f"median {statistics.median(fr):.1%}, p90 {fr[int(0.9 * (len(fr) - 1))]:.1%}, max {fr[-1]:.1%}, "
+              f"<= 20 % in {sum(f <= 0.2 for f in fr)} of {len(fr)} replays "
               f"(the cells chosen, measured exhaustively: median {statistics.median(sel_fracs):.1%}); "
               f"{statistics.median(n_cov):.0f} cells hold {a.share:.0%} (median)")
         print(f"  cells stopped after m mpiruns: " + ", ".join(f"{m}: {n}" for m, n in sorted(stop_at.items()))
