@@ -22,6 +22,7 @@ from pathlib import Path
 from pgmpi_formats.native import DiscoveryError, parse_listing
 from pgmpi_formats.results import ResultsFormatError
 
+from . import nrep_history
 from .backends import Backend, BackendUnavailable, Status, collect_pairs
 from .campaign import Campaign, Layout, Module
 from .planner import JobSpec, Launch, plan
@@ -90,8 +91,12 @@ class Agent:
                 self.state.enqueue(f"campaign:{campaign.name}", "campaign", campaign.name, {
                     "name": campaign.name, "machine": campaign.machine, "definition": campaign.definition(),
                     "schedule": campaign.schedule or "manual"})
-            for job in plan(campaign):
-                self.state.add_job(campaign.name, job.key, spec_to_json(job))
+            # the jobs are planned once (a restarted agent finds them in the state): only then the earlier nights
+            earlier = nrep_history.find(self.state, campaign, self.root) if not self.state.jobs(campaign.name) else {}
+            for job in plan(campaign, earlier):
+                if self.state.add_job(campaign.name, job.key, spec_to_json(job)) and job.key in earlier:
+                    self.log(f"{job.key}: repetitions of campaign {earlier[job.key].campaign} "
+                             f"({earlier[job.key].path}) where they cover the cells, no pilot")
 
     # --------------------------------------------------------------- helpers
     def _cost(self, key: str, dt: float):

@@ -177,10 +177,14 @@ class Repetitions(_Strict):
     # Campaign-wide NREP (issue 34): the mpiruns a paired verdict compares must have measured the same number
     # of repetitions per cell. predict / time-rule: mpirun 0 is the pilot (it predicts), every other mpirun
     # of the campaign takes the pilot's counts (`--nrep-from`, its `#@pgmpi nrep` lines). nrep_from: the raw
-    # files of an earlier night fix the counts for every mpirun (no pilot).
+    # files of an earlier night fix the counts for every mpirun (no pilot); previous_night: the agent finds them.
     campaign_wide: bool = Field(True, description="predict/time-rule: mpirun 0 predicts, the others reuse its counts")
     nrep_from: list[str] = Field(default_factory=list,
                                  description="raw files of an earlier night whose '#@pgmpi nrep' counts every mpirun uses")
+    # The agent finds the earlier night itself (scheduler/nrep_history.py): a job whose cells its newest earlier
+    # campaign on this machine measured with the same rules takes those counts, no pilot.
+    previous_night: bool = Field(True, description="predict/time-rule: the counts of the newest earlier campaign "
+                                                   "that measured the job's cells with the same rules, instead of a pilot")
 
     @model_validator(mode="after")
     def _order(self):
