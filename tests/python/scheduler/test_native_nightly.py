@@ -55,7 +55,7 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
                 "rounds": 5, "nrep": 3, "publish": True})
     f = campaign_file(tmp_path / "nightly.yaml", **cdef)
     r = CliRunner().invoke(agent_cli, ["nightly", "--campaign", str(f), "--state-dir", str(tmp_path / "state"),
-                                       "--interval", "0.5", "--date", "20261126", "--max-hours", "0.05"])
+                                       "--interval", "0.5", "--date", "20261126", "--max-hours", "0.2"])
     assert r.exit_code == 0, r.output
 
     from scheduler.state import State
