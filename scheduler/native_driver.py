@@ -134,17 +134,47 @@ class Launcher:
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *s["bench_args"], f"--output={name}"]
 
+    def launch_alone(self, label: str, calls: list[str], sizes: list[int], index: int, name: str):
+        """One mpirun measuring `label` alone (no default next to it; "default": the default, and the
+        control arm when the campaign has one), #@mpirun_index `index` pairing it with the round's others."""
+        s = self.spec
+        algs = ["default"] + (["default_control"] if s.get("control") else []) if label == "default" else [label]
+        argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={','.join(calls)}",
+                                             f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
+                                             "--no-barrier-rows", *s["bench_args"], f"--mpirun-index={index}",
+                                             f"--output={name}"]
+        return self._run(argv, f"{label} alone {','.join(calls)} {','.join(map(str, sizes))}", name)
+
     def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
-        self.n += 1
         argv = self.argv(key, sizes, labels, name)
+        return self._run(argv, f"{key} {','.join(map(str, sizes))} ({', '.join(labels)})", name)
+
+    def _run(self, argv: list[str], what: str, name: str):
+        self.n += 1
         t0 = time.perf_counter()
         p = subprocess.run(argv, cwd=self.outdir, capture_output=True, text=True)
         self.seconds += time.perf_counter() - t0
         if p.returncode != 0:
-            sys.exit(f"pgmpi-bench {key} {','.join(map(str, sizes))} ({', '.join(labels)}) exited with {p.returncode}: "
-                     f"{p.stderr[-800:]}")
+            sys.exit(f"pgmpi-bench {what} exited with {p.returncode}: {p.stderr[-800:]}")
         self.files.append(name)
         return read_file(self.outdir / name)
+
+
+def confirmations(choices: dict[str, dict[int, str | None]]) -> list[tuple[str, list[str], list[int]]]:
+    """The confirmation mpiruns of one round: (label, calls, sizes) -- the default alone over every searched
+    call and size, then each chosen variant alone over the calls and sizes where it was chosen (one mpirun per
+    variant: a label applies to every call given, so a call only where it was chosen there)."""
+    keys = sorted(choices)
+    out = [("default", keys, sorted({s for k in keys for s in choices[k]}))]
+    by: dict[str, tuple[set, set]] = {}
+    for k in keys:
+        for size, label in choices[k].items():
+            if label:
+                calls, sizes = by.setdefault(label, (set(), set()))
+                calls.add(k)
+                sizes.add(size)
+    out += [(label, sorted(calls), sorted(sizes)) for label, (calls, sizes) in sorted(by.items())]
+    return out
 
 
 def main(argv=None) -> int:
@@ -183,17 +213,19 @@ def main(argv=None) -> int:
         report["paths"][key] = {str(s): p.to_json() for s, p in paths.items()}
         print(f"pgmpi-search: {key} {entry['search']}: {sum(len(p.experiments) for p in paths.values())} "
               f"experiments over {len(paths)} sizes (grid {sum(report['grid'][key].values())})", file=sys.stderr)
-    # Confirmation: a search measures each variant in one mpirun; a verdict needs paired mpiruns.  So the
-    # choices of every size are measured again against the default in `confirm` mpiruns of their own
-    # (all sizes of the collective in one mpirun; counted apart from the search's experiments).
+    # Confirmation alone: a search measures each variant interleaved with the others in one mpirun, where an
+    # algorithm can cost what it never costs in an application (Open MPI's split_binary_tree at 512 B:
+    # tests/bench/native_interleave.py).  So every chosen variant is measured again in mpiruns of its own,
+    # as an application runs it (`confirmations`), paired with the default alone; the decision pairs them
+    # (service/analysis/native_decision.runs_from_files) and no longer takes the search's interleaved
+    # measurement of a variant it has an alone measurement of.
     searched_runs, searched_secs = launcher.n, launcher.seconds
+    plan = confirmations({k: {int(s): p["choice"] for s, p in paths.items()} for k, paths in report["paths"].items()})
     for i in range(int(spec.get("confirm", 0))):
-        for key, paths in report["paths"].items():
-            chosen = sorted({p["choice"] for p in paths.values() if p["choice"]})
-            sizes = [int(s) for s in paths]
-            if chosen:
-                launcher.launch(key, sizes, chosen, f"{spec['prefix']}-{key}-confirm-{i}.txt")
-    report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3)}
+        for j, (label, calls, sizes) in enumerate(plan if i % 2 == 0 else plan[::-1]):
+            launcher.launch_alone(label, calls, sizes, i, f"{spec['prefix']}-confirm-{i}-{j}.txt")
+    report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
+                         "alone": [[label, calls, sizes] for label, calls, sizes in plan]}
     report["mpiruns"] = searched_runs
     report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)
