@@ -43,6 +43,7 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
     return {s: grid(methods, segmented, segments, s) for s in sizes}
 
 
+MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_gain
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
 
 
@@ -93,6 +94,7 @@ class Launcher:
         self.seconds = 0.0
         self.rounds = 0
         self.sessions: dict[str, Session] = {}
+        self.defaults: dict[tuple[str, int], list[float]] = {}    # the default's median in each round of a cell
 
     def serve(self, key: str, spaces: dict[int, dict]) -> bool:
         """Start the collective's --serve mpirun for every variant of its grid; False when they do not fit."""
@@ -119,11 +121,15 @@ class Launcher:
         if sess is not None:
             from pgmpi_formats.collectives import by_key
             got = sess.cell(by_key(key).mpi_name, size, labels)
+            if "default" in got:
+                self.defaults.setdefault((key, size), []).append(got["default"])
             return {v: got.get(lab, NEVER) for v, lab in zip(batch, labels)}
         run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
         rows: dict[str, list[float]] = {}
         for a, x in zip(run.algorithm, run.runtime):
             rows.setdefault(run.algorithms[a], []).append(float(x))
+        if "default" in rows:
+            self.defaults.setdefault((key, size), []).append(statistics.median(rows["default"]))
         return {v: (statistics.median(rows[lab]) if lab in rows else NEVER) for v, lab in zip(batch, labels)}
 
     def argv(self, key: str, sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
@@ -161,11 +167,14 @@ class Launcher:
 
 
 def confirmations(choices: dict[str, dict[int, str | None]]) -> list[tuple[str, list[str], list[int]]]:
-    """The confirmation mpiruns of one round: (label, calls, sizes) -- the default alone over every searched
-    call and size, then each chosen variant alone over the calls and sizes where it was chosen (one mpirun per
-    variant: a label applies to every call given, so a call only where it was chosen there)."""
-    keys = sorted(choices)
-    out = [("default", keys, sorted({s for k in keys for s in choices[k]}))]
+    """The confirmation mpiruns of one round: (label, calls, sizes) -- the default alone over the calls and
+    sizes that have a choice (None: nothing to confirm there), then each chosen variant alone over the calls
+    and sizes where it was chosen (one mpirun per variant: a label applies to every call given, so a call only
+    where it was chosen there).  Nothing chosen anywhere: no mpirun."""
+    keys = sorted(k for k in choices if any(choices[k].values()))
+    if not keys:
+        return []
+    out = [("default", keys, sorted({s for k in keys for s, label in choices[k].items() if label}))]
     by: dict[str, tuple[set, set]] = {}
     for k in keys:
         for size, label in choices[k].items():
@@ -220,7 +229,13 @@ def main(argv=None) -> int:
     # (service/analysis/native_decision.runs_from_files) and no longer takes the search's interleaved
     # measurement of a variant it has an alone measurement of.
     searched_runs, searched_secs = launcher.n, launcher.seconds
-    plan = confirmations({k: {int(s): p["choice"] for s, p in paths.items()} for k, paths in report["paths"].items()})
+    # Only a choice the search measured faster than the default by the decision's minimum gain is confirmed:
+    # one that is not cannot win its cell, and each confirmation is an mpirun start-up per round.
+    report["defaults"] = {k: {str(s): statistics.median(v) for (k2, s), v in launcher.defaults.items() if k2 == k}
+                          for k in report["paths"]}
+    plan = confirmations({k: {int(s): (p["choice"] if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + MIN_GAIN)
+                                       < report["defaults"][k].get(s, 0.0) else None)
+                              for s, p in paths.items()} for k, paths in report["paths"].items()})
     for i in range(int(spec.get("confirm", 0))):
         for j, (label, calls, sizes) in enumerate(plan if i % 2 == 0 else plan[::-1]):
             launcher.launch_alone(label, calls, sizes, i, f"{spec['prefix']}-confirm-{i}-{j}.txt")

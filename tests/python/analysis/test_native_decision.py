@@ -166,6 +166,7 @@ def test_the_confirmation_mpiruns_of_a_round():
     from scheduler.native_driver import confirmations
     plan = confirmations({"bcast": {512: "native:binomial", 4096: "native:split_binary_tree:seg=1024", 8: None},
                           "reduce": {512: "native:binomial"}})
-    assert plan == [("default", ["bcast", "reduce"], [8, 512, 4096]),
+    assert plan == [("default", ["bcast", "reduce"], [512, 4096]),
                     ("native:binomial", ["bcast", "reduce"], [512]),
                     ("native:split_binary_tree:seg=1024", ["bcast"], [4096])]
+    assert confirmations({"bcast": {512: None}, "reduce": {}}) == []
