@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "lib" / "python"))
 
+from pgmpi_formats.native_search import campaign_row, cells_from_files   # noqa: E402
 from scheduler.campaign import load_campaign          # noqa: E402
 from scheduler.search_report import report            # noqa: E402
 from service.analysis.native_decision import decide, runs_from_files   # noqa: E402
@@ -148,6 +149,15 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None) -> None:
             print(f"{'':7} loss per cell: " + ", ".join(f"{k} {s}: {100 * x:+.1f}" for (k, s), x in sorted(losses.items())))
             chosen = [f"{d.key} {d.size} {d.choice}" for d in dec.values() if d.choice != "default"]
             print(f"{'':7} its decision leaves the default in {len(chosen)} of {len(dec)} cells: {', '.join(chosen) or '-'}")
+            # the search alone, as scheduler/search_report.py judges it: its choice among the variants against
+            # the exhaustive optimum of the variants of each cell
+            vcells, _ = cells_from_files(got["exhaustive"]["files"])
+            vl = sorted(x for k in got[search]["paths"] for x in
+                        campaign_row(vcells, k, search, got[search]["paths"][k]).losses if not math.isnan(x))
+            if vl:
+                print(f"{'':7} its search's choices against the exhaustive optimum of the variants ({len(vl)} cells): "
+                      f"mean {100 * statistics.mean(vl):.2f} %, p95 {100 * vl[min(len(vl) - 1, math.ceil(0.95 * len(vl)) - 1)]:.1f} %, "
+                      f"max {100 * vl[-1]:.1f} %; confirmation mpiruns per round {got[search].get('confirm_mpiruns', 0) // max(mpiruns, 1)}")
         chosen = [f"{d.key} {d.size} {d.choice}" for d in ex.values() if d.choice != "default"]
         print(f"exhaustive's decision leaves the default in {len(chosen)} of {len(ex)} cells: {', '.join(chosen) or '-'}")
         print(f"# load {load()}; raw files in {work}", flush=True)
