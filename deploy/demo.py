@@ -158,7 +158,7 @@ family("pgmpitunelib")
 local prefix = "{prefix}"
 -- the site's own rules (spack-repo/packages/pgmpitunelib/pgmpitune-site.lua): a site file named by
 -- $PGMPI_SITE_CONFIG (the demo's pgmpi.env, or a native validation job's staged set) wins
-local site = dofile("{site_lua}")
+local site = loadfile("{site_lua}")()
 local conf = os.getenv("PGMPI_SITE_CONFIG") and site.site_config() or {{}}
 local root = conf.profile_root or os.getenv("PGMPI_SITE_PROFILE_ROOT") or "{profile_root}"
 local dir = pathJoin(root, conf.machine or "{machine}", "{mpi}-{version}", "current")
