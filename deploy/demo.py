@@ -470,8 +470,8 @@ def _summary(campaign: str, reused: str | None, run: dict, facts: dict, modules:
             continue
         head = f"  {names[mpi]} {f['version']} own algorithms:"
         lines.append(head + (f" searched {n['searched']}" if n.get("searched") else ""))
-        for k, what in (("native", "decision"), ("file", "decision"), ("validation", "validated"),
-                        ("published", "published"), ("not_published", "not published")):
+        for k, what in (("file", "decision"), ("validation", "validated"), ("published", "published"),
+                        ("not_published", "not published"), ("native", "result")):
             if n.get(k) and not (k == "file" and n.get("published")):
                 lines.append(f"    {what:10} {n[k]}")
     lines.append("")
