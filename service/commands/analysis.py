@@ -305,10 +305,12 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     from pgmpi_formats.results import read_file
 
     from service.analysis.native_decision import decide, runs_from_files, validation_refusals
-    libs = {read_file(f).header.get("mpi_library") for f in files}
-    if len(libs) != 1 or not libs <= {"openmpi", "mpich"}:
-        raise click.ClickException(f"FILES must be of one MPI library, openmpi or mpich; got {sorted(map(str, libs))}")
-    lib = libs.pop()
+    heads = [read_file(f).header for f in files]
+    libs = {(h.get("mpi_library"), h.get("mpi_version", "")) for h in heads}
+    if len(libs) != 1 or not {lib for lib, _ in libs} <= {"openmpi", "mpich"}:
+        raise click.ClickException("FILES must be of one MPI library and version, openmpi or mpich; got "
+                                   + ", ".join(sorted(f"{name}-{ver}" for name, ver in libs)))
+    lib, version = libs.pop()
     cells = runs_from_files(files)
     refused: dict = {}
     for v in verdicts:
@@ -319,12 +321,12 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
         except (ValueError, AttributeError) as exc:
             raise click.ClickException(f"{v}: not a validation verdict ({exc})") from None
         refused.update(validation_refusals(verdict, cells, f"{Path(v).name} record {verdict.get('id')}"))
-    found = native.discover("openmpi") if lib == "openmpi" else None
-
     def render(decs) -> tuple[str, str]:
+        # the exact version the results were measured on (#@mpi_version): Open MPI 5's rules file is checked
+        # against 5's algorithms, MPICH 5's JSON against 5's selection code
         try:
-            return native_file.render(lib, decs, found)
-        except ValueError as exc:
+            return native_file.render(lib, decs, version=version or None)
+        except (ValueError, FileNotFoundError, native.DiscoveryError) as exc:
             raise click.ClickException(str(exc)) from None
 
     # the file's digest lets the mock-ups measured under exactly this file compete (second pass)
