@@ -64,7 +64,7 @@ def load() -> str:
     return open("/proc/loadavg").read().split()[0]
 
 
-def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int) -> dict:
+def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reuse: bool = False) -> dict:
     """One pipeline (exhaustive: `mpiruns` sweeps; mgd/smgd: one search + `mpiruns` confirmation rounds) with
     the library's own mpirun; returns {"files": [...], "seconds": launch s, "experiments": n, "paths": ...}."""
     from scheduler import launchers
@@ -75,12 +75,16 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int) -> 
     launcher = shlex.join([lib.mpirun, "-np", "2", *lib.family.mpirun_args(1, 2, False)])
     d = work / search
     d.mkdir(parents=True, exist_ok=True)
+    out = {"files": [], "seconds": 0.0, "experiments": 0, "confirm_seconds": 0.0, "paths": {}}
+    if reuse and (d / "search-0.json").is_file():        # report again on what an earlier run kept (--keep)
+        for rep_file in sorted(d.glob("search-*.json")):
+            _account(out, json.loads(rep_file.read_text()), d)
+        return out
     listing = subprocess.run(shlex.split(launcher.replace("-np 2", "-np 1")) + [str(bench), "--list-native"],
                              capture_output=True, text=True, env=env, timeout=120)
     if listing.returncode:
         sys.exit(f"{lib_id}: pgmpi-bench --list-native failed: {listing.stderr[-500:]}")
     (d / "native-algorithms.txt").write_text(listing.stdout)
-    out = {"files": [], "seconds": 0.0, "experiments": 0, "confirm_seconds": 0.0, "paths": {}}
     sweeps = mpiruns if search == "exhaustive" else 1
     for i in range(sweeps):
         spec = {"prefix": f"search-{i}", "control": True, "confirm": 0 if search == "exhaustive" else mpiruns,
@@ -94,16 +98,19 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int) -> 
                            cwd=ROOT, env=env, capture_output=True, text=True)
         if p.returncode:
             sys.exit(f"{lib_id} {search}: the search driver failed ({p.returncode}): {p.stderr[-1500:]}")
-        rep = json.loads(rep_file.read_text())
-        out["files"] += [d / f for f in rep["files"]]
-        out["seconds"] += rep["launch_seconds"] + rep["confirm"]["launch_seconds"]
-        out["confirm_seconds"] += rep["confirm"]["launch_seconds"]
-        out["confirm_mpiruns"] = rep["confirm"]["mpiruns"]
-        out["experiments"] += sum(len(p["rounds"]) and sum(map(len, p["rounds"]))
-                                  for paths in rep["paths"].values() for p in paths.values())
-        out["paths"] = rep["paths"]
-        out["version"] = rep.get("version", "")
+        _account(out, json.loads(rep_file.read_text()), d)
     return out
+
+
+def _account(out: dict, rep: dict, d: Path) -> None:
+    """One search driver report added to a pipeline's totals."""
+    out["files"] += [d / f for f in rep["files"]]
+    out["seconds"] += rep["launch_seconds"] + rep["confirm"]["launch_seconds"]
+    out["confirm_seconds"] += rep["confirm"]["launch_seconds"]
+    out["confirm_mpiruns"] = rep["confirm"]["mpiruns"]
+    out["experiments"] += sum(sum(map(len, p["rounds"])) for paths in rep["paths"].values() for p in paths.values())
+    out["paths"] = rep["paths"]
+    out["version"] = rep.get("version", "")
 
 
 def exhaustive_table(files) -> dict:
@@ -113,7 +120,7 @@ def exhaustive_table(files) -> dict:
             for (k, s, _p), runs in cells.items()}
 
 
-def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None) -> None:
+def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: bool = False) -> None:
     print(f"# local pipelines, 2 ranks, {mpiruns} mpiruns per exhaustive campaign and per confirmation, nrep {nrep}, "
           f"{', '.join(CALLS)} at {len(SIZES)} sizes 8 B - 1 MiB, segments 1 KiB - 256 KiB; load at start {load()} "
           "(a loaded machine when > 1.2: 2 cores shared)")
@@ -122,7 +129,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None) -> None:
         got = {}
         for search in ("exhaustive", "mgd", "smgd"):
             t0 = time.time()
-            got[search] = run_local(lib_id, work, search, mpiruns, nrep)
+            got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse)
             print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {load()}", flush=True)
         table = exhaustive_table(got["exhaustive"]["files"])
         ex = decide(runs_from_files(got["exhaustive"]["files"])).decisions
@@ -173,9 +180,11 @@ def main() -> None:
     ap.add_argument("--mpiruns", type=int, default=3)
     ap.add_argument("--nrep", type=int, default=20)
     ap.add_argument("--keep", type=Path, help="--local: keep the raw files under this folder")
+    ap.add_argument("--reuse", action="store_true", help="--local with --keep: report on the kept runs, measure "
+                    "only what is missing")
     a = ap.parse_args()
     if a.local:
-        local(a.local, a.mpiruns, a.nrep, a.keep)
+        local(a.local, a.mpiruns, a.nrep, a.keep, a.reuse)
         return
     if not a.campaigns or a.state_dir is None:
         ap.error("campaign files and --state-dir, or --local")
