@@ -311,6 +311,17 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
         raise click.ClickException("FILES must be of one MPI library and version, openmpi or mpich; got "
                                    + ", ".join(sorted(f"{name}-{ver}" for name, ver in libs)))
     lib, version = libs.pop()
+    # Open MPI 5's coll/han serves communicators that span nodes; a tuned rules file then reaches only han's
+    # sub-communicators (measured on the virtual cluster, 2 nodes x 2 ranks: the file's allreduce choice left
+    # the result's fingerprint the default's; with han off it was the choice's), so a choice measured there is
+    # not what the file makes run
+    across = sorted({f for f, h in zip(files, heads) if int(h.get("nodes") or 1) > 1
+                     and native.governing_component(lib, version, int(h.get("nodes") or 1)) != "tuned"})
+    if across:
+        raise click.ClickException(
+            f"{across[0]}: measured on {read_file(across[0]).header.get('nodes')} nodes with Open MPI {version}, "
+            "where coll/han, not tuned, serves the call (pgmpi_formats.native.governing_component): a rules file "
+            "would not select what was measured; decide from runs on one node")
     cells = runs_from_files(files)
     refused: dict = {}
     for v in verdicts:

@@ -144,5 +144,12 @@ def test_native_files_reads_the_version_the_results_were_measured_on(libs, tmp_p
     mixed = files[:3] + [_raw(tmp_path / "old.txt", "4.1.4", 9, {"default": 2e-6})]
     out = CliRunner().invoke(native_files_cmd, [*mixed, "--out", str(tmp_path / "mixed")])
     assert out.exit_code != 0 and "one MPI library and version" in out.output and "openmpi-4.1.4" in out.output
+    # measured across nodes on 5.0, where han serves the call: no rules file from it
+    across = [Path(f).read_text().replace("#@nodes=1", "#@nodes=2") for f in files]
+    for i, t in enumerate(across):
+        (tmp_path / f"x{i}.txt").write_text(t)
+    out = CliRunner().invoke(native_files_cmd, [str(tmp_path / f"x{i}.txt") for i in range(len(across))]
+                             + ["--out", str(tmp_path / "across")])
+    assert out.exit_code != 0 and "coll/han, not tuned, serves the call" in out.output
     with pytest.raises(native.DiscoveryError, match="asked for openmpi 5.0.11's algorithms, but .* answered as openmpi 4.1.4"):
         native.discover("openmpi", env=libs["openmpi"].env, version="5.0.11")
