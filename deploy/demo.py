@@ -10,6 +10,10 @@ through the same code a site runs nightly:
     -> validation run (tuned vs default) -> publish into a local profile root
     -> Lmod modulefiles pointing at it -> dashboard served on 127.0.0.1
 
+and a second, native one (NATIVE_CAMPAIGN, native_step): the libraries' own algorithms of bcast and
+allreduce searched -> the decision written for each library's exact version -> a validation job that loads
+it through the module -> published next to the .prf profiles where it passed.
+
 Everything lives under --workdir (default demo/). A second run reuses what is
 there and says so: the agent's state makes finished jobs count as done, so only
 the server is restarted. --fresh (`make demo FRESH=1`) measures a new campaign
