@@ -12,7 +12,7 @@ from service.workflows.usage import ranking
 @read_access
 def usage(machine: str, lib: str):
     m, l = _lib_or_404(machine, lib)
-    ranked, total, jobs, ppn = ranking(l)
+    ranked, total, jobs, ppn, _, _ = ranking(l)
     return render_template("usage/usage.html", machine=m, lib=l, ranked=ranked[:200], total=total, jobs=jobs,
                            ppn=ppn, lost=sum(r.lost_node_hours for r in ranked),
                            gained=sum(r.gained_node_hours for r in ranked), ncells=len(ranked))
