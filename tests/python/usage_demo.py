@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,13 +87,22 @@ def read_runs(workdir: Path, arms: list[tuple[str, int, str | None]], apps: dict
     return runs
 
 
-def sbatch(script: Path, env: dict, nodes: int = 2, ppn: int = 1, partition: str = "vc", wait: bool = True,
-           timeout: int = 600) -> str:
-    """Submit the script (its log next to it); returns the job id. With `wait`, fails unless it completed."""
+def sbatch(script: Path, env: dict, nodes: int = 2, ppn: int = 1, partition: str = "vc", timeout: int = 600) -> str:
+    """Submit the script (its log next to it) and wait until it completed (polled every half second: sbatch
+    --wait polls far more slowly); returns the job id."""
     log = script.with_suffix(".log")
-    res = subprocess.run(["sbatch", "--parsable"] + (["--wait"] if wait else []) +
-                         [f"-p{partition}", f"-N{nodes}", f"--ntasks-per-node={ppn}", f"-o{log}", str(script)],
-                         capture_output=True, text=True, env=env, timeout=timeout)
+    res = subprocess.run(["sbatch", "--parsable", f"-p{partition}", f"-N{nodes}", f"--ntasks-per-node={ppn}",
+                          f"-o{log}", str(script)], capture_output=True, text=True, env=env, timeout=60)
     if res.returncode != 0:
-        raise RuntimeError(f"sbatch {script.name}: {res.stderr}\n{log.read_text() if log.exists() else ''}")
-    return res.stdout.strip().split(";")[0]
+        raise RuntimeError(f"sbatch {script.name}: {res.stderr}")
+    job = res.stdout.strip().split(";")[0]
+    end = time.time() + timeout
+    while time.time() < end:
+        out = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, env=env).stdout
+        state = re.search(r"JobState=(\S+)", out)
+        if state and state.group(1) not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+            if state.group(1) != "COMPLETED":
+                raise RuntimeError(f"job {job} ({script.name}): {state.group(1)}\n{log.read_text() if log.exists() else ''}")
+            return job
+        time.sleep(0.5)
+    raise RuntimeError(f"job {job} ({script.name}) not finished after {timeout} s")

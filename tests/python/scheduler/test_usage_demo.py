@@ -116,7 +116,7 @@ def test_usage_to_profile_to_faster_apps_on_the_virtual_cluster(cluster_env, mpi
         monkeypatch.setenv(k, v)
     day = datetime.now(timezone.utc)
     state = tmp_path / "agent"
-    res = CliRunner().invoke(agent, ["nightly", "--state-dir", str(state), "--campaign", str(base), "--interval", "1",
+    res = CliRunner().invoke(agent, ["nightly", "--state-dir", str(state), "--campaign", str(base), "--interval", "0.5",
                                      "--max-hours", "0.2", "--date", day.strftime("%Y%m%d")])
     assert res.exit_code == 0, res.output
     plan_dir = state / "from-usage" / f"usage-{day:%Y%m%d}"
@@ -177,8 +177,12 @@ def test_usage_to_profile_to_faster_apps_on_the_virtual_cluster(cluster_env, mpi
     assert top["lost_node_hours"] > 0 and top["gained_node_hours"] > 0 and top["tuned_rank_seconds"] > 0, top
     others = [c for c in page["cells"][1:] if c["gained_node_hours"] or c["lost_node_hours"]]
     assert others == [], others
+    with urllib.request.urlopen(f"{service.url}/m/{MACHINE}/openmpi-4.1.4/usage", timeout=60) as r:
+        html = r.read().decode()
+    gained = sum(c["gained_node_hours"] for c in page["cells"])
+    assert f'live redirects gained them <b class="good">{gained:.3g} node-hours</b>' in html, html
     # a second night: every measured cell keeps its verdict (decided tonight), nothing is measured
-    res = CliRunner().invoke(agent, ["nightly", "--state-dir", str(state), "--campaign", str(base), "--interval", "1",
+    res = CliRunner().invoke(agent, ["nightly", "--state-dir", str(state), "--campaign", str(base), "--interval", "0.5",
                                      "--max-hours", "0.1", "--date", (day + timedelta(days=1)).strftime("%Y%m%d")])
     assert res.exit_code == 0, res.output
     plan2 = (state / "from-usage" / f"usage-{day + timedelta(days=1):%Y%m%d}" / "plan.txt").read_text()
