@@ -1,7 +1,7 @@
 """Issue 33's demonstration end to end on the virtual multi-node cluster (deploy/cluster.sh), the quick form
 of tests/bench/usage_demo.py:
 
-1. three applications with different known collective mixes (tests/python/usage_demo.py) run as Slurm jobs on
+1. three applications with different known collective mixes (tests/python/usage_demo_steps.py) run as Slurm jobs on
    2 virtual nodes after `module load openmpi/4.1.4 pgmpitunelib`; the site file switches usage recording on;
 2. `pgmpi agent usage-upload` sends their records to the service; the usage API ranks the cells and names the
    layout the jobs ran in;
@@ -28,7 +28,7 @@ import pytest
 from click.testing import CliRunner
 
 import delay_interposer
-import usage_demo
+import usage_demo_steps as usage_demo
 from plain_module import module_tree
 from sched_helpers import add_machine, campaign_file
 from test_cluster import cluster_env  # noqa: F401  (the fixture)
