@@ -181,6 +181,7 @@ def test_usage_to_profile_to_faster_apps_on_the_virtual_cluster(cluster_env, mpi
         html = r.read().decode()
     gained = sum(c["gained_node_hours"] for c in page["cells"])
     assert f'live redirects gained them <b class="good">{gained:.3g} node-hours</b>' in html, html
+    assert "<td>violation, 0 night(s) ago</td>" in html, html
     # a second night: every measured cell keeps its verdict (decided tonight), nothing is measured
     res = CliRunner().invoke(agent, ["nightly", "--state-dir", str(state), "--campaign", str(base), "--interval", "0.5",
                                      "--max-hours", "0.1", "--date", (day + timedelta(days=1)).strftime("%Y%m%d")])
