@@ -107,6 +107,8 @@ def main() -> int:
                     "(a planted violation; 0: none)")
     ap.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
     args = ap.parse_args()
+    import logging
+    logging.disable(logging.INFO)        # werkzeug's request lines and alembic's, not figures
     t0 = time.time()
     env = cluster_env()
     for k, v in env.items():
@@ -187,12 +189,18 @@ def main() -> int:
             versions = []
             for f in sorted(plan_dir.glob("*.yaml")):
                 a = json.loads(st.campaign(f.stem)["analysis"] or "{}").get("openmpi-4.1.4", {})
-                print(f"  {f.stem}: {len(a.get('violations', []))} violation(s), candidate(s) {a.get('profiles')}")
-                for v in a.get("violations", []):
-                    print(f"    {v.get('kind')} {v.get('collective')} {v.get('msize')} B {v.get('mockup')} "
-                          f"{v.get('slowdown') or 0:.3g}x")
                 versions += a.get("profiles") or []
             st.close()
+
+            def _violations():
+                from service.store.db import db
+                from service.store.models import Analysis, Violation
+                return [(v.kind, v.collective, v.msize, v.mockup, v.slowdown, v.status) for v in db.session.scalars(
+                    db.select(Violation).join(Analysis, Analysis.id == Violation.analysis_id).order_by(Violation.id))]
+            found = service.query(_violations)
+            print(f"  analysis: {len(found)} violation(s), candidate profile(s) {versions}")
+            for kind, coll, msize, mockup, slow, status in found:
+                print(f"    {kind} {coll} {msize} B {mockup}: {slow:.3g}x ({status})")
 
             step("4. publish what the validation confirmed", t0)
 
