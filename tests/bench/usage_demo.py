@@ -15,9 +15,9 @@ clock is tests/python/scheduler/test_usage_demo.py):
      default / profile (median, min-max), checksums identical or not;
   6. the reruns' records uploaded: the page's lost and gained node-hours.
 
-    .venv/bin/python tests/bench/usage_demo.py [--pairs 6] [--scale 5] [--plant-ms 1] [--keep DIR]
+    .venv/bin/python tests/bench/usage_demo.py [--pairs 6] [--scale 3] [--plant-ms 5] [--keep DIR]
 
---plant-ms N (default 1): a test-only interposer (tests/python/delay_interposer.py, real clock) makes the
+--plant-ms N (default 5): a test-only interposer (tests/python/delay_interposer.py, real clock) makes the
 library's own MPI_Allreduce sleep N ms at 1 KiB, so that there is a violation to find whatever this machine's
 Open MPI does (a planted violation, said so in the output); --plant-ms 0 runs the library as it is (on a
 loaded 2-core machine, nothing may be found: then the script reports that). Every figure is from a loaded
@@ -102,8 +102,8 @@ def print_page(page: dict, n: int = 8) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=6, help="paired, interleaved reruns of each application")
-    ap.add_argument("--scale", type=int, default=5, help="iterations of each application x this")
-    ap.add_argument("--plant-ms", type=int, default=1, help="the library's MPI_Allreduce sleeps this long at 1 KiB "
+    ap.add_argument("--scale", type=int, default=3, help="iterations of each application x this")
+    ap.add_argument("--plant-ms", type=int, default=5, help="the library's MPI_Allreduce sleeps this long at 1 KiB "
                     "(a planted violation; 0: none)")
     ap.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
     args = ap.parse_args()
