@@ -15,7 +15,7 @@ clock is tests/python/scheduler/test_usage_demo.py):
      default / profile (median, min-max), checksums identical or not;
   6. the reruns' records uploaded: the page's lost and gained node-hours.
 
-    .venv/bin/python tests/bench/usage_demo.py [--pairs 6] [--scale 3] [--plant-ms 5] [--keep DIR]
+    .venv/bin/python tests/bench/usage_demo.py [--pairs 6] [--scale 3] [--plant-ms 5] [--mpiruns 10] [--keep DIR]
 
 --plant-ms N (default 5): a test-only interposer (tests/python/delay_interposer.py, real clock) makes the
 library's own MPI_Allreduce sleep N ms at 1 KiB, so that there is a violation to find whatever this machine's
@@ -105,6 +105,8 @@ def main() -> int:
     ap.add_argument("--scale", type=int, default=3, help="iterations of each application x this")
     ap.add_argument("--plant-ms", type=int, default=5, help="the library's MPI_Allreduce sleeps this long at 1 KiB "
                     "(a planted violation; 0: none)")
+    ap.add_argument("--mpiruns", type=int, default=10, help="mpiruns of the from-usage campaign (5 left a 2x planted "
+                    "effect unconfirmed at load 16: one mpirun at 11x, BH over 30 checks)")
     ap.add_argument("--keep", type=Path, default=None, help="work in this directory and keep it")
     args = ap.parse_args()
     import logging
@@ -169,7 +171,7 @@ def main() -> int:
                 work / "usage.yaml", name="usage", machine=MACHINE, backend="slurm", cells="from-usage",
                 usage={"share": 0.9, "sample": 0.1, "refresh_nights": 7}, budget={"node_hours_per_night": 0.1},
                 modules=[{"name": "openmpi/4.1.4", "mpi": "openmpi", "modulepath": [str(mpimods)], "mpirun": mpirun}],
-                algorithms="all", mpiruns=5, repetitions={"policy": "fixed", "nrep": 30},
+                algorithms="all", mpiruns=args.mpiruns, repetitions={"policy": "fixed", "nrep": 30},
                 slurm={"partition": "vc", "walltime": "00:20:00"},
                 validation={"enabled": True, "nrep": 30, "mpiruns": 3},
                 bench_root=str(ROOT / "build" / "install"),
