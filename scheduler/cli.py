@@ -327,14 +327,21 @@ def agent_nightly(state_dir, files, interval, max_hours, day):
 
 
 @agent.command("usage-upload")
-@click.option("--spool", required=True, type=click.Path(file_okay=False), help="the PGMPITUNE_USAGE_DIR of the module")
+@click.option("--spool", default=None, type=click.Path(file_okay=False),
+              help="the modules' PGMPITUNE_USAGE_DIR (default: usage_dir of the site file, docs/configuration.md)")
 @click.option("--machine", required=True, help="the machine the records come from (the token's machine)")
 @click.option("--service-url", required=True, help="the service, e.g. https://pgmpi.example.org")
 @click.option("--token-file", required=True, help="a file holding the agent token of that machine")
 def agent_usage_upload(spool, machine, service_url, token_file):
     """Upload the complete usage records of a spool (idempotent, resumable); exit 3 when the service was
     unreachable and records wait, 1 when one was refused (it is in <spool>/rejected/ with the reason)."""
+    from pgmpi_formats.site import read_site_config, site_config_path
     from .uploader import ServiceClient, read_token, upload_usage
+    if spool is None:
+        spool = read_site_config().get("usage_dir")
+        if not spool:
+            raise click.ClickException(f"no --spool and no usage_dir in {site_config_path()}: usage recording is "
+                                       "off at this site (docs/configuration.md)")
     if not Path(spool).is_dir():
         raise click.ClickException(f"{spool}: no such spool directory (PGMPITUNE_USAGE_DIR of the pgmpitunelib module)")
     try:

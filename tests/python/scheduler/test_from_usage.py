@@ -86,3 +86,18 @@ def test_the_services_layout_and_verdicts_decide_tonights_cells(tmp_path):
     example = Path(__file__).resolve().parents[3] / "deploy" / "scheduler" / "usage.example.yaml"
     paths, _ = write_tonight(example, usage, tmp_path / "night", machine_nodes=100, night=2)
     assert paths and all(load_campaign(p).machine == "hydra" for p in paths)
+
+
+def test_usage_upload_finds_the_spool_in_the_site_file(tmp_path, monkeypatch):
+    """Without --spool the agent reads usage_dir of the site file (the directory the modules record into)."""
+    from click.testing import CliRunner
+    from scheduler.cli import agent
+    site = tmp_path / "site.conf"
+    monkeypatch.setenv("PGMPI_SITE_CONFIG", str(site))
+    site.write_text("machine = m1\n")
+    args = ["usage-upload", "--machine", "m1", "--service-url", "http://127.0.0.1:9", "--token-file", str(site)]
+    res = CliRunner().invoke(agent, args)
+    assert res.exit_code != 0 and f"no --spool and no usage_dir in {site}" in res.output, res.output
+    site.write_text(f"usage_dir = {tmp_path}/spool\n")
+    res = CliRunner().invoke(agent, args)
+    assert res.exit_code != 0 and f"{tmp_path}/spool: no such spool directory" in res.output, res.output
