@@ -11,10 +11,13 @@
  *   2. The ranks are fitted one after the other against rank 0 (HCA merges models along a tree in
  *      log2(p) rounds; at the few ranks measured here the flat order costs (p-1) x fitpoints x exchanges
  *      round trips, a few milliseconds, and has no error propagation).
- *   3. The slope b is kept only when it differs from 0 by more than twice its standard error: fitted
- *      over a millisecond, a slope is mostly noise (50 ns of offset noise / 1 ms = 5e-5, i.e. 50 us after
- *      one second), and ranks sharing one physical clock (one node, the virtual cluster's containers) have
- *      no drift to fit.  Without a slope, a is the mean offset of the fit points.
+ *   3. The slope b is kept only when it differs from 0 by more than twice its standard error and is below
+ *      MAX_DRIFT (1e-4, more than real clocks drift): fitted over a millisecond, a slope is mostly noise
+ *      (50 ns of offset noise / 1 ms = 5e-5, i.e. 50 us after one second), and ranks sharing one physical
+ *      clock (one node, the virtual cluster's containers) have no drift to fit.  Without a slope, a is the
+ *      median offset of the fit points.
+ *   5. No rank waits longer than its window (or margin) plus WAIT_SLACK_SEC for a start: beyond that the
+ *      model is wrong, and the measurement is invalid rather than the run hung.
  *   4. The model is fitted again before every cell (measure_cells), so it never extrapolates further than
  *      one cell's measurements; after the cell one more fit point checks it (clock_check: the largest
  *      difference over ranks between the model and a fresh offset, written to the footer).
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -40,10 +44,17 @@ static double g_a, g_b;              /* this rank's model: global(t) = t + a + b
 static double g_T0;                  /* window: start of the batch's first window (global seconds) */
 static double g_margin = -1;         /* round-time: the agreement's margin, seconds */
 static long g_fits;                  /* models fitted in this run */
+static int g_yield = -1;             /* 1: more ranks on this node than its cores (wait_until) */
 
 double global_time(double local) { return local + g_a + g_b * local; }
 
 enum { TAG_PING = 0x5048, TAG_PONG = 0x5049 };
+/* Clocks of real nodes drift by tens of ppm; a fitted slope above 1e-4 is noise of a loaded machine (a fit
+ * over 2 ms under load 16 gave one that put a rank minutes behind within a long cell: it waited for ever). */
+#define MAX_DRIFT 1e-4
+/* The longest a rank waits for a start beyond the window or margin: past it the model is wrong, the
+ * measurement is invalid and the rank goes on (the others may be inside the call already). */
+#define WAIT_SLACK_SEC 1.0
 
 /* One fit point of rank r against rank 0: (local midpoint, offset) of the fastest of n exchanges.
  * Rank 0 answers each ping with its own clock. */
@@ -66,7 +77,14 @@ static void fit_point(int r, int n, double *x, double *off)
     }
 }
 
-/* Least squares through (x, y); rule 3 decides whether the slope stays. */
+static int cmp_double(const void *p, const void *q)
+{
+    double a = *(const double *)p, b = *(const double *)q;
+    return (a > b) - (a < b);
+}
+
+/* Least squares through (x, y); rule 3 decides whether the slope stays. Without it, a = the median offset
+ * (one ping-pong delayed by a descheduled rank moves a mean, not a median). */
 static void fit_line(const double *x, const double *y, int n, double *a, double *b)
 {
     double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
@@ -75,12 +93,17 @@ static void fit_line(const double *x, const double *y, int n, double *a, double 
     for (int i = 0; i < n; i++) {
         sxx += (x[i] - mx) * (x[i] - mx); sxy += (x[i] - mx) * (y[i] - my); syy += (y[i] - my) * (y[i] - my);
     }
-    *b = 0; *a = my;
+    double *ys = malloc((size_t)n * sizeof *ys);
+    if (!ys) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    memcpy(ys, y, (size_t)n * sizeof *ys);
+    qsort(ys, (size_t)n, sizeof *ys, cmp_double);
+    *b = 0; *a = n % 2 ? ys[n / 2] : 0.5 * (ys[n / 2 - 1] + ys[n / 2]);
+    free(ys);
     if (n < 3 || sxx <= 0) return;
     double slope = sxy / sxx;
     double resid = syy - slope * sxy;
     double se = sqrt((resid > 0 ? resid : 0) / (n - 2) / sxx);
-    if (fabs(slope) > 2 * se) { *b = slope; *a = my - slope * mx; }
+    if (fabs(slope) > 2 * se && fabs(slope) < MAX_DRIFT) { *b = slope; *a = my - slope * mx; }
 }
 
 void clock_sync(void)
@@ -124,10 +147,14 @@ static double agree_later(double margin)
 /* Waits until the global clock reaches t; 1 when it had passed t already (late). */
 static int wait_until(double t)
 {
-    if (global_time(MPI_Wtime()) >= t) return 1;
-    /* yield while waiting: a rank that shares its core (more ranks than cores) lets the others reach
-     * their start; with a core of its own sched_yield returns at once */
-    while (global_time(MPI_Wtime()) < t) sched_yield();
+    double now = global_time(MPI_Wtime());
+    if (now >= t) return 1;
+    double longest = (O.proc_sync == SYNC_WINDOW ? O.window_sec + O.wait_sec : g_margin) + WAIT_SLACK_SEC;
+    if (t - now > longest) return 1;
+    /* with more ranks on this node than cores, a waiting rank yields its core so that the others reach
+     * their start; with a core each it spins (a yield hands the core to any other process of the machine) */
+    if (g_yield) while (global_time(MPI_Wtime()) < t) sched_yield();
+    else while (global_time(MPI_Wtime()) < t) { }
     return 0;
 }
 
@@ -153,6 +180,16 @@ int roundtime_wait(void) { return wait_until(agree_later(g_margin)); }
 /* Before a cell (or a calibration) measured on the global clock: a fresh model, round-time's margin once. */
 void clock_prepare(void)
 {
+    if (g_yield < 0) {
+        MPI_Comm node;
+        int local = 1;
+        if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+            PMPI_Comm_size(node, &local);
+            PMPI_Comm_free(&node);
+        }
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        g_yield = cores > 0 && local > cores;
+    }
     clock_sync();
     if (O.proc_sync == SYNC_ROUNDTIME && g_margin < 0) roundtime_setup();
 }
