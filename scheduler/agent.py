@@ -22,11 +22,13 @@ from pathlib import Path
 from pgmpi_formats.native import DiscoveryError, parse_listing
 from pgmpi_formats.results import ResultsFormatError
 
+from . import nrep_history
 from .backends import Backend, BackendUnavailable, Status, collect_pairs
 from .campaign import Campaign, Layout, Module
 from .planner import JobSpec, Launch, plan
 from .state import ACTIVE, FINAL, State
 from .uploader import Rejected, ServiceClient, Unreachable, drain, upload_id
+from .native_validation import FILE_FOR, NativeValidationJob, arm_figures
 from .validation import figures, validation_job
 
 
@@ -58,6 +60,9 @@ def log_tail(attempt_dir: Path, n: int = 30) -> str:
     return "\n".join(parts[-n:])
 
 
+NATIVE_BENCH = Path("pgmpi-bench")      # a native validation job's: the one the pgmpitunelib module puts on PATH
+NATIVE_VALIDATIONS = "/api/v1/native/validations"
+
 VALIDATION_REPEATS = 2   # an inconclusive validation is measured again at most this many times
 
 
@@ -86,8 +91,12 @@ class Agent:
                 self.state.enqueue(f"campaign:{campaign.name}", "campaign", campaign.name, {
                     "name": campaign.name, "machine": campaign.machine, "definition": campaign.definition(),
                     "schedule": campaign.schedule or "manual"})
-            for job in plan(campaign):
-                self.state.add_job(campaign.name, job.key, spec_to_json(job))
+            # the jobs are planned once (a restarted agent finds them in the state): only then the earlier nights
+            earlier = nrep_history.find(self.state, campaign, self.root) if not self.state.jobs(campaign.name) else {}
+            for job in plan(campaign, earlier):
+                if self.state.add_job(campaign.name, job.key, spec_to_json(job)) and job.key in earlier:
+                    self.log(f"{job.key}: repetitions of campaign {earlier[job.key].campaign} "
+                             f"({earlier[job.key].path}) where they cover the cells, no pilot")
 
     # --------------------------------------------------------------- helpers
     def _cost(self, key: str, dt: float):
@@ -137,7 +146,8 @@ class Agent:
                     self.state.update_job(self.c.name, key, state="SUBMITTING", attempt=attempt, name=name,
                                           attempt_dir=str(adir), unknown_polls=0, started_at=None,
                                           ended_at=None)
-            bench = self.c.bench_for(job.module)
+            # a native validation runs the pgmpi-bench the pgmpitunelib module puts on PATH, as users do
+            bench = NATIVE_BENCH if job.kind == "native-validate" else self.c.bench_for(job.module)
             try:
                 bid = self.backend.submit(job, adir, name, bench)
             except BackendUnavailable as exc:
@@ -210,7 +220,12 @@ class Agent:
             try:
                 self._record_native(job, adir)
                 pairs = []
-                for ln, path in collect_pairs(adir, job):
+                if job.kind == "native-validate":
+                    extra.append(self._native_figures(row, adir))
+                    collect = []
+                else:
+                    collect = collect_pairs(adir, job)
+                for ln, path in collect:
                     content = path.read_text(errors="replace")
                     if job.kind == "validate":
                         pairs.append((ln.role, content))
@@ -228,7 +243,7 @@ class Agent:
                         "library": job.module.family.name, "module": job.module.name, "figures": figs,
                         "all_or_nothing": self.c.validation.all_or_nothing,
                         "upload_ids": [u for u, _ in uploads]}))
-            except (OSError, ResultsFormatError, DiscoveryError) as exc:
+            except (OSError, ResultsFormatError, DiscoveryError, KeyError) as exc:
                 state, reason = "FAILED", f"collection failed: {exc}"
         history = [a for a in self.state.attempts(self.c.name, key) if a["attempt"] < row["attempt"]]
         retry = (state in self.c.retry.states and row["attempt"] < self.c.retry.max_attempts
@@ -269,7 +284,10 @@ class Agent:
         t0 = time.perf_counter()
         res = drain(self.state, self.client, self.log)
         for payload, resp in res.pop("validations", []):
-            self.repeat_inconclusive(payload, resp)
+            if payload.get("_path") == NATIVE_VALIDATIONS:
+                self.native_verdict(payload, resp)
+            else:
+                self.repeat_inconclusive(payload, resp)
         dt = time.perf_counter() - t0
         if res["sent"]:
             self.costs["_upload"] = self.costs.get("_upload", 0.0) + dt
@@ -375,9 +393,88 @@ class Agent:
                 with self.state.tx():
                     if self.state.add_job(self.c.name, job.key, spec, kind="validate"):
                         self.log(f"{job.key}: validation of candidate profile {version.get('id')} planned")
+            if self.c.native is not None and ver and self.c.measures_native():
+                results[lib]["native"] = self.plan_native(body["library"], ver, module_keys[0], [])
         with self.state.tx():
             self.state.set_campaign_state(self.c.name, "ANALYSED", results)
         return results
+
+    # ------------------------------------------------------- the nightly native chain
+    def plan_native(self, library: str, version: str, module_key: str, refused: list[int]) -> dict:
+        """Ask the service for this library's decision file of the campaign (a candidate version of its
+        profile set; the cells of the `refused` validation records taken out) and plan its validation job:
+        the file as users load it (scheduler/native_validation.py), through the campaign's backend."""
+        module = next((m for m in self.c.modules if m.key == module_key), None)
+        if module is None or module.family.native not in FILE_FOR:
+            return {"why": f"{module_key}: no native decision file for this family"}
+        n = len(refused) + 1
+        if n > self.c.native.candidates:
+            self.log(f"{library}-{version}: {len(refused)} native candidate(s) failed validation; none more "
+                     f"tonight (native.candidates = {self.c.native.candidates})")
+            return {"why": "no more candidates tonight"}
+        body = {"machine": self.c.machine, "library": library, "version": version, "campaign": self.c.name,
+                "refused": refused}
+        try:
+            _, data = self.client.request("POST", "/api/v1/native/candidates", body)
+        except (Unreachable, Rejected) as exc:
+            self.log(f"native candidate of {library}-{version}: {exc}")
+            return {"error": str(exc)}
+        if not data.get("id"):
+            self.log(f"native candidate of {library}-{version}: none ({data.get('why')})")
+            return {"why": data.get("why")}
+        vid = data["id"]
+        job = NativeValidationJob(
+            self.root / "native" / f"v{vid}", self.c.machine, module.mpi, version, data["name"], data["text"],
+            module.name, self.c.native.tunelib_module, [*module.modulepath, *self.c.native.modulepath],
+            nprocs=self.c.native_nprocs(), rounds=self.c.native.rounds, nrep=self.c.native.nrep,
+            walltime_seconds=self.c.slurm.walltime_seconds, extra_lines=list(module.prologue), env=dict(module.env),
+            job_key=f"native-{module.key}-c{n}")
+        try:
+            job.stage()
+        except (ValueError, OSError) as exc:        # the agent's own readers refuse it: never submitted
+            self.log(f"native candidate {vid} of {library}-{version} refused before submitting: {exc}")
+            return {"candidate": vid, "refused": str(exc)}
+        spec = spec_to_json(job.spec())
+        spec["native"] = {"profile_version": vid, "library": library, "version": version, "name": job.name,
+                          "mpi": module.mpi, "nprocs": job.nprocs, "rounds": job.rounds,
+                          "directory": str(job.directory), "refused": refused, "module_key": module.key}
+        with self.state.tx():
+            if self.state.add_job(self.c.name, job.key, spec, kind="native-validate"):
+                self.log(f"{job.key}: validation of native candidate {vid} ({job.name}, {len(job.cells)} cells) "
+                         "planned")
+        return {"candidate": vid, "job": job.key}
+
+    def _native_figures(self, row, adir: Path) -> tuple[str, str, dict]:
+        """The outbox item of a finished native validation job: the file, its figures, the candidate."""
+        nat = json.loads(row["spec"])["native"]
+        text = (Path(nat["directory"]) / "profiles" / self.c.machine / f"{nat['library']}-{nat['version']}"
+                / "versions" / "1" / nat["name"]).read_text()
+        return (f"native-validation:{self.c.name}:{row['key']}", "validation", {
+            "_path": NATIVE_VALIDATIONS, "machine": self.c.machine, "library": nat["library"],
+            "version": nat["version"], "name": nat["name"], "text": text, "nprocs": nat["nprocs"],
+            "figures": arm_figures(adir, nat["rounds"]), "job": f"{self.backend.name}:{row['backend_id']}",
+            "profile_version": nat["profile_version"], "publish": self.c.native.publish,
+            "refused": nat["refused"], "module_key": nat["module_key"]})
+
+    def native_verdict(self, payload: dict, resp: dict) -> None:
+        """The service judged a native candidate: passed (published when the campaign asks), or failed: its
+        failed cells are refused and the rest decided and validated again."""
+        lib = f"{payload['library']}-{payload['version']}"
+        cand = (resp or {}).get("candidate") or {}
+        if (resp or {}).get("ok"):
+            pubd = cand.get("published")
+            self.log(f"{lib}: native candidate {payload['profile_version']} passed validation {resp.get('id')}; "
+                     + (f"published as version {pubd['version']}" if pubd else cand.get("why") or "not published "
+                        "(native.publish is off: an admin publishes it)"))
+            return
+        failed = [c for c in (resp or {}).get("cells", []) if c.get("problems")]
+        self.log(f"{lib}: native candidate {payload['profile_version']} failed validation {resp.get('id')} in "
+                 f"{len(failed)} cell(s); deciding again without them: "
+                 + "; ".join(f"{c.get('collective')} {c.get('msize')} B {c.get('label')}: "
+                             + "; ".join(map(str, c.get("problems") or []))[:300] for c in failed[:5]))
+        if resp.get("id"):
+            self.plan_native(payload["library"], payload["version"], payload["module_key"],
+                             [*payload.get("refused", []), resp["id"]])
 
     # ------------------------------------------------------------ the cycle
     def run_once(self) -> dict:

@@ -177,10 +177,14 @@ class Repetitions(_Strict):
     # Campaign-wide NREP (issue 34): the mpiruns a paired verdict compares must have measured the same number
     # of repetitions per cell. predict / time-rule: mpirun 0 is the pilot (it predicts), every other mpirun
     # of the campaign takes the pilot's counts (`--nrep-from`, its `#@pgmpi nrep` lines). nrep_from: the raw
-    # files of an earlier night fix the counts for every mpirun (no pilot).
+    # files of an earlier night fix the counts for every mpirun (no pilot); previous_night: the agent finds them.
     campaign_wide: bool = Field(True, description="predict/time-rule: mpirun 0 predicts, the others reuse its counts")
     nrep_from: list[str] = Field(default_factory=list,
                                  description="raw files of an earlier night whose '#@pgmpi nrep' counts every mpirun uses")
+    # The agent finds the earlier night itself (scheduler/nrep_history.py): a job whose cells its newest earlier
+    # campaign on this machine measured with the same rules takes those counts, no pilot.
+    previous_night: bool = Field(True, description="predict/time-rule: the counts of the newest earlier campaign "
+                                                   "that measured the job's cells with the same rules, instead of a pilot")
 
     @model_validator(mode="after")
     def _order(self):
@@ -319,6 +323,25 @@ class Validation(_Strict):
                                "K campaigns (nights) found it, this one included")
 
 
+class NativeNight(_Strict):
+    """The hands-off chain of a campaign that measures the MPI library's own algorithms (a search, or
+    native:<name> algorithms): after the analysis the agent asks the service for the library's decision file
+    (a candidate version of its profile set), validates it as users load it (scheduler/native_validation.py,
+    a job through the campaign's backend), sends the figures, and a failed cell goes back into the decision
+    and the rest is validated again, up to `rounds` candidates per library."""
+    tunelib_module: str = Field("pgmpitunelib/0.1.0", description="the pgmpitunelib module users load "
+                                "(its native variables point the MPI at the published file)")
+    modulepath: list[str] = Field(default_factory=list, description="extra MODULEPATH entries for it")
+    nprocs: int | None = Field(None, ge=2, description="ranks of the validation job, on one node (default: the "
+                               "smallest one-node layout of the campaign)")
+    rounds: int = Field(5, ge=2, le=50, description="pairs of mpiruns (file arm, forced arm) per validation job")
+    nrep: int = Field(50, ge=1, description="repetitions per (call, size, algorithm) in each mpirun")
+    candidates: int = Field(3, ge=1, le=10, description="decisions per library and night: a failed cell is "
+                            "refused and the rest decided and validated again, at most this many times")
+    publish: bool = Field(False, description="publish a candidate whose validation passed into the library's "
+                          "profile set (the same versioned set as the .prf profiles) without an admin")
+
+
 class Budget(_Strict):
     node_hours: float | None = Field(None, gt=0, description="refuse to submit a plan estimated above this")
 
@@ -343,6 +366,8 @@ class Campaign(_Strict):
     service: Service = Field(default_factory=Service)
     retry: Retry = Field(default_factory=Retry)
     validation: Validation = Field(default_factory=Validation)
+    native: NativeNight | None = Field(None, description="the nightly native chain: decision file, validation "
+                                       "job, publication (needs validation.enabled and a service)")
     bench_root: str | None = Field(None, description="folder with <mpi>/bin/pgmpi-bench (default: build/install)")
     bench_args: list[str] = Field(default_factory=list, description="extra pgmpi-bench options")
     sync: Literal["auto", "dissem", "mpi_barrier", "window", "roundtime"] = Field(
@@ -416,6 +441,15 @@ class Campaign(_Strict):
         dup = sorted({k for k in keys if keys.count(k) > 1})
         if dup:
             raise ValueError(f"modules: two modules share the key {dup[0]!r}; give one a distinct label")
+        if self.native is not None:
+            if not self.measures_native():
+                raise ValueError("native: the campaign measures none of the MPI library's own algorithms (give a "
+                                 "collective search: exhaustive | mgd | smgd, or native:<name> algorithms)")
+            if not self.validation.enabled:
+                raise ValueError("native: the chain starts after the analysis, which validation.enabled: false "
+                                 "switches off; enable validation or leave native out")
+            if self.native_nprocs() is None:
+                raise ValueError("native.nprocs: no one-node layout with 2 or more ranks to validate on; set it")
         for m in self.modules:
             if m.launch == "srun" and self.backend != "slurm":
                 raise ValueError(f"modules: {m.key}: launch: srun needs backend: slurm (valid here: mpirun)")
@@ -436,6 +470,17 @@ class Campaign(_Strict):
     def searched(self) -> list[str]:
         """Collectives whose library algorithms are searched (search: set), in file order."""
         return [k for k, spec in self.collectives.items() if spec.search is not None]
+
+    def measures_native(self) -> bool:
+        """The campaign measures the MPI library's own algorithms (a search, or native: algorithms)."""
+        return bool(self.searched()) or any(_is_native(a) for k in self.collectives for a in self._alg_list(k))
+
+    def native_nprocs(self) -> int | None:
+        """Ranks of a native validation job: the section's, else the smallest one-node layout's."""
+        if self.native is not None and self.native.nprocs:
+            return self.native.nprocs
+        one = sorted(x.ppn for x in self.layouts if x.nodes == 1 and x.ppn >= 2)
+        return one[0] if one else None
 
     def _alg_list(self, key: str) -> list[str]:
         spec = self.collectives[key]

@@ -84,6 +84,8 @@ class NativeValidationJob:
     extra_lines: list[str] = field(default_factory=list)   # shell lines after `module load` (site setup)
     cells: list[nv.Cell] = field(default_factory=list)
     backend_name: str = "slurm"      # the backend submit() ran it on (the service records "<backend>:<id>")
+    env: dict = field(default_factory=dict)      # the campaign module's environment for the launches
+    job_key: str | None = None       # the agent's key of the job (default: native-validate-<mpi>)
 
     @property
     def library(self) -> str:
@@ -96,7 +98,7 @@ class NativeValidationJob:
 
     @property
     def key(self) -> str:
-        return f"native-validate-{self.mpi}"
+        return self.job_key or f"native-validate-{self.mpi}"
 
     def spec(self) -> JobSpec:
         """The job: the MPI module, the site file and the pgmpitunelib module as a user loads them (the module's
@@ -109,7 +111,7 @@ class NativeValidationJob:
                     f"grep -qx '[A-Z_a-z]*={self.staged}' native-env.txt || "
                     "fail 'the module did not set the candidate file for the launched ranks (native-env.txt)'"]
         mod = Module(name=self.mpi_module, mpi=self.mpi, modulepath=list(self.modulepath),
-                     env={"PGMPI_SITE_CONFIG": str(self.directory / "site.conf")}, prologue=prologue)
+                     env={**self.env, "PGMPI_SITE_CONFIG": str(self.directory / "site.conf")}, prologue=prologue)
         calls = ",".join(sorted({c.key for c in self.cells}))
         sizes = ",".join(str(s) for s in sorted({c.msize for c in self.cells}))
         labels = sorted({c.label for c in self.cells if c.label != "default"})
@@ -127,6 +129,13 @@ class NativeValidationJob:
 
     def write(self, backend: Backend | None = None) -> Path:
         """The staged set, its site file and the job script (the one job template); returns the script."""
+        self.stage()
+        backend = backend or make_backend(None, "slurm")
+        return backend.write_script(self.spec(), self.directory, self.key, BENCH)
+
+    def stage(self) -> None:
+        """The file checked (precheck) and staged as a published set of its own, with its site file: what
+        the job's `module load` points the MPI at (the agent submits the spec itself, scheduler/agent.py)."""
         if not self.cells:
             self.cells = precheck(self.name, self.text, self.mpi, self.nprocs, self.version)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -137,8 +146,6 @@ class NativeValidationJob:
             cur.symlink_to("versions/1")
         (self.directory / "site.conf").write_text(f"profile_root = {self.directory / 'profiles'}\n"
                                                   f"machine = {self.machine}\n")
-        backend = backend or make_backend(None, "slurm")
-        return backend.write_script(self.spec(), self.directory, self.key, BENCH)
 
     def submit(self, env: dict | None = None, timeout: float = 900, interval: float = 0.5,
                backend: Backend | None = None) -> str:
@@ -158,13 +165,18 @@ class NativeValidationJob:
             raise RuntimeError(f"validation job {job_id} failed: {st.state} {st.reason}".rstrip())
         return job_id
 
-    def figures(self) -> dict:
-        files = []
-        for r in range(1, self.rounds + 1):
-            for arm in ("file", "forced"):
-                p = self.directory / f"{arm}-{r}.txt"
-                files.append((arm, r, p.read_text()))
-        return nv.figures(files)
+    def figures(self, where: Path | None = None) -> dict:
+        """The figures of the job's raw files (in `where`, default the job's directory)."""
+        return arm_figures(where or self.directory, self.rounds)
+
+
+def arm_figures(directory: Path, rounds: int) -> dict:
+    """pgmpi_formats.native_validation.figures of the rounds' raw files <arm>-<round>.txt in directory."""
+    files = []
+    for r in range(1, rounds + 1):
+        for arm in ("file", "forced"):
+            files.append((arm, r, (directory / f"{arm}-{r}.txt").read_text()))
+    return nv.figures(files)
 
 
 def payload(job: NativeValidationJob, figs: dict, job_id: str) -> dict:

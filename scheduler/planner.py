@@ -118,9 +118,10 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
                  prefix: str = "run", env: dict | None = None, role: str = "measure",
-                 control: bool = False, nodes: int = 1) -> list[Launch]:
+                 control: bool = False, earlier=None, nodes: int = 1) -> list[Launch]:
     """control: every call also measures the default a second time, interleaved, under pgmpi-bench's reserved
-    label default_control (the campaign's own false-alarm rate and null spread, service/analysis/verdicts.py)."""
+    label default_control (the campaign's own false-alarm rate and null spread, service/analysis/verdicts.py).
+    earlier: the job's counts from an earlier night (nrep_history.Earlier), used where they cover a group."""
     out = []
     for i in range(mpiruns):
         for label, keys, sizes, algs in groups(c, calls, algorithms):
@@ -128,18 +129,22 @@ def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorith
                 algs = f"{algs},{CONTROL}" if isinstance(algs, str) else \
                     algs + [a for a in (CONTROL,) if a not in algs]
             name = f"{prefix}-{i}{'-' + label if label else ''}.txt"
+            src = campaign_nrep_from(c, i, f"{prefix}-0{'-' + label if label else ''}.txt",
+                                     earlier if earlier is not None and earlier.covers(keys, sizes) else None)
             out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep,
-                                            campaign_nrep_from(c, i, f"{prefix}-0{'-' + label if label else ''}.txt")
-                                            if nrep is None else None, nodes), name, dict(env or {}), role))
+                                            src if nrep is None else None, nodes), name, dict(env or {}), role))
     return out
 
 
-def campaign_nrep_from(c: Campaign, index: int, pilot: str) -> str | None:
+def campaign_nrep_from(c: Campaign, index: int, pilot: str, earlier=None) -> str | None:
     """Campaign-wide NREP (campaign.Repetitions): the files whose counts mpirun `index` uses, None when it
-    follows the policy itself (fixed, or the pilot mpirun 0 of predict / time-rule)."""
+    follows the policy itself (fixed, or the pilot mpirun 0 of predict / time-rule).  earlier: an earlier
+    night's counts covering the launch's cells (scheduler/nrep_history.py): every mpirun reads them, no pilot."""
     rep = c.repetitions
     if rep.nrep_from:
         return ",".join(rep.nrep_from)
+    if rep.policy != "fixed" and earlier is not None:
+        return str(earlier.path)
     if rep.policy != "fixed" and rep.campaign_wide and index > 0:
         return pilot
     return None
@@ -262,29 +267,33 @@ def under_native_file(launch: Launch, module: Module) -> Launch:
     return replace(launch, env={**native.file_env(module.family.native, module.native_file), **launch.env})
 
 
-def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], nodes: int = 1) -> list[Launch]:
+def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], earlier=None,
+                     nodes: int = 1) -> list[Launch]:
     """The measurement launches.  With a native_file the library's own algorithms go to launches of their own
     (run-native-*), so that the default and the mock-ups can run under the file and the forced algorithms
     without it (under_native_file)."""
     if not module.native_file:
-        return launches_for(c, module, c.mpiruns, calls=calls, control=c.control, nodes=nodes)
+        return launches_for(c, module, c.mpiruns, calls=calls, control=c.control, earlier=earlier, nodes=nodes)
     algs = {k: c.algorithms_for(k) for k in calls}
     natives = {k: [a for a in v if a.startswith("native:")] for k, v in algs.items() if v != "all"}
     natives = {k: v for k, v in natives.items() if v}
     rest = {k: (v if v == "all" else [a for a in v if not a.startswith("native:")]) for k, v in algs.items()}
-    return (launches_for(c, module, c.mpiruns, calls=calls, algorithms=rest, control=c.control, nodes=nodes)
+    return (launches_for(c, module, c.mpiruns, calls=calls, algorithms=rest, control=c.control, earlier=earlier,
+                         nodes=nodes)
             + (launches_for(c, module, c.mpiruns, calls={k: calls[k] for k in natives},
                             algorithms={k: ["default", *v] for k, v in natives.items()}, prefix="run-native",
-                            control=c.control, nodes=nodes) if natives else []))
+                            control=c.control, earlier=earlier, nodes=nodes) if natives else []))
 
 
-def plan(c: Campaign) -> list[JobSpec]:
+def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
+    """earlier: {job key: nrep_history.Earlier}, the repetitions an earlier night fixed for a job's cells."""
     jobs = []
     searched = set(c.searched())
     calls = {k: c.sizes_for(k) for k in c.collectives if k not in searched}
     for module in c.modules:
         for layout in c.layouts:
-            launches = (measure_launches(c, module, calls, layout.nodes) if calls else []) \
+            launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)),
+                                         layout.nodes) if calls else []) \
                 + search_launches(c, module, layout.nodes) + dt_launches(c, module, c.mpiruns)
             if module.native_file:
                 launches = [under_native_file(x, module) for x in launches]

@@ -43,9 +43,9 @@ def register(cls):
 class Family:
     name = "base"                 # the family id (deploy/mpi-libraries.tsv, column family)
     title = "MPI"
-    # What MPI_Get_library_version's text starts with for this family, and the version after it (group 1).
-    # pgmpi-bench records the same name as #@mpi_library (lib/bench/bench_output.c, mpi_identity).
-    library_pattern: re.Pattern = re.compile(r"$^")
+    # A family that pgmpi_formats.mpi_libraries.library_identity (the rule pgmpi-bench shares) does not name
+    # may bring its own: MPI_Get_library_version's text of this family, the version in group 1.
+    library_pattern: re.Pattern | None = None
     # the key of pgmpi_formats.native (FILE_VARS, file_env, discovery) for its native decision files;
     # None: no native files yet (the `native` engineer's vocabulary)
     native: str | None = None
@@ -70,8 +70,11 @@ class Family:
 
     def identify(self, text: str) -> str | None:
         """The version in MPI_Get_library_version's text if it is this family's library, else None."""
-        m = self.library_pattern.search(text)
-        return m.group(1) if m else None
+        if self.library_pattern is not None:
+            m = self.library_pattern.search(text)
+            return m.group(1) if m else None
+        name, version = mpi_libraries.library_identity(text)
+        return version if name == self.name and version[:1].isdigit() else None
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def library(lib_id: str) -> Library:
 
 def identify(text: str) -> tuple[str, str] | None:
     """(family, version) from MPI_Get_library_version's text; None when no family recognises it."""
-    for fam in sorted(FAMILIES.values(), key=lambda f: -getattr(f, "precedence", 0)):
+    for fam in FAMILIES.values():
         v = fam.identify(text)
         if v is not None:
             return fam.name, v

@@ -1,7 +1,6 @@
 """Intel MPI (2021.x; MPICH's ABI, its own hydra): flags, variables, srun plugin, identity, environment."""
 from __future__ import annotations
 
-import re
 
 from . import Family, register
 
@@ -10,8 +9,6 @@ from . import Family, register
 class IntelMPI(Family):
     name = "intelmpi"
     title = "Intel MPI"
-    precedence = 1        # recognised before MPICH (MPICH-derived)
-    library_pattern = re.compile(r"Intel\(R\) MPI Library\s+([0-9][^\s,]*)")
     native = None
     native_doc = ("I_MPI_ADJUST_<COLL> (presets per message-size range; `impi_info -v I_MPI_ADJUST_ALLREDUCE`), "
                   "I_MPI_TUNING_BIN / mpitune_fast's output; no reader in pgmpi_formats yet")

@@ -1,7 +1,6 @@
 """MPICH (4.x, 5.x; hydra's mpirun): flags, variables, srun plugin, identity."""
 from __future__ import annotations
 
-import re
 
 from . import Family, register
 
@@ -10,7 +9,6 @@ from . import Family, register
 class MPICH(Family):
     name = "mpich"
     title = "MPICH"
-    library_pattern = re.compile(r"MPICH Version:\s*([0-9]\S*)")
     native = "mpich"
     native_doc = ("JSON selection file (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE; pgmpi_formats/mpich_json.py) "
                   "and per-collective MPIR_CVAR_<COLL>_INTRA_ALGORITHM")

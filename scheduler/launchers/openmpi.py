@@ -1,7 +1,6 @@
 """Open MPI (4.1 with ORTE, 5.0 with PRRTE/PMIx): mpirun flags, variables, srun plugin, identity."""
 from __future__ import annotations
 
-import re
 
 from . import Family, register
 
@@ -10,14 +9,13 @@ from . import Family, register
 class OpenMPI(Family):
     name = "openmpi"
     title = "Open MPI"
-    library_pattern = re.compile(r"Open MPI v([0-9][^,\s]*)")
     native = "openmpi"
     native_doc = ("coll/tuned dynamic rules file (OMPI_MCA_coll_tuned_dynamic_rules_filename; pgmpi_formats/"
                   "ompi_rules.py) and per-collective OMPI_MCA_coll_tuned_<coll>_algorithm; 5.0 also coll/han "
                   "(coll_han_priority 35 over tuned, its own rules file)")
 
     def mpirun_args(self, nodes, ppn, in_slurm):
-        args = [f"--map-by", f"ppr:{ppn}:node"] if nodes > 1 else []
+        args = ["--map-by", f"ppr:{ppn}:node"] if nodes > 1 else []
         if not in_slurm:
             args.append("--oversubscribe")      # both 4.1 and 5.0 (5.0's environment variable differs)
         return args

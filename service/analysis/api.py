@@ -18,6 +18,7 @@ from __future__ import annotations
 from .comparers import heatmap
 from .guidelines import analyze
 from .profiles import generate_profiles
+from .spans import measured_counts, span_candidates
 from .quality import quality
 from pgmpi_formats.results import ResultSet, RunResult, parse_text
 from .stats import DEFAULT_TEST
@@ -47,6 +48,11 @@ def run(data, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: bool | None = 
     out["fdr"] = fdr
     out["confirmations"] = confirmations
     out["refused"] = refused
+    # counts between measured ones: candidates only, each to be confirmed by a validation at an unmeasured
+    # count before anything publishes it (spans.py)
+    spans, no_span = span_candidates(profs, measured_counts(a))
+    out["spans"] = [s.to_dict() for s in spans]
+    out["spans_refused"] = no_span
     return out
 
 

@@ -59,18 +59,19 @@ def _cfg_vals(a: Analysis, c: int):
 
 def _rep_cols():
     """The reporting fields every exported figure carries (reporting.py)."""
-    return [Column("sync"), Column("mpiruns", "int"), Column("meas_per_mpirun"), Column("nrep_policy"),
-            Column("summary_statistic"), Column("excluded")]
+    return [Column("sync"), Column("clock"), Column("mpiruns", "int"), Column("meas_per_mpirun"),
+            Column("nrep_policy"), Column("nrep_source"), Column("summary_statistic"), Column("excluded")]
 
 
 def _rep_vals(a: Analysis, c: int):
     r = a.reporting.get(c)
     if not r:
-        return [None] * 6
+        return [None] * 8
     rp, ex = r["repetitions"], r["exclusions"]
     per = (str(rp["per_mpirun_min"]) if rp["per_mpirun_min"] == rp["per_mpirun_max"]
            else f"{rp['per_mpirun_min']}-{rp['per_mpirun_max']}")
-    return [r["sync"], r["mpiruns"], per, rp["nrep_policy"], "median per mpirun; geometric mean of paired ratios",
+    return [r["sync"], r.get("clock"), r["mpiruns"], per, rp["nrep_policy"], rp.get("source"),
+            "median per mpirun; geometric mean of paired ratios",
             f"{ex['results_check_failures']} results-check failures; {ex['cells_in_one_mpirun']} cells in one mpirun"]
 
 

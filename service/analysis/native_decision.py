@@ -262,8 +262,9 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
         if ok:
             best = max(ok, key=vs_library)
             where = f" under native file {best.under}" if best.under else ""
+            ci = f", 95 % CI {best.ci[0]:.3f}-{best.ci[1]:.3f}x" if best.ci else ""
             why = (f"{best.paired_ratio:.3f}x faster than the default{where} (paired over {len(best.run_ratios)} "
-                   f"mpiruns, p = {best.p_value:.3g}), the fastest of {len(ok)} winning candidate(s)")
+                   f"mpiruns{ci}, p = {best.p_value:.3g}), the fastest of {len(ok)} winning candidate(s)")
             if best.under and native:
                 why += f"; it beats the file's {native.label} there, whose rule stays (the mock-up takes the call)"
         else:

@@ -21,7 +21,8 @@ Per cell, with R rounds of two mpiruns each (file arm, forced arm; order alterna
     silently: this is the only proof the file took effect;
 (c) not slower: a cell whose label is not "default" fails when the file's choice is slower than the built-in
     default: median of the paired per-round ratios D/F below 1/(1+tol), or below 1 with the sign test over
-    the rounds saying F > D (p < 0.05);
+    the rounds saying F > D (p < 0.05); every timed cell carries the effect D/F (geometric mean over the
+    rounds) with its 95 % t interval (stats.ratios_ci; effect, ci_low, ci_high, ci_mpiruns = rounds);
 (d) result safety: no selected algorithm reorders a reduction's operands (pgmpi_formats.native.ORDER_UNSAFE),
     and at every reduction cell the file arm ran a non-commutative user operation in every round, correctly.
 A cell the job did not measure fails.  The file passes when every cell passes.
@@ -34,6 +35,8 @@ import statistics
 from scipy import stats as _st
 
 from pgmpi_formats.native import ORDER_UNSAFE, parse_label
+
+from .stats import ratios_ci
 
 REDUCTIONS = {"allreduce", "reduce", "scan"}
 ALPHA = 0.05
@@ -91,6 +94,8 @@ def judge_cell(cell, fig: dict | None, library: str, tol: float) -> dict:
     ratio = [d / f for f, d, l in paired]                 # default / tuned, as main's verdicts
     out.update({"file_time": _med(F), "default_time": _med(D), "forced_time": _med(L),
                 "ratio": math.exp(_med([math.log(r) for r in ratio])), "round_ratios": ratio,
+                # the effect default / tuned with the analysis' one interval (stats.ratio_ci) over the rounds
+                **ratios_ci(ratio).to_dict(),
                 "file_vs_forced": math.exp(_med(fl)), "forced_vs_default": math.exp(_med(ld)), "rounds": len(paired)})
     # (b) a reduction's fingerprint decides where it tells the forced label from the default
     fps = fig.get("fingerprints", {})
@@ -134,8 +139,9 @@ def _slower(out: dict, cell, fd: list[float], ratio: list[float], tol: float) ->
         r = out["ratio"]
         slower_p = _sign_p(fd, True)
         if r < 1 / (1 + tol) or (r < 1 and slower_p < ALPHA):
+            ci = (f", 95 % CI {out['ci_low']:.3f}-{out['ci_high']:.3f}x" if out.get("ci_low") is not None else "")
             out["problems"].append(f"(c) tuned slower than the default: {r:.3f}x (default / tuned, median of "
-                                   f"{len(ratio)} paired rounds; sign test p={slower_p:.3f})")
+                                   f"{len(ratio)} paired rounds{ci}; sign test p={slower_p:.3f})")
     return out
 
 

@@ -7,7 +7,7 @@ import functools
 import logging
 from typing import Any, Optional
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, jsonify, request
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import DataError, IntegrityError
@@ -155,16 +155,11 @@ def body(model: type[BaseModel]) -> Any:
 
 
 def arg_int(name: str, default: Optional[int] = None, lo: int = 0, hi: int = 2**31 - 1) -> Optional[int]:
-    raw = request.args.get(name)
-    if raw is None or raw == "":
-        return default
     try:
-        v = int(raw)
-    except ValueError:
-        raise ApiError(400, "bad_parameter", f"query parameter {name!r} must be an integer", field=name) from None
-    if not lo <= v <= hi:
-        raise ApiError(400, "bad_parameter", f"query parameter {name!r} must be in {lo}..{hi}", field=name)
-    return v
+        v = limits.check_query_int(request.args.get(name), name, lo, hi)
+    except limits.LimitError as e:
+        raise ApiError(400, "bad_parameter", e.message, field=name) from None
+    return default if v is None else v
 
 
 def page() -> tuple[int, int]:

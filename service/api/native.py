@@ -3,12 +3,13 @@ and its job's figures, the service reads the file's cells itself, judges (servic
 and records the verdict; only such a record lets the file be published (service/workflows/validate.py, service/workflows/publish.py)."""
 from __future__ import annotations
 
-from flask import g, jsonify, request
+from flask import current_app, g, jsonify, request
 from sqlalchemy import select
 
 from service.api import api_bp, schemas as S
 from service.api.common import ApiError, body, for_machine, require
-from service.workflows import validate
+from pgmpi_formats import site
+from service.workflows import native as native_chain, validate
 from service.profiles import publish as pub
 from service.store.db import db
 from service.store.models import Machine, NativeValidation
@@ -32,13 +33,49 @@ def post_native_validation():
     if machine is None:
         raise ApiError(404, "not_found", f"no machine {data.machine!r}", field="machine")
     for_machine(machine)
+    cand = None
+    if data.profile_version is not None:
+        try:
+            cand = native_chain.candidate_of(data.profile_version, data.machine, data.library, data.version,
+                                             data.name, data.text)
+        except native_chain.NativeChainError as exc:
+            raise ApiError(exc.status, "validation_error", str(exc), field=exc.field) from None
     try:
         verdict = validate.record_native_validation(data.machine, data.library, data.version, data.name, data.text,
                                                      data.nprocs, data.figures, data.job, g.principal.name)
     except (pub.PublishError, ValueError) as exc:
         db.session.rollback()
         raise ApiError(422, "validation_error", str(exc), field="text") from None
+    if cand is not None:
+        verdict["candidate"] = native_chain.settle(cand, verdict, data.publish, _root(), g.principal.name)
     return jsonify(verdict), 201
+
+
+def _root():
+    return site.profile_root(current_app.config.get("PGMPI_PROFILE_ROOT"))
+
+
+@api_bp.post("/native/candidates")
+@require("agent")
+def post_native_candidate():
+    """The campaign's decision file of one library as a candidate version of its profile set (the nightly
+    chain, service/workflows/native.py); {"id": null, "why"} when nothing of the library's own wins."""
+    data = body(S.NativeCandidateIn)
+    machine = db.session.scalars(select(Machine).where(Machine.name == data.machine)).first()
+    if machine is None:
+        raise ApiError(404, "not_found", f"no machine {data.machine!r}", field="machine")
+    for_machine(machine)
+    try:
+        v, why = native_chain.native_candidate(data.machine, data.library, data.version, data.campaign,
+                                               data.refused, _root(), g.principal.name)
+    except native_chain.NativeChainError as exc:
+        db.session.rollback()
+        raise ApiError(exc.status, "validation_error", str(exc), field=exc.field) from None
+    if v is None:
+        return jsonify(id=None, why=why), 200
+    name = next(n for n in v.files if n in pub.NATIVE_FILES)
+    return jsonify(id=v.id, number=v.number, state=v.state, name=name, text=v.files[name], why=why,
+                   files=sorted(v.files)), 201
 
 
 @api_bp.get("/native/validations")

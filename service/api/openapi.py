@@ -124,6 +124,11 @@ def document() -> dict:
             **_write("post", "judge and record a native decision file's validation job (refused with the reason "
                      "when the file's readers refuse it)", "NativeValidationIn", "agent of the machine; admin",
                      ("201",), errors=(404, 422))},
+        "/native/candidates": _write(
+            "post", "the nightly native chain: a campaign's decision file of one library (failed cells of the "
+            "given native validation records refused) as a candidate version of the library's profile set; "
+            "200 with id null when nothing of the library's own wins", "NativeCandidateIn",
+            "agent of the machine; admin", ("200", "201"), errors=(404, 422)),
         "/me": _get("who am I", (), errors=(401,)),
     }
     return {

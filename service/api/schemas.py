@@ -192,7 +192,21 @@ class NativeValidationIn(_In):
     nprocs: int = Field(ge=1, le=1_000_000)
     figures: dict[str, dict[str, Any]] = Field(max_length=100_000)
     job: str = Field(default="", max_length=200)
+    profile_version: Optional[int] = Field(default=None, ge=1, le=2 ** 31 - 1, description="the native "
+                                           "candidate (POST /native/candidates) this job validated")
+    publish: bool = Field(default=False, description="publish that candidate when it passes (the campaign's "
+                          "native.publish)")
+
+
+class NativeCandidateIn(_In):
+    """The nightly native chain: a campaign's decision file for one library, as a candidate version."""
+    machine: MachineName
+    library: LibraryName
+    version: LibraryVersion
+    campaign: CampaignName
+    refused: list[int] = Field(default_factory=list, max_length=100, description="native validation records "
+                               "whose failed cells are taken out of the decision")
 
 
 REQUEST_MODELS = [MachineIn, LibraryIn, CampaignIn, JobIn, FileIn, UploadIn, AnalysisIn, ValidationIn,
-                  NativeValidationIn]
+                  NativeValidationIn, NativeCandidateIn]

@@ -16,7 +16,7 @@ from flask import Blueprint, Flask, abort, current_app, request, send_file
 from flask_login import current_user
 
 from pgmpi_formats import site
-from pgmpi_formats.limits import INT_MAX
+from pgmpi_formats.limits import LimitError, check_query_int
 from service.dashboards import data
 from service.store.db import db
 from service.store.models import MpiLibrary
@@ -97,16 +97,11 @@ def plotly_js():
 
 def _arg_int(name: str, default=None):
     """An integer query parameter within the INTEGER columns' range (else 400, never a database error)."""
-    raw = request.args.get(name)
-    if raw is None or raw == "":
-        return default
     try:
-        v = int(raw)
-    except ValueError:
-        abort(400, description=f"query parameter {name!r} must be an integer")
-    if not 0 <= v <= INT_MAX:
-        abort(400, description=f"query parameter {name!r} must be in 0..{INT_MAX}")
-    return v
+        v = check_query_int(request.args.get(name), name)
+    except LimitError as e:
+        abort(400, description=e.message)
+    return default if v is None else v
 
 
 def _attachment(name: str) -> str:

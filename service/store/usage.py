@@ -9,7 +9,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from pgmpi_formats import limits
-from pgmpi_formats.usage import UsageFormatError, library_identity, parse_usage
+from pgmpi_formats.mpi_libraries import library_identity
+from pgmpi_formats.usage import UsageFormatError, parse_usage
 from service.store.db import db
 from service.store.models import Machine, MpiLibrary, UsageCell, UsageJob
 

@@ -5,6 +5,7 @@
 * validate: the agent's validation figures -> verdict -> the candidate's state, contradicted violations
 * publish:  candidate -> profile root (publish, roll back, history, fsck) and what a campaign gave
 * explain:  the evidence of one cell's native decision, from the stored runs
+* native:   the nightly native chain: a campaign's decision file as a candidate, its validation settled, published
 * live:     what a library runs with now (the profile root's current set with its validation figures)
 * notify:   the alerts sent by mail and webhook
 * usage:    where the users' collective time goes (usage records -> ranked cells)

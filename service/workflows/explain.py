@@ -20,11 +20,12 @@ from sqlalchemy import select
 
 from pgmpi_formats import arms, native, native_file, ompi_rules
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
-from pgmpi_formats.footer import Served, records
+from pgmpi_formats.footer import Nrep, Served, records
 from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
 from service.analysis.native_decision import Run as RunMedians, decide, explain_lines
 from service.profiles import publish as pub
 from service.store.models import Campaign, Machine, MpiLibrary, Run, Series
+from service.analysis.reporting import nrep_source
 from service.analysis.stats import CI_METHOD
 
 SEARCH_RUN = re.compile(r"search-(\d+)-([a-z]+)-(\d+)-r(\d+)\.txt$")     # one mpirun per round
@@ -58,13 +59,19 @@ def _cells(session, lib_ids, p, campaign_id):
     return {k: list(v.values()) for k, v in per_run.items()}, per_run, (names, heads)
 
 
-def _reporting_line(headers: list[dict]) -> str:
-    """What the figures above rest on (analysis/reporting.py): sync method, clock, repetitions, statistic."""
+def _reporting_line(headers: list[dict], counts: list[int] | None = None) -> str:
+    """What the figures above rest on (analysis/reporting.py): sync method, clock, repetitions (the cell's
+    `#@pgmpi nrep` count per mpirun where the runs recorded one, else the header's fixed nrep) and where they
+    came from, statistic."""
     def one(*keys):
         vals = {str(next((h[k] for k in keys if h.get(k)), "")) for h in headers} - {""}
         return ",".join(sorted(vals)) or "unknown"
+    counts = sorted(set(counts or ()))
+    nrep = (str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}") if counts else one("nrep")
+    policies = {str(h.get("nrep_policy") or "") for h in headers}
     return (f"reporting: sync {one('sync', 'procsync')}, clock {one('clock')}, repetitions per mpirun "
-            f"{one('nrep')} ({one('nrep_policy')}), {len(headers)} mpiruns; statistic: median per mpirun, ratio "
+            f"{nrep} ({nrep_source(policies)}; {one('nrep_policy')}), {len(headers)} mpiruns; statistic: median "
+            f"per mpirun, ratio "
             f"default / candidate in the same mpirun; ratio = median over mpiruns, 95 % CI = {CI_METHOD}; "
             f"excluded: candidates that failed the results check (no rows)")
 
@@ -164,7 +171,9 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
     lines = [f"{machine} {', '.join(f'{x.name}-{x.version}' for x in mine)} {by_key(collective).mpi_name}: "
              f"{len(per_run[key])} mpirun(s) measured this cell"]
     lines += explain_lines(d, path_lines)
-    lines.append(_reporting_line([heads[r] for r in per_run[key]]))
+    counts = [r.n for rid in per_run[key] for r in records(map(str, names[rid][2]), Nrep)
+              if r.call == mpi_name and r.msize == size]
+    lines.append(_reporting_line([heads[r] for r in per_run[key]], counts))
     if profile_root is not None:
         for lib in mine:
             lines += _published(profile_root, machine, lib, collective, size, p)

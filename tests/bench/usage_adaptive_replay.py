@@ -1,106 +1,191 @@
-"""The usage-driven, adaptive campaign replayed on an exhaustive one (prints figures; not a test).
+"""The usage-driven, sequential campaign replayed on an exhaustive one, many times (prints figures; not a test).
 
-Input: the raw files of an exhaustive guideline campaign (R mpiruns, every collective x size, all mock-ups).
-A usage mix (the users' time over those cells, Zipf 1.1 in a seeded random order; several seeds) picks the
-cells that hold 90 % of the time; each is replayed with the sequential rule of scheduler/usage_plan.py
-(looks after 2, 3, ..., R mpiruns at alpha / (R - 1) each), stopping once decided. Printed per mix: the
-measuring time the adaptive campaign used (the cells' own measurements in the mpiruns it looked at) as a
-fraction of the exhaustive campaign's (every cell, every mpirun), and every cell whose decision differs from
-the exhaustive one (all R mpiruns, the same interval rule at alpha).
-    .venv/bin/python tests/bench/usage_adaptive_replay.py CAMPAIGN_DIR [CAMPAIGN_DIR ...] [--gain 0.1]
+Input: raw files of exhaustive campaigns recorded once (tests/bench/usage_adaptive_record.sh: every collective x
+21 sizes x every mock-up + the default + the control arm, 2 ranks, R mpiruns of nrep each; or any guideline
+campaign's run-*.txt), one directory per library. The grid is every (library, collective, size) of them.
+
+The exhaustive campaign: every grid cell, every mpirun, every repetition, every mock-up; a cell's decision is
+the interval rule at alpha = 0.05 on its R per-mpirun log ratios default/mock-up (usage_plan.fixed_cell).
+
+One replay (seeded; --replays of them):
+- a usage mix: a fraction --hit of the grid is what the users' jobs call, their time Zipf(1.1) over those
+  cells in a random order (as docs/usage.md section 4 models a site); scheduler/usage_plan.plan_night (no
+  budget limit) picks the cells holding 90 % of the time plus its rotating sample of the rest;
+- a resampled campaign: the R recorded mpiruns in a random order (which ones come first), each measured with
+  the first `nrep` repetitions of the design (what an mpirun with that nrep measures: its first rounds);
+- each picked cell runs the sequential design (usage_plan.sequential_cell): looks after 3, 4, ... mpiruns at
+  the group-sequential levels, a mock-up dropped once decided, the cell stopped once all are; the default
+  and the control arm are measured in every mpirun the cell gets.
+Measuring time = the run-times of the measurements a design takes (the cells' own time; the mpiruns' start-up
+is shared by all cells of an mpirun and left out of both sides). Printed per design: the adaptive campaign's
+time as a fraction of the exhaustive one's (median, 90th percentile, max over replays), the part due to the
+choice of cells alone, the decisions on the cells holding 90 % that differ from the exhaustive campaign's
+(how many replays, each cell with both sides' effect and interval), and the control arm's false alarms.
+    .venv/bin/python tests/bench/usage_adaptive_replay.py DIR [DIR ...] [--replays 200] [--hit 0.2]
 """
 from __future__ import annotations
 
 import argparse
 import math
 import random
+import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pgmpi_formats.results import read_file  # noqa: E402
-from scheduler.usage_plan import Cell, CellUsage, covering_cells, sequential_decision  # noqa: E402
+from scheduler.usage_plan import (Cell, CellUsage, SequentialDesign, fixed_cell, plan_night,  # noqa: E402
+                                  sequential_cell)
 
-SKIP = {"default_control", "tuned"}
-
-
-def cells_of(campaign: Path):
-    """{(test, msize): {algorithm: [median per mpirun]}}, {(test, msize): [measuring seconds per mpirun]}"""
-    med = defaultdict(lambda: defaultdict(list))
-    cost = defaultdict(list)
-    runs = sorted(campaign.rglob("run-*.txt"))
-    for f in runs:
-        r = read_file(f)
-        per = defaultdict(float)
-        groups = defaultdict(list)
-        for t, a, m, x in zip(r.test, r.algorithm, r.msize, r.runtime):
-            groups[(r.tests[t], int(m), r.algorithms[a])].append(x)
-        for (test, m, alg), xs in groups.items():
-            per[(test, m)] += float(np.sum(xs))
-            if alg not in SKIP:
-                med[(test, m)][alg].append(float(np.median(xs)))
-        for k, s in per.items():
-            cost[k].append(s)
-    return med, cost, len(runs)
+CONTROL = "default_control"
+SKIP = {"tuned"}
 
 
-def decide(ratios_by_alg: dict[str, list[float]], upto: int, gain: float, looks: int, final: bool, exhaustive: bool):
-    best = None
-    for alg, rs in ratios_by_alg.items():
-        d = sequential_decision(rs[:upto], min_gain=gain, max_looks=1 if exhaustive else looks, final=final)
-        if d.state == "violation" and (best is None or d.ratio > best[1].ratio):
-            best = (alg, d)
-        elif best is None and d.state == "undecided":
-            best = ("", d)
+class Grid:
+    """runtimes[(lib, test, msize)][algorithm][mpirun] -> the mpirun's run-times in execution order."""
+
+    def __init__(self, dirs: list[Path]):
+        self.times: dict[tuple, dict[str, list[np.ndarray]]] = {}
+        self.R: dict[str, int] = {}
+        self._cache: dict = {}
+        for d in dirs:
+            runs = sorted(d.rglob("run-*.txt"))
+            lib = d.name
+            per = defaultdict(lambda: defaultdict(list))
+            for f in runs:
+                r = read_file(f)
+                groups = defaultdict(list)
+                for t, a, m, x in zip(r.test, r.algorithm, r.msize, r.runtime):
+                    groups[(r.tests[t], int(m), r.algorithms[a])].append(float(x))
+                for (test, m, alg), xs in groups.items():
+                    if alg not in SKIP and test != "MPI_Barrier":
+                        per[(lib, test, m)][alg].append(np.asarray(xs))
+            self.R[lib] = len(runs)
+            for k, algs in per.items():
+                if "default" in algs and all(len(v) == len(runs) for v in algs.values()):
+                    self.times[k] = dict(algs)
+
+    def _per_mpirun(self, key, nrep):
+        """(medians, sums) per algorithm: arrays over the recorded mpiruns, of the first nrep repetitions."""
+        ck = (key, nrep)
+        if ck not in self._cache:
+            algs = self.times[key]
+            self._cache[ck] = ({a: np.array([np.median(x[:nrep]) for x in v]) for a, v in algs.items()},
+                               {a: np.array([x[:nrep].sum() for x in v]) for a, v in algs.items()})
+        return self._cache[ck]
+
+    def log_ratios(self, key, order: list[int], nrep: int | None) -> tuple[dict[str, list[float]], list[float] | None]:
+        med, _ = self._per_mpirun(key, nrep)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = med["default"][order]
+            lr = {a: list(np.log(d / x[order])) for a, x in med.items() if a not in ("default", CONTROL)}
+            ctrl = list(np.log(d / med[CONTROL][order])) if CONTROL in med else None
+        return lr, ctrl
+
+    def cost(self, key, order: list[int], nrep: int | None, mpiruns: int, arm_mpiruns: dict[str, int]) -> float:
+        """Seconds of measuring: default and control in every mpirun the cell got, a mock-up in its own."""
+        _, sums = self._per_mpirun(key, nrep)
+        s = 0.0
+        for a, v in sums.items():
+            n = mpiruns if a in ("default", CONTROL) else arm_mpiruns.get(a, 0)
+            s += float(v[order[:n]].sum())
+        return s
+
+
+def cell_of(key) -> Cell:
+    lib, test, m = key
+    return Cell(f"{lib}/{test}", m, 2)
+
+
+def fmt(o) -> str:
+    if o.decision == "redirect":
+        lk = o.arms[o.winner]
+        return f"{o.winner} {lk.effect:.2f}x [{lk.lo:.2f}, {lk.hi:.2f}] after {o.mpiruns}"
+    best = max(o.arms.items(), key=lambda kv: kv[1].effect, default=None)
     if best is None:
-        return "none", ""
-    return best[1].state if best[1].state != "undecided" or not final else "inconclusive", best[0]
+        return "default (no mock-up)"
+    a, lk = best
+    return f"default (best {a} {lk.effect:.2f}x [{lk.lo:.2f}, {lk.hi:.2f}] {lk.state}) after {o.mpiruns}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("campaigns", nargs="+", type=Path)
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--replays", type=int, default=200)
+    ap.add_argument("--hit", type=float, default=0.2, help="share of the grid the users' jobs call")
+    ap.add_argument("--share", type=float, default=0.9)
+    ap.add_argument("--sample", type=float, default=0.1, help="plan_night's rotating sample of the rest")
     ap.add_argument("--gain", type=float, default=0.1)
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--designs", default="3,4:10:3;3,4:10:1;3:10:3;3,4:30:3",
+                    help="designs 'looks:nrep:rho' separated by ';' (the last look is each library's R)")
     a = ap.parse_args()
-    for camp in a.campaigns:
-        med, cost, nruns = cells_of(camp)
-        R = min(len(v) for v in cost.values())
-        ratios = {}
-        for k, algs in med.items():
-            d = algs.get("default")
-            if not d or len(d) < R:
-                continue
-            ratios[k] = {alg: [d[i] / v[i] for i in range(R) if v[i] > 0]
-                         for alg, v in algs.items() if alg != "default" and len(v) >= R}
-        exh = {k: decide(r, R, a.gain, 1, True, True) for k, r in ratios.items()}
-        total = sum(sum(cost[k][:R]) for k in ratios)
-        print(f"{camp}: {len(ratios)} cells, R = {R} mpiruns, exhaustive measuring time {total:.3f} s; "
-              f"exhaustive decisions: {sum(s == 'violation' for s, _ in exh.values())} violations")
-        for seed in range(1, a.seeds + 1):
-            rng = random.Random(seed)
-            keys = sorted(ratios)
-            rng.shuffle(keys)
-            usages = [CellUsage(Cell(t, m, 2), 1.0 / (i + 1) ** 1.1) for i, (t, m) in enumerate(keys)]
-            cov = [(u.cell.collective, u.cell.bytes_lo) for u in covering_cells(usages, 0.9)]
-            used, differ = 0.0, []
-            for k in cov:
-                for look in range(2, R + 1):
-                    state, alg = decide(ratios[k], look, a.gain, R - 1, look == R, False)
-                    if state not in ("undecided",):
-                        break
-                used += sum(cost[k][:look])
-                want = exh[k][0]
-                got = "violation" if state == "violation" else "none"
-                if (want == "violation") != (got == "violation"):
-                    differ.append(f"{k[0]} {k[1]} B: exhaustive {want} {exh[k][1]}, adaptive {state} {alg} after {look}")
-            print(f"  mix {seed}: {len(cov)} of {len(ratios)} cells hold 90 % of the time; adaptive used "
-                  f"{used / total:.1%} of the exhaustive measuring time; decisions that differ: {len(differ)}")
-            for d in differ:
-                print(f"    {d}")
+    g = Grid(a.dirs)
+    keys = sorted(g.times)
+    exh = {k: fixed_cell(g.log_ratios(k, list(range(g.R[k[0]])), None)[0], 0.05, a.gain,
+                         g.log_ratios(k, list(range(g.R[k[0]])), None)[1]) for k in keys}
+    exh_cost = {k: g.cost(k, list(range(g.R[k[0]])), None, g.R[k[0]], {x: g.R[k[0]] for x in g.times[k]}) for k in keys}
+    total = sum(exh_cost.values())
+    libs = Counter(k[0] for k in keys)
+    print(f"grid: {len(keys)} cells ({', '.join(f'{l} {n} cells R={g.R[l]}' for l, n in sorted(libs.items()))}); "
+          f"exhaustive measuring time {total:.1f} s; exhaustive redirects "
+          f"{sum(o.decision == 'redirect' for o in exh.values())}, control false alarms "
+          f"{sum(1 for o in exh.values() if o.control and o.control.state == 'redirect')} of "
+          f"{sum(1 for o in exh.values() if o.control)}")
+    print(f"usage: {a.hit:.0%} of the grid called, Zipf 1.1, cells holding {a.share:.0%} + a {a.sample:.0%} "
+          f"rotating sample of the rest; {a.replays} replays")
+    for spec in a.designs.split(";"):
+        looks_s, nrep_s, rho_s = spec.split(":")
+        first_looks = tuple(int(x) for x in looks_s.split(","))
+        nrep, rho = int(nrep_s), float(rho_s)
+        fracs, sel_fracs, differ, n_cov, ctrl_false, ctrl_n = [], [], Counter(), [], 0, 0
+        example = {}
+        stop_at = Counter()
+        for rep in range(a.replays):
+            rng = random.Random(rep)
+            hit = rng.sample(keys, max(1, round(a.hit * len(keys))))
+            usages = [CellUsage(cell_of(k), 1.0 / (i + 1) ** 1.1) for i, k in enumerate(hit)]
+            by_cell = {cell_of(k): k for k in keys}
+            plan = plan_night(usages, {}, math.inf, share=a.share, sample_fraction=a.sample, night=rep)
+            chosen = [(by_cell[c.cell], c.reason) for c in plan.chosen]
+            n_cov.append(sum(1 for _, why in chosen if why == "covers usage"))
+            used = 0.0
+            for k, why in chosen:
+                R = g.R[k[0]]
+                order = list(range(R))
+                rng.shuffle(order)
+                design = SequentialDesign(looks=tuple(x for x in first_looks if x < R) + (R,), nrep=nrep, rho=rho,
+                                          min_gain=a.gain)
+                lr, ctrl = g.log_ratios(k, order, nrep)
+                o = sequential_cell(lr, design, ctrl)
+                used += g.cost(k, order, nrep, o.mpiruns, o.arm_mpiruns)
+                stop_at[o.mpiruns] += 1
+                if o.control is not None:
+                    ctrl_n += 1
+                    ctrl_false += o.control.state == "redirect"
+                if why != "covers usage":
+                    continue
+                e = exh[k]
+                if (e.decision, e.winner) != (o.decision, o.winner):
+                    differ[k] += 1
+                    example.setdefault(k, (fmt(e), fmt(o)))
+            fracs.append(used / total)
+            sel_fracs.append(sum(exh_cost[k] for k, _ in chosen) / total)
+        fr = sorted(fracs)
+        print(f"\ndesign looks {','.join(map(str, first_looks))},R  nrep {nrep}  rho {rho:g}: adaptive time / exhaustive "
+              f"median {statistics.median(fr):.1%}, p90 {fr[int(0.9 * (len(fr) - 1))]:.1%}, max {fr[-1]:.1%} "
+              f"(the cells chosen, measured exhaustively: median {statistics.median(sel_fracs):.1%}); "
+              f"{statistics.median(n_cov):.0f} cells hold {a.share:.0%} (median)")
+        print(f"  cells stopped after m mpiruns: " + ", ".join(f"{m}: {n}" for m, n in sorted(stop_at.items())))
+        print(f"  control arm false alarms: {ctrl_false} of {ctrl_n} cell measurements")
+        nd = sum(differ.values())
+        print(f"  decisions on the cells holding {a.share:.0%} that differ from the exhaustive campaign: {nd} of "
+              f"{sum(n_cov)} cell decisions ({nd / max(1, sum(n_cov)):.2%}); in {len(differ)} distinct cells:")
+        for k, n in differ.most_common():
+            ex, ad = example[k]
+            print(f"    {k[0]} {k[1]} {k[2]} B ({n} replays): exhaustive {ex}; adaptive e.g. {ad}")
 
 
 if __name__ == "__main__":

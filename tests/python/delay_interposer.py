@@ -2,6 +2,14 @@
 that a test knows a violation is there (allreduce_as_reduce_bcast never calls PMPI_Allreduce).  Launch the
 ranks with LD_PRELOAD=<the .so> and PGMPI_TEST_DELAY_BYTES=<count of MPI_BYTE>[,<count>...].
 
+Built for Open MPI, it also wraps the library's own Allreduce algorithms (ompi_coll_base_allreduce_intra_*):
+with PGMPI_TEST_FAST_ALGORITHM=<name> (e.g. redscat_allgather, Open MPI's rabenseifner) and
+PGMPI_TEST_ALGORITHM_BYTES=<count>[,<count>...], every other of them is slowed by the delay at those counts, so
+that algorithm wins a native search wherever it is measured or chosen, whatever the load (the nightly native
+chain test).  At the counts of PGMPI_TEST_FILE_SLOW_BYTES that algorithm instead takes twice the delay when a
+rules file is loaded (OMPI_MCA_coll_tuned_dynamic_rules_filename set): a choice that wins the search and then
+loses in the validation job that loads the file as users do.
+
 Two clocks (`clock=`):
 - "virtual" (the default): the interposer also defines MPI_Wtime / PMPI_Wtime as a per-process counter that
   advances by one tick (2^-20 s) per reading, by 4 ticks per MPI_BYTE PMPI_Allreduce / PMPI_Reduce /
@@ -26,6 +34,7 @@ SOURCE = r"""
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 typedef int (*fn_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 #ifdef VIRTUAL_CLOCK
@@ -74,6 +83,51 @@ int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op 
     }
     return next(sb, rb, count, dt, op, comm);
 }
+#ifdef OMPI_ALGORITHMS
+/* Open MPI's own Allreduce algorithms (coll/base, called by coll/tuned through the PLT, so a preloaded
+ * definition wins): at the counts of PGMPI_TEST_ALGORITHM_BYTES every one of them is slowed by the delay
+ * except the one PGMPI_TEST_FAST_ALGORITHM names.  The delay follows the algorithm that really ran (forced,
+ * chosen by a rules file, or the library's own decision), so a test knows which one wins and can see that
+ * a decision file took effect. */
+typedef int (*alg_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, void *);
+static int listed(const char *s, int count) {      /* count in a comma-separated list */
+    while (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) return 0;
+        if (v == count) return 1;
+        s = (*end == ',') ? end + 1 : end;
+    }
+    return 0;
+}
+/* how many delays this call of algorithm `name` takes */
+static int delays(const char *name, int count, MPI_Datatype dt) {
+    const char *fast = getenv("PGMPI_TEST_FAST_ALGORITHM");
+    if (!fast || dt != MPI_BYTE) return 0;
+    if (strcmp(fast, name) != 0) return listed(getenv("PGMPI_TEST_ALGORITHM_BYTES"), count);
+    /* a choice that wins the search but loses where a rules file selects it, as users load it */
+    return getenv("OMPI_MCA_coll_tuned_dynamic_rules_filename")
+           && listed(getenv("PGMPI_TEST_FILE_SLOW_BYTES"), count) ? 2 : 0;
+}
+#ifdef VIRTUAL_CLOCK
+#define SLOW_DOWN() (vticks += (int64_t)DELAY_NS * 1048576 / 1000000000)
+#else
+#define SLOW_DOWN() do { struct timespec ts = {DELAY_NS / 1000000000, DELAY_NS % 1000000000}; nanosleep(&ts, NULL); } while (0)
+#endif
+#define ALGORITHM(NAME) \
+int ompi_coll_base_allreduce_intra_##NAME(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, \
+                                          MPI_Comm comm, void *module) { \
+    static alg_t next; \
+    if (!next) next = (alg_t)dlsym(RTLD_NEXT, "ompi_coll_base_allreduce_intra_" #NAME); \
+    for (int k = delays(#NAME, count, dt); k > 0; k--) SLOW_DOWN(); \
+    return next(sb, rb, count, dt, op, comm, module); \
+}
+ALGORITHM(basic_linear)
+ALGORITHM(nonoverlapping)
+ALGORITHM(recursivedoubling)
+ALGORITHM(ring)
+ALGORITHM(redscat_allgather)
+#endif
 """
 
 CLOCKS = ("virtual", "real")
@@ -86,6 +140,8 @@ def build(workdir: Path, mpi: str = "openmpi", delay_ms: int = 20, clock: str = 
     src, so = workdir / f"delay_{clock}.c", workdir / f"libdelay_{clock}.so"
     src.write_text(SOURCE)
     flags = ["-DVIRTUAL_CLOCK"] if clock == "virtual" else []
+    if mpi == "openmpi":
+        flags.append("-DOMPI_ALGORITHMS")
     subprocess.run([f"mpicc.{mpi}", "-O1", "-shared", "-fPIC", f"-DDELAY_NS={delay_ms * 1000 * 1000}LL", *flags,
                     "-o", str(so), str(src), "-ldl"], check=True)
     return so

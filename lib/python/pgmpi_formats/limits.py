@@ -102,6 +102,20 @@ def check_text(value, field: str, max_len: int, pattern: Optional[re.Pattern] = 
     return value
 
 
+def check_query_int(raw: Optional[str], name: str, lo: int = 0, hi: int = INT_MAX) -> Optional[int]:
+    """An integer query parameter of a page or the API within lo..hi (by default an INTEGER column's range,
+    never a database error); None when absent or empty."""
+    if raw is None or raw == "":
+        return None
+    try:
+        v = int(raw)
+    except ValueError:
+        raise LimitError(name, f"query parameter {name!r} must be an integer") from None
+    if not lo <= v <= hi:
+        raise LimitError(name, f"query parameter {name!r} must be in {lo}..{hi}")
+    return v
+
+
 _ALLOWED = {NAME_RE.pattern: "letters, digits and ._+- (starting with a letter or digit)",
             MODULE_RE.pattern: "letters, digits and ._+/@:- (starting with a letter or digit)",
             CALL_RE.pattern: "letters, digits and _ (starting with a letter or _)",

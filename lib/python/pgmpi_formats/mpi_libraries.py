@@ -153,3 +153,23 @@ def mpi_library(lid: str, path: Path | str | None = None) -> MpiLibrary:
         if lib.id == lid:
             return lib
     raise MpiTableError(f"unknown MPI id '{lid}' (valid: {', '.join(lib.id for lib in libs)})")
+
+
+# MPI_Get_library_version's text -> (library, version): the rule pgmpi-bench applies to the same text
+# (lib/bench/bench_output.c, mpi_identity), so that results, usage records and the launchers' families
+# name a library alike. Order matters: Intel MPI and the MPICH derivatives before MPICH.
+LIBRARY_MARKERS = (("Open MPI v", "openmpi"), ("CRAY MPICH version", "cray-mpich"),
+                   ("MVAPICH2 Version:", "mvapich2"), ("Intel(R) MPI Library", "intelmpi"),
+                   ("MPICH Version:", "mpich"))
+
+
+def library_identity(text: str) -> tuple[str, str]:
+    """(library, version) named by MPI_Get_library_version's text; an unknown library is named by its first
+    word (lower case), an unreadable version is "unknown"."""
+    for marker, name in LIBRARY_MARKERS:
+        i = text.find(marker)
+        if i >= 0:
+            rest = text[i + len(marker):].replace(",", " ").split()
+            return name, rest[0] if rest else "unknown"
+    words = text.split()
+    return (words[0].lower() if words else "unknown"), "unknown"

@@ -138,20 +138,3 @@ def spooled(spool: str | Path) -> list[Path]:
     d = Path(spool)
     return sorted((f for f in d.iterdir() if f.name.endswith(SUFFIX) and not f.name.startswith(".")),
                   key=lambda f: (f.stat().st_mtime, f.name))
-
-
-# MPI_Get_library_version's first line -> (library, version), the rule pgmpi-bench applies to the same text
-# (lib/bench/bench_output.c, mpi_identity): the usage record and the results of a library meet under one name.
-_IDENTITY = (("Open MPI v", "openmpi"), ("CRAY MPICH version", "cray-mpich"), ("MVAPICH2 Version:", "mvapich2"),
-             ("Intel(R) MPI Library", "intelmpi"), ("MPICH Version:", "mpich"))
-
-
-def library_identity(text: str) -> tuple[str, str]:
-    for marker, name in _IDENTITY:
-        i = text.find(marker)
-        if i >= 0:
-            rest = text[i + len(marker):].lstrip()
-            version = rest.replace(",", " ").split()[0] if rest.split() else ""
-            return name, version or "unknown"
-    word = text.split()[0].lower() if text.split() else "unknown"
-    return word, "unknown"

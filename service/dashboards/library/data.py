@@ -187,6 +187,7 @@ def detail(s, lib: MpiLibrary, campaign: Campaign | None, key: str, p: int,
     counts = {st: sum(v["status"] == st for v in viols) for st in STATUSES}
     return {"call": call, "key": key, "p": p, "layout": layout, "series": series, "rows": rows, "violations": viols,
             "analysis": a, "counts": counts, "reporting": _reporting_text(a, p, layout),
+            "reporting_fields": reporting_fields(a, p, layout),
             "guidelines": _guideline_rows(a, key, p, layout),
             "defects": [d for d in defects_of(a) if d["collective"] == key and d["nprocs"] in (p, None)]}
 
@@ -222,18 +223,61 @@ def _guideline_rows(a, key: str, p: int, layout: str | None) -> list[dict]:
     return out
 
 
+def reporting_fields(a, p: int, layout: str | None) -> dict:
+    """The reporting fields of the analysis' config at p (and layout), as analysis/reporting.py stored them
+    ({} when the analysis has none; a stored value of another shape is left out, never breaks the page)."""
+    summ = (a.summary or {}) if a is not None else {}
+    rep, cfgs = summ.get("reporting") or {}, summ.get("configs") or []
+    if not isinstance(rep, dict) or not isinstance(cfgs, list):
+        return {}
+    for i, c in enumerate(cfgs):
+        if isinstance(c, dict) and c.get("nprocs") == p and (layout is None or (c.get("layout") or "") == layout):
+            r = rep.get(str(i))
+            return r if isinstance(r, dict) else {}
+    return {}
+
+
 def _reporting_text(a, p: int, layout: str | None) -> str:
     """The reporting fields of the analysis' config at p (and layout): analysis/reporting.py's line."""
     from service.analysis.reporting import line
-    summ = (a.summary or {}) if a is not None else {}
-    rep, cfgs = summ.get("reporting") or {}, summ.get("configs") or []
-    for i, c in enumerate(cfgs):
-        if isinstance(c, dict) and c.get("nprocs") == p and (layout is None or (c.get("layout") or "") == layout):
-            try:
-                return line(rep[str(i)])
-            except (KeyError, TypeError, ValueError):
-                return ""
-    return ""
+    try:
+        return line(reporting_fields(a, p, layout))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return ""
+
+
+VERDICT_COLUMNS = ["guideline", "status", "msize", "against", "nprocs", "layout", "default_s", "other_s",
+                   "slowdown", "effect", "ci95_low", "ci95_high", "ci_mpiruns", "p_value", "sync", "clock",
+                   "mpiruns", "meas_per_mpirun", "nrep_policy", "nrep_source", "summary_statistic",
+                   "interval_method", "excluded"]
+
+
+def verdict_rows(d: dict) -> list[dict]:
+    """The verdicts of a detail page as export rows: each with its effect and 95 % interval over mpiruns and
+    the reporting fields it rests on (the CSV of the verdict page)."""
+    r = d.get("reporting_fields") or {}
+    rp = r.get("repetitions") if isinstance(r.get("repetitions"), dict) else {}
+    ex = r.get("exclusions") if isinstance(r.get("exclusions"), dict) else {}
+    iv = r.get("interval") if isinstance(r.get("interval"), dict) else {}
+    lo, hi = rp.get("per_mpirun_min"), rp.get("per_mpirun_max")
+    common = {"nprocs": d["p"], "layout": d.get("layout") or "", "sync": r.get("sync"), "clock": r.get("clock"),
+              "mpiruns": r.get("mpiruns"), "meas_per_mpirun": (f"{lo}" if lo == hi else f"{lo}-{hi}") if rp else None,
+              "nrep_policy": rp.get("nrep_policy"), "nrep_source": rp.get("source"),
+              "summary_statistic": r.get("statistic"),
+              "interval_method": (f"{100 * iv['level']:.0f} % {iv.get('method', '')}"
+                                  if isinstance(iv.get("level"), (int, float)) else None),
+              "excluded": (f"{ex.get('results_check_failures')} results-check failures; "
+                           f"{ex.get('cells_in_one_mpirun')} cells in one mpirun; control arm: "
+                           f"{ex.get('control_arm')}") if ex else None}
+    out = []
+    for v in d["violations"]:
+        ci = v.get("ci95") or [None, None]
+        out.append({"guideline": v["kind"], "status": v["status"], "msize": v["msize"],
+                    "against": v["mockup"] if v["mockup"] != "default" else f"default at {v['ref_msize']}",
+                    "default_s": v["default_s"], "other_s": v["mockup_s"], "slowdown": v["slowdown"],
+                    "effect": v["effect"] if v.get("ci95") else None, "ci95_low": ci[0], "ci95_high": ci[1],
+                    "ci_mpiruns": v["ci_mpiruns"] if v.get("ci95") else None, "p_value": v["p_value"], **common})
+    return out
 
 
 _TREND_CACHE: dict[tuple, dict] = {}

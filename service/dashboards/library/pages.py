@@ -67,7 +67,14 @@ def detail(machine: str, lib: str, key: str):
         return jsonify(machine=m.name, library=l.name, version=l.version,
                        campaign=camp.name if camp else None, collective=key, nprocs=p, layout=sel.layout or "",
                        measurements=d["rows"], violations=d["violations"], reporting=d["reporting"],
-                       guidelines=d["guidelines"])
+                       reporting_fields=d["reporting_fields"], guidelines=d["guidelines"])
+    if fmt == "csv" and request.args.get("table") == "verdicts":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=ldata.VERDICT_COLUMNS)
+        w.writeheader()
+        w.writerows({k: csv_number(v) for k, v in r.items()} for r in ldata.verdict_rows(d))
+        name = f"{m.name}_{l.name}-{l.version}_{key}_p{p}" + (f"_{sel.layout}" if sel.layout else "") + "_verdicts.csv"
+        return Response(buf.getvalue(), mimetype="text/csv", headers={"Content-Disposition": _attachment(name)})
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=["collective", "algorithm", "msize", "nprocs", "layout", "mpiruns",

@@ -111,8 +111,26 @@ def validations(s, lib, limit: int = 20) -> list[dict[str, Any]]:
     for r in rows:
         problems = (r.verdict or {}).get("problems") if isinstance(r.verdict, dict) else None
         problems = [str(x)[:300] for x in problems] if isinstance(problems, list) else []
-        out.append({"id": r.id, "file": str(r.file_name), "digest": str(r.digest or "")[:12], "state": str(r.state),
+        cells = (r.verdict or {}).get("cells") if isinstance(r.verdict, dict) else None
+        out.append({"effects": _effects(cells if isinstance(cells, list) else []),
+                    "id": r.id, "file": str(r.file_name), "digest": str(r.digest or "")[:12], "state": str(r.state),
                     "nprocs": r.nprocs, "job": str(r.job or ""), "actor": str(r.actor or ""),
                     "created": r.created_at.strftime("%Y-%m-%d %H:%M") if r.created_at else "",
                     "problems": problems[:3], "more": max(0, len(problems) - 3)})
+    return out
+
+
+def _effects(cells: list) -> list[str]:
+    """Per cell the file changes: '<collective> <size> B <label>: 1.21x (95 % CI 1.10-1.33x, 6 rounds)', the
+    validation's effect default / tuned with its interval (analysis/native_validation.py). Stored values that
+    are not numbers are left out."""
+    num = lambda x: isinstance(x, (int, float)) and math.isfinite(x)
+    out = []
+    for c in cells:
+        if not isinstance(c, dict) or c.get("label") in (None, "default") or not num(c.get("effect")):
+            continue
+        ci = (f"95 % CI {c['ci_low']:.2f}–{c['ci_high']:.2f}×, " if num(c.get("ci_low")) and num(c.get("ci_high"))
+              else "no interval, ")
+        out.append(f"{c.get('collective')} {c.get('msize')} B {c.get('label')}: {c['effect']:.2f}× ({ci}"
+                   f"{c.get('ci_mpiruns')} rounds)")
     return out

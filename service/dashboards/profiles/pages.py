@@ -77,8 +77,9 @@ def profile_set(set_id: int):
         roles[v.id] = [(f, live.figure_role(f, ranges, dropped)) for f in v.figures]
         g = [f.speedup for f, role in roles[v.id] if role == "live"]
         gains[v.id] = min(g) if g else None
+    natives = pdata.native_story(db.session, ps, versions, st.get("files") or {})
     return render_template("profiles/profile_set.html", ps=ps, st=st, versions=versions, cand=cand, diff=diff,
-                           hist=hist, roles=roles, gains=gains)
+                           hist=hist, roles=roles, gains=gains, natives=natives)
 
 
 def _require_admin():

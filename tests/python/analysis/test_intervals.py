@@ -69,3 +69,16 @@ def test_exports_and_api_result_carry_interval_and_reporting_fields():
     assert {"sync", "clock", "statistic", "exclusions"} <= set(rep)
     prof = out["profiles"][0]
     assert prof["ranges"][0]["ci95_low_min"] > 1.1 and "95 % CI" in prof["decisions"][0]["reason"]
+
+
+def test_the_reporting_says_where_the_repetitions_came_from():
+    from service.analysis.reporting import nrep_source
+    assert nrep_source({"fixed:100"}) == "fixed count 100"
+    assert nrep_source({"predict:rse<0.025;min:10;max:60;step:5"}) == "predicted (predict:rse<0.025;min:10;max:60;step:5)"
+    # the pilot mpirun 0 predicts, the others read its file: one source
+    assert nrep_source({"predict:rse<0.025;min:10;max:60;step:5", "from:run-0.txt"}) == \
+        "campaign-wide: predicted by the pilot mpirun (run-0.txt)"
+    # scheduler/nrep_history.py's copy of an earlier campaign's counts names that campaign
+    assert nrep_source({"from:/var/lib/a/campaigns/n-20261125/nrep/n-20261124/openmpi-n1x2.txt"}) == \
+        "counts of the earlier campaign n-20261124"
+    assert nrep_source({"", None} - {None}) == "unknown"

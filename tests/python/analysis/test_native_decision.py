@@ -119,3 +119,10 @@ def test_second_pass_a_mockup_with_retuned_parts_competes_on_runs_under_that_ver
     s = decide(slow, file_digest=digest).decisions[("bcast", 4096, 2)]
     assert s.choice == "default"
     assert next(c for c in s.candidates if c.label != "default").refused.startswith("not significant")
+
+
+def test_a_native_choice_states_its_effect_with_the_interval_that_cleared_the_threshold():
+    d = decide({("bcast", 4096, 2): runs(default=10.0, native__binomial=8.0)}).decisions[("bcast", 4096, 2)]
+    c = next(x for x in d.candidates if x.label == d.choice)
+    assert d.choice == "native:binomial" and c.ci[0] - 1 > 0.05 and c.ci[0] < c.paired_ratio < c.ci[1]
+    assert f"95 % CI {c.ci[0]:.3f}-{c.ci[1]:.3f}x" in d.reason

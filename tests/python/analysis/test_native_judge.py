@@ -44,3 +44,10 @@ def test_wrong_results_unmeasured_cells_and_unsafe_algorithms_fail():
     assert judge([CELL], {}, "openmpi")["cells"][0]["problems"][0] == "not measured by the validation job"
     ring = Cell("allreduce", 2, 0, None, "native:ring", 8)
     assert judge([ring], {}, "openmpi")["cells"][0]["problems"][0].startswith("(d) ring reorders")
+
+
+def test_every_timed_cell_carries_its_effect_with_an_interval_over_the_rounds():
+    c = judge([CELL], figs(6e-6, 10e-6, 6e-6), "openmpi")["cells"][0]       # tuned 10/6 x faster every round
+    assert abs(c["effect"] - 10 / 6) < 1e-9 and c["ci_low"] <= c["effect"] <= c["ci_high"] and c["ci_mpiruns"] == 6
+    slow = judge([CELL], figs(18e-6, 10e-6, 18e-6), "openmpi")["cells"][0]
+    assert slow["ci_high"] < 1 and "95 % CI 0.556-0.556x" in slow["problems"][0]

@@ -178,6 +178,11 @@ def test_pages_render_a_real_campaign(live, browser, tmp_path):
     assert ax["xt"].startswith("message size") and ax["yt"].startswith("time per call (µs")
     assert ax["ticks"] == ["8 B", "1 KiB", "16 KiB", "256 KiB"]
     assert 0.1 < ax["y"] < 1e5           # µs: an 8-byte Allreduce on 2 ranks, not seconds (1e-6)
+    # the log axis labels every tick with its whole value (plotly's default labels 20 and 50 as "2" and "5")
+    yticks = browser.execute_script("return [...document.querySelectorAll('#latency .ytick text')]"
+                                    ".map(t=>t.textContent)")
+    yvals = [float(t.replace("\u2212", "-")) for t in yticks]
+    assert len(yvals) >= 2 and yvals == sorted(set(yvals)), yticks
     browser.save_screenshot(str(shots / "detail.png"))
     r = c.get(f"/m/testbox/{lib}/detail/nosuchcollective")
     assert r.status_code == 404 and "no collective &#39;nosuchcollective&#39;" in r.get_data(as_text=True)

@@ -73,13 +73,19 @@ def test_native_page_from_stored_runs(app, tokens, browser):
         db.session.add_all([
             NativeValidation(machine="m1", library="openmpi", version="4.1.4", file_name="native.rules", digest="ab" * 32,
                              nprocs=2, state="failed", job="slurm:7", actor="agent",
-                             verdict={"problems": ["<script>x</script> (b) did not run", "p2", "p3", "p4"]}),
+                             verdict={"problems": ["<script>x</script> (b) did not run", "p2", "p3", "p4"],
+                                      "cells": [{"collective": "bcast", "msize": 65536, "label": "native:binomial",
+                                                 "effect": 1.21, "ci_low": 1.1, "ci_high": 1.33, "ci_mpiruns": 6},
+                                                {"collective": "bcast", "msize": 8, "label": "native:knomial_text",
+                                                 "effect": "1.5"}]}),
             NativeValidation(machine="m1", library="openmpi", version="4.1.4", file_name="native.rules", digest="cd" * 32,
                              nprocs=2, state="passed", job="slurm:8", actor="agent", verdict=["not", "a", "dict"])])
         db.session.commit()
     html = c.get(f"{LIB}/native?key=bcast&campaign=nat&p=2").get_data(as_text=True)
     assert 'id="native-validations"' in html and "<script>x</script>" not in html and "&lt;script&gt;" in html
     assert "(+1 more)" in html and "passed" in html and "slurm:8" in html and "abababababab" in html
+    # each changed cell's effect with its 95 % interval over the validation's rounds; a stored text is no number
+    assert "bcast 65536 B native:binomial: 1.21× (95 % CI 1.10–1.33×, 6 rounds)" in html and "native:knomial_text" not in html
     from selenium.webdriver.common.by import By
     srv, base = serve(app)
     try:

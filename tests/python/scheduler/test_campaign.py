@@ -100,6 +100,23 @@ sizes = "small"
     assert c.sizes_for("reduce") == SMALL_SIZES and plan(c)[0].key == "openmpi-4.1.4-n1x4"
 
 
+@pytest.mark.parametrize("extra,expect", [
+    ("native: {publish: true}\nvalidation: {enabled: false}\n", ["native", "validation.enabled: false"]),
+    ("native: {rounds: 1}\n", ["native.rounds", "greater than or equal to 2"]),
+    ("native: {}\n", None),
+])
+def test_native_section(tmp_path, extra, expect):
+    text = GOOD.replace("  allgather: {}", "  allgather: {search: exhaustive}") + extra
+    if expect is None:
+        c = load_campaign(write(tmp_path, text))
+        assert c.measures_native() and c.native_nprocs() == 2 and not c.native.publish
+        return
+    with pytest.raises(CampaignError) as exc:
+        load_campaign(write(tmp_path, text))
+    for e in expect:
+        assert e in str(exc.value), str(exc.value)
+
+
 @pytest.mark.parametrize("old,new,expect", [
     ("    mpi: mpich\n", "    mpi: MPICH!\n", ["c.yaml:8:", "modules[1].mpi", "pattern"]),
     ("  - {nodes: 2, ppn: 16}", "  - {nodes: 0, ppn: 16}", ["c.yaml:11:", "layouts[1].nodes", "greater than or equal to 1"]),
@@ -125,6 +142,8 @@ sizes = "small"
                                                                        "'none', 'segment' or 'prune'"]),
     ("[bcast_as_scatter_allgather]}", "[bcast_as_scatter_allgather], search: smgd}",
      ["collectives.bcast", "a search measures the MPI library's own algorithms"]),
+    # the nightly native chain needs the library's own algorithms measured and the analysis switched on
+    ("mpiruns: 3\n", "mpiruns: 3\nnative: {publish: true}\n", ["native", "measures none of the MPI library's own"]),
 ])
 def test_bad_fields_are_named(tmp_path, old, new, expect):
     assert old in GOOD

@@ -3,6 +3,7 @@ results go straight into a Flask app (SQLite), plus cancel and walltime on local
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import subprocess
 import time
 
@@ -127,3 +128,50 @@ def test_local_native_campaign_records_the_libraries_algorithms(tmp_path, bench_
         algs = set(db.session.scalars(select(Series.algorithm)).all())
     assert {"default", "native:binomial", "native:recursive_doubling", "native:rabenseifner",
             "native:reduce_scatter_allgather"} <= algs
+
+
+def test_next_night_measures_with_the_previous_nights_repetitions(tmp_path, bench_root):
+    """Campaign-wide NREP from the previous night (scheduler/nrep_history.py): night 1 of a predict campaign
+    has its pilot; night 2, in the same agent state, measures every mpirun of the cells night 1 measured with
+    night 1's count per cell (no pilot) and its raw files name the night; a size new on night 2 gets its own
+    pilot; other repetition rules find no earlier night."""
+    from datetime import datetime, timezone
+
+    from pgmpi_formats.footer import Nrep, records
+    from pgmpi_formats.results import read_file
+    from scheduler import nrep_history
+    from scheduler.campaign import load_campaign
+    from scheduler.runner import nightly_name
+    rep = {"policy": "predict", "rules": ["rse"], "min_nrep": 10, "max_nrep": 60, "step": 5}
+    one = local_campaign("nrep", bench_root, modules=[{"mpi": "openmpi"}], repetitions=rep, control=False,
+                         collectives={"allreduce": {"sizes": [8, 4096]}})
+    two = {**one, "collectives": {**one["collectives"], "bcast": {"sizes": [64]}}}     # bcast 64 B new on night 2
+    state = tmp_path / "state"
+
+    def night(cdef, day):
+        c = nightly_name(load_campaign(campaign_file(tmp_path / f"{day}.yaml", **cdef)),
+                         datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc))
+        agent = make_agent(c, state, log=None)
+        s = agent.run(interval=0.3, timeout=300)
+        assert s["done"] and s["states"] == {"COMPLETED": 1}, s
+        adir = Path(agent.state.jobs(c.name)[0]["attempt_dir"])
+        agent.state.close()
+        runs = {p.name: read_file(p) for p in sorted(adir.glob("run-*.txt"))}
+        return runs, {n: {(r.call, r.msize): r.n for r in records(run.pgmpi_lines, Nrep)} for n, run in runs.items()}
+
+    runs1, counts1 = night(one, "20261124")
+    assert runs1["run-0.txt"].header["nrep_policy"].startswith("predict:")
+    assert runs1["run-1.txt"].header["nrep_policy"] == "from:run-0.txt"
+    runs2, counts2 = night(two, "20261125")
+    copy = state / "campaigns" / "nrep-20261125" / "nrep" / "nrep-20261124" / "openmpi-n1x2.txt"
+    same = [n for n, r in runs2.items() if "MPI_Allreduce" in {c for c, _ in counts2[n]}]
+    assert len(same) == 2 and all(runs2[n].header["nrep_policy"] == f"from:{copy.resolve()}" for n in same)
+    assert all(counts2[n] == counts1["run-0.txt"] for n in same), (counts1, counts2)
+    new = sorted(n for n in runs2 if n not in same)            # bcast 64 B: not measured on night 1, own pilot
+    assert [runs2[n].header["nrep_policy"].split(":")[0] for n in new] == ["predict", "from"]
+    assert runs2[new[1]].header["nrep_policy"].startswith("from:run-0")
+    # other rules (a higher max) are another prediction: no earlier night qualifies
+    from scheduler.state import State
+    other = load_campaign(campaign_file(tmp_path / "o.yaml", **{**one, "name": "other",
+                                                                 "repetitions": {**rep, "max_nrep": 80}}))
+    assert nrep_history.find(State(state), other, tmp_path / "o") == {}

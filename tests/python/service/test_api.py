@@ -164,9 +164,10 @@ def test_every_write_endpoint_refused_for_viewer_and_anonymous(client, seeded, a
               "/analyses": {"machine": "m1", "library": "openmpi"},
               "/profiles/{version_id}/validation": {"figures": []},
               "/native/validations": {"machine": "m1", "library": "openmpi", "version": "4.1.4",
-                                      "name": "native.rules", "text": "1\n", "nprocs": 2, "figures": {}}}
+                                      "name": "native.rules", "text": "1\n", "nprocs": 2, "figures": {}},
+              "/native/candidates": {"machine": "m1", "library": "openmpi", "version": "4.1.4", "campaign": "c1"}}
     ops = list(_write_operations(client))
-    assert len(ops) == len(bodies) == 8
+    assert len(ops) == len(bodies) == 9
     before = counts(app)
     for method, path in ops:
         for who, status in (("viewer", 403), (None, 401)):
@@ -474,3 +475,29 @@ def test_candidates_need_k_confirming_campaigns(client, seeded):
             [("allreduce_as_reduce_bcast", 1024)]
         profiles.append(r.json["profiles"])
     assert profiles[0] == [] and len(profiles[1]) == 1
+
+
+def test_native_candidate_requests_name_what_is_wrong(client, seeded, app):
+    """POST /native/candidates (the nightly native chain): another machine's agent is refused, an unknown
+    library or campaign and a refusal record of another library are named, nothing is stored."""
+    from pgmpi_formats.prf import format_prf
+    from service.workflows.native import _carried
+    body = {"machine": "m1", "library": "openmpi", "version": "4.1.4", "campaign": "c1"}
+    r = client.post("/api/v1/native/candidates", headers=seeded["agent2"], json=body)
+    assert r.status_code == 403, r.json
+    r = client.post("/api/v1/native/candidates", headers=seeded["agent1"], json=body)
+    assert r.status_code == 404 and r.json["error"]["field"] == "library", r.json
+    assert client.post("/api/v1/machines/m1/libraries", headers=seeded["admin"],
+                       json={"name": "openmpi", "version": "4.1.4"}).status_code in (200, 201)
+    r = client.post("/api/v1/native/candidates", headers=seeded["agent1"], json=body)
+    assert r.status_code == 404 and "unknown campaign 'c1'" in r.json["error"]["message"], r.json
+    r = client.post("/api/v1/native/candidates", headers=seeded["agent1"], json={**body, "library": "intelmpi"})
+    assert r.status_code == 404, r.json
+    # the live .prf profiles a new file leaves measured are carried; one whose mock-up calls a retuned
+    # collective is left out
+    live = {"allreduce_p2.prf": format_prf("MPI_Allreduce", 2, [(1024, 1024, "allreduce_as_reduce_bcast")]),
+            "allgather_p2.prf": format_prf("MPI_Allgather", 2, [(64, 64, "allgather_as_gather_bcast")]),
+            "native.rules": "old"}
+    assert _carried(live, {"bcast"}) == ({}, ["allgather_p2.prf", "allreduce_p2.prf"])
+    assert _carried(live, {"reduce_scatter"}) == ({n: live[n] for n in ("allgather_p2.prf", "allreduce_p2.prf")}, [])
+    assert _carried(live, {"reduce"}) == ({"allgather_p2.prf": live["allgather_p2.prf"]}, ["allreduce_p2.prf"])

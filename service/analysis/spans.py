@@ -1,0 +1,144 @@
+"""Process counts between measured ones: a profile that spans them only where the neighbours agree and a
+validation at an unmeasured count confirms (issue 33).
+
+    cands, refused = span_candidates(profiles, measured)     # profiles: profiles.generate_profiles' output
+    verdict = confirm(cand, figs, null_spread=None)           # figs: a validation at cand.at (unmeasured)
+
+A campaign measures some process counts p1 < p2 < ... of a collective (one node, or nodes unknown: the
+profiles for p; a layout profile is for exactly its layout and never spans, lib/docs/profile-format.md). The
+counts strictly between two consecutive measured ones, p_i < q < p_(i+1), were not measured. The rules:
+
+1. Neighbours agree: both p_i and p_(i+1) have a profile, and the byte ranges both redirect to the same mock-up
+   (their intersection, per mock-up) are not empty. A measured count where the default won, or where the two
+   redirect elsewhere, is a disagreement: nothing spans, the counts between keep the library's default.
+2. The candidate is one file, `<key>_p<lo>-<hi>.prf` with `#@pgmpi nprocs_range lo hi` (lo = p_i + 1,
+   hi = p_(i+1) - 1: the measured counts keep their own profiles, so the process ranges never overlap) and
+   line 2 = `at`, the count its validation runs at: the middle of the gap, a count nothing measured.
+3. Confirmed only by a validation at `at` (paired default/tuned mpiruns, validation.judge's rules: control
+   sizes at 1.0, tuned not slower in any mpirun at every size inside a range, repair by dropping sizes). A
+   validation at a measured count is not evidence for the gap and is refused. Unconfirmed: the default.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pgmpi_formats import collectives as _colls
+from pgmpi_formats.prf import format_prf, meta_token as _tok
+from . import validation as _val
+from .profiles import profile_layout_of
+
+
+@dataclass
+class SpanCandidate:
+    machine: str
+    library: str
+    version: str
+    collective: str
+    mpi_name: str
+    neighbours: tuple[int, int]        # the measured counts that agree
+    lo: int                            # the unmeasured counts covered, inclusive
+    hi: int
+    at: int                            # the count the validation runs at (line 2 of the file)
+    ranges: list[tuple[int, int, str]] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def filename(self) -> str:
+        return f"{self.collective}_p{self.lo}-{self.hi}.prf"
+
+    def to_dict(self) -> dict:
+        return {"machine": self.machine, "library": self.library, "version": self.version,
+                "collective": self.collective, "mpi_name": self.mpi_name, "neighbours": list(self.neighbours),
+                "nprocs_range": [self.lo, self.hi], "validate_at": self.at, "filename": self.filename,
+                "ranges": [{"first": a, "last": b, "mockup": m} for a, b, m in self.ranges], "text": self.text,
+                "state": "candidate: publish only after a validation at p=%d confirms it" % self.at}
+
+
+def agreed_ranges(a: list[tuple[int, int, str]], b: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The byte ranges both profiles redirect to the same mock-up (intersections, in order)."""
+    out = []
+    for lo1, hi1, m1 in a:
+        for lo2, hi2, m2 in b:
+            if m1 == m2 and m1 != "default" and max(lo1, lo2) <= min(hi1, hi2):
+                out.append((max(lo1, lo2), min(hi1, hi2), m1))
+    return sorted(out)
+
+
+def span_candidates(profiles, measured: dict[tuple[str, str, str, str], set[int]]) -> tuple[list[SpanCandidate], list[dict]]:
+    """profiles: Profile objects (or their to_dict()s) of one analysis; measured: (machine, library, version,
+    collective key) -> every process count the campaign measured it at (with or without a profile).
+    Returns the candidates and, per gap between measured counts, why it does not span."""
+    def get(p, name):
+        return p.get(name) if isinstance(p, dict) else getattr(p, name)
+
+    by: dict[tuple, dict[int, object]] = {}
+    for p in profiles:
+        if get(p, "layout"):
+            continue                       # a layout profile is for exactly its layout (format rule)
+        ident = (get(p, "machine"), get(p, "library"), get(p, "version"), get(p, "collective"))
+        by.setdefault(ident, {})[get(p, "nprocs")] = p
+    cands, refused = [], []
+    for ident, counts in sorted(measured.items()):
+        ps = sorted(counts)
+        profs = by.get(ident, {})
+        for p1, p2 in zip(ps, ps[1:]):
+            if p2 - p1 < 2:
+                continue                   # nothing unmeasured between them
+            where = {"machine": ident[0], "library": ident[1], "version": ident[2], "collective": ident[3],
+                     "between": [p1, p2]}
+            a, b = profs.get(p1), profs.get(p2)
+            if a is None or b is None:
+                refused.append(where | {"why": "the default won at p=%d: the neighbours disagree"
+                                        % (p1 if a is None else p2)})
+                continue
+            ra = [tuple(r) if not isinstance(r, dict) else (r["first"], r["last"], r["mockup"]) for r in get(a, "ranges")]
+            rb = [tuple(r) if not isinstance(r, dict) else (r["first"], r["last"], r["mockup"]) for r in get(b, "ranges")]
+            agreed = agreed_ranges(ra, rb)
+            if not agreed:
+                refused.append(where | {"why": "p=%d and p=%d redirect no size to the same mock-up" % (p1, p2)})
+                continue
+            mpi_name = get(a, "mpi_name")
+            coll = _colls.by_mpi_name(mpi_name)
+            if coll is not None and coll.enum == "REDUCE_SCATTER_BLOCK":
+                refused.append(where | {"why": f"{mpi_name}: a .prf file holds its sizes per block of line 2's p, "
+                                                "which a range of p would change"})
+                continue
+            lo, hi = p1 + 1, p2 - 1
+            at = (lo + hi) // 2
+            meta = {"machine": _tok(ident[0]), "mpi_library": _tok(ident[1]),
+                    "mpi_version": ident[2] and _tok(ident[2]), "nprocs_range": f"{lo} {hi}"}
+            text = format_prf(mpi_name, at, agreed, meta=meta, comments=[
+                f"between measured p={p1} and p={p2}, whose profiles agree on these ranges; not measured here: "
+                f"valid only once a validation at p={at} confirms it"])
+            cands.append(SpanCandidate(ident[0], ident[1], ident[2], ident[3], mpi_name, (p1, p2), lo, hi, at,
+                                       agreed, text))
+    return cands, refused
+
+
+def confirm(cand: SpanCandidate, figs, measured_counts: set[int] | None = None,
+            null_spread: float | None = None) -> dict:
+    """The verdict of the validation that must confirm a span: validation.judge on the candidate's file with
+    the figures measured at `cand.at`. Refused (state "failed") when the figures are not from an unmeasured
+    count inside the range: evidence from a measured neighbour says nothing about the gap."""
+    counts = {(f.get("nprocs") if isinstance(f, dict) else getattr(f, "nprocs", None)) for f in figs}
+    bad = sorted(c for c in counts if c is not None and (c in (measured_counts or set()) or not cand.lo <= c <= cand.hi))
+    if bad or cand.at not in counts:
+        why = (f"the validation must run at p={cand.at}, an unmeasured count in {cand.lo}-{cand.hi}; "
+               f"figures at p={sorted(c for c in counts if c is not None)}")
+        return {"state": "failed", "ok": False, "files": {}, "why": why, "kept": [], "dropped": []}
+    v = _val.judge({cand.filename: cand.text}, figs, null_spread=null_spread)
+    v["why"] = _val.summary_line(v)
+    return v
+
+
+def measured_counts(a) -> dict[tuple[str, str, str, str], set[int]]:
+    """(machine, library, version, collective key) -> the counts an analysis measured it at on one node (or
+    nodes unknown): the configs whose profile is the plain one for p (profiles.profile_layout_of)."""
+    out: dict[tuple[str, str, str, str], set[int]] = {}
+    for v in a.verdicts:
+        if v.kind != "pattern":
+            continue
+        cfg = a.configs[v.cfg]
+        if cfg.nprocs > 0 and profile_layout_of(cfg) == "":
+            out.setdefault((cfg.machine, cfg.library, cfg.version, v.collective), set()).add(cfg.nprocs)
+    return out

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Run the tests whose outcome rests on measured times N times (default 20) and print failures/N per test
+(issue 34, point 5: "a chain test must not depend on the VM's phase").
+
+    export PGMPI_STATE_DIR=/work/main/.state; eval "$(deploy/slurm.sh env)"
+    export PGMPI_TEST_DATABASE_URL=$(deploy/postgres.sh url)
+    .venv/bin/python tests/bench/timing_tests.py [--rounds 20] [--only SUBSTRING ...] [--list]
+
+Each round is one pytest process over the whole list (so the tests see the machine as `make test` gives it
+to them, one after another); the load average is printed before every round. Prints, per test, failures/N,
+the mean seconds per run and the first line of each failure. Asserts nothing: the figures go into the report.
+
+The list: every test of tests/python whose verdict depends on times pgmpi-bench (or pgmpi-dtbench) measured,
+and what each rests on. "virtual clock": tests/python/delay_interposer.py replaces MPI_Wtime by a tick
+counter, so every mpirun gives the same figures whatever the load; "rule": a repetition or time-budget rule
+whose bounds hold for any timing the machine can give; "effect": a real measurement whose planted or
+guarded effect is far above the machine's noise. The tests on seeded synthetic data (tests/python/analysis,
+dashboards) measure nothing and are not listed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TESTS = [  # (node id, what its outcome rests on)
+    ("tests/python/scheduler/test_slurm_violation.py::test_violation_becomes_a_validated_candidate",
+     "virtual clock: Slurm campaign -> verdict -> candidate -> validation (issue 34's failure, 1.43x control)"),
+    ("tests/python/scheduler/test_native_validation.py::test_validation_job_on_slurm_recorded_and_gating_publication",
+     "virtual clock: native file's validation job on Slurm, rule (c) not slower"),
+    ("tests/python/scheduler/test_native_validation.py::test_validation_job_goes_through_any_backend",
+     "virtual clock: the same through the local backend"),
+    ("tests/python/analysis/test_real_interposer.py::test_slowed_sizes_found_and_redirected",
+     "virtual clock: pgmpi-bench data -> exactly the slowed sizes -> profile -> redirection (both MPIs)"),
+    ("tests/python/scheduler/test_local_backend.py::test_next_night_measures_with_the_previous_nights_repetitions",
+     "rule: predicted counts carried from night 1 to night 2 (equal whatever was predicted)"),
+    ("tests/python/scheduler/test_campaign.py::test_campaign_wide_nrep_every_mpirun_measures_the_pilots_counts",
+     "rule: the pilot's predicted counts in every mpirun (equal whatever was predicted)"),
+    ("tests/python/bench/test_pgmpi_bench.py::test_predict_stops_at_min_when_rules_pass_and_records_nrep",
+     "rule: thresholds 100 pass at the minimum for any timing"),
+    ("tests/python/bench/test_pgmpi_bench.py::test_predict_all_rules_must_pass_else_max",
+     "rule: threshold 0 never passes"),
+    ("tests/python/bench/test_pgmpi_bench.py::test_time_rule_nrep_bounds",
+     "rule: tnrep1 given, K and max bound nrep"),
+    ("tests/python/bench/test_pgmpi_bench.py::test_time_rule_measures_tnrep1_at_one_byte",
+     "rule: nrep >= t_nrep1 / slowest row (the pilot's minimum latency is no slower than the rows' maximum)"),
+    ("tests/python/bench/test_pgmpi_bench.py::test_time_budget_stops_early",
+     "rule: >= 10 Allreduce of 1 KiB in a 0.2 s budget (needs < 20 ms per call)"),
+    ("tests/python/bench/test_bench_vs_min_loop.py::test_pgmpi_bench_agrees_with_a_minimal_timing_loop",
+     "effect: a systematic 20 % in 6 of 7 pairs (the artefact it guards against is 1.42-1.52x)"),
+    ("tests/python/scheduler/test_cluster.py::test_campaign_on_2x2_gives_a_layout_profile_the_library_applies_on_2x2_not_1x4",
+     "virtual clock: a 2x2 campaign on the virtual cluster -> layout profile -> applied on 2x2 only"),
+    ("tests/python/packaging/test_pip_install.py::test_installed_copy_runs_a_campaign_end_to_end",
+     "virtual clock: the pip-installed copy's campaign -> verdict -> validation"),
+    ("tests/python/scheduler/test_slurm_campaign.py",
+     "effect-free: asserts the chain (candidates <= violations, a validation per candidate), not a verdict"),
+    ("tests/python/lib/test_usage_records.py::test_a_job_leaves_one_complete_record_of_its_mix",
+     "rule: sampled collective time <= p x rank time"),
+]
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only the tests whose node id contains this (repeatable: any of them)")
+    ap.add_argument("--list", action="store_true", help="print the list and what each test rests on")
+    a = ap.parse_args()
+    tests = [(t, why) for t, why in TESTS if not a.only or any(o in t for o in a.only)]
+    if a.list:
+        for t, why in tests:
+            print(f"{t}\n    {why}")
+        return 0
+    py = ROOT / ".venv/bin/python"
+    fails: dict[str, list[str]] = {}
+    runs: dict[str, int] = {}
+    secs: dict[str, float] = {}
+    t_all = time.time()
+    for r in range(a.rounds):
+        with tempfile.TemporaryDirectory() as td:
+            xml = Path(td) / "junit.xml"
+            t0, l0 = time.time(), load()
+            subprocess.run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header",
+                            f"--junitxml={xml}", *[t for t, _ in tests]], cwd=ROOT, capture_output=True, text=True,
+                           env=os.environ)
+            n_fail = 0
+            for case in ET.parse(xml).getroot().iter("testcase"):
+                name = f"{case.get('classname')}::{case.get('name')}"
+                runs[name] = runs.get(name, 0) + 1
+                secs[name] = secs.get(name, 0.0) + float(case.get("time") or 0)
+                bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+                if bad is not None:
+                    n_fail += 1
+                    fails.setdefault(name, []).append(f"round {r + 1}: " + (bad.get("message") or "")[:200])
+            print(f"round {r + 1}/{a.rounds}: {n_fail} failure(s), {time.time() - t0:.0f} s, load before {l0}, "
+                  f"after {load()}", flush=True)
+    print(f"\n{a.rounds} rounds in {(time.time() - t_all) / 60:.1f} min")
+    for name in sorted(runs):
+        print(f"{len(fails.get(name, [])):2d}/{runs[name]}  {secs[name] / runs[name]:6.1f} s  {name}")
+        for f in fails.get(name, []):
+            print("       " + re.sub(r"\s+", " ", f))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
