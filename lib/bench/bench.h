@@ -220,6 +220,7 @@ void clock_prepare(void);
 double clock_check(void);
 void window_begin(void);
 int window_wait(long k);
+int window_expired(long k, double t);
 int roundtime_wait(void);
 double roundtime_margin(void);
 long clock_fits(void);

@@ -24,7 +24,7 @@
  * Window (ReproMPI's --proc-sync=window): before a batch of measurements the ranks agree on a start time
  * T0 (the latest of their global clocks plus the wait time); measurement k starts on every rank when its
  * global clock reaches T0 + k * window.  A rank that reaches a window after its start is late: the
- * measurement is invalid (ReproMPI's errorcode) and dropped.
+ * measurement is invalid (ReproMPI's errorcode) and dropped; so is one that ends after its window.
  * Round-time (ReproMPI 1.1's --proc-sync=roundtime): before every measurement the ranks agree on a start
  * time (the latest of their global clocks plus margin = multiplier x the agreement's own run-time, measured
  * once); each waits for it on its global clock; a rank already past it is late and the measurement invalid.
@@ -160,6 +160,9 @@ static int wait_until(double t)
 
 void window_begin(void) { g_T0 = agree_later(O.wait_sec); }
 int window_wait(long k) { return wait_until(g_T0 + (double)k * O.window_sec); }
+/* 1 when measurement k ended (local time t) after its window: invalid too, as ReproMPI's
+ * FLAG_SYNC_WIN_EXPIRED (kept, such a measurement carries the descheduling that made it overrun). */
+int window_expired(long k, double t) { return global_time(t) > g_T0 + (double)(k + 1) * O.window_sec; }
 
 /* Round-time's margin: multiplier x the largest over ranks of the slowest of 10 agreements. */
 static void roundtime_setup(void)
