@@ -265,7 +265,8 @@ class Agent:
             fresh = dict(self.state.job(self.c.name, key))
             fresh["state"] = state
             self._report(fresh, state, full_reason + (" (will retry)" if retry else ""), tail)
-        verb = "collected %d result file(s)" % len(uploads) if uploads else f"{state}: {reason}"
+        verb = ("collected %d result file(s)" % len(uploads) if uploads
+                else "collected the validation figures" if extra and state == "COMPLETED" else f"{state}: {reason}")
         self.log(f"{key}: attempt {row['attempt']} {verb}{' -- retrying' if retry else ''}")
 
     def _record_native(self, job, adir: Path) -> None:

@@ -6,6 +6,8 @@
     result["heatmaps"] (one per config), result["configs"], result["control"] (the control arm's figures,
     verdicts.ControlSummary), result["defects"] (failed results checks), result["fdr"],
     result["refused"] (violated pattern verdicts not made redirections, each with its rule and why)
+    result["spans"] (profiles for the counts between two measured ones whose profiles agree: candidates that
+    only a validation at the unmeasured count they name may confirm, spans.py), result["spans_refused"]
 
 fdr=None (the default) means: BH across the analysis when it is a campaign's (campaign named), else off.
 confirmations=K: a redirection must have been found by K campaigns, this one and confirmed_before's count of

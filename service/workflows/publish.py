@@ -303,9 +303,11 @@ def campaign_report(campaign: str, machine: str | None = None) -> list[dict]:
                 "runs": len(recs), "inconclusive": sum(d.get("state") == "inconclusive" for d in recs)}
             ranges = _ranges(v.files or {})
             cands.append({"id": v.id, "number": v.number, "state": v.state, "notes": v.notes,
-                          "ranges": ranges, "validation": validation})
+                          "ranges": ranges, "validation": validation,
+                          "native": sorted(n for n in (v.files or {}) if n in pub.NATIVE_FILES)})
             if v.state == "published":
-                published = {"candidate": v.number, "path": v.published_path, "ranges": ranges}
+                published = {"candidate": v.number, "path": v.published_path, "ranges": ranges,
+                             "native": cands[-1]["native"]}
         out.append({"library": lib.name, "version": lib.version, "analysis_id": a.id, "test": a.test,
                     "fdr": a.fdr, "alpha": a.alpha, "checked": a.n_checked, "counts": counts, "found": found,
                     "refused": summ.get("refused") or [], "defects": summ.get("defects") or [],
@@ -356,6 +358,9 @@ def report_lines(report: list[dict]) -> list[str]:
             lines.append(f"{lib}: no candidate profile (nothing worth redirecting)")
         for v in r["candidates"]:
             val = v["validation"]
+            if v.get("native"):     # the nightly native chain's candidate: its notes say what it chose and why
+                lines.append(f"{lib}: candidate #{v['number']} {v['state']}: {', '.join(v['native'])} -- {v['notes']}")
+                continue
             lines.append(f"{lib}: candidate #{v['number']} {v['state']}: " + ", ".join(
                 f"{x['mpi_name']} p={x['nprocs']} {x['first']}-{x['last']} B -> {x['algorithm']}" for x in v["ranges"]))
             if val is None:
@@ -373,6 +378,7 @@ def report_lines(report: list[dict]) -> list[str]:
                                                                  if d["figures"] else ""))
         pub_ = r["published"]
         lines.append(f"{lib}: published candidate #{pub_['candidate']} ({pub_['path']}): " + ", ".join(
-            f"{x['mpi_name']} p={x['nprocs']} {x['first']}-{x['last']} B -> {x['algorithm']}" for x in pub_["ranges"])
+            [f"{x['mpi_name']} p={x['nprocs']} {x['first']}-{x['last']} B -> {x['algorithm']}" for x in pub_["ranges"]]
+            + list(pub_.get("native") or []))
             if pub_ else f"{lib}: nothing published")
     return lines

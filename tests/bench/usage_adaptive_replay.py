@@ -103,12 +103,12 @@ def cell_of(key) -> Cell:
 def fmt(o) -> str:
     if o.decision == "redirect":
         lk = o.arms[o.winner]
-        return f"{o.winner} {lk.effect:.2f}x [{lk.lo:.2f}, {lk.hi:.2f}] after {o.mpiruns}"
+        return f"{o.winner} {lk.effect:.2f}x [{lk.lo:.2f}, {lk.hi:.2f}] decided after {lk.mpiruns} mpiruns"
     best = max(o.arms.items(), key=lambda kv: kv[1].effect, default=None)
     if best is None:
         return "default (no mock-up)"
     a, lk = best
-    return f"default (best {a} {lk.effect:.2f}x [{lk.lo:.2f}, {lk.hi:.2f}] {lk.state}) after {o.mpiruns}"
+    return f"default (best {a} {lk.effect:.2f}x [{lk.lo:.2f}, {lk.hi:.2f}] {lk.state} after {lk.mpiruns} mpiruns)"
 
 
 def main() -> None:
@@ -119,7 +119,7 @@ def main() -> None:
     ap.add_argument("--share", type=float, default=0.9)
     ap.add_argument("--sample", type=float, default=0.1, help="plan_night's rotating sample of the rest")
     ap.add_argument("--gain", type=float, default=0.1)
-    ap.add_argument("--designs", default="3,4:10:3;3,4:10:1;3:10:3;3,4:30:3",
+    ap.add_argument("--designs", default="3,4:30:3;3,4:10:3;3,4:10:1;3:30:3",
                     help="designs 'looks:nrep:rho' separated by ';' (the last look is each library's R)")
     a = ap.parse_args()
     g = Grid(a.dirs)
@@ -143,6 +143,7 @@ def main() -> None:
         fracs, sel_fracs, differ, n_cov, ctrl_false, ctrl_n = [], [], Counter(), [], 0, 0
         example = {}
         stop_at = Counter()
+        undecided = 0
         for rep in range(a.replays):
             rng = random.Random(rep)
             hit = rng.sample(keys, max(1, round(a.hit * len(keys))))
@@ -162,6 +163,7 @@ def main() -> None:
                 o = sequential_cell(lr, design, ctrl)
                 used += g.cost(k, order, nrep, o.mpiruns, o.arm_mpiruns)
                 stop_at[o.mpiruns] += 1
+                undecided += o.decision == "default" and any(lk.state == "inconclusive" for lk in o.arms.values())
                 if o.control is not None:
                     ctrl_n += 1
                     ctrl_false += o.control.state == "redirect"
@@ -175,10 +177,12 @@ def main() -> None:
             sel_fracs.append(sum(exh_cost[k] for k, _ in chosen) / total)
         fr = sorted(fracs)
         print(f"\ndesign looks {','.join(map(str, first_looks))},R  nrep {nrep}  rho {rho:g}: adaptive time / exhaustive "
-              f"median {statistics.median(fr):.1%}, p90 {fr[int(0.9 * (len(fr) - 1))]:.1%}, max {fr[-1]:.1%} "
+              f"median {statistics.median(fr):.1%}, p90 {fr[int(0.9 * (len(fr) - 1))]:.1%}, max {fr[-1]:.1%}, "
+              f"<= 20 % in {sum(f <= 0.2 for f in fr)} of {len(fr)} replays "
               f"(the cells chosen, measured exhaustively: median {statistics.median(sel_fracs):.1%}); "
               f"{statistics.median(n_cov):.0f} cells hold {a.share:.0%} (median)")
-        print(f"  cells stopped after m mpiruns: " + ", ".join(f"{m}: {n}" for m, n in sorted(stop_at.items())))
+        print(f"  cells stopped after m mpiruns: " + ", ".join(f"{m}: {n}" for m, n in sorted(stop_at.items()))
+              + f"; inconclusive (the default stays): {undecided} of {sum(stop_at.values())}")
         print(f"  control arm false alarms: {ctrl_false} of {ctrl_n} cell measurements")
         nd = sum(differ.values())
         print(f"  decisions on the cells holding {a.share:.0%} that differ from the exhaustive campaign: {nd} of "

@@ -89,7 +89,11 @@ end
 -- load time (versions/<n> never change), so a later rollback or a set without the file cannot leave a
 -- job pointing at a missing file (MPICH segfaults on one); reloading the module follows `current`.
 function M.native_env(mpi_label)
-  local cur = M.profile_dir(mpi_label)
+  return M.native_env_at(M.profile_dir(mpi_label))
+end
+
+-- the same for a given `current` directory (a module that knows its profile directory, e.g. make demo's)
+function M.native_env_at(cur)
   local p = io.popen("readlink -f '" .. cur:gsub("'", "'\\''") .. "' 2>/dev/null")
   local dir = p and p:read("*l")
   if p then p:close() end

@@ -3,6 +3,10 @@ measured neighbours agree, confirmed only by a validation at an unmeasured count
 profiles and the validation figures are built here; the .prf text goes through the one reader)."""
 from __future__ import annotations
 
+import os
+
+import pytest
+
 from pgmpi_formats.prf import parse_prf
 from service.analysis.spans import agreed_ranges, confirm, span_candidates
 
@@ -123,3 +127,58 @@ def test_the_analysis_offers_a_span_between_measured_counts_only_as_a_candidate(
     assert {(p["nprocs"], p["filename"]) for p in out["profiles"]} == {(2, "allreduce_p2.prf"), (8, "allreduce_p8.prf")}
     assert [(s["nprocs_range"], s["validate_at"]) for s in out["spans"]] == [([3, 7], 5)]
     assert all(p["filename"] != out["spans"][0]["filename"] for p in out["profiles"])   # never published as is
+
+
+@pytest.mark.mpi
+def test_a_real_validation_at_an_unmeasured_count_of_three_ranks(tmp_path):
+    """Profiles at p=2 and p=4 agree; the span file for p=3 is installed and validated by pgmpi-bench with
+    3 ranks (default and tuned interleaved, 3 mpiruns): the library applies the span at the unmeasured count
+    (the tuned arm is served by the mock-up inside the range, by the default outside), and the verdict is
+    the validation's own on those figures."""
+    import subprocess
+
+    from pgmpi_formats.footer import Alg, records
+    from pgmpi_formats.validation import figures
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[3] / "build" / "install" / "openmpi" / "bin" / "pgmpi-bench"
+    if not bench.exists():
+        pytest.fail(f"{bench} missing: deploy/build-lib.sh openmpi (make test does)")
+
+    def mpirun_cmd(mpi, np):
+        return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
+
+    m = "allreduce_as_reduce_bcast"
+    profs = [prof("allreduce", "MPI_Allreduce", p, [(64, 4096, m)]) for p in (2, 4)]
+    cand = span_candidates(profs, measured("allreduce", 2, 4))[0][0]
+    assert (cand.lo, cand.hi, cand.at) == (3, 3, 3)
+    pdir = tmp_path / "profiles"
+    pdir.mkdir()
+    (pdir / cand.filename).write_text(cand.text)
+    files = []
+    for i in range(3):
+        out = tmp_path / f"validate-{i}.txt"
+        env = dict(os.environ, PGMPITUNE_PROFILE_DIR=str(pdir), OMPI_MCA_mpi_yield_when_idle="1")
+        r = subprocess.run(mpirun_cmd("openmpi", 3) + [str(bench), "--calls=allreduce", "--sizes=8,64,1K,4K",
+                           "--nrep=20", "--algorithms=default,tuned", "--no-barrier-rows", f"--mpirun-index={i}",
+                           f"--output={out}"], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        files.append(("paired", out.read_text()))
+    algs = {(x.call, x.msize, x.algorithm) for x in records(files[0][1].splitlines(), Alg)}
+    assert ("MPI_Allreduce", 1024, m) in algs and ("MPI_Allreduce", 8, m) not in algs
+    figs = figures(files, 3)
+    assert {f["nprocs"] for f in figs} == {3} and {f["msize"] for f in figs} == {8, 64, 1024, 4096}
+    v = confirm(cand, figs, measured_counts={2, 4})
+    print("validation at p=3:", v["why"])
+    from service.analysis.validation import judge
+    assert v["state"] == judge({cand.filename: cand.text}, figs)["state"]
+    assert v["checked"] == 3                   # the three sizes inside the range, measured at p=3
+    # the planted defect: the same file without its process range is not applied at p=3
+    (pdir / cand.filename).write_text(cand.text.replace("#@pgmpi nprocs_range 3 3\n", "").replace("\n3 # nb.", "\n2 # nb."))
+    out = tmp_path / "unapplied.txt"
+    env = dict(os.environ, PGMPITUNE_PROFILE_DIR=str(pdir), OMPI_MCA_mpi_yield_when_idle="1")
+    r = subprocess.run(mpirun_cmd("openmpi", 3) + [str(bench), "--calls=allreduce", "--sizes=1K", "--nrep=3",
+                       "--algorithms=tuned", "--no-barrier-rows", f"--output={out}"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert m not in {x.algorithm for x in records(out.read_text().splitlines(), Alg)}

@@ -101,7 +101,8 @@ def test_verdict_page_and_exports_carry_interval_and_reporting_fields(app, token
     for r in out:
         eff, lo, hi = float(r["effect"]), float(r["ci95_low"]), float(r["ci95_high"])
         size = "64 KiB" if r["msize"] == "65536" else "1 MiB"
-        assert (round(eff, 2), round(lo, 2), round(hi, 2)) == shown[size]
+        # the page rounds the full value to 2 decimals, the CSV keeps 6 digits (1.595 may show as 1.60)
+        assert all(abs(a - b) <= 0.005 + 1e-9 for a, b in zip((eff, lo, hi), shown[size])), (eff, lo, hi, shown)
         assert r["ci_mpiruns"] == str(MPIRUNS) and r["mpiruns"] == str(MPIRUNS) and r["meas_per_mpirun"] == "12"
         assert (r["sync"], r["clock"], r["nrep_policy"]) == ("MPI_Barrier", "MPI_Wtime", f"from:{EARLIER}")
         assert r["nrep_source"] == "counts of the earlier campaign night-1"

@@ -55,7 +55,7 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
                 "rounds": 5, "nrep": 3, "publish": True})
     f = campaign_file(tmp_path / "nightly.yaml", **cdef)
     r = CliRunner().invoke(agent_cli, ["nightly", "--campaign", str(f), "--state-dir", str(tmp_path / "state"),
-                                       "--interval", "0.5", "--date", "20261126", "--max-hours", "0.05"])
+                                       "--interval", "0.5", "--date", "20261126", "--max-hours", "0.2"])
     assert r.exit_code == 0, r.output
 
     from scheduler.state import State
@@ -106,3 +106,7 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
     assert "allreduce 8 B p=2 native:rabenseifner: (" in native and "refused: allreduce 8 B" in native, native
     lib_page = client.get("/m/nightbox/openmpi-4.1.4/native?key=allreduce").get_data(as_text=True)
     assert "live: candidate #" in lib_page and f"/profiles/{service.query(_set_id)}#native" in lib_page, lib_page[:3000]
+    # and what the campaign gave, as `make demo` and the command line print it
+    from service.workflows import publish as lifecycle
+    text = "\n".join(service.query(lambda: lifecycle.report_lines(lifecycle.campaign_report("nn-20261126"))))
+    assert "candidate #1 failed: native.rules" in text and "published candidate #2" in text, text
