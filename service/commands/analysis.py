@@ -147,8 +147,11 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, min_gain, mem
     if campaign is None:
         camps = {r.campaign for r in rs.runs if r.campaign}
         campaign = camps.pop() if len(camps) == 1 else None
-    profs = generate_profiles(a, gain=min_gain, msg_budget=memory_budget, int_budget=int_budget, cautious=cautious,
-                              campaign=campaign)
+    try:
+        profs = generate_profiles(a, gain=min_gain, msg_budget=memory_budget, int_budget=int_budget,
+                                  cautious=cautious, campaign=campaign)
+    except ValueError as exc:   # e.g. runs of two synchronisation methods for one (library, p, layout)
+        raise click.ClickException(str(exc)) from None
     paths = write_profiles(profs, out_dir)
     for p, path in zip(profs, paths):
         rng = ", ".join(f"{lo}-{hi}:{m}" for lo, hi, m in p.ranges)
