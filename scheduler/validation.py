@@ -154,17 +154,17 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
     if c.validation.interleaved:      # paired: both arms in every mpirun (service/analysis/validation.py)
         launches = launches_for(c, module, c.validation.mpiruns, calls, {k: ["default", "tuned"] for k in calls},
                                 nrep, prefix="validate", env={"PGMPITUNE_PROFILE_DIR": str(profile_dir)},
-                                role="paired")
+                                role="paired", nodes=layout.nodes)
         if module.native_file:          # validated as measured: under the native file
             launches = [under_native_file(x, module) for x in launches]
         vid = version.get("id", "x")
         return JobSpec(f"validate-{module.key}-n{layout.nodes}x{layout.ppn}-v{vid}", module, layout, launches,
                        walltime_seconds, kind="validate")
     launches = (launches_for(c, module, c.validation.mpiruns, calls, {k: ["default"] for k in calls}, nrep,
-                             prefix="validate-default", role="default")
+                             prefix="validate-default", role="default", nodes=layout.nodes)
                 + launches_for(c, module, c.validation.mpiruns, calls, {k: ["tuned"] for k in calls}, nrep,
                                prefix="validate-tuned", env={"PGMPITUNE_PROFILE_DIR": str(profile_dir)},
-                               role="tuned"))
+                               role="tuned", nodes=layout.nodes))
     if module.native_file:
         launches = [under_native_file(x, module) for x in launches]
     vid = version.get("id", "x")
