@@ -12,6 +12,9 @@ profiles whose mock-ups use none of the collectives the file retunes are carried
 measured against the same algorithms); the others are left out and the notes say which.  None and the reason
 when no algorithm of the library's own wins anywhere.
 
+job_failed: the candidate's validation job failed in the resource manager (no verdict) -> failed, with
+the job's reason.
+
 settle: a native validation record of such a candidate -> its state (validated / failed), and its publication
 when the campaign asks for it (publish_candidate: the record is the gate, as for any publication).
 Each function runs in an app context and commits.
@@ -186,6 +189,24 @@ def candidate_of(version_id: int, machine: str, library: str, version: str, name
             or (v.files or {}).get(name) != text):
         raise NativeChainError(f"profile_version {version_id}: no candidate of {machine} {library}-{version} "
                                f"holding this {name}", 422, "profile_version")
+    return v
+
+
+def job_failed(version_id: int, machine: str, library: str, version: str, job: str, reason: str,
+               actor: str) -> ProfileVersion:
+    """A candidate whose validation job failed in the resource manager (no figures, so no verdict): marked
+    failed with the job's reason, so it never stays a candidate; a candidate already settled keeps its state."""
+    v = db.session.get(ProfileVersion, version_id) if 0 < version_id < 2 ** 31 else None
+    ps = v.profile_set if v is not None else None
+    if (v is None or ps.machine.name != machine or ps.library.name != library or ps.library.version != version
+            or not (v.notes or "").startswith(NATIVE_NOTE)):
+        raise NativeChainError(f"profile_version {version_id}: no native candidate of {machine} {library}-{version}",
+                               422, "profile_version")
+    if v.state == "candidate":
+        v.state = "failed"
+        v.notes = f"{v.notes}; its validation job {job} failed without a verdict: {reason}"[:2000]
+        audit(actor, "native-job-failed", "profile", str(v.id), {"job": job, "reason": reason[:500]})
+    db.session.commit()
     return v
 
 
