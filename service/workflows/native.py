@@ -124,7 +124,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     def digest(decisions):
         try:
             return native.file_digest(render(decisions)[1])
-        except (ValueError, OSError, native.DiscoveryError):
+        except (ValueError, KeyError, OSError, native.DiscoveryError):
             return None
 
     res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refusals, file_digest=digest)
@@ -136,8 +136,10 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     try:
         name, text = render(res.native_decisions())
         pub.check_native_file(name, text, library, version)     # the reader of exactly that version
-    except (ValueError, OSError, native.DiscoveryError) as exc:
-        raise NativeChainError(f"the decision file of {library}-{version} was refused: {exc}") from None
+    except (ValueError, KeyError, OSError, native.DiscoveryError) as exc:
+        # KeyError: an algorithm measured under this version's name that its discovery does not list
+        why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        raise NativeChainError(f"the decision file of {library}-{version} was refused: {why}") from None
     ps = db.session.scalar(select(ProfileSet).where(ProfileSet.machine_id == m.id, ProfileSet.library_id == lib.id))
     if ps is None:
         ps = ProfileSet(machine_id=m.id, library_id=lib.id)
