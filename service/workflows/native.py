@@ -76,9 +76,9 @@ def _library(machine: str, library: str, version: str) -> tuple[Machine, MpiLibr
     if lib is None:
         raise NativeChainError(f"machine {machine!r} has no MPI library {library!r} version {version!r}", 404,
                                "library")
-    if library not in native_file.NAMES or library == "intelmpi":
-        raise NativeChainError(f"{library}: the nightly chain writes native.rules (openmpi) or native.json "
-                               "(mpich)", 422, "library")
+    if library not in native_file.NAMES:
+        raise NativeChainError(f"{library}: the nightly chain writes native.rules (openmpi), native.json "
+                               "(mpich) or native.impi (intelmpi)", 422, "library")
     return m, lib
 
 

@@ -23,22 +23,22 @@ CASES = [("openmpi", "5.0.11", "MPI_Allgather", "native:sparbit", "4.1.4"),
          ("mpich", "5.0.2", "MPI_Allreduce", "native:ring", "4.0.2")]
 
 
-def _run(library: str, version: str, call: str, label: str, mpirun: int) -> str:
+def _run(library: str, version: str, call: str, label: str, mpirun: int, campaign: str = "c1") -> str:
     """One mpirun's raw results: the label about twice as fast as the default at 64 KiB (paired, a little
     spread between mpiruns so the paired test has a variance)."""
     lines = ["#@pgmpi_format=1", "#@machine=m1", f"#@mpi_library={library}", f"#@mpi_version={version}",
              f"#@module={library}/{version}", "#@nodes=1", "#@ppn=2", "#@nprocs=2", f"#@mpirun_index={mpirun}",
-             "#@slurm_job_id=", "#@campaign=c1", "#@clock=MPI_Wtime", "test nrep msize runtime_sec algorithm"]
+             "#@slurm_job_id=", f"#@campaign={campaign}", "#@clock=MPI_Wtime", "test nrep msize runtime_sec algorithm"]
     for alg, base in (("default", 2e-4), (label, 1e-4 * (1 + 0.01 * mpirun))):
         lines += [f"{call} {r} 65536 {base + r * 1e-8:.10f} {alg}" for r in range(5)]
     return "\n".join(lines) + "\n"
 
 
-def _store(client, seeded, library, version, call, label):
+def _store(client, seeded, library, version, call, label, campaign="c1"):
     for i in range(4):
         r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={
-            "upload_id": f"{library}-{version}-{i}", "campaign": "c1",
-            "files": [{"name": f"run{i}.txt", "content": _run(library, version, call, label, i)}]})
+            "upload_id": f"{library}-{version}-{label}-{i}", "campaign": campaign,
+            "files": [{"name": f"run{i}.txt", "content": _run(library, version, call, label, i, campaign)}]})
         assert r.status_code == 201, r.get_json()
 
 
@@ -76,3 +76,38 @@ def test_candidate_is_rendered_and_prechecked_for_the_exact_version(client, seed
         precheck(name, text, library, 2, other)
     with pytest.raises(pub.PublishError):
         pub.check_native_file(name, text, library, other)
+
+
+def test_intel_candidate_is_an_adjust_file_of_that_version(client, seeded, app, tmp_path):
+    """Intel MPI: the campaign's winning preset becomes native.impi (the I_MPI_ADJUST_<COLL> ranges the
+    pgmpitunelib module sets), read back strictly for 2021.13 by the agent's precheck (its cells at p=2);
+    a preset that version does not have is refused before a candidate exists, and so is the file once it
+    claims another Intel MPI version."""
+    from scheduler.native_validation import precheck
+    from service.profiles import publish as pub
+    app.config["PGMPI_PROFILE_ROOT"] = str(tmp_path / "profiles")
+    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
+                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code == 201
+    _store(client, seeded, "intelmpi", "2021.13.1", "MPI_Allreduce", "native:3")
+    ask = {"machine": "m1", "library": "intelmpi", "campaign": "c1"}
+    r = client.post("/api/v1/native/candidates", headers=seeded["agent1"], json={**ask, "version": "2021.13.1"})
+    assert r.status_code == 201, r.get_json()
+    name, text = r.get_json()["name"], r.get_json()["text"]
+    assert name == "native.impi" and "\nI_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in text, text
+    pub.check_native_file(name, text, "intelmpi", "2021.13.1")
+    cells = precheck(name, text, "intelmpi", 2, "2021.13.1")
+    assert [(c.key, c.label, c.msize) for c in cells] == [("allreduce", "native:3", 8)], cells
+    assert precheck(name, text.replace("@2-2", "@4-8"), "intelmpi", 4, "2021.13.1")  # the ranks it names
+    with pytest.raises(ValueError, match="selects nothing at communicator size 2"):
+        precheck(name, text.replace("@2-2", "@4-8"), "intelmpi", 2, "2021.13.1")
+    with pytest.raises(ValueError, match="written for Intel MPI 2021.12"):
+        precheck(name, text.replace("Intel MPI 2021.13", "Intel MPI 2021.12"), "intelmpi", 2, "2021.13.1")
+
+    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
+                       json={"name": "c2", "machine": "m1", "definition": {}}).status_code == 201
+    _store(client, seeded, "intelmpi", "2021.13.1", "MPI_Allreduce", "native:33", "c2")   # 2021.13 has 0-32
+    before = _versions(app)
+    r = client.post("/api/v1/native/candidates", headers=seeded["agent1"],
+                    json={**ask, "campaign": "c2", "version": "2021.13.1"})
+    assert r.status_code == 422 and "presets 1-32, not 33" in r.get_json()["error"]["message"], r.get_json()
+    assert _versions(app) == before == 1
