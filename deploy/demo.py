@@ -10,6 +10,10 @@ through the same code a site runs nightly:
     -> validation run (tuned vs default) -> publish into a local profile root
     -> Lmod modulefiles pointing at it -> dashboard served on 127.0.0.1
 
+and a second, native one (NATIVE_CAMPAIGN, native_step): the libraries' own algorithms of bcast and
+allreduce searched -> the decision written for each library's exact version -> a validation job that loads
+it through the module -> published next to the .prf profiles where it passed.
+
 Everything lives under --workdir (default demo/). A second run reuses what is
 there and says so: the agent's state makes finished jobs count as done, so only
 the server is restarted. --fresh (`make demo FRESH=1`) measures a new campaign
@@ -60,6 +64,30 @@ mpiruns: 5
 # because a mock-up's first ~40 calls in a process can be 5x slower than its steady state (MPICH's Bcast 16 KiB
 # as Scatter + Allgather here, docs/verdicts-evidence.md): a median of 30 would measure only that warm-up
 validation: {{enabled: true, nrep: 100, mpiruns: 5, interleaved: true}}
+"""
+
+
+# The native step: the MPI libraries' own algorithms of two collectives at one size each, searched
+# exhaustively (every algorithm, one segment size, interleaved with the default in one mpirun per collective
+# and sweep): one size each keeps the demo within its 90 s (two sizes and two segments took 3-4 min loaded).
+# Open MPI 4.1.4's bcast at 4 KiB (split_binary_tree with 2 KiB segments) and MPICH 4.0.2's allreduce at
+# 32 B (recursive_doubling) beat their defaults here and passed validation before (scheduler/README.md).
+NATIVE_CAMPAIGN = """\
+# The demo's native search: the MPI libraries' own algorithms, 2 ranks, local mpirun.
+name: {name}
+machine: {machine}
+backend: local
+modules:
+  - mpi: openmpi
+  - mpi: mpich
+layouts:
+  - {{nodes: 1, ppn: 2}}
+collectives:
+  bcast: {{sizes: [4096], search: exhaustive, segments: [2048]}}
+  allreduce: {{sizes: [32], search: exhaustive}}
+repetitions: {{policy: fixed, nrep: 30}}
+mpiruns: 3
+validation: {{enabled: false}}
 """
 
 
@@ -127,13 +155,21 @@ def _write_modules(workdir: Path, profile_root: Path, machine: str, versions: di
                    else f"mpirun -genv LD_PRELOAD {prefix}/lib/libpgmpitune.so")
         mdir = tree / "pgmpitunelib"
         mdir.mkdir(parents=True, exist_ok=True)
+        site_lua = ROOT / "spack-repo" / "packages" / "pgmpitunelib" / "pgmpitune-site.lua"
         (mdir / f"{mpi}.lua").write_text(f"""\
 -- pgmpitunelib for Debian's {mpi} {version} (written by `make demo`)
 whatis("libpgmpitune: redirects violated MPI collectives to faster equivalents")
 family("pgmpitunelib")
 local prefix = "{prefix}"
-local root = os.getenv("PGMPI_SITE_PROFILE_ROOT") or "{profile_root}"
-setenv("PGMPITUNE_PROFILE_DIR", pathJoin(root, "{machine}", "{mpi}-{version}", "current"))
+-- the site's own rules (spack-repo/packages/pgmpitunelib/pgmpitune-site.lua): a site file named by
+-- $PGMPI_SITE_CONFIG (the demo's pgmpi.env, or a native validation job's staged set) wins
+local site = loadfile("{site_lua}")()
+local conf = os.getenv("PGMPI_SITE_CONFIG") and site.site_config() or {{}}
+local root = conf.profile_root or os.getenv("PGMPI_SITE_PROFILE_ROOT") or "{profile_root}"
+local dir = pathJoin(root, conf.machine or "{machine}", "{mpi}-{version}", "current")
+setenv("PGMPITUNE_PROFILE_DIR", dir)
+-- the MPI library's own decision file of the same set (native.rules / native.json), read by the library
+for k, v in pairs(site.native_env_at(dir)) do setenv(k, v) end
 setenv("PGMPITUNE_ROOT", prefix)
 prepend_path("PATH", "{shims}")
 prepend_path("PATH", pathJoin(prefix, "bin"))
@@ -208,7 +244,8 @@ def _pick_campaign(state_dir: Path, fresh: bool) -> tuple[str, str | None]:
         return "demo", None
     st = State(state_dir)
     try:
-        rows = [r for r in st.campaigns() if r["name"] == "demo" or r["name"].startswith("demo-")]
+        rows = [r for r in st.campaigns() if r["name"] == "demo" or (r["name"].startswith("demo-")
+                                                                     and not r["name"].endswith("-native"))]
         if not rows:
             return "demo", None
         last = rows[-1]
@@ -312,6 +349,93 @@ def _facts(app, machine: str, campaign: str, profile_root: Path, versions: dict[
     return out
 
 
+def native_step(app, work: Path, machine: str, campaign: str, versions: dict[str, str], profile_root: Path,
+                modules: Path, log=_log) -> dict[str, dict]:
+    """The native half: the campaign `campaign` (NATIVE_CAMPAIGN, measured already) decided per cell
+    (service/analysis/native_decision.py over each library's search files), written as the library's own
+    file for its exact version, validated by a job that loads it through the demo's pgmpitunelib module as a
+    user does (scheduler/native_validation.py, local backend; the service judges and records it), failed
+    cells back into the decision and validated once more, and what passed published into the library's set
+    next to its live .prf profiles.  A file already live, or validated before, is not measured again.
+    Returns per library what it got (the summary's lines)."""
+    from pgmpi_formats import native, native_file
+    from scheduler.backends import make_backend
+    from scheduler.native_validation import NativeValidationJob
+    from scheduler.state import State
+    from service.analysis.native_decision import decide, runs_from_files, validation_refusals
+    from service.profiles import publish as pub
+    from service.workflows import validate
+    st = State(work / "agent")
+    try:
+        jobs = {json.loads(r["spec"])["module"]["mpi"]: r for r in st.jobs(campaign) if r["state"] == "COMPLETED"}
+    finally:
+        st.close()
+    out: dict[str, dict] = {}
+    for mpi in MPIS:
+        f: dict = {}
+        out[mpi] = f
+        row = jobs.get(mpi)
+        if row is None:
+            f["native"] = "no completed search job"
+            continue
+        files = sorted(Path(row["attempt_dir"]).glob("search-*.txt"))
+        cells = runs_from_files(files)
+        f["searched"] = (f"{len(cells)} cells ({', '.join(sorted({k for k, _, _ in cells}))}), "
+                         f"{sum(len({a for r in runs for a in r}) - 2 for runs in cells.values())} variants, "
+                         f"{len(files)} mpiruns")
+        refused: dict = {}
+        for attempt in (1, 2):
+            res = decide(cells, refused=refused)
+            decs = res.native_decisions()
+            chosen = [d for d in decs if d.label != "default"]
+            if not chosen:
+                f["native"] = ("no algorithm of the library beats its default significantly"
+                               + (" after validation dropped the rest" if refused else "") + ": nothing to publish")
+                break
+            name, text = native_file.render(mpi, decs, version=versions[mpi])
+            f["file"] = f"{name}: " + ", ".join(f"{d.key} {_size(d.nbytes)} {d.label}" for d in chosen)
+            live = pub.status(profile_root, machine, mpi, versions[mpi])
+            if live["files"].get(name) == text:
+                f["published"] = f"live already (version {live['current']}): {f['file']}"
+                break
+            with app.app_context():
+                rec = validate.recorded_native_validation(machine, mpi, versions[mpi], {name: text})
+            if rec:
+                verdict = {"state": "passed", "id": rec[name]["native_validation"], "problems": [], "cells": []}
+            else:
+                log(f"native: validating {mpi}'s {f['file']} (a job that loads it through the module, as a user)")
+                job = NativeValidationJob(work / "native-validate" / f"{campaign}-{mpi}-{attempt}", machine, mpi,
+                                          versions[mpi], name, text, None, f"pgmpitunelib/{mpi}", [str(modules)],
+                                          nprocs=2, rounds=5, nrep=30)
+                backend = make_backend(None, "local")
+                job.write(backend)
+                try:
+                    job_id = job.submit(backend=backend, timeout=300)
+                except RuntimeError as exc:        # the demo goes on; the summary says why nothing was published
+                    f["validation"] = f"the validation job failed: {exc} ({job.directory})"
+                    break
+                with app.app_context():
+                    verdict = validate.record_native_validation(machine, mpi, versions[mpi], name, text, 2,
+                                                                job.figures(), f"local:{job_id}", "demo")
+            f["validation"] = (f"record {verdict['id']} {verdict['state']}"
+                               + (": " + "; ".join(verdict["problems"][:3]) if verdict["problems"] else ""))
+            if verdict["state"] == "passed":
+                files_now = {n: t for n, t in live["files"].items() if n not in pub.NATIVE_FILES}
+                files_now[name] = text
+                with app.app_context():
+                    evidence = validate.recorded_validation(machine, mpi, versions[mpi], files_now)
+                try:
+                    r = pub.publish(profile_root, machine, mpi, versions[mpi], files_now, actor="demo",
+                                    validated=evidence is not None, validation=evidence or {}, mpi=mpi,
+                                    native_validated=True)
+                    f["published"] = f"{f['file']} (version {r.version} -> {r.target}/current)"
+                except pub.PublishError as exc:
+                    f["not_published"] = str(exc)
+                break
+            refused.update(validation_refusals(verdict, cells, f"record {verdict['id']}"))
+    return out
+
+
 def _summary(campaign: str, reused: str | None, run: dict, facts: dict, modules: Path, url: str | None,
              work: Path, seconds: float, env: Path | None = None) -> str:
     names = {"openmpi": "Open MPI", "mpich": "MPICH"}
@@ -345,6 +469,16 @@ def _summary(campaign: str, reused: str | None, run: dict, facts: dict, modules:
                          + (f" ({f['published_now']})" if f.get("published_now") else " (earlier)"))
         elif f.get("not_published"):
             lines.append(f"    not published: {f['not_published']}")
+    for mpi, f in facts.items():
+        n = f.get("native_facts")
+        if not n:
+            continue
+        head = f"  {names[mpi]} {f['version']} own algorithms:"
+        lines.append(head + (f" searched {n['searched']}" if n.get("searched") else ""))
+        for k, what in (("file", "decision"), ("validation", "validated"), ("published", "published"),
+                        ("not_published", "not published"), ("native", "result")):
+            if n.get(k) and not (k == "file" and n.get("published")):
+                lines.append(f"    {what:10} {n[k]}")
     lines.append("")
     lines.append("  Next:")
     if url:
@@ -450,6 +584,24 @@ def demo(workdir: str, port: int, no_serve: bool, fresh: bool) -> None:
 
     facts = _facts(app, machine, name, profile_root, versions, publish=True)
     modules = _write_modules(work, profile_root, machine, versions)
+    # the native half: the libraries' own algorithms, searched, validated as users load them, published
+    nname = f"{name}-native"
+    nfile = work / f"{nname}.yaml"
+    nfile.write_text(NATIVE_CAMPAIGN.format(name=nname, machine=machine))
+    with app.app_context():
+        token_row, native_token = create_token("demo-native", "admin", actor="demo")
+        native_token_id = token_row.id
+        db.session.commit()
+    try:
+        nrun = run_local_campaign(nfile, state_dir=work / "agent", app=app, token=native_token,
+                                  log=lambda s: None if reused and s.startswith("plan:") else _log(s))
+    finally:
+        with app.app_context():
+            revoke_token(native_token_id, actor="demo")
+            db.session.commit()
+    for mpi, n in native_step(app, work, machine, nname, versions, profile_root, modules).items():
+        facts[mpi]["native_facts"] = n
+    run["uploaded"] = run.get("uploaded", 0) + nrun.get("uploaded", 0)
     env_file = write_env(work, db_url, profile_root, modules)
     url = None
     if not no_serve:

@@ -370,6 +370,12 @@ class Campaign(_Strict):
                                        "job, publication (needs validation.enabled and a service)")
     bench_root: str | None = Field(None, description="folder with <mpi>/bin/pgmpi-bench (default: build/install)")
     bench_args: list[str] = Field(default_factory=list, description="extra pgmpi-bench options")
+    sync: Literal["auto", "dissem", "mpi_barrier", "window", "roundtime"] = Field(
+        "auto", description="the measurement method (pgmpi-bench --proc-sync): auto = dissem on one node and "
+        "MULTI_NODE_SYNC across nodes (the measured choice, lib/bench/README.md 'Synchronisation'); every run "
+        "records it (#@procsync) and verdicts never mix methods")
+    window_size_us: float | None = Field(None, gt=0, description="sync: window only: the window in "
+                                         "microseconds (pgmpi-bench --window-size; default 1000)")
     schedule: str | None = Field(None, description="when to run nightly, e.g. 02:00")
 
     @field_validator("size_sets")
@@ -425,6 +431,12 @@ class Campaign(_Strict):
                     raise ValueError(f"algorithms: {alg!r} is not 'default', not a mock-up of a collective "
                                      f"of this campaign ({', '.join(self.collectives)}) and not "
                                      "native:<name>[:seg=<bytes>] or native:all")
+        owned = [a for a in self.bench_args if a.split("=")[0] in SYNC_OPTIONS]
+        if owned:
+            raise ValueError(f"bench_args: {owned[0]!r} is chosen by the campaign's sync: (and window_size_us:), "
+                             "so that every launch of the campaign measures with one method")
+        if self.window_size_us is not None and self.sync != "window":
+            raise ValueError(f"window_size_us: belongs to sync: window (sync is {self.sync!r})")
         keys = [m.key for m in self.modules]
         dup = sorted({k for k in keys if keys.count(k) > 1})
         if dup:
@@ -490,6 +502,12 @@ class Campaign(_Strict):
         algs = self._alg_list(key)
         return algs if "default" in algs else ["default", *algs]
 
+    def sync_for(self, nodes: int) -> str:
+        """The --proc-sync of a launch on `nodes` nodes."""
+        if self.sync != "auto":
+            return self.sync
+        return "dissem" if nodes <= 1 else MULTI_NODE_SYNC
+
     def bench_for(self, module: Module) -> Path:
         if module.bench:
             return Path(module.bench)
@@ -502,6 +520,13 @@ class Campaign(_Strict):
 
     def definition(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+# pgmpi-bench options the campaign's `sync:` owns
+SYNC_OPTIONS = {"--sync", "--proc-sync", "--window-size", "--wait-time", "--fitpoints", "--exchanges",
+                "--rt-multiplier", "--method"}
+# sync: auto across nodes: measured in tests/bench/sync_methods.py (lib/bench/README.md, "Synchronisation")
+MULTI_NODE_SYNC = "dissem"
 
 
 def _is_native(alg: str) -> bool:

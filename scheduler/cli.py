@@ -291,12 +291,23 @@ def agent_run_once(state_dir, files):
 @click.option("--date", "day", default=None, help="campaign date YYYYMMDD (default: today, UTC)")
 def agent_nightly(state_dir, files, interval, max_hours, day):
     """Tonight's campaign(s): <name>-<YYYYMMDD>, submitted once, tracked, collected, analysed, validated.
+    A file saying `cells: from-usage` gives tonight's campaigns of the cells holding the users' time within
+    its node-hour budget; cells decided recently keep their verdict (its plan.txt is in the state dir).
 
     Safe to start twice or after a crash: the state dir makes it resume, never resubmit."""
     from datetime import datetime, timezone
-    from .runner import nightly_name
+    from .from_usage import FromUsageError
+    from .runner import nightly_campaigns
+    from .uploader import Rejected, Unreachable
     when = datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc) if day else None
-    agents = [_agent(nightly_name(_load(f), when), state_dir, source=str(Path(f).resolve())) for f in files]
+    tonight = []
+    for f in files:     # a `cells: from-usage` file: tonight's cells from the users' usage, within its budget
+        try:
+            tonight += nightly_campaigns(f, _state_dir(state_dir), when,
+                                         log=lambda m: click.echo(f"[agent] {m}", err=True))
+        except (CampaignError, FromUsageError, Unreachable, Rejected, RuntimeError) as exc:
+            raise click.ClickException(str(exc)) from None
+    agents = [_agent(c, state_dir, source=src) for c, src in tonight]
     end = time.time() + max_hours * 3600
     pending = list(agents)
     while pending and time.time() < end:
@@ -316,14 +327,21 @@ def agent_nightly(state_dir, files, interval, max_hours, day):
 
 
 @agent.command("usage-upload")
-@click.option("--spool", required=True, type=click.Path(file_okay=False), help="the PGMPITUNE_USAGE_DIR of the module")
+@click.option("--spool", default=None, type=click.Path(file_okay=False),
+              help="the modules' PGMPITUNE_USAGE_DIR (default: usage_dir of the site file, docs/configuration.md)")
 @click.option("--machine", required=True, help="the machine the records come from (the token's machine)")
 @click.option("--service-url", required=True, help="the service, e.g. https://pgmpi.example.org")
 @click.option("--token-file", required=True, help="a file holding the agent token of that machine")
 def agent_usage_upload(spool, machine, service_url, token_file):
     """Upload the complete usage records of a spool (idempotent, resumable); exit 3 when the service was
     unreachable and records wait, 1 when one was refused (it is in <spool>/rejected/ with the reason)."""
+    from pgmpi_formats.site import read_site_config, site_config_path
     from .uploader import ServiceClient, read_token, upload_usage
+    if spool is None:
+        spool = read_site_config().get("usage_dir")
+        if not spool:
+            raise click.ClickException(f"no --spool and no usage_dir in {site_config_path()}: usage recording is "
+                                       "off at this site (docs/configuration.md)")
     if not Path(spool).is_dir():
         raise click.ClickException(f"{spool}: no such spool directory (PGMPITUNE_USAGE_DIR of the pgmpitunelib module)")
     try:
@@ -346,9 +364,8 @@ def campaign_from_usage(base, out_dir, night, service_url, token_file):
     """Tonight's campaign files of a `cells: from-usage` base: the cells holding the users' time, within the
     night's node-hour budget (scheduler/from_usage.py); then `pgmpi campaign submit` each of them."""
     import datetime
-    from urllib.parse import quote
     import yaml
-    from .from_usage import FromUsageError, cells_from_api, library_identity, write_tonight
+    from .from_usage import FromUsageError, fetch_usage, write_tonight
     from .uploader import Rejected, ServiceClient, Unreachable, read_token
     try:
         b = yaml.safe_load(Path(base).read_text()) or {}
@@ -359,20 +376,14 @@ def campaign_from_usage(base, out_dir, night, service_url, token_file):
     if not url:
         raise click.ClickException(f"{base}: service.url is needed to read the users' usage (or --service-url)")
     client = ServiceClient(url=url, token=read_token(tok))
-    machine = b.get("machine", "")
     try:
-        _, m = client.request("GET", f"/api/v1/machines/{quote(machine, safe='')}")
-        usage = {}
-        for mod in b.get("modules") or []:
-            lib = library_identity(mod.get("mpi", ""))
-            _, j = client.request("GET", f"/api/v1/machines/{quote(machine, safe='')}/libraries/{quote(lib, safe='')}/usage")
-            usage[mod["name"]] = cells_from_api(j.get("cells", []), int(m.get("cores_per_node") or 1))
+        usage, states, nodes = fetch_usage(client, b)
     except (Unreachable, Rejected) as e:
         raise click.ClickException(str(e)) from None
     night = night if night is not None else (datetime.date.today() - datetime.date(2000, 1, 1)).days
     try:
-        paths, text = write_tonight(Path(base), usage, Path(out_dir), machine_nodes=int(m.get("nodes") or 1),
-                                    night=night)
+        paths, text = write_tonight(Path(base), usage, Path(out_dir), machine_nodes=nodes, night=night,
+                                    module_states=states)
     except FromUsageError as e:
         raise click.ClickException(str(e)) from None
     click.echo(text, nl=False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from pathlib import Path
 
 import yaml
@@ -41,15 +42,25 @@ def layout_of(p: int, ppn: int) -> tuple[int, int]:
     return nodes, math.ceil(p / nodes)
 
 
+def _layout(it: dict, ppn: int) -> str:
+    """The cell's layout: the one its jobs ran in (the service's `layout`, from the records), else the layout a
+    job of p ranks gets on nodes of `ppn` cores."""
+    lay = it.get("layout")
+    if isinstance(lay, str) and re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", lay):
+        n, per = (int(v) for v in lay.split("x"))
+        if n * per == int(it["p"]):
+            return lay
+    nodes, per = layout_of(int(it["p"]), ppn)
+    return f"{nodes}x{per}"
+
+
 def cells_from_api(items: list[dict], ppn: int) -> list[CellUsage]:
     out = []
     for it in items:
         coll = by_mpi_name(it["collective"])      # the record's MPI name -> the campaign file's key
         if coll is None or it["p"] < 2:
             continue
-        key = coll.key
-        nodes, per = layout_of(it["p"], ppn)
-        out.append(CellUsage(Cell(key, int(it["bytes_lo"]), int(it["p"]), f"{nodes}x{per}"),
+        out.append(CellUsage(Cell(coll.key, int(it["bytes_lo"]), int(it["p"]), _layout(it, ppn)),
                              float(it["rank_seconds"])))
     # one cell per (collective, bucket, p): the API gives them per algorithm too
     merged: dict[Cell, float] = {}
@@ -58,9 +69,44 @@ def cells_from_api(items: list[dict], ppn: int) -> list[CellUsage]:
     return [CellUsage(c, t) for c, t in merged.items()]
 
 
+def states_from_api(items: list[dict], ppn: int) -> dict[Cell, CellState]:
+    """The last verdict of each cell with its age (the service's `verdict`: the newest analysis that measured
+    the cell), so that a cell decided recently keeps it and is not measured tonight."""
+    out: dict[Cell, CellState] = {}
+    for it in items:
+        coll, v = by_mpi_name(it["collective"]), it.get("verdict")
+        if coll is None or it["p"] < 2 or not isinstance(v, dict) or v.get("state") not in ("violation", "none"):
+            continue
+        gain = 0.0
+        if v["state"] == "violation" and isinstance(it.get("violation"), dict):
+            gain = max(0.0, float(it["violation"].get("speedup") or 1.0) - 1.0)
+        cell = Cell(coll.key, int(it["bytes_lo"]), int(it["p"]), _layout(it, ppn))
+        out[cell] = CellState(cell, v["state"], int(v.get("age_nights") or 0), gain)
+    return out
+
+
+def fetch_usage(client, base: dict) -> tuple[dict[str, list[CellUsage]], dict[str, dict[Cell, CellState]], int]:
+    """(module name -> its usage cells, module name -> their last verdicts, the machine's node count) from the
+    service, for the base campaign's machine and modules. Raises the client's Unreachable / Rejected."""
+    from urllib.parse import quote
+    machine = quote(str(base.get("machine", "")), safe="")
+    _, m = client.request("GET", f"/api/v1/machines/{machine}")
+    ppn = int(m.get("cores_per_node") or 1)
+    usage, states = {}, {}
+    for mod in base.get("modules") or []:
+        lib = quote(library_identity(mod.get("mpi", "")), safe="")
+        _, j = client.request("GET", f"/api/v1/machines/{machine}/libraries/{lib}/usage")
+        usage[mod["name"]] = cells_from_api(j.get("cells", []), ppn)
+        states[mod["name"]] = states_from_api(j.get("cells", []), ppn)
+    return usage, states, int(m.get("nodes") or 1)
+
+
 def tonight(base: dict, usage: dict[str, list[CellUsage]], *, machine_nodes: int, night: int,
-            states: dict[Cell, CellState] | None = None, cost: CostModel | None = None) -> tuple[list[dict], Plan, str]:
-    """(campaign dicts, the plan over all modules, the plan's text). `usage`: module name -> its cells."""
+            states: dict[Cell, CellState] | None = None, cost: CostModel | None = None,
+            module_states: dict[str, dict[Cell, CellState]] | None = None) -> tuple[list[dict], Plan, str]:
+    """(campaign dicts, the plan over all modules, the plan's text). `usage`: module name -> its cells;
+    `states`: the cells' last verdicts for every module, `module_states`: per module (the service's, per
+    library), which win."""
     if base.get("cells") != "from-usage":
         raise FromUsageError("the base campaign must say `cells: from-usage`")
     opts = base.get("usage") or {}
@@ -82,7 +128,7 @@ def tonight(base: dict, usage: dict[str, list[CellUsage]], *, machine_nodes: int
             tagged[Cell(u.cell.collective, u.cell.bytes_lo, u.cell.p, f"{m['name']}|{u.cell.layout}")] = (m, u)
     plan = plan_night([CellUsage(c, u.rank_seconds) for c, (_, u) in tagged.items()],
                       {Cell(c.collective, c.bytes_lo, c.p, f"{m['name']}|{c.layout}"): s
-                       for m in modules for c, s in (states or {}).items()},
+                       for m in modules for c, s in {**(states or {}), **(module_states or {}).get(m["name"], {})}.items()},
                       budget, cost, share=share, sample_fraction=sample, night=night, refresh_nights=refresh)
     groups: dict[tuple[str, str], dict[str, set[int]]] = {}
     for ch in plan.chosen:

@@ -43,6 +43,7 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
     return {s: grid(methods, segmented, segments, s) for s in sizes}
 
 
+MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_gain
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
 
 
@@ -93,6 +94,7 @@ class Launcher:
         self.seconds = 0.0
         self.rounds = 0
         self.sessions: dict[str, Session] = {}
+        self.defaults: dict[tuple[str, int], list[float]] = {}    # the default's median in each round of a cell
 
     def serve(self, key: str, spaces: dict[int, dict]) -> bool:
         """Start the collective's --serve mpirun for every variant of its grid; False when they do not fit."""
@@ -119,11 +121,15 @@ class Launcher:
         if sess is not None:
             from pgmpi_formats.collectives import by_key
             got = sess.cell(by_key(key).mpi_name, size, labels)
+            if "default" in got:
+                self.defaults.setdefault((key, size), []).append(got["default"])
             return {v: got.get(lab, NEVER) for v, lab in zip(batch, labels)}
         run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
         rows: dict[str, list[float]] = {}
         for a, x in zip(run.algorithm, run.runtime):
             rows.setdefault(run.algorithms[a], []).append(float(x))
+        if "default" in rows:
+            self.defaults.setdefault((key, size), []).append(statistics.median(rows["default"]))
         return {v: (statistics.median(rows[lab]) if lab in rows else NEVER) for v, lab in zip(batch, labels)}
 
     def argv(self, key: str, sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
@@ -134,17 +140,50 @@ class Launcher:
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *s["bench_args"], f"--output={name}"]
 
+    def launch_alone(self, label: str, calls: list[str], sizes: list[int], index: int, name: str):
+        """One mpirun measuring `label` alone (no default next to it; "default": the default, and the
+        control arm when the campaign has one), #@mpirun_index `index` pairing it with the round's others."""
+        s = self.spec
+        algs = ["default"] + (["default_control"] if s.get("control") else []) if label == "default" else [label]
+        argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={','.join(calls)}",
+                                             f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
+                                             "--no-barrier-rows", *s["bench_args"], f"--mpirun-index={index}",
+                                             f"--output={name}"]
+        return self._run(argv, f"{label} alone {','.join(calls)} {','.join(map(str, sizes))}", name)
+
     def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
-        self.n += 1
         argv = self.argv(key, sizes, labels, name)
+        return self._run(argv, f"{key} {','.join(map(str, sizes))} ({', '.join(labels)})", name)
+
+    def _run(self, argv: list[str], what: str, name: str):
+        self.n += 1
         t0 = time.perf_counter()
         p = subprocess.run(argv, cwd=self.outdir, capture_output=True, text=True)
         self.seconds += time.perf_counter() - t0
         if p.returncode != 0:
-            sys.exit(f"pgmpi-bench {key} {','.join(map(str, sizes))} ({', '.join(labels)}) exited with {p.returncode}: "
-                     f"{p.stderr[-800:]}")
+            sys.exit(f"pgmpi-bench {what} exited with {p.returncode}: {p.stderr[-800:]}")
         self.files.append(name)
         return read_file(self.outdir / name)
+
+
+def confirmations(choices: dict[str, dict[int, str | None]]) -> list[tuple[str, list[str], list[int]]]:
+    """The confirmation mpiruns of one round: (label, calls, sizes) -- the default alone over the calls and
+    sizes that have a choice (None: nothing to confirm there), then each chosen variant alone over the calls
+    and sizes where it was chosen (one mpirun per variant: a label applies to every call given, so a call only
+    where it was chosen there).  Nothing chosen anywhere: no mpirun."""
+    keys = sorted(k for k in choices if any(choices[k].values()))
+    if not keys:
+        return []
+    out = [("default", keys, sorted({s for k in keys for s, label in choices[k].items() if label}))]
+    by: dict[str, tuple[set, set]] = {}
+    for k in keys:
+        for size, label in choices[k].items():
+            if label:
+                calls, sizes = by.setdefault(label, (set(), set()))
+                calls.add(k)
+                sizes.add(size)
+    out += [(label, sorted(calls), sorted(sizes)) for label, (calls, sizes) in sorted(by.items())]
+    return out
 
 
 def main(argv=None) -> int:
@@ -183,17 +222,25 @@ def main(argv=None) -> int:
         report["paths"][key] = {str(s): p.to_json() for s, p in paths.items()}
         print(f"pgmpi-search: {key} {entry['search']}: {sum(len(p.experiments) for p in paths.values())} "
               f"experiments over {len(paths)} sizes (grid {sum(report['grid'][key].values())})", file=sys.stderr)
-    # Confirmation: a search measures each variant in one mpirun; a verdict needs paired mpiruns.  So the
-    # choices of every size are measured again against the default in `confirm` mpiruns of their own
-    # (all sizes of the collective in one mpirun; counted apart from the search's experiments).
+    # Confirmation alone: a search measures each variant interleaved with the others in one mpirun, where an
+    # algorithm can cost what it never costs in an application (Open MPI's split_binary_tree at 512 B:
+    # tests/bench/native_interleave.py).  So every chosen variant is measured again in mpiruns of its own,
+    # as an application runs it (`confirmations`), paired with the default alone; the decision pairs them
+    # (service/analysis/native_decision.runs_from_files) and no longer takes the search's interleaved
+    # measurement of a variant it has an alone measurement of.
     searched_runs, searched_secs = launcher.n, launcher.seconds
+    # Only a choice the search measured faster than the default by the decision's minimum gain is confirmed:
+    # one that is not cannot win its cell, and each confirmation is an mpirun start-up per round.
+    report["defaults"] = {k: {str(s): statistics.median(v) for (k2, s), v in launcher.defaults.items() if k2 == k}
+                          for k in report["paths"]}
+    plan = confirmations({k: {int(s): (p["choice"] if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + MIN_GAIN)
+                                       < report["defaults"][k].get(s, 0.0) else None)
+                              for s, p in paths.items()} for k, paths in report["paths"].items()})
     for i in range(int(spec.get("confirm", 0))):
-        for key, paths in report["paths"].items():
-            chosen = sorted({p["choice"] for p in paths.values() if p["choice"]})
-            sizes = [int(s) for s in paths]
-            if chosen:
-                launcher.launch(key, sizes, chosen, f"{spec['prefix']}-{key}-confirm-{i}.txt")
-    report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3)}
+        for j, (label, calls, sizes) in enumerate(plan if i % 2 == 0 else plan[::-1]):
+            launcher.launch_alone(label, calls, sizes, i, f"{spec['prefix']}-confirm-{i}-{j}.txt")
+    report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
+                         "alone": [[label, calls, sizes] for label, calls, sizes in plan]}
     report["mpiruns"] = searched_runs
     report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)

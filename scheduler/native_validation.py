@@ -23,7 +23,7 @@ from pgmpi_formats import mpich_json, native, native_file, ompi_rules
 from pgmpi_formats import native_validation as nv
 
 from . import launchers
-from .backends import Backend, make_backend, wait
+from .backends import LMOD_INIT, Backend, make_backend, wait
 from .campaign import Layout, Module
 from .planner import JobSpec, Launch
 
@@ -122,7 +122,11 @@ class NativeValidationJob:
         native variables must name the staged candidate, else the job refuses to measure), then `rounds`
         rounds of the file arm and the forced arm (without the file's variables), in alternating order."""
         q = shlex.quote
-        prologue = [f"module load {q(self.tunelib_module)} || fail {q('module load ' + self.tunelib_module + ' failed')}",
+        # without an MPI module (make demo: Debian's MPIs on PATH) nothing has set up Lmod or the module path yet
+        setup = [] if self.mpi_module else [f". {LMOD_INIT} || fail {q('cannot initialise Lmod (' + LMOD_INIT + ')')}",
+                                            *(f"module use {q(p)}" for p in self.modulepath)]
+        prologue = [*setup,
+                    f"module load {q(self.tunelib_module)} || fail {q('module load ' + self.tunelib_module + ' failed')}",
                     *self.extra_lines,
                     f"env | grep -E '^({'|'.join(FILE_VARS)}|OMPI_MCA_coll_tuned_use_dynamic_rules)=' > native-env.txt",
                     f"grep -qx '[A-Z_a-z]*={self.staged}' native-env.txt || "

@@ -84,9 +84,11 @@ def groups(c: Campaign, calls: dict[str, list[int]] | None = None,
 
 
 def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[str], sizes: list[int],
-               algorithms: object = "all", nrep: int | None = None, nrep_from: str | None = None) -> list[str]:
+               algorithms: object = "all", nrep: int | None = None, nrep_from: str | None = None,
+               nodes: int = 1) -> list[str]:
     """pgmpi-bench options of one invocation (see `pgmpi-bench --help`).  nrep_from: the counts per (call, size)
-    of these files (campaign-wide NREP: the pilot's output or an earlier night's), instead of the policy."""
+    of these files (campaign-wide NREP: the pilot's output or an earlier night's), instead of the policy.
+    nodes: of the job's layout; the campaign's sync: for it (Campaign.sync_for) is always written out."""
     argv = [f"--calls={','.join(keys)}", f"--sizes={','.join(str(s) for s in sizes)}",
             f"--algorithms={algorithms if isinstance(algorithms, str) else ','.join(algorithms)}"]
     rep = c.repetitions
@@ -105,6 +107,10 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
     argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}"]
     if module.name:
         argv.append(f"--module-name={module.name}")
+    sync = c.sync_for(nodes)
+    argv.append(f"--proc-sync={sync}")
+    if sync == "window" and c.window_size_us:
+        argv.append(f"--window-size={c.window_size_us:g}")
     argv += list(c.bench_args)
     argv.append(f"--output={output}")
     return argv
@@ -112,7 +118,7 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
                  prefix: str = "run", env: dict | None = None, role: str = "measure",
-                 control: bool = False, earlier=None) -> list[Launch]:
+                 control: bool = False, earlier=None, nodes: int = 1) -> list[Launch]:
     """control: every call also measures the default a second time, interleaved, under pgmpi-bench's reserved
     label default_control (the campaign's own false-alarm rate and null spread, service/analysis/verdicts.py).
     earlier: the job's counts from an earlier night (nrep_history.Earlier), used where they cover a group."""
@@ -126,7 +132,7 @@ def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorith
             src = campaign_nrep_from(c, i, f"{prefix}-0{'-' + label if label else ''}.txt",
                                      earlier if earlier is not None and earlier.covers(keys, sizes) else None)
             out.append(Launch(i, bench_argv(c, module, i, name, keys, sizes, algs, nrep,
-                                            src if nrep is None else None), name, dict(env or {}), role))
+                                            src if nrep is None else None, nodes), name, dict(env or {}), role))
     return out
 
 
@@ -225,7 +231,7 @@ def _seconds_per_launch(c: Campaign, module: Module, layout: Layout) -> float:
     return total
 
 
-def search_launches(c: Campaign, module: Module) -> list[Launch]:
+def search_launches(c: Campaign, module: Module, nodes: int = 1) -> list[Launch]:
     """The searched collectives (search: set) of one job: one search driver run per mpirun index for
     exhaustive, one in all for mgd / smgd (a sequential search is one search; scheduler/native_driver.py)."""
     keys = c.searched()
@@ -234,7 +240,7 @@ def search_launches(c: Campaign, module: Module) -> list[Launch]:
     out = []
     sequential = any(c.collectives[k].search != "exhaustive" for k in keys)
     for i in range(1 if sequential else c.mpiruns):
-        common = bench_argv(c, module, i, "x", keys, [1], "default")[3:-1]   # nrep policy, index, campaign...
+        common = bench_argv(c, module, i, "x", keys, [1], "default", nodes=nodes)[3:-1]   # nrep policy, index, campaign...
         spec = {"prefix": f"search-{i}", "control": c.control, "bench_args": common,
                 "confirm": c.mpiruns if sequential else 0,
                 "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),
@@ -261,20 +267,22 @@ def under_native_file(launch: Launch, module: Module) -> Launch:
     return replace(launch, env={**native.file_env(module.family.native, module.native_file), **launch.env})
 
 
-def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], earlier=None) -> list[Launch]:
+def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], earlier=None,
+                     nodes: int = 1) -> list[Launch]:
     """The measurement launches.  With a native_file the library's own algorithms go to launches of their own
     (run-native-*), so that the default and the mock-ups can run under the file and the forced algorithms
     without it (under_native_file)."""
     if not module.native_file:
-        return launches_for(c, module, c.mpiruns, calls=calls, control=c.control, earlier=earlier)
+        return launches_for(c, module, c.mpiruns, calls=calls, control=c.control, earlier=earlier, nodes=nodes)
     algs = {k: c.algorithms_for(k) for k in calls}
     natives = {k: [a for a in v if a.startswith("native:")] for k, v in algs.items() if v != "all"}
     natives = {k: v for k, v in natives.items() if v}
     rest = {k: (v if v == "all" else [a for a in v if not a.startswith("native:")]) for k, v in algs.items()}
-    return (launches_for(c, module, c.mpiruns, calls=calls, algorithms=rest, control=c.control, earlier=earlier)
+    return (launches_for(c, module, c.mpiruns, calls=calls, algorithms=rest, control=c.control, earlier=earlier,
+                         nodes=nodes)
             + (launches_for(c, module, c.mpiruns, calls={k: calls[k] for k in natives},
                             algorithms={k: ["default", *v] for k, v in natives.items()}, prefix="run-native",
-                            control=c.control, earlier=earlier) if natives else []))
+                            control=c.control, earlier=earlier, nodes=nodes) if natives else []))
 
 
 def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
@@ -284,9 +292,9 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
     calls = {k: c.sizes_for(k) for k in c.collectives if k not in searched}
     for module in c.modules:
         for layout in c.layouts:
-            launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)))
-                        if calls else []) \
-                + search_launches(c, module) + dt_launches(c, module, c.mpiruns)
+            launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)),
+                                         layout.nodes) if calls else []) \
+                + search_launches(c, module, layout.nodes) + dt_launches(c, module, c.mpiruns)
             if module.native_file:
                 launches = [under_native_file(x, module) for x in launches]
             est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \

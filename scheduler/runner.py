@@ -9,6 +9,7 @@ the agent's summary (jobs, states, uploaded, result_files=[paths]).
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -52,6 +53,44 @@ def nightly_name(c: Campaign, when: datetime | None = None) -> Campaign:
     """The campaign of one night: <name>-<YYYYMMDD> (UTC), so every night is a new campaign."""
     day = (when or datetime.now(timezone.utc)).strftime("%Y%m%d")
     return c.model_copy(update={"name": f"{c.name}-{day}"[:100]})
+
+
+def night_number(when: datetime | None = None) -> int:
+    """The night's number (days since 2000-01-01, UTC): rotates the sample of a from-usage campaign."""
+    day = (when or datetime.now(timezone.utc)).date()
+    return (day - datetime(2000, 1, 1).date()).days
+
+
+def nightly_campaigns(path: str | Path, state_dir: str | Path, when: datetime | None = None,
+                      client: ServiceClient | None = None, log=print) -> list[tuple[Campaign, str]]:
+    """Tonight's campaigns of one campaign file, with their source: an ordinary file gives <name>-<YYYYMMDD>;
+    a `cells: from-usage` file gives the campaign files scheduler/from_usage.py plans from the users' usage and
+    the cells' last verdicts (read from the service, within the night's budget), written once per night
+    under <state dir>/from-usage/<name>-<YYYYMMDD>/ with plan.txt, so a restarted agent resumes them."""
+    import yaml
+    from .from_usage import FromUsageError, fetch_usage, write_tonight
+    path = Path(path).resolve()
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise FromUsageError(f"{path}: {e}") from None
+    if not isinstance(raw, dict) or raw.get("cells") != "from-usage":
+        return [(nightly_name(load_campaign(path), when), str(path))]
+    day = (when or datetime.now(timezone.utc)).strftime("%Y%m%d")
+    out = Path(state_dir) / "from-usage" / f"{raw.get('name', path.stem)}-{day}"
+    if not (out / "plan.txt").exists():
+        svc = raw.get("service") or {}
+        if client is None:
+            if not svc.get("url"):
+                raise FromUsageError(f"{path}: service.url is needed to read the users' usage")
+            client = ServiceClient(url=svc["url"], token=os.environ.get("PGMPI_TOKEN") or read_token(svc.get("token_file")))
+        usage, states, nodes = fetch_usage(client, raw)
+        tmp = out.with_name(out.name + ".planning")
+        shutil.rmtree(tmp, ignore_errors=True)      # a plan a crash left half-written
+        _, text = write_tonight(path, usage, tmp, machine_nodes=nodes, night=night_number(when), module_states=states)
+        tmp.rename(out)             # the night's plan appears whole or not at all
+        log(f"from-usage {path.name}: {text.splitlines()[0]}")
+    return [(load_campaign(f), str(f)) for f in sorted(out.glob("*.yaml"))]
 
 
 def run_local_campaign(campaign: Campaign | str | Path, state_dir: str | Path, service_url: str | None = None,

@@ -16,7 +16,7 @@ from pgmpi_formats.layouts import parse_layout
 from pgmpi_formats.prf import ProfileFormatError, parse_prf, profile_layout, redirected_ranges
 from pgmpi_formats.validation import figures as paired_figures
 
-from .campaign import Campaign
+from .campaign import Campaign, Layout
 from .planner import DTBENCH, JobSpec, Launch, launches_for, under_native_file
 
 
@@ -145,23 +145,26 @@ def validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_secon
     wanted = parse_layout(layout_wanted)
     layouts = ([lay for lay in c.layouts if wanted and (lay.nodes, lay.ppn) == wanted]
                or sorted((lay for lay in c.layouts if lay.nprocs == nprocs), key=lambda lay: lay.nodes)
+               # a count the campaign did not measure (a span's, service/analysis/spans.py): judged by figures
+               # at line 2's p only, so measured there, on one node
+               or ([Layout(nodes=1, ppn=nprocs)] if nprocs and not wanted else [])
                or list(c.layouts))
     layout = layouts[0]
     nrep = c.validation.nrep
     if c.validation.interleaved:      # paired: both arms in every mpirun (service/analysis/validation.py)
         launches = launches_for(c, module, c.validation.mpiruns, calls, {k: ["default", "tuned"] for k in calls},
                                 nrep, prefix="validate", env={"PGMPITUNE_PROFILE_DIR": str(profile_dir)},
-                                role="paired")
+                                role="paired", nodes=layout.nodes)
         if module.native_file:          # validated as measured: under the native file
             launches = [under_native_file(x, module) for x in launches]
         vid = version.get("id", "x")
         return JobSpec(f"validate-{module.key}-n{layout.nodes}x{layout.ppn}-v{vid}", module, layout, launches,
                        walltime_seconds, kind="validate")
     launches = (launches_for(c, module, c.validation.mpiruns, calls, {k: ["default"] for k in calls}, nrep,
-                             prefix="validate-default", role="default")
+                             prefix="validate-default", role="default", nodes=layout.nodes)
                 + launches_for(c, module, c.validation.mpiruns, calls, {k: ["tuned"] for k in calls}, nrep,
                                prefix="validate-tuned", env={"PGMPITUNE_PROFILE_DIR": str(profile_dir)},
-                               role="tuned"))
+                               role="tuned", nodes=layout.nodes))
     if module.native_file:
         launches = [under_native_file(x, module) for x in launches]
     vid = version.get("id", "x")

@@ -70,6 +70,11 @@ MPI_Op op_handle(int i);
 int kind_is_reduction(int k);
 
 /* ------------------------------------------------------------------ options */
+/* Process synchronisation (--proc-sync): two barriers with run-time = max over ranks of the local
+ * durations; two on the global clock of bench_clock.c with run-time = max end - min start. */
+enum { SYNC_DISSEM, SYNC_BARRIER, SYNC_WINDOW, SYNC_ROUNDTIME };
+#define SYNC_ON_CLOCK(s) ((s) == SYNC_WINDOW || (s) == SYNC_ROUNDTIME)
+extern const char *const sync_names[];   /* #@procsync values, by SYNC_* */
 enum policy { P_FIXED, P_PREDICT, P_TIME, P_FROM };
 enum { R_RSE = 1, R_COVMEAN = 2, R_COVMEDIAN = 4 };
 
@@ -89,7 +94,10 @@ typedef struct {
     double t_rse1, t_rse2; long b1, b2, K, tmax, tmin1, tmax1; double tnrep1_given;
     const char *nrep_from;         /* --nrep-from files */
     /* how */
-    int sync_mpi_barrier;
+    int proc_sync;                 /* SYNC_*: the process synchronisation before every measurement */
+    double window_sec, wait_sec;   /* --window-size, --wait-time (window) */
+    long fitpoints, exchanges;     /* --fitpoints, --exchanges (the clock model of window and round-time) */
+    double rt_multiplier;          /* --rt-multiplier: round-time's margin in agreement run-times */
     int interleave_size;           /* 1: all calls of a size interleaved; 0: one (call, size) at a time */
     int buf_cell;                  /* 1 (default): buffers per (call, size); 0: once for the largest */
     long buf_align;                /* 0: malloc's own; else posix_memalign to this power of two */
@@ -154,6 +162,7 @@ typedef struct {
     series_t s[MAXALGS];
     int skip[MAXALGS];           /* 1: failed the check round in this cell, not timed */
     long runs[MAXALGS];          /* executions in this cell (check, pilots, timed): evened out after it */
+    long invalid[MAXALGS];       /* window / round-time: measurements a rank started late (not recorded) */
     long nrep_final;
 } cstate_t;
 
@@ -203,6 +212,18 @@ void native_setup(void);
 MPI_Comm native_select(const call_t *c, int alg);
 void native_finish(void);
 void native_print_listing(FILE *f);
+
+/* bench_clock.c: the global clock (HCA's linear model against rank 0) and window / round-time */
+double global_time(double local);
+void clock_sync(void);
+void clock_prepare(void);
+double clock_check(void);
+void window_begin(void);
+int window_wait(long k);
+int window_expired(long k, double t);
+int roundtime_wait(void);
+double roundtime_margin(void);
+long clock_fits(void);
 
 /* bench_check.c */
 void check_cell(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, int *ok);

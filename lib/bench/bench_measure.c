@@ -52,8 +52,9 @@ void share_from_rank0(unsigned long long *v, int n)
 
 static void sync_procs(void)
 {
-    if (O.sync_mpi_barrier) PMPI_Barrier(MPI_COMM_WORLD);
-    else dissem_barrier();
+    /* the clock-based methods synchronise untimed calls (check round, evened-out runs) with MPI_Barrier */
+    if (O.proc_sync == SYNC_DISSEM) dissem_barrier();
+    else PMPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* Makes the next call of c run algorithm a: the library's forced mock-up (or none), a native
@@ -120,8 +121,11 @@ static int rules_pass(const cstate_t *cs, const phase_t *ph, char *why, size_t l
     return pass;
 }
 
+/* n: measurements of a batch plus the calls' elapsed times; on the global clock the batch needs two
+ * more values per measurement (minus the global start, late flag) */
 static void ensure_buf(size_t n)
 {
+    if (SYNC_ON_CLOCK(O.proc_sync)) n *= 3;
     if (n <= g_bufcap) return;
     size_t cap = n * 2;
     g_loc = realloc(g_loc, cap * sizeof *g_loc);
@@ -141,6 +145,7 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
 {
     for (int i = 0; i < nc; i++) {
         cs[i].done = 0; cs[i].elapsed = 0; cs[i].stop = NULL; why[i][0] = 0;
+        memset(cs[i].invalid, 0, sizeof cs[i].invalid);
         for (int a = 0; a < cs[i].call->nalg; a++) series_clear(&cs[i].s[a]);
         if (cs[i].target <= 0) cs[i].active = 0;
         int timed = 0;
@@ -165,6 +170,12 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
         ensure_buf(nmeas + (size_t)nc);
         double *el = g_loc + nmeas;                                  /* per-call elapsed of this batch */
         for (int i = 0; i < nc; i++) el[i] = 0;
+        /* on the global clock (bench_clock.c): g_loc = global end, nstart = minus global start, late = 1
+         * when this rank reached the start after it had passed; one MAX reduction gives all three */
+        int clocked = SYNC_ON_CLOCK(O.proc_sync);
+        double *nstart = g_loc + nmeas + nc, *late = nstart + nmeas;
+        size_t nred = clocked ? 3 * nmeas + (size_t)nc : nmeas + (size_t)nc;
+        if (O.proc_sync == SYNC_WINDOW) window_begin();
         size_t k = 0;
         /* Between two measurements only what a plain timing loop does: no clock read before the
          * synchronisation (a batch's elapsed time is counted from the previous measurement's end), and
@@ -193,7 +204,10 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
                     comm = select_algorithm(c, a);
                     cur_i = i; cur_a = a;
                 }
-                sync_procs();
+                int was_late = 0;
+                if (O.proc_sync == SYNC_WINDOW) was_late = window_wait((long)k);
+                else if (O.proc_sync == SYNC_ROUNDTIME) was_late = roundtime_wait();
+                else sync_procs();
                 double t0 = MPI_Wtime();
                 int rc = run_call(c, &cs[i].plan, comm);
                 double t1 = MPI_Wtime();
@@ -205,7 +219,10 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
                             c->mpi_name, cs[i].plan.n, alg_label(c, c->alg[a]), msg);
                     MPI_Abort(MPI_COMM_WORLD, 1);
                 }
-                g_loc[k] = t1 - t0;
+                if (O.proc_sync == SYNC_WINDOW) was_late |= window_expired((long)k, t1);
+                if (clocked) {
+                    g_loc[k] = global_time(t1); nstart[k] = -global_time(t0); late[k] = was_late;
+                } else g_loc[k] = t1 - t0;
                 g_jobcall[k] = i; g_jobalg[k] = a;
                 el[i] += t1 - tprev;
                 tprev = t1;
@@ -213,13 +230,17 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
             }
         }
         /* one reduction per batch, outside every timed region: max over ranks */
-        PMPI_Allreduce(g_loc, g_glob, (int)(nmeas + (size_t)nc), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        PMPI_Allreduce(g_loc, g_glob, (int)nred, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (clocked)   /* run-time = max global end - min global start; a late one is invalid (-1) */
+            for (size_t m = 0; m < nmeas; m++)
+                g_glob[m] = g_glob[nmeas + nc + nmeas + m] > 0 ? -1 : g_glob[m] + g_glob[nmeas + nc + m];
         long base[MAXCALLS];
         for (int i = 0; i < nc; i++) base[i] = cs[i].done;
         long idx[MAXCALLS][MAXALGS];
         for (int i = 0; i < nc; i++) for (int a = 0; a < MAXALGS; a++) idx[i][a] = base[i];
         for (size_t m = 0; m < nmeas; m++) {
             int i = g_jobcall[m], a = g_jobalg[m];
+            if (g_glob[m] < 0) { cs[i].invalid[a]++; continue; }
             if (series_push(&cs[i].s[a], g_glob[m])) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
             if (ph->record && g_rank == 0) {
                 const call_t *c = cs[i].call;
@@ -447,6 +468,7 @@ static void even_out_runs(cstate_t *cs, int nc)
 void measure_cells(cstate_t *cs, int nc, char (*why)[256], const double *tnrep1, int (*passed)[MAXALGS])
 {
     install_buffers(cs, nc);
+    if (SYNC_ON_CLOCK(O.proc_sync)) clock_prepare();
     for (int i = 0; i < nc; i++) {
         int ok[MAXALGS];
         for (int a = 0; a < MAXALGS; a++) { cs[i].skip[a] = 0; cs[i].runs[a] = 0; ok[a] = 1; }
@@ -463,6 +485,18 @@ void measure_cells(cstate_t *cs, int nc, char (*why)[256], const double *tnrep1,
         if (passed) memcpy(passed[i], ok, sizeof ok);
     }
     measure_group(cs, nc, why, tnrep1);
+    if (SYNC_ON_CLOCK(O.proc_sync)) {
+        double err = clock_check();
+        for (int i = 0; i < nc; i++) {
+            footer_add("#@pgmpi clockcheck %s %zu %.3e\n", cs[i].call->mpi_name, cs[i].plan.n, err);
+            for (int a = 0; a < cs[i].call->nalg; a++)
+                if (cs[i].invalid[a])
+                    footer_add("#@pgmpi invalid %s %zu %s %ld %ld\n", cs[i].call->mpi_name, cs[i].plan.n,
+                               alg_label(cs[i].call, cs[i].call->alg[a]), cs[i].invalid[a], cs[i].done);
+        }
+        if (O.proc_sync == SYNC_ROUNDTIME && roundtime_margin() >= 0)
+            footer_add("# roundtime margin %.3e s\n", roundtime_margin());
+    }
     even_out_runs(cs, nc);
 }
 
@@ -493,6 +527,7 @@ void measure_all(void)
                 int gn = g + gstep > nc ? nc - g : gstep;
                 for (int i = g; i < g + gn; i++) { cs[i].active = 1; cs[i].target = O.tmax1; memset(cs[i].skip, 0, sizeof cs[i].skip); }
                 install_buffers(cs + g, gn);
+                if (SYNC_ON_CLOCK(O.proc_sync)) clock_prepare();
                 run_phase(cs + g, gn, &cal, why + g);
             }
             for (int i = 0; i < nc; i++) {

@@ -58,6 +58,7 @@ static int op_valid(int op, int dt)
 
 
 opts_t O;
+const char *const sync_names[] = {"dissem_barrier", "MPI_Barrier", "window", "roundtime"};
 int g_rank = 0, g_size = 1;
 int g_print = 1;            /* this process prints messages (rank 0, or before MPI_Init a guess) */
 
@@ -155,8 +156,21 @@ static void usage(FILE *f)
 "                        seconds, whatever the policy says\n"
 "\n"
 "HOW TO MEASURE\n"
-"  --sync=dissem|mpi_barrier   synchronisation before every measurement (default dissem:\n"
-"                        dissemination barrier with PMPI_Sendrecv; processes leave it nearly together)\n"
+"  --proc-sync=dissem|mpi_barrier|window|roundtime  (alias --sync) synchronisation before every\n"
+"                        measurement.  dissem (default): dissemination barrier with PMPI_Sendrecv;\n"
+"                        mpi_barrier: MPI_Barrier; both: run-time = max over ranks of the local\n"
+"                        durations.  window: ReproMPI's window-based synchronisation on a global clock\n"
+"                        (HCA's linear model fitted against rank 0 before every cell): measurement k\n"
+"                        starts when the global clock reaches T0 + k x window; roundtime: ReproMPI\n"
+"                        1.1's round-time synchronisation (a start time agreed before every\n"
+"                        measurement).  Both: run-time = max global end - min global start; a\n"
+"                        measurement a rank started late is invalid and not written (footer\n"
+"                        '#@pgmpi invalid').  lib/bench/README.md says which to choose.\n"
+"     --window-size=US   window length in microseconds (default 1000; must exceed the run-time)\n"
+"     --wait-time=US     wait before the first window of a batch (default 1000)\n"
+"     --fitpoints=N --exchanges=N  clock model: N fit points of the fastest of N ping-pongs\n"
+"                        (default 20 and 10)\n"
+"     --rt-multiplier=X  round-time margin in run-times of the start-time agreement (default 3)\n"
 "  --order=shuffle|roundrobin  order of the (call, algorithm) pairs of one size in each round\n"
 "                        (default shuffle: a new random permutation every round)\n"
 "  --seed=N              seed of the shuffle (default: drawn on rank 0); written to #@seed\n"
@@ -576,7 +590,9 @@ void parse_args(int argc, char **argv)
     O.buf_touch = 1; O.check = 1; O.buf_cell = 1;
     const char *calls = "all", *algs = "all", *sizes = "8,1K,64K,1M", *predict = NULL, *time_rule = NULL;
     const char *pred_params = NULL, *rse = NULL, *cm = NULL, *cmw = NULL, *cd = NULL, *cdw = NULL;
-    int nrep_given = 0;
+    int nrep_given = 0, window_given = 0, clock_given = 0, rt_given = 0;
+    /* ReproMPI's defaults: 1 ms windows after 1 ms, 20 fit points of 10 exchanges, margin 3 run-times */
+    O.window_sec = 1e-3; O.wait_sec = 1e-3; O.fitpoints = 20; O.exchanges = 10; O.rt_multiplier = 3;
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         if (strncmp(a, "--", 2) != 0) die_usage("unexpected argument '%s'", a);
@@ -613,9 +629,33 @@ void parse_args(int argc, char **argv)
         else if (FLAG("--time-rule")) time_rule = val ? val : "";
         else if (FLAG("--sync") || FLAG("--proc-sync")) {
             NEEDVAL();
-            if (streq_ci(val, "dissem") || streq_ci(val, "dissem_barrier") || streq_ci(val, "dissemination")) O.sync_mpi_barrier = 0;
-            else if (streq_ci(val, "mpi_barrier") || streq_ci(val, "MPI_Barrier") || streq_ci(val, "barrier")) O.sync_mpi_barrier = 1;
-            else die_usage("--sync: unknown method '%s'; valid: dissem, mpi_barrier", val);
+            if (streq_ci(val, "dissem") || streq_ci(val, "dissem_barrier") || streq_ci(val, "dissemination")) O.proc_sync = SYNC_DISSEM;
+            else if (streq_ci(val, "mpi_barrier") || streq_ci(val, "barrier")) O.proc_sync = SYNC_BARRIER;
+            else if (streq_ci(val, "window")) O.proc_sync = SYNC_WINDOW;
+            else if (streq_ci(val, "roundtime") || streq_ci(val, "round-time")) O.proc_sync = SYNC_ROUNDTIME;
+            else die_usage("%s: unknown method '%s'; valid: dissem, mpi_barrier, window, roundtime", key, val);
+        }
+        else if (FLAG("--window-size")) {
+            NEEDVAL(); if (parse_double(val, &O.window_sec, 0) || O.window_sec <= 0)
+                die_usage("--window-size: bad value '%s' (microseconds > 0)", val);
+            O.window_sec *= 1e-6; window_given = 1;
+        }
+        else if (FLAG("--wait-time")) {
+            NEEDVAL(); if (parse_double(val, &O.wait_sec, 0)) die_usage("--wait-time: bad value '%s' (microseconds >= 0)", val);
+            O.wait_sec *= 1e-6; window_given = 1;
+        }
+        else if (FLAG("--fitpoints")) {
+            NEEDVAL(); if (parse_long(val, &O.fitpoints, 3)) die_usage("--fitpoints: bad value '%s' (integer >= 3)", val);
+            clock_given = 1;
+        }
+        else if (FLAG("--exchanges")) {
+            NEEDVAL(); if (parse_long(val, &O.exchanges, 1)) die_usage("--exchanges: bad value '%s' (integer >= 1)", val);
+            clock_given = 1;
+        }
+        else if (FLAG("--rt-multiplier")) {
+            NEEDVAL(); if (parse_double(val, &O.rt_multiplier, 0) || O.rt_multiplier < 1)
+                die_usage("--rt-multiplier: bad value '%s' (number >= 1)", val);
+            rt_given = 1;
         }
         else if (FLAG("--interleave")) {
             NEEDVAL();
@@ -654,10 +694,10 @@ void parse_args(int argc, char **argv)
             NEEDVAL();
             if (streq_ci(val, "reprompi")) {   /* ReproMPI's mpibenchmark, option by option (README) */
                 O.interleave_size = 0; O.buf_cell = 1; O.buf_align = 0; O.buf_touch = BUF_TOUCH_REPROMPI; O.check = 0;
-                O.sync_mpi_barrier = 1;
+                O.proc_sync = SYNC_BARRIER;
             } else if (streq_ci(val, "pgmpi")) {
                 O.interleave_size = 0; O.buf_cell = 1; O.buf_align = 0; O.buf_touch = 1; O.check = 1;
-                O.sync_mpi_barrier = 0;
+                O.proc_sync = SYNC_DISSEM;
             } else die_usage("--method: unknown value '%s'; valid: pgmpi (the defaults), reprompi", val);
         }
         else if (FLAG("--order")) {
@@ -764,6 +804,13 @@ void parse_args(int argc, char **argv)
     if (O.serve && (O.policy == P_TIME || O.policy == P_PREDICT || O.policy == P_FROM))
         die_usage("--serve measures each requested cell with a fixed --nrep (or a --time-budget); the NREP "
                   "prediction and time rules need every cell of the run");
+    if (window_given && O.proc_sync != SYNC_WINDOW)
+        die_usage("--window-size/--wait-time belong to --proc-sync=window (now %s)", sync_names[O.proc_sync]);
+    if (rt_given && O.proc_sync != SYNC_ROUNDTIME)
+        die_usage("--rt-multiplier belongs to --proc-sync=roundtime (now %s)", sync_names[O.proc_sync]);
+    if (clock_given && !SYNC_ON_CLOCK(O.proc_sync))
+        die_usage("--fitpoints/--exchanges fit the global clock of --proc-sync=window or roundtime (now %s)",
+                  sync_names[O.proc_sync]);
     if (O.buf_touch == BUF_TOUCH_REPROMPI && !O.buf_cell)
         die_usage("--buffer-touch=reprompi initialises each call's buffers as ReproMPI does, so it needs "
                   "--buffers=cell (the default)");

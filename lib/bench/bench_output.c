@@ -308,12 +308,29 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     put("campaign", O.campaign ? O.campaign : "");
     put("start_time", tbuf);
     put("clock", "MPI_Wtime");
-    put("clocktype", "local");
     snprintf(b, sizeof b, "%.3g", MPI_Wtick()); put("wtick_sec", b);
-    put("sync", O.sync_mpi_barrier ? "MPI_Barrier" : "dissem_barrier");
-    put("procsync", O.sync_mpi_barrier ? "MPI_Barrier" : "dissem_barrier");
-    put("clocksync", "None");
-    put("runtime_reduction", "max_over_ranks_per_measurement;reduced_per_batch_after_timing");
+    /* the measurement method: #@procsync is the one line pgmpi_formats.results reads it from */
+    put("sync", sync_names[O.proc_sync]);
+    put("procsync", sync_names[O.proc_sync]);
+    if (SYNC_ON_CLOCK(O.proc_sync)) {
+        put("clocktype", "global");
+        put("clocksync", "HCA_linear_ref0");
+        putl("fitpoints", O.fitpoints);
+        putl("exchanges", O.exchanges);
+        put("runtime_type", "global");
+        put("runtime_reduction", "max_global_end_minus_min_global_start_per_measurement;late_measurements_dropped");
+        if (O.proc_sync == SYNC_WINDOW) {
+            snprintf(b, sizeof b, "%.9f", O.window_sec); put("window_size_sec", b);
+            snprintf(b, sizeof b, "%.9f", O.wait_sec); put("wait_time_sec", b);
+        } else {
+            snprintf(b, sizeof b, "%g", O.rt_multiplier); put("rt_multiplier", b);
+        }
+    } else {
+        put("clocktype", "local");
+        put("clocksync", "None");
+        put("runtime_type", "local");
+        put("runtime_reduction", "max_over_ranks_per_measurement;reduced_per_batch_after_timing");
+    }
     put("nrep_policy", g_policy);
     putl("nrep", O.policy == P_FIXED ? O.nrep : 0);
     if (O.budget > 0) { snprintf(b, sizeof b, "%g", O.budget); put("time_budget_sec", b); }

@@ -233,7 +233,7 @@ void dry_run(double limit, size_t ms, size_t mr, size_t msc, int wj)
     if (O.policy == P_FIXED) printf("measurements: %ld\n", triples * O.nrep);
     else if (O.policy == P_PREDICT) printf("measurements: between %ld and %ld\n", triples * O.pmin, triples * O.pmax);
     printf("sync: %s; order: %s (seed %s); datatype %s, operation %s, root %d\n",
-           O.sync_mpi_barrier ? "MPI_Barrier" : "dissemination barrier", O.order_rr ? "roundrobin" : "shuffle",
+           sync_names[O.proc_sync], O.order_rr ? "roundrobin" : "shuffle",
            O.seed_given ? "given" : "drawn at start", dtypes[O.dt].name, opnames[O.op], O.root);
     char a[32], b[32], c[32], d[32], e[32];
     fmt_bytes((double)ms + (double)mr + (double)msc, a, sizeof a);

@@ -4,8 +4,9 @@
  *
  * Method (ReproMPI / PGMPI / PGMPITuneLib papers):
  *  - before every single measurement the processes synchronise with a dissemination barrier
- *    (or MPI_Barrier with --sync=mpi_barrier); each rank times the call locally with MPI_Wtime;
- *  - the run-time of a measurement is the MAXIMUM over ranks of the local times.  Local times are
+ *    (--proc-sync= chooses: dissem, mpi_barrier, window, roundtime); each rank times the call with MPI_Wtime;
+ *  - the run-time of a measurement is the MAXIMUM over ranks of the local times (window and
+ *    round-time: max global end - min global start on the clock of bench_clock.c).  Local times are
  *    collected in memory and reduced with one PMPI_Allreduce(MAX) per batch of rounds, outside
  *    every timed region: the values are exactly the per-measurement maxima of the datatype paper
  *    (sect. 2.3), no reduction runs between two measurements, and all ranks see the global

@@ -292,37 +292,85 @@ def validation_refusals(verdict: dict, cells: dict, source: str) -> dict:
 
 
 class Run(dict):
-    """One mpirun's medians {label: seconds}, with the digest of the native decision file it ran under
-    (pgmpi-bench's #@native_file_fnv1a64; None: none)."""
+    """One mpirun's medians {label: seconds} (or one round of alone mpiruns paired), with the digest of the
+    native decision file it ran under (pgmpi-bench's #@native_file_fnv1a64; None: none)."""
 
-    def __init__(self, medians=(), native_file: str | None = None):
+    def __init__(self, medians=(), native_file: str | None = None, alone: bool = False):
         super().__init__(medians)
         self.native_file = native_file
+        self.alone = alone          # paired from mpiruns that each measured one algorithm alone
 
 
 def native_file_of(run) -> str | None:
     return getattr(run, "native_file", None)
 
 
+def alone_label(algorithms) -> str | None:
+    """The one algorithm a file measured alone -- "default" (with or without its control arm) or one native
+    variant -- or None when it interleaved several (a search round, a mock-up campaign)."""
+    labels = set(algorithms) - {TUNED}
+    if labels and labels <= {"default", CONTROL}:
+        return "default"
+    if len(labels) == 1 and parse_label(next(iter(labels))):
+        return next(iter(labels))
+    return None
+
+
+def cells_of_mpiruns(mpiruns) -> dict:
+    """[(pairing key, native file digest, {(key, size, p): {label: median}})] one per mpirun ->
+    {(key, size, p): [Run]}.
+
+    An mpirun that measured one algorithm alone (native_driver's confirmations: the default in one mpirun,
+    each chosen variant in one of its own, all with the round's #@mpirun_index) is paired with the others of
+    its round (same pairing key: campaign, module, p, #@mpirun_index; same native file) into one Run per cell.
+    Where a label has such alone measurements at a cell, its interleaved measurements there are dropped: the
+    search measured it next to other algorithms, which can make it look faster than an application will
+    ever see it (tests/bench/native_interleave.py); the alone pairs decide."""
+    cells: dict = {}
+    alone: dict = {}            # (pairing key, digest) -> {cell: {label: median}}
+    for pair_key, digest, per_cell in mpiruns:
+        if alone_label({a for medians in per_cell.values() for a in medians}) is not None:
+            pair = alone.setdefault((tuple(map(str, pair_key)), str(digest)), {})
+            for cell, medians in per_cell.items():
+                pair.setdefault(cell, {}).update(medians)
+        else:
+            for cell, medians in per_cell.items():
+                cells.setdefault(cell, []).append(Run(medians, digest))
+    confirmed: dict = {}
+    for (_, digest), per_cell in sorted(alone.items()):
+        for cell, medians in per_cell.items():
+            cells.setdefault(cell, []).append(Run(medians, None if digest == "None" else digest, alone=True))
+            confirmed.setdefault(cell, set()).update(a for a in medians if a not in ("default", CONTROL))
+    for cell, labels in confirmed.items():
+        for r in cells[cell]:
+            if not r.alone:
+                for a in labels & set(r):
+                    del r[a]
+    return cells
+
+
 def runs_from_files(files) -> dict:
-    """Raw result files -> {(key, size, p): [per-mpirun Run {label: median}]} (one entry per file)."""
+    """Raw result files -> {(key, size, p): [per-mpirun Run {label: median}]} (one entry per file; alone
+    measurements paired per round: cells_of_mpiruns)."""
     from pgmpi_formats.collectives import by_mpi_name
     from pgmpi_formats.results import read_file
-    cells: dict = {}
+    mpiruns = []
     for f in files:
         run = read_file(f)
         p = int(run.header.get("nprocs", 0))
         groups: dict = {}
         for t, m, a, x in zip(run.test, run.msize, run.algorithm, run.runtime):
             groups.setdefault((run.tests[t], int(m)), {}).setdefault(run.algorithms[a], []).append(float(x))
+        per_cell = {}
         for (name, m), algs in groups.items():
             c = by_mpi_name(name)
             if c is None:
                 continue
-            cells.setdefault((c.key, m, p), []).append(
-                Run({a: statistics.median(xs) for a, xs in algs.items() if a != TUNED},   # no validation arm
-                    run.header.get("native_file_fnv1a64")))
-    return cells
+            per_cell[(c.key, m, p)] = {a: statistics.median(xs) for a, xs in algs.items() if a != TUNED}   # no validation arm
+        h = run.header
+        mpiruns.append(((h.get("campaign", ""), h.get("module", ""), p, h.get("mpirun_index", "")),
+                        h.get("native_file_fnv1a64"), per_cell))
+    return cells_of_mpiruns(mpiruns)
 
 
 def explain_lines(d: CellDecision, path_lines: list[str] | None = None) -> list[str]:

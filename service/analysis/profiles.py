@@ -39,6 +39,7 @@ from pgmpi_formats.layouts import parse_layout
 from pgmpi_formats.prf import effective_ranges, format_prf, meta_token as _tok, profile_filename
 from .guidelines import Analysis
 from .memory import MemoryModel
+from .stats import refuse_mixed_methods
 from . import verdicts as _vd
 
 DEFAULT_MSG_POOL = 100_000_000
@@ -107,6 +108,7 @@ def generate_profiles(a: Analysis, gain: float = 0.10, msg_budget: int | None = 
     appended as {collective, nprocs, msize, mockup, rule, why}; rule "replication" when it was found by fewer
     than K campaigns, "control" when the campaign is untrustworthy, else "rule" (gain, noise, regimes, results
     check, memory, barrier)."""
+    refuse_mixed_methods(a.configs)
     if not 0 <= gain < 1:
         raise ValueError(f"gain must be in [0, 1), got {gain}")
     memory = memory or MemoryModel.auto()

@@ -60,7 +60,7 @@ def reporting(rs, cells, defects: dict | None = None) -> dict[int, dict]:
     if rs is not None and hasattr(rs, "runs"):
         for ri, run in enumerate(rs.runs):
             h = run.header
-            per_run[ri] = (h.get("sync") or h.get("procsync") or "", h.get("clock") or "",
+            per_run[ri] = (run.sync, h.get("clock") or "",
                            h.get("nrep_policy") or "", h.get("nrep") or "")
     per_cell = cells.nmeas / np.maximum(cells.nruns, 1)
     for c, runs in enumerate(cells.config_runs):

@@ -3,6 +3,7 @@ validation at an unmeasured count confirms (issue 33).
 
     cands, refused = span_candidates(profiles, measured)     # profiles: profiles.generate_profiles' output
     verdict = confirm(cand, figs, null_spread=None)           # figs: a validation at cand.at (unmeasured)
+    cand = span_of(name, text)                                # a stored span file back (None: no span)
 
 A campaign measures some process counts p1 < p2 < ... of a collective (one node, or nodes unknown: the
 profiles for p; a layout profile is for exactly its layout and never spans, lib/docs/profile-format.md). The
@@ -14,16 +15,22 @@ counts strictly between two consecutive measured ones, p_i < q < p_(i+1), were n
 2. The candidate is one file, `<key>_p<lo>-<hi>.prf` with `#@pgmpi nprocs_range lo hi` (lo = p_i + 1,
    hi = p_(i+1) - 1: the measured counts keep their own profiles, so the process ranges never overlap) and
    line 2 = `at`, the count its validation runs at: the middle of the gap, a count nothing measured.
-3. Confirmed only by a validation at `at` (paired default/tuned mpiruns, validation.judge's rules: control
+3. Each candidate is a profile version of its own (service/store/analyses.store_result): a validation job is
+   one allocation at one process count and one verdict rewrites its version's files, so a span validated in
+   the main candidate would either run at the wrong count or be dropped as "missing" there. Publishing a span
+   adds its file to the live set (service/workflows/publish.publish_candidate); a later publication of the
+   measured profiles replaces it (its neighbours changed: it is validated again the next night).
+4. Confirmed only by a validation at `at` (paired default/tuned mpiruns, validation.judge's rules: control
    sizes at 1.0, tuned not slower in any mpirun at every size inside a range, repair by dropping sizes). A
    validation at a measured count is not evidence for the gap and is refused. Unconfirmed: the default.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from pgmpi_formats import collectives as _colls
-from pgmpi_formats.prf import format_prf, meta_token as _tok
+from pgmpi_formats.prf import format_prf, meta_token as _tok, parse_prf
 from . import validation as _val
 from .profiles import profile_layout_of
 
@@ -52,6 +59,35 @@ class SpanCandidate:
                 "nprocs_range": [self.lo, self.hi], "validate_at": self.at, "filename": self.filename,
                 "ranges": [{"first": a, "last": b, "mockup": m} for a, b, m in self.ranges], "text": self.text,
                 "state": "candidate: publish only after a validation at p=%d confirms it" % self.at}
+
+
+SPAN_MARK = "between measured"     # the comment that names a span's neighbours (span_of reads it back)
+_NEIGHBOURS = re.compile(r"^#\s*" + SPAN_MARK + r" p=(\d+) and p=(\d+)", re.M)
+
+
+def span_of(name: str, text: str, machine: str = "", library: str = "", version: str = "") -> SpanCandidate | None:
+    """A span file (as span_candidates wrote it) back as its candidate; None for any other file."""
+    m = _NEIGHBOURS.search(text or "")
+    if not name.endswith(".prf") or m is None:
+        return None
+    try:
+        prf = parse_prf(text, name)
+        lo, hi = (int(x) for x in prf["meta"]["nprocs_range"].split())
+    except (ValueError, KeyError):
+        return None
+    coll = _colls.by_mpi_name(prf["mpi_name"])
+    if coll is None or not lo <= prf["nprocs"] <= hi:
+        return None
+    return SpanCandidate(machine, library, version, coll.key, prf["mpi_name"], (int(m[1]), int(m[2])), lo, hi,
+                         prf["nprocs"], [tuple(r) for r in prf["ranges"] if r[2] != "default"], text)
+
+
+def describe(cand: SpanCandidate, validated: bool | None = None) -> str:
+    """How the pages name a span: "p 3, between measured 2 and 4, validated at 3"."""
+    ps = f"p {cand.lo}" if cand.lo == cand.hi else f"p {cand.lo}-{cand.hi}"
+    tail = (f"validated at {cand.at}" if validated else f"to be validated at {cand.at}" if validated is None
+            else f"not confirmed at {cand.at}")
+    return f"{ps}, between measured {cand.neighbours[0]} and {cand.neighbours[1]}, {tail}"
 
 
 def agreed_ranges(a: list[tuple[int, int, str]], b: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -108,7 +144,7 @@ def span_candidates(profiles, measured: dict[tuple[str, str, str, str], set[int]
             meta = {"machine": _tok(ident[0]), "mpi_library": _tok(ident[1]),
                     "mpi_version": ident[2] and _tok(ident[2]), "nprocs_range": f"{lo} {hi}"}
             text = format_prf(mpi_name, at, agreed, meta=meta, comments=[
-                f"between measured p={p1} and p={p2}, whose profiles agree on these ranges; not measured here: "
+                f"{SPAN_MARK} p={p1} and p={p2}, whose profiles agree on these ranges; not measured here: "
                 f"valid only once a validation at p={at} confirms it"])
             cands.append(SpanCandidate(ident[0], ident[1], ident[2], ident[3], mpi_name, (p1, p2), lo, hi, at,
                                        agreed, text))
@@ -125,7 +161,11 @@ def confirm(cand: SpanCandidate, figs, measured_counts: set[int] | None = None,
     if bad or cand.at not in counts:
         why = (f"the validation must run at p={cand.at}, an unmeasured count in {cand.lo}-{cand.hi}; "
                f"figures at p={sorted(c for c in counts if c is not None)}")
-        return {"state": "failed", "ok": False, "files": {}, "why": why, "kept": [], "dropped": []}
+        return {"state": "failed", "ok": False, "files": {}, "why": why, "kept": [], "dropped": [], "checked": 0,
+                "tolerance": max(null_spread or 0.0, _val.TOLERANCE_FLOOR), "slower": [], "control": [],
+                "missing": [{"collective": cand.collective, "nprocs": cand.at, "range": [cand.lo, cand.hi]}],
+                "errors": [{"file": cand.filename, "error": why}], "dt_kept": [], "dt_dropped": [],
+                "all_or_nothing": False, "paired": False}
     v = _val.judge({cand.filename: cand.text}, figs, null_spread=null_spread)
     v["why"] = _val.summary_line(v)
     return v

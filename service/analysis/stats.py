@@ -56,12 +56,17 @@ class Config:
     nodes: int
     ppn: int
     layout: str = ""        # pgmpi_formats.layouts: "2x2", "3+2", "2x2-interleaved"; "" unknown
+    # the measurement method (pgmpi_formats.results.sync_method): runs of different methods are different
+    # configs, so no verdict ever pairs or pools their cells
+    sync: str = ""
 
     @property
     def label(self) -> str:
         v = f"-{self.version}" if self.version else ""
         lay = f" ({self.layout})" if self.layout else ""
-        return f"{self.machine} {self.library}{v} p={self.nprocs}{lay}"
+        # pgmpi-bench's default (dissemination barrier) and an unknown method keep the plain label
+        sy = f" [{self.sync}]" if self.sync not in ("", "dissem_barrier") else ""
+        return f"{self.machine} {self.library}{v} p={self.nprocs}{lay}{sy}"
 
 
 @dataclass
@@ -100,6 +105,21 @@ class Cells:
                                                self.alg.tolist()))}
 
 
+def refuse_mixed_methods(configs: list[Config]) -> None:
+    """ValueError when two configs differ only in their measurement method: one profile, one stored verdict
+    per (library, p, layout) cannot stand for figures that mean different things (a barrier run-time is the
+    longest rank's own duration, a window run-time spans the ranks' global start and end). Each campaign
+    measures with one method (scheduler campaign `sync:`); analyse them separately."""
+    seen: dict[tuple, Config] = {}
+    for c in configs:
+        k = (c.machine, c.library, c.version, c.nprocs, c.nodes, c.ppn, c.layout)
+        o = seen.setdefault(k, c)
+        if o.sync != c.sync:
+            raise ValueError(f"{c.machine} {c.library} p={c.nprocs}: runs measured with different synchronisation "
+                             f"methods ({o.sync or 'unknown'} and {c.sync or 'unknown'}); their verdicts are never "
+                             "mixed: analyse each method's runs on their own (one campaign per method)")
+
+
 def _group_starts(sorted_keys: list[np.ndarray]) -> np.ndarray:
     n = sorted_keys[0].shape[0]
     if n == 0:
@@ -127,7 +147,8 @@ def build_cells(rs: ResultSet) -> Cells:
     config_runs: list[list[int]] = []
     for ri in range(len(rs.runs)):
         key = (rs.machines[rs.run_machine[ri]], rs.libraries[rs.run_library[ri]], rs.versions[rs.run_version[ri]],
-               int(rs.run_nprocs[ri]), int(rs.run_nodes[ri]), int(rs.run_ppn[ri]), rs.runs[ri].layout)
+               int(rs.run_nprocs[ri]), int(rs.run_nodes[ri]), int(rs.run_ppn[ri]), rs.runs[ri].layout,
+               rs.runs[ri].sync)
         if key not in cfg_keys:
             cfg_keys[key] = len(configs)
             configs.append(Config(*key))

@@ -55,6 +55,13 @@ class RankedCell:
         return 0 if self.bytes_lo == 0 else 2 * self.bytes_lo - 1
 
 
+def as_mpi_name(collective: str) -> str:
+    """The usage records name a collective by its MPI name, the analysis' violations by its key (allreduce):
+    both to the MPI name (pgmpi_formats.collectives), so that a violation meets the cell it is in."""
+    from pgmpi_formats.collectives import mpi_names
+    return mpi_names().get(collective, collective)
+
+
 def bucket_of(n: int) -> int:
     """The lower bound of the power-of-two bucket holding n bytes (the usage record's cells)."""
     return 0 if n <= 0 else 1 << (int(n).bit_length() - 1)
@@ -81,12 +88,12 @@ def rank_cells(cells: list[CellTime], violations: list[Speedup], *, ppn: int,
     for v in violations:
         if v.status != "verified" or v.speedup <= 1.0:
             continue
-        k = (v.collective, bucket_of(v.msize), v.p)
+        k = (as_mpi_name(v.collective), bucket_of(v.msize), v.p)
         if k not in best or v.speedup > best[k].speedup:
             best[k] = v
     live: dict[tuple, Speedup] = {}
     for v in live_speedups or []:
-        k = (v.collective, bucket_of(v.msize), v.p)
+        k = (as_mpi_name(v.collective), bucket_of(v.msize), v.p)
         if k not in live or v.speedup > live[k].speedup:
             live[k] = v
     for k, r in by.items():

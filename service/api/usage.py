@@ -2,6 +2,8 @@
 library's cells ranked by what they cost its users."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 from flask import g, jsonify, request
 
 from service.api import api_bp
@@ -56,10 +58,21 @@ def get_usage(machine: str, lib: str):
         _, library = data.library(db.session, machine, lib)
     except LookupError as e:
         raise ApiError(404, "not_found", str(e)) from None
-    ranked, total, jobs, ppn = ranking(library)
+    ranked, total, jobs, ppn, verdicts, layouts = ranking(library)
+    now = datetime.now(timezone.utc)
+
+    def verdict(r):
+        v = verdicts.get((r.collective, r.bytes_lo, r.p))
+        if v is None:
+            return None
+        state, at = v
+        at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+        return {"state": state, "analysed_at": at.isoformat(), "age_nights": max(0, (now - at).days)}
     return jsonify(jobs=jobs, ppn=ppn, collective_rank_seconds=total, cells=[{
-        "collective": r.collective, "bytes_lo": r.bytes_lo, "bytes_hi": r.bytes_hi, "p": r.p, "calls": r.calls,
+        "collective": r.collective, "bytes_lo": r.bytes_lo, "bytes_hi": r.bytes_hi, "p": r.p,
+        "layout": layouts.get((r.collective, r.bytes_lo, r.p)), "calls": r.calls,
         "rank_seconds": r.rank_seconds, "share": r.share, "tuned_rank_seconds": r.tuned_seconds,
         "violation": None if r.violation is None else {"mockup": r.violation.mockup, "msize": r.violation.msize,
                                                        "speedup": r.violation.speedup},
+        "verdict": verdict(r),
         "lost_node_hours": r.lost_node_hours, "gained_node_hours": r.gained_node_hours} for r in ranked])

@@ -147,8 +147,11 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, min_gain, mem
     if campaign is None:
         camps = {r.campaign for r in rs.runs if r.campaign}
         campaign = camps.pop() if len(camps) == 1 else None
-    profs = generate_profiles(a, gain=min_gain, msg_budget=memory_budget, int_budget=int_budget, cautious=cautious,
-                              campaign=campaign)
+    try:
+        profs = generate_profiles(a, gain=min_gain, msg_budget=memory_budget, int_budget=int_budget,
+                                  cautious=cautious, campaign=campaign)
+    except ValueError as exc:   # e.g. runs of two synchronisation methods for one (library, p, layout)
+        raise click.ClickException(str(exc)) from None
     paths = write_profiles(profs, out_dir)
     for p, path in zip(profs, paths):
         rng = ", ".join(f"{lo}-{hi}:{m}" for lo, hi, m in p.ranges)
@@ -305,10 +308,23 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     from pgmpi_formats.results import read_file
 
     from service.analysis.native_decision import decide, runs_from_files, validation_refusals
-    libs = {read_file(f).header.get("mpi_library") for f in files}
-    if len(libs) != 1 or not libs <= {"openmpi", "mpich"}:
-        raise click.ClickException(f"FILES must be of one MPI library, openmpi or mpich; got {sorted(map(str, libs))}")
-    lib = libs.pop()
+    heads = [read_file(f).header for f in files]
+    libs = {(h.get("mpi_library"), h.get("mpi_version", "")) for h in heads}
+    if len(libs) != 1 or not {lib for lib, _ in libs} <= {"openmpi", "mpich"}:
+        raise click.ClickException("FILES must be of one MPI library and version, openmpi or mpich; got "
+                                   + ", ".join(sorted(f"{name}-{ver}" for name, ver in libs)))
+    lib, version = libs.pop()
+    # Open MPI 5's coll/han serves communicators that span nodes; a tuned rules file then reaches only han's
+    # sub-communicators (measured on the virtual cluster, 2 nodes x 2 ranks: the file's allreduce choice left
+    # the result's fingerprint the default's; with han off it was the choice's), so a choice measured there is
+    # not what the file makes run
+    across = sorted({f for f, h in zip(files, heads) if int(h.get("nodes") or 1) > 1
+                     and native.governing_component(lib, version, int(h.get("nodes") or 1)) != "tuned"})
+    if across:
+        raise click.ClickException(
+            f"{across[0]}: measured on {read_file(across[0]).header.get('nodes')} nodes with Open MPI {version}, "
+            "where coll/han, not tuned, serves the call (pgmpi_formats.native.governing_component): a rules file "
+            "would not select what was measured; decide from runs on one node")
     cells = runs_from_files(files)
     refused: dict = {}
     for v in verdicts:
@@ -319,12 +335,12 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
         except (ValueError, AttributeError) as exc:
             raise click.ClickException(f"{v}: not a validation verdict ({exc})") from None
         refused.update(validation_refusals(verdict, cells, f"{Path(v).name} record {verdict.get('id')}"))
-    found = native.discover("openmpi") if lib == "openmpi" else None
-
     def render(decs) -> tuple[str, str]:
+        # the exact version the results were measured on (#@mpi_version): Open MPI 5's rules file is checked
+        # against 5's algorithms, MPICH 5's JSON against 5's selection code
         try:
-            return native_file.render(lib, decs, found)
-        except ValueError as exc:
+            return native_file.render(lib, decs, version=version or None)
+        except (ValueError, FileNotFoundError, native.DiscoveryError) as exc:
             raise click.ClickException(str(exc)) from None
 
     # the file's digest lets the mock-ups measured under exactly this file compete (second pass)

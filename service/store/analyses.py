@@ -10,6 +10,7 @@ import numpy as np
 from sqlalchemy import select
 
 from pgmpi_formats.results import ResultSet, RunResult
+from service.analysis.spans import describe, span_of
 from service.store.db import db
 from service.store.models import (Analysis, Campaign, DtVerdict, MpiLibrary, ProfileSet, ProfileVersion, Run,
                                   Series, Violation)
@@ -120,6 +121,14 @@ def store_result(machine, lib, campaign, data, actor, result) -> Analysis:
         number = 1 + max((v.number for v in ps.versions), default=0)
         db.session.add(ProfileVersion(profile_set_id=ps.id, number=number, state="candidate", analysis_id=a.id,
                                       files=dict(profiles), actor=actor))
+        # a span between measured counts: a version of its own, validated at its own unmeasured count and
+        # published as an addition to the live set (service/analysis/spans.py, rule 3)
+        for name, text in sorted((result.get("spans") or {}).items()):
+            number += 1
+            cand = span_of(name, text)
+            db.session.add(ProfileVersion(profile_set_id=ps.id, number=number, state="candidate", analysis_id=a.id,
+                                          files={name: text}, actor=actor,
+                                          notes=f"span: {describe(cand)}" if cand else None))
     db.session.flush()
     refresh_overview(db.session, [lib.id])
     return a

@@ -92,13 +92,72 @@ def store_usage(machine: Machine, name: str, text: str) -> tuple[UsageJob, bool]
     return job, True
 
 
+def same_library(lib: MpiLibrary) -> list[int]:
+    """The ids of every row of this library on its machine: the results of each module it is loaded by have
+    their own row (MpiLibrary's key holds the module), a usage record has none; the users' time and the
+    verdicts of that library meet over all of them."""
+    return list(db.session.scalars(select(MpiLibrary.id).where(
+        MpiLibrary.machine_id == lib.machine_id, MpiLibrary.name == lib.name, MpiLibrary.version == lib.version)))
+
+
 def library_cells(lib: MpiLibrary):
     """(collective, bytes_lo, p, algorithm, calls, rank_seconds) summed over the library's jobs, and the jobs."""
+    ids = same_library(lib)
     rows = db.session.execute(
         select(UsageCell.collective, UsageCell.bytes_lo, UsageCell.p, UsageCell.algorithm,
                func.sum(UsageCell.calls), func.sum(UsageCell.rank_seconds))
-        .join(UsageJob, UsageJob.id == UsageCell.job_id).where(UsageJob.library_id == lib.id)
+        .join(UsageJob, UsageJob.id == UsageCell.job_id).where(UsageJob.library_id.in_(ids))
         .group_by(UsageCell.collective, UsageCell.bytes_lo, UsageCell.p, UsageCell.algorithm)).all()
-    jobs = db.session.scalar(select(func.count(UsageJob.id)).where(UsageJob.library_id == lib.id)) or 0
+    jobs = db.session.scalar(select(func.count(UsageJob.id)).where(UsageJob.library_id.in_(ids))) or 0
     return rows, jobs
 
+
+
+def cell_layouts(lib: MpiLibrary) -> dict[tuple[str, int, int], str]:
+    """(collective, bytes_lo, p) -> the layout ("<nodes>x<ppn>") holding most of that cell's time, from the
+    cells on MPI_COMM_WORLD of jobs whose record names their layout; a campaign measures a cell there."""
+    rows = db.session.execute(
+        select(UsageCell.collective, UsageCell.bytes_lo, UsageCell.p, UsageJob.layout, func.sum(UsageCell.rank_seconds))
+        .join(UsageJob, UsageJob.id == UsageCell.job_id)
+        .where(UsageJob.library_id.in_(same_library(lib)), UsageCell.world.is_(True), UsageJob.layout.like("%x%"))
+        .group_by(UsageCell.collective, UsageCell.bytes_lo, UsageCell.p, UsageJob.layout)).all()
+    best: dict[tuple[str, int, int], tuple[float, str]] = {}
+    for coll, lo, p, layout, t in rows:
+        k = (coll, int(lo), int(p))
+        if k not in best or (float(t or 0.0), layout) > best[k]:
+            best[k] = (float(t or 0.0), layout)
+    return {k: layout for k, (_, layout) in best.items()}
+
+
+def cell_verdicts(lib: MpiLibrary):
+    """(collective, bytes_lo, p) -> (verdict, analysis created_at, [verified pattern violations]) of the newest
+    analysis whose campaign measured the cell (any size of its bucket, the library's default, not a validation
+    run): "violation" when that analysis verified one there, else "none". A cell a later campaign did not
+    measure keeps this verdict; its age is the analysis' (the nightly plan skips a cell decided recently)."""
+    from service.analysis.usage import as_mpi_name, bucket_of
+    from service.store.models import Analysis, Run, Series, Violation
+    ids = same_library(lib)
+    measured = db.session.execute(
+        select(Series.call, Series.msize, Run.nprocs, func.max(Analysis.id))
+        .join(Run, Run.id == Series.run_id)
+        .join(Analysis, Analysis.campaign_id == Run.campaign_id)
+        .where(Analysis.library_id.in_(ids), Run.library_id == Analysis.library_id, Run.validation.is_(None),
+               Series.algorithm == "default")
+        .group_by(Series.call, Series.msize, Run.nprocs)).all()
+    newest: dict[tuple[str, int, int], int] = {}
+    for call, msize, p, aid in measured:
+        k = (call, bucket_of(int(msize)), int(p))
+        newest[k] = max(newest.get(k, 0), int(aid))
+    if not newest:
+        return {}
+    ids = set(newest.values())
+    when = dict(db.session.execute(select(Analysis.id, Analysis.created_at).where(Analysis.id.in_(ids))).all())
+    viols: dict[tuple[str, int, int, int], list] = {}
+    for v in db.session.scalars(select(Violation).where(Violation.analysis_id.in_(ids), Violation.kind == "pattern",
+                                                        Violation.status == "verified")):
+        viols.setdefault((as_mpi_name(v.collective), bucket_of(v.msize), v.nprocs, v.analysis_id), []).append(v)
+    out = {}
+    for k, aid in newest.items():
+        vs = viols.get((*k, aid), [])
+        out[k] = ("violation" if vs else "none", when[aid], vs)
+    return out

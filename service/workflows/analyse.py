@@ -142,7 +142,9 @@ def convert(out: dict) -> dict:
                "passed": passed, "reporting": out.get("reporting"),
                "guideline_summary": out.get("guideline_summary")}
     return {"checked": len(out.get("verdicts", [])), "violations": viols, "summary": summary,
-            "profiles": {p["filename"]: p["text"] for p in out.get("profiles", []) if p.get("text")}}
+            "profiles": {p["filename"]: p["text"] for p in out.get("profiles", []) if p.get("text")},
+            # each a candidate version of its own, validated at its unmeasured count (service/analysis/spans.py)
+            "spans": {s["filename"]: s["text"] for s in out.get("spans") or [] if s.get("text")}}
 
 
 def _opt(x) -> Optional[float]:

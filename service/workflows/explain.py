@@ -22,7 +22,7 @@ from pgmpi_formats import arms, native, native_file, ompi_rules
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 from pgmpi_formats.footer import Nrep, Served, records
 from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
-from service.analysis.native_decision import Run as RunMedians, decide, explain_lines
+from service.analysis.native_decision import Run as RunMedians, cells_of_mpiruns, decide, explain_lines
 from service.profiles import publish as pub
 from service.store.models import Campaign, Machine, MpiLibrary, Run, Series
 from service.analysis.reporting import nrep_source
@@ -56,7 +56,14 @@ def _cells(session, lib_ids, p, campaign_id):
         if c is None or call == "MPI_Barrier" or alg == arms.TUNED:   # the validation arm is no candidate
             continue
         per_run.setdefault((c.key, msize, p), {}).setdefault(rid, RunMedians({}, digests[rid]))[alg] = med
-    return {k: list(v.values()) for k, v in per_run.items()}, per_run, (names, heads)
+    by_run: dict = {}
+    for cell, runs in per_run.items():
+        for rid, medians in runs.items():
+            by_run.setdefault(rid, {})[cell] = medians
+    h = heads
+    mpiruns = [((names[rid][1], h[rid].get("module", ""), p, h[rid].get("mpirun_index", "")), digests[rid], cells)
+               for rid, cells in by_run.items()]
+    return cells_of_mpiruns(mpiruns), per_run, (names, heads)
 
 
 def _reporting_line(headers: list[dict], counts: list[int] | None = None) -> str:
@@ -76,13 +83,14 @@ def _reporting_line(headers: list[dict], counts: list[int] | None = None) -> str
             f"excluded: candidates that failed the results check (no rows)")
 
 
-def _digest_of(library: str):
-    """decide's file_digest: the text `pgmpi analyze native-files` would write, hashed; None where this host
-    cannot write it (no such MPI installed here): then no second-pass run can match."""
+def _digest_of(library: str, version: str | None = None):
+    """decide's file_digest: the text `pgmpi analyze native-files` would write for that library version,
+    hashed; None where this host cannot write it (no such MPI installed here): then no second-pass run can
+    match."""
 
     def digest(decisions):
         try:
-            return native.file_digest(native_file.render(library, decisions)[1])
+            return native.file_digest(native_file.render(library, decisions, version=version or None)[1])
         except (ValueError, OSError, native.DiscoveryError):
             return None
     return digest
@@ -108,9 +116,13 @@ def _published(profile_root, machine, lib, key, size, p) -> list[str]:
     else:
         out.append(f"published .prf (version {cur}): no {prf}")
     if "native.rules" in files and lib.name == "openmpi":
-        rules = ompi_rules.parse_rules((base / "native.rules").read_text(), "native.rules", native.FALLBACK["openmpi"])
+        try:        # the vocabulary of the exact version the file is published for (5.0 has more algorithms)
+            vocab = native_file.ompi_target(lib.version)
+        except (FileNotFoundError, native.DiscoveryError):
+            vocab = native.FALLBACK["openmpi"]
+        rules = ompi_rules.parse_rules((base / "native.rules").read_text(), "native.rules", vocab)
         hit = rules.lookup(key, p, ompi_rules.ompi_bytes(key, size, p))
-        names = {a.value: a.name for a in native.FALLBACK["openmpi"].algorithms.get(key, ())}
+        names = {a.value: a.name for a in vocab.algorithms.get(key, ())}
         what = ("the library's own decision (algorithm 0)" if not hit or hit[0] == 0 else
                 f"{names.get(hit[0], hit[0])}" + (f" segment {hit[2]} B" if hit[2] else ""))
         out.append(f"published native.rules (version {cur}): {what} at {size} B, p={p}")
@@ -145,7 +157,7 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
         have = sorted({s for (k, s, _) in cells if k == collective})
         raise ExplainError(f"no measurement of {collective} at {size} B, p={p} for {library} on {machine}; "
                            f"measured sizes at p={p}: {', '.join(map(str, have)) or '(none)'}")
-    result = decide(cells, alpha=alpha, min_gain=min_gain, file_digest=_digest_of(mine[0].name))
+    result = decide(cells, alpha=alpha, min_gain=min_gain, file_digest=_digest_of(mine[0].name, mine[0].version))
     d = result.decisions[key]
     camp_names = dict(session.execute(select(Campaign.id, Campaign.name)).all())
     path_lines = []

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import select
 
 from pgmpi_formats.collectives import by_key, by_mpi_name
+from service.analysis.spans import describe, span_of
 from service.store.models import Analysis, AuditLog, MpiLibrary, ProfileSet, ProfileVersion, Violation
 
 NATIVE_FILES = ("native.rules", "native.json", "native.impi")
@@ -48,8 +49,12 @@ def ranges_of(files: dict[str, str] | None) -> list[dict]:
             prf = parse_prf(text, name)
         except ValueError:
             continue
+        # a span between measured counts is live only once its validation at line 2's p confirmed it
+        span = span_of(name, text)
         out += [{"collective": coll_key(prf["mpi_name"]), "mpi_name": prf["mpi_name"], "nprocs": prf["nprocs"],
-                 "first": lo, "last": hi, "algorithm": alg} for lo, hi, alg in prf["ranges"] if alg != "default"]
+                 "first": lo, "last": hi, "algorithm": alg, "file": name,
+                 "span": describe(span, validated=True) if span is not None else None}
+                for lo, hi, alg in prf["ranges"] if alg != "default"]
     return out
 
 
@@ -146,8 +151,16 @@ def tuned_now(session, lib: MpiLibrary, root: Path) -> dict[str, Any]:
         ranges = ranges_of(st.get("files") or v.files)
         rec = validation_record(session, v)
         dropped = _dropped(rec)
+        live_files = st.get("files") or v.files or {}
         for r in ranges:
-            figs = [_figure(f, _intervals(rec)) for f in v.figures if covering([r], f.collective, f.nprocs, f.msize)]
+            # a file the live version carried (a span adds its file to the live set): its figures are those of
+            # the validated version that brought exactly this text
+            src = v if (v.files or {}).get(r["file"]) == live_files.get(r["file"]) else next(
+                (x for x in sorted(ps.versions, key=lambda x: -x.id) if x.validated_at is not None
+                 and (x.files or {}).get(r["file"]) == live_files.get(r["file"])), v)
+            src_rec = rec if src is v else validation_record(session, src)
+            figs = [_figure(f, _intervals(src_rec)) for f in src.figures
+                    if covering([r], f.collective, f.nprocs, f.msize)]
             out["live"].append({**r, "set": ps.id, "figures": sorted(figs, key=lambda x: x["msize"]),
                                 "gain": min((f["gain"] for f in figs), default=None)})
         for name in NATIVE_FILES:

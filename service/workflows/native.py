@@ -29,7 +29,7 @@ from sqlalchemy import select
 from pgmpi_formats import arms, native, native_file
 from pgmpi_formats.collectives import by_mpi_name
 from pgmpi_formats.prf import ProfileFormatError, parse_prf, redirected_ranges
-from service.analysis.native_decision import Run as RunMedians, decide, mockup_parts, validation_refusals
+from service.analysis.native_decision import cells_of_mpiruns, decide, mockup_parts, validation_refusals
 from service.auth import audit
 from service.profiles import publish as pub
 from service.store.db import db
@@ -47,7 +47,7 @@ class NativeChainError(ValueError):
 
 
 def campaign_cells(lib_id: int, campaign_id: int) -> dict:
-    """{(key, size, p): [per-mpirun RunMedians]} of a campaign's stored measurement runs of one library
+    """{(key, size, p): [per-mpirun native_decision.Run]} of a campaign's stored measurement runs of one library
     (validation launches and the tuned arm left out)."""
     heads = {rid: (p, h if isinstance(h, dict) else {}) for rid, p, h in db.session.execute(
         select(Run.id, Run.nprocs, Run.headers).where(Run.library_id == lib_id, Run.campaign_id == campaign_id,
@@ -61,9 +61,11 @@ def campaign_cells(lib_id: int, campaign_id: int) -> dict:
             if c is None or alg == arms.TUNED or med is None:
                 continue
             p, h = heads[rid]
-            per.setdefault((c.key, msize, p), {}).setdefault(
-                rid, RunMedians({}, h.get("native_file_fnv1a64")))[alg] = med
-    return {k: list(v.values()) for k, v in per.items()}
+            per.setdefault(rid, {}).setdefault((c.key, msize, p), {})[alg] = med
+    # a reduced search's confirmations measured each choice alone: paired per round (cells_of_mpiruns)
+    return cells_of_mpiruns([((campaign_id, heads[rid][1].get("module", ""), heads[rid][0],
+                               heads[rid][1].get("mpirun_index", "")), heads[rid][1].get("native_file_fnv1a64"), cells)
+                             for rid, cells in per.items()])
 
 
 def _library(machine: str, library: str, version: str) -> tuple[Machine, MpiLibrary]:

@@ -23,7 +23,7 @@ from service.profiles import publish as pub
 from service.store.db import db
 from service.store.models import (Analysis, AuditLog, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
                                   Violation)
-from service.workflows.validate import recorded_native_validation
+from service.workflows.validate import recorded_native_validation, span_version
 
 
 # ----------------------------------------------------------------- publish, roll back, history
@@ -59,6 +59,17 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
     # the service's own record decides, never a file: record_validation set validated_at and the state
     validated = v.validated_at is not None or v.state == "validated"
     files = dict(v.files or {})
+    if span_version(v) is not None:
+        # a span adds its file to what is live (service/analysis/spans.py, rule 3); only its own validation
+        # at its unmeasured count publishes it, never --force
+        if not validated:
+            raise pub.PublishError(f"candidate {v.id}: a span between measured process counts is published only "
+                                   "after a validation at its unmeasured count confirmed it")
+        try:
+            live_files = pub.status(root, *names, directory)["files"]
+        except (OSError, ValueError, KeyError):
+            live_files = {}
+        files = {**live_files, **files}
     # a candidate of .prf profiles keeps the published native file: dropping it would change the algorithms
     # under the candidate's mock-ups.  That is right only when the campaign measured them under exactly that
     # file (a module's native_file; pgmpi-bench's #@native_file_fnv1a64 in every run); otherwise their wins

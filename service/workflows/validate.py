@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from pgmpi_formats.checker import mpi_flavor
 from pgmpi_formats import mpich_json, native_validation as nv
-from service.analysis import native_validation, validation
+from service.analysis import native_validation, spans, validation
 from service.analysis.stats import ratios_ci
 from service.auth import audit
 from service.profiles import publish as pub
@@ -25,6 +25,12 @@ from service.store.models import (Analysis, Machine, MpiLibrary, NativeValidatio
                                   ValidationFigure)
 
 # ----------------------------------------------------------------- validate
+
+def span_version(v: ProfileVersion):
+    """The span a version holds (a version of its own, service/analysis/spans.py), or None."""
+    files = v.files or {}
+    return spans.span_of(*next(iter(files.items()))) if len(files) == 1 else None
+
 
 def validation_verdict(v: ProfileVersion, figures, tolerance: float | None = None,
                        all_or_nothing: bool = False) -> dict:
@@ -38,6 +44,10 @@ def validation_verdict(v: ProfileVersion, figures, tolerance: float | None = Non
         spread = ((summ.get("datatypes") or {}).get("control") or {}).get("null_spread")
     if tolerance is not None:
         spread = max(spread or 0.0, tolerance)
+    span = span_version(v)
+    if span is not None:    # only a validation at its unmeasured count confirms a span (spans.confirm)
+        measured = {c.get("nprocs") for c in summ.get("configs") or [] if isinstance(c, dict)}
+        return spans.confirm(span, figures, measured_counts=measured - {None}, null_spread=spread)
     return validation.judge(v.files or {}, figures, null_spread=spread, all_or_nothing=all_or_nothing)
 
 

@@ -9,9 +9,21 @@ ratio of each pgmpi-bench arm to ReproMPI; then, per pgmpi-bench arm, the stabil
 inside an mpirun shows as a quarter outside ±10 %).
 
   tests/bench/reprompi_compare.py --reprompi /path/to/mpibenchmark [--mpi openmpi] [--runs 5]
-      [--arm 'label=extra pgmpi-bench args' ...]
+      [--mode barrier|window|roundtime] [--window-us 3000] [--arm 'label=extra pgmpi-bench args' ...]
 
-Without --arm one pgmpi-bench arm runs with its defaults (plus the common arguments above).
+--mode chooses the synchronisation of both tools (issue 34, the agreement per method):
+  barrier    ReproMPI --proc-sync=MPI_Barrier (local run-times)      pgmpi-bench --proc-sync=mpi_barrier
+  window     ReproMPI --clock-sync=HCA --proc-sync=window --window-size=W --runtime-type=global
+             pgmpi-bench --proc-sync=window --window-size=W
+  roundtime  ReproMPI --clock-sync=HCA --proc-sync=roundtime --rt-bench-time-ms=<large> --runtime-type=global
+             (without --rt-bench-time-ms ReproMPI's time slot is 0 and it stops after one measurement)
+             pgmpi-bench --proc-sync=roundtime
+Both files are read by pgmpi_formats.results (ReproMPI's errorcode column: invalid window measurements dropped,
+as pgmpi-bench drops its late ones; ReproMPI's round-time keeps late measurements: it defines no errorcodes).
+The share of invalid measurements per tool and cell is printed next to the table.
+
+Without --arm one pgmpi-bench arm runs with its defaults (plus the common arguments above); the mode's
+synchronisation options come last, so an arm's --method=reprompi keeps them.
 Use `uptime` before: figures taken under load > 1.2 are noise of other jobs.
 """
 from __future__ import annotations
@@ -54,6 +66,8 @@ def env_for(mpi: str, exe: str) -> dict:
 
 def rows(text: str, reprompi: bool) -> dict[tuple[str, int], list[float]]:
     """(call, bytes) -> run-times in execution order (ReproMPI with MPI_BYTE: count = bytes)."""
+    if "#@procsync=window" in text or "#@procsync=roundtime" in text:
+        return rows_read(text)
     out: dict[tuple[str, int], list[float]] = defaultdict(list)
     for line in text.splitlines():
         f = line.split()
@@ -66,6 +80,27 @@ def rows(text: str, reprompi: bool) -> dict[tuple[str, int], list[float]]:
         elif not reprompi and len(f) >= 5 and f[4] == "default":
             out[(f[0], int(f[2]))].append(float(f[3]))
     return out
+
+
+def rows_read(text: str) -> dict[tuple[str, int], list[float]]:
+    """The valid measurements of the default, through the project's reader (errorcode columns, global clocks)."""
+    sys.path.insert(0, str(ROOT / "lib" / "python"))
+    from pgmpi_formats.results import parse_text
+    r = parse_text(text, "compare.txt")
+    out: dict[tuple[str, int], list[float]] = defaultdict(list)
+    d = r.algorithms.index("default") if "default" in r.algorithms else -1
+    for t, m, x, a in zip(r.test.tolist(), r.msize.tolist(), r.runtime.tolist(), r.algorithm.tolist()):
+        if r.tests[t] != "MPI_Barrier" and a == d:
+            out[(r.tests[t], int(m))].append(x)
+    return out
+
+
+MODES = {
+    "barrier": (["--proc-sync=MPI_Barrier"], ["--sync=mpi_barrier"]),
+    "window": (["--clock-sync=HCA", "--proc-sync=window", "--runtime-type=global"], ["--proc-sync=window"]),
+    "roundtime": (["--clock-sync=HCA", "--proc-sync=roundtime", "--rt-bench-time-ms=10000000",
+                   "--runtime-type=global"], ["--proc-sync=roundtime"]),
+}
 
 
 def run(cmd: list[str], env: dict, timeout: float = 900) -> str:
@@ -89,9 +124,16 @@ def main() -> None:
     ap.add_argument("--min-loop", action="store_true",
                     help="add two arms: tests/bench/min_loop.c (plain MPI) and the same loop with libpgmpitune "
                          "preloaded (the library's own cost, nothing forced)")
+    ap.add_argument("--mode", choices=list(MODES), default="barrier")
+    ap.add_argument("--window-us", type=float, default=3000, help="--mode window: the window of both tools")
     ap.add_argument("--arm", action="append", default=[],
                     help="'label=extra pgmpi-bench arguments' (repeatable); default: one arm 'pgmpi='")
     a = ap.parse_args()
+    rp_sync, pg_sync = list(MODES[a.mode][0]), list(MODES[a.mode][1])
+    if a.mode == "window":
+        rp_sync.append(f"--window-size={a.window_us:g}")
+        pg_sync.append(f"--window-size={a.window_us:g}")
+    kept: dict[str, dict] = defaultdict(lambda: defaultdict(list))    # arm -> (call, size) -> valid share
     bench = a.pgmpi_bench or str(ROOT / "build/install" / a.mpi / "bin/pgmpi-bench")
     calls = [c.strip() for c in a.calls.split(",")]
     sizes = [parse_size(s) for s in a.sizes.split(",")]
@@ -113,7 +155,7 @@ def main() -> None:
                 if extra is None:
                     cmd = mpirun(a.mpi, a.np) + [a.reprompi, "--calls-list=" + ",".join(CALLS[c] for c in calls),
                                                  "--msizes-list=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}",
-                                                 "--proc-sync=MPI_Barrier"]
+                                                 *rp_sync]
                     text = run(cmd, env_for(a.mpi, a.reprompi))
                 elif extra.startswith("@loop"):
                     env = env_for(a.mpi, bench)
@@ -125,10 +167,11 @@ def main() -> None:
                     out = Path(tmp) / f"{label}-{r}.txt"
                     cmd = mpirun(a.mpi, a.np) + [bench, "--calls=" + ",".join(calls), "--algorithms=default",
                                                  "--sizes=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}",
-                                                 "--sync=mpi_barrier", f"--output={out}"] + shlex.split(extra)
+                                                 f"--output={out}"] + shlex.split(extra) + pg_sync
                     run(cmd, env_for(a.mpi, bench))
                     text = out.read_text()
                 for key, xs in rows(text, extra is None or extra.startswith("@loop")).items():
+                    kept[label][key].append(len(xs) / a.nrep)
                     m = statistics.median(xs)
                     med[label][key].append(m)
                     q = len(xs) // 4
@@ -136,7 +179,11 @@ def main() -> None:
                         qs = [statistics.median(xs[i * q:(i + 1) * q]) / m for i in range(4)]
                         quarters[label].append((r, key, qs))
             print(f"# mpirun round {r + 1}/{a.runs} done", file=sys.stderr)
-    print(f"\n{a.mpi}, {a.np} ranks, MPI_BYTE, MPI_Barrier sync, nrep {a.nrep}, {a.runs} mpiruns per arm, alternating;"
+    print(f"\n# valid measurements per cell (median share over mpiruns): " + "; ".join(
+        f"{lb} " + " ".join(f"{k[0][4:]}/{k[1]}={statistics.median(v) * 100:.0f}%" for k, v in kv.items())
+        for lb, kv in kept.items()))
+    print(f"\n{a.mpi}, {a.np} ranks, MPI_BYTE, mode {a.mode} (ReproMPI {' '.join(rp_sync)}; pgmpi-bench "
+          f"{' '.join(pg_sync)}), nrep {a.nrep}, {a.runs} mpiruns per arm, alternating;"
           " median of per-mpirun medians (us); ratio = arm / ReproMPI; [min-max of per-mpirun medians];"
           " paired = median over rounds of (arm / ReproMPI) within a round (adjacent mpiruns share the VM's"
           " regime, so this is the estimate that regime switches between rounds do not move)")

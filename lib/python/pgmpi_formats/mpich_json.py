@@ -70,6 +70,17 @@ RESTRICTIONS = {
     ("alltoall", "pairwise"): {"noinplace"}, ("alltoall", "scattered"): {"noinplace"},
     ("alltoall", "pairwise_sendrecv_replace"): {"inplace"},
 }
+# Algorithms whose parameters MPICH reads from the algorithm object of the selection file (csel_container.c,
+# parse_container_params: k=, tree_type=, chunk_size=, single_phase_recv=, ...); a parameter left out is 0, and
+# MPICH 5.0.2's Allreduce under {"algorithm=MPIR_Allreduce_intra_recexch": {}} never returned (64 KiB, 2 ranks,
+# measured 2026-11-26; forced by MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recexch it ran in 55 us). A file may name
+# one only with the parameters the library's own tree gives it; else the choice is not written.
+PARAMETERISED = frozenset({
+    "MPIR_Bcast_intra_tree", "MPIR_Bcast_intra_pipelined_tree",
+    "MPIR_Allreduce_intra_recursive_multiplying", "MPIR_Allreduce_intra_tree", "MPIR_Allreduce_intra_recexch",
+    "MPIR_Allreduce_intra_k_reduce_scatter_allgather", "MPIR_Allreduce_intra_ccl",
+    "MPIR_Allgather_intra_k_brucks", "MPIR_Allgather_intra_recexch_doubling", "MPIR_Allgather_intra_recexch_halving",
+    "MPIR_Alltoall_intra_k_brucks", "MPIR_Barrier_intra_k_dissemination", "MPIR_Barrier_intra_recexch"})
 # the message-size operator MPICH evaluates for the collective (module doc); None: no size rule can be written
 SIZE_OPERATOR = {"allreduce": "avg_msg_size", "bcast": "avg_msg_size", "reduce": "avg_msg_size",
                  "alltoall": "avg_msg_size", "allgather": "total_msg_size", "gather": None, "scatter": None}
@@ -130,7 +141,8 @@ def algorithm_names(lib: Path | None = None) -> frozenset[str]:
     return frozenset(n.decode() for n in re.findall(rb"MPIR_[A-Z][a-z_]*?_(?:intra|inter|allcomm)_[a-z_]+", data))
 
 
-def _leaf(key: str, label: str, known: frozenset[str]) -> dict:
+def _leaf(key: str, label: str, known: frozenset[str], params: dict | None = None) -> dict:
+    """The algorithm object of a choice; `params`: the library's own tree's parameters per algorithm key."""
     v = parse_label(label)
     if v is None:
         raise ValueError(f"{label!r} is neither 'default' nor native:<name>")
@@ -139,7 +151,15 @@ def _leaf(key: str, label: str, known: frozenset[str]) -> dict:
     cap = MPICH_NAMES[key][1]
     for name in (f"MPIR_{cap}_intra_{v.name}", f"MPIR_{cap}_allcomm_{v.name}"):
         if name in known:
-            return {f"algorithm={name}": {}}
+            akey = f"algorithm={name}"
+            if name in PARAMETERISED:
+                given = (params or {}).get(akey)
+                if not given:
+                    raise ValueError(f"{key} {v.name}: MPICH reads {name}'s parameters (k=, ...) from the file and "
+                                     "the library's own tree gives none to copy; left out they are 0 (the call "
+                                     "may never return): not written, the library's default stays")
+                return {akey: copy.deepcopy(given)}
+            return {akey: {}}
     raise ValueError(f"{key}: this MPICH has no algorithm MPIR_{cap}_intra_{v.name} (nor _allcomm_)")
 
 
@@ -160,6 +180,7 @@ def _restrictions(key: str, label: str, p: int) -> set[str]:
 def generate(decisions, base: dict, known: frozenset[str]) -> dict:
     """The built-in tree with the decisions in front (see the module docstring)."""
     tree = copy.deepcopy(base)
+    params = _params(base, {})
     by: dict[str, dict[int, list]] = {}
     for d in decisions:
         if d.key not in MPICH_NAMES:
@@ -176,7 +197,7 @@ def generate(decisions, base: dict, known: frozenset[str]) -> dict:
             decs = sorted(per_p[p], key=lambda x: x.nbytes)
             chain: list[tuple[int | None, dict]] = []
             for i, d in enumerate(decs):
-                leaf = copy.deepcopy(orig) if d.label == "default" else _leaf(key, d.label, known)
+                leaf = copy.deepcopy(orig) if d.label == "default" else _leaf(key, d.label, known, params)
                 hi = decs[i + 1].nbytes - 1 if i + 1 < len(decs) else None
                 if chain and chain[-1][1] == leaf:
                     chain[-1] = (hi, leaf)
@@ -323,6 +344,9 @@ def _check_node(node, path: str, coll: str | None, cs: Csel, known, params: dict
         if node[leaves[0]] not in ({}, params.get(leaves[0])):
             out.append(f"{path}/{leaves[0]}: an algorithm leaf must be {{}} (or the parameters the library's "
                        "own tree gives it)")
+        elif alg in PARAMETERISED and not node[leaves[0]]:
+            out.append(f"{path}/{leaves[0]}: MPICH reads this algorithm's parameters (k=, ...) from the file; "
+                       "without them they are 0 and the call may never return")
         if alg.startswith("MPIR_") and alg not in known:
             out.append(f"{path}/{leaves[0]}: this MPICH has no algorithm {alg}")
         return

@@ -170,9 +170,12 @@ def parse_listing(text: str, version: str = "") -> Discovery:
 
 
 def discover(library: str, bench: str | None = None, mpirun: list[str] | None = None,
-             env: dict | None = None, timeout: float = 60) -> Discovery:
+             env: dict | None = None, timeout: float = 60, version: str | None = None) -> Discovery:
     """Asks the installed library.  Open MPI: ompi_info (no MPI job); MPICH: pgmpi-bench --list-native
-    under `mpirun` (one process), since MPICH's lists live in its MPI_T control variables."""
+    under `mpirun` (one process), since MPICH's lists live in its MPI_T control variables.  `env` selects
+    the library (mpi_libraries.MpiLibrary.environment()); with `version` the library that answered must be
+    that version (DiscoveryError otherwise): Open MPI 4.1 and 5.0 offer different algorithms under the
+    same variable names, so a file checked against the wrong one is checked against the wrong list."""
     if library == "openmpi":
         out = subprocess.run(["ompi_info", "--param", "coll", "tuned", "--level", "9", "--parsable"],
                              capture_output=True, text=True, timeout=timeout, env=env)
@@ -181,14 +184,20 @@ def discover(library: str, bench: str | None = None, mpirun: list[str] | None = 
         ver = subprocess.run(["ompi_info", "--parsable"], capture_output=True, text=True, timeout=timeout,
                              env=env).stdout
         m = re.search(r"ompi:version:full:(\S+)", ver)
-        return parse_ompi_info(out.stdout, m.group(1) if m else "")
-    if not bench:
-        raise DiscoveryError(f"discovering {library}'s algorithms needs pgmpi-bench (--list-native)")
-    cmd = list(mpirun or []) + [bench, "--list-native"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    if out.returncode != 0:
-        raise DiscoveryError(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()[:300]}")
-    return parse_listing(out.stdout)
+        d = parse_ompi_info(out.stdout, m.group(1) if m else "")
+    else:
+        if not bench:
+            raise DiscoveryError(f"discovering {library}'s algorithms needs pgmpi-bench (--list-native)")
+        cmd = list(mpirun or []) + [bench, "--list-native"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        if out.returncode != 0:
+            raise DiscoveryError(f"{' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()[:300]}")
+        d = parse_listing(out.stdout)
+    if version and d.version != version:
+        raise DiscoveryError(f"asked for {library} {version}'s algorithms, but the library found answered as "
+                             f"{d.library} {d.version or '(no version)'}: select it with its environment "
+                             "(deploy/mpi-libraries.tsv, pgmpi_formats.mpi_libraries)")
+    return d
 
 
 # (collectives.def key, name) of the algorithms that reorder a reduction's operands, so give wrong results

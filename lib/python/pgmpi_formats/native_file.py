@@ -59,16 +59,21 @@ def mpich_target(version: str | None = None) -> MpichTarget:
 
 @functools.lru_cache(maxsize=4)
 def ompi_target(version: str | None = None) -> native.Discovery:
-    """What the installed Open MPI of that exact version offers (ompi_info; None: the system's)."""
+    """What the installed Open MPI of that exact version offers (its own ompi_info, selected by the table's
+    environment, and checked to answer as that version; None: the system's, whatever `ompi_info` is on PATH)."""
     if version is None:
         return native.discover("openmpi")
     from . import mpi_libraries
+    seen = []
     for r in mpi_libraries.read_mpi_libraries():
-        if r.family == "openmpi" and r.version == version and r.installed:
-            env = r.environment()
-            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-            return native.discover("openmpi", env=env)
-    raise FileNotFoundError(f"no Open MPI {version} installed here to check the file against")
+        if r.family == "openmpi" and r.installed:
+            seen.append(r.version)
+            if r.version == version:
+                env = r.environment()
+                env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+                return native.discover("openmpi", env=env, version=version)
+    raise FileNotFoundError(f"no Open MPI {version} installed here to check the file against (installed: "
+                            f"{', '.join(seen) or 'none'})")
 
 
 @functools.lru_cache(maxsize=4)

@@ -136,6 +136,27 @@ class RunResult:
     def campaign(self) -> str:
         return self.header.get("campaign", "")
 
+    @property
+    def sync(self) -> str:
+        """The measurement method (process synchronisation) of this mpirun: sync_method(header)."""
+        return sync_method(self.header)
+
+
+# The process synchronisation before every measurement decides what a run-time means (lib/bench/README.md,
+# "Synchronisation"): the two barriers time each rank locally (max over ranks), window and round-time time on a
+# global clock (max end - min start). Figures of different methods are never compared (service/analysis).
+SYNC_METHODS = {"dissem_barrier": "dissem_barrier", "dissem": "dissem_barrier", "mpi_barrier": "MPI_Barrier",
+                "window": "window", "roundtime": "roundtime", "double_mpi_barrier": "Double_MPI_Barrier",
+                "none": "None"}
+
+
+def sync_method(header: dict) -> str:
+    """The one reading of a run's method: `#@procsync` (pgmpi-bench and ReproMPI write it; pgmpi-bench's older
+    `#@sync` as fallback), in its canonical spelling; "" when the file does not say. An unknown value is kept as
+    written (a method we do not know is still not the same as another)."""
+    raw = (header.get("procsync") or header.get("sync") or "").strip()
+    return SYNC_METHODS.get(raw.lower(), raw)
+
 
 _INT_EXACT = float(2 ** 53)
 

@@ -69,3 +69,21 @@ def native_story(s, ps, versions, live_files: dict) -> list[dict[str, Any]]:
                     "campaign": det.get("campaign"), "carried": det.get("carried") or [],
                     "left_out": det.get("left_out") or [], "validations": checks})
     return out
+
+
+def span_story(versions) -> dict[int, str]:
+    """Version id -> how its span reads ("p 3, between measured 2 and 4, validated at 3"), for the versions
+    that hold a span between measured process counts (service/analysis/spans.py)."""
+    from service.analysis.spans import describe, span_of
+    out = {}
+    for v in versions:
+        files = v.files if isinstance(v.files, dict) else {}
+        if len(files) != 1:
+            continue
+        name, text = next(iter(files.items()))
+        span = span_of(name, text) if isinstance(text, str) else None
+        if span is None:
+            continue
+        tried = bool(v.figures) or "validation:" in (v.notes or "")
+        out[v.id] = describe(span, validated=True if v.validated_at else (False if tried else None))
+    return out

@@ -79,7 +79,7 @@ def profile_set(set_id: int):
         gains[v.id] = min(g) if g else None
     natives = pdata.native_story(db.session, ps, versions, st.get("files") or {})
     return render_template("profiles/profile_set.html", ps=ps, st=st, versions=versions, cand=cand, diff=diff,
-                           hist=hist, roles=roles, gains=gains, natives=natives)
+                           hist=hist, roles=roles, gains=gains, natives=natives, spans=pdata.span_story(versions))
 
 
 def _require_admin():

@@ -89,7 +89,11 @@ end
 -- load time (versions/<n> never change), so a later rollback or a set without the file cannot leave a
 -- job pointing at a missing file (MPICH segfaults on one); reloading the module follows `current`.
 function M.native_env(mpi_label)
-  local cur = M.profile_dir(mpi_label)
+  return M.native_env_at(M.profile_dir(mpi_label))
+end
+
+-- the same for a given `current` directory (a module that knows its profile directory, e.g. make demo's)
+function M.native_env_at(cur)
   local p = io.popen("readlink -f '" .. cur:gsub("'", "'\\''") .. "' 2>/dev/null")
   local dir = p and p:read("*l")
   if p then p:close() end
@@ -116,6 +120,45 @@ function M.native_env(mpi_label)
     return env
   end
   return {}
+end
+
+-- Usage recording (docs/usage.md): off unless the site file names a spool directory.
+--   usage_dir      = /var/spool/pgmpi-usage   PGMPITUNE_USAGE_DIR (recording on; one record per job)
+--   usage_period   = 64                       PGMPITUNE_USAGE_PERIOD (one call in this many is timed; 1-1048576)
+--   usage_identity = job                      PGMPITUNE_USAGE_IDENTITY (job, user, exe, none, or a comma list)
+-- A value the library would not take leaves that variable unset (the library's default: period 64, identity
+-- job) with a message naming the file and the valid choices; the job still runs.
+M.usage_identities = {job = true, user = true, exe = true, none = true}
+
+function M.usage_env(conf, path)
+  if not conf then conf, path = M.site_config() end
+  local env = {}
+  local dir = conf.usage_dir
+  if not dir or dir == "" then return env end
+  local function complain(msg)
+    if LmodMessage and mode and mode() == "load" then LmodMessage("pgmpitunelib: " .. path .. ": " .. msg) end
+  end
+  if dir:sub(1, 1) ~= "/" then
+    complain("usage_dir = " .. dir .. " is not an absolute path; usage recording stays off")
+    return env
+  end
+  env.PGMPITUNE_USAGE_DIR = dir
+  local per = conf.usage_period
+  if per then
+    local n = tonumber(per:match("^%d+$") or "")
+    if n and n >= 1 and n <= 1048576 then env.PGMPITUNE_USAGE_PERIOD = tostring(math.floor(n))
+    else complain("usage_period = " .. per .. ": a whole number from 1 to 1048576; the library's default (64) applies") end
+  end
+  local id = conf.usage_identity
+  if id then
+    local ok = id ~= ""
+    for word in (id .. ","):gmatch("([^,]*),") do
+      if not M.usage_identities[trim(word)] then ok = false end
+    end
+    if ok then env.PGMPITUNE_USAGE_IDENTITY = id:gsub("%s", "")
+    else complain("usage_identity = " .. id .. ": any of job, user, exe, none (comma-separated); the library's default (job) applies") end
+  end
+  return env
 end
 
 return M

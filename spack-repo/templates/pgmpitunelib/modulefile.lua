@@ -33,6 +33,8 @@ local pgmpi_site = loadfile("{{ spec.prefix }}/share/pgmpitunelib/pgmpitune-site
 setenv("PGMPITUNE_PROFILE_DIR", pgmpi_site.profile_dir("{{ pgmpi_mpi_label }}"))
 -- the MPI library's own decision file of the same published set, if there is one (pgmpitune-site.lua)
 for k, v in pairs(pgmpi_site.native_env("{{ pgmpi_mpi_label }}")) do setenv(k, v) end
+-- usage recording, when the site file names a spool directory (usage_dir; off by default: docs/usage.md)
+for k, v in pairs(pgmpi_site.usage_env()) do setenv(k, v) end
 {% if spec.variants['preload'].value %}
 
 -- preload variant: launched ranks only, never the login shell

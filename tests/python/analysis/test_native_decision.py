@@ -121,6 +121,57 @@ def test_second_pass_a_mockup_with_retuned_parts_competes_on_runs_under_that_ver
     assert next(c for c in s.candidates if c.label != "default").refused.startswith("not significant")
 
 
+def _raw(path, index, medians, campaign="ns"):
+    """A raw file of one mpirun: per (label, seconds) 8 rows of MPI_Bcast at 512 B (1 % spread)."""
+    lines = ["#@pgmpi_format=1", "#@machine=m1", "#@mpi_library=openmpi", "#@mpi_version=4.1.4",
+             "#@module=openmpi/4.1.4", "#@nodes=1", "#@ppn=2", "#@nprocs=2", f"#@mpirun_index={index}",
+             f"#@campaign={campaign}", "#@clock=MPI_Wtime", "test nrep msize runtime_sec algorithm"]
+    for label, t in medians.items():
+        lines += [f"MPI_Bcast {r} 512 {t * (1 + 0.01 * ((r * 7) % 5 - 2) / 2):.10e} {label}" for r in range(8)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_reduced_search_choice_is_decided_on_its_alone_mpiruns_not_the_interleaved_search(tmp_path):
+    """native_driver confirms each choice in mpiruns of its own: the default alone, the variant alone, paired
+    per round by #@mpirun_index.  The search's interleaved mpirun made split_binary_tree look 5x faster;
+    alone, as an application runs it, it is 1.3x slower, so the default stays.  On a planted inverse (alone
+    1.5x faster) it wins on the alone pairs only."""
+    from service.analysis.native_decision import runs_from_files
+    sbt = "native:split_binary_tree"
+    drift = [1.0, 1.03, 0.98, 1.01]
+
+    def job(factor):
+        d = tmp_path / f"f{factor}"
+        d.mkdir()
+        files = [_raw(d / "search-0-bcast.txt", 0, {"default": 1e-6, sbt: 0.2e-6, "default_control": 1.01e-6})]
+        for i, k in enumerate(drift):
+            files.append(_raw(d / f"search-0-confirm-{i}-0.txt", i, {"default": 1e-6 * k, "default_control": 1.005e-6 * k}))
+            files.append(_raw(d / f"search-0-confirm-{i}-1.txt", i, {sbt: factor * 1e-6 * k}))
+        return runs_from_files(files)
+
+    slower = job(1.3)
+    runs_ = slower[("bcast", 512, 2)]
+    assert sum(r.alone for r in runs_) == 4 and all(sbt in r and "default" in r for r in runs_ if r.alone)
+    assert not any(sbt in r for r in runs_ if not r.alone)          # the interleaved measurement no longer counts
+    d = decide(slower).decisions[("bcast", 512, 2)]
+    assert d.choice == "default"
+    c = next(c for c in d.candidates if c.label == sbt)
+    assert c.runs == 4 and abs(c.paired_ratio - 1 / 1.3) < 0.02
+    faster = decide(job(1 / 1.5)).decisions[("bcast", 512, 2)]
+    assert faster.choice == sbt and "paired over 4 mpiruns" in faster.reason
+
+
+def test_the_confirmation_mpiruns_of_a_round():
+    from scheduler.native_driver import confirmations
+    plan = confirmations({"bcast": {512: "native:binomial", 4096: "native:split_binary_tree:seg=1024", 8: None},
+                          "reduce": {512: "native:binomial"}})
+    assert plan == [("default", ["bcast", "reduce"], [512, 4096]),
+                    ("native:binomial", ["bcast", "reduce"], [512]),
+                    ("native:split_binary_tree:seg=1024", ["bcast"], [4096])]
+    assert confirmations({"bcast": {512: None}, "reduce": {}}) == []
+
+
 def test_a_native_choice_states_its_effect_with_the_interval_that_cleared_the_threshold():
     d = decide({("bcast", 4096, 2): runs(default=10.0, native__binomial=8.0)}).decisions[("bcast", 4096, 2)]
     c = next(x for x in d.candidates if x.label == d.choice)

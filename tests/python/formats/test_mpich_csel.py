@@ -169,3 +169,22 @@ def test_a_file_made_for_the_other_version_is_refused(tmp_path_factory):
         text = mj.dumps(mj.generate(dec, other.base, other.known))
         problems = mj.check_tree(mj.loads(text, "x.json"), mine.base, mine.known, mine.version)
         assert any(f"not MPICH {mine.version}'s built-in branch" in p for p in problems), problems
+
+
+def test_a_parameterised_algorithm_is_written_only_with_its_parameters(mpich, tmp_path):
+    """MPICH reads recexch's k= from the file: an empty object left k = 0 and MPICH 5.0.2's Allreduce never
+    returned (64 KiB, 2 ranks). The writer does not write such a choice without parameters to copy, the reader
+    refuses the empty object; an algorithm whose parameters the library's own tree gives is written with them."""
+    # the library's own tree passes (its parameterised leaves carry their parameters)
+    assert mj.check_tree(mpich.base, mpich.base, mpich.known, mpich.version) == []
+    if mpich.version.startswith("4.0"):
+        # 4.0.2 has none of them (its tree/recexch algorithms came in 4.1): nothing to refuse there
+        assert not mpich.known & mj.PARAMETERISED
+        return
+    with pytest.raises(ValueError, match="reads MPIR_Allreduce_intra_recexch's parameters"):
+        mj.generate([Decision("allreduce", 2, 8, "native:recexch")], mpich.base, mpich.known)
+    planted = _planted(mpich, "allreduce", {"avg_msg_size=any": {"algorithm=MPIR_Allreduce_intra_recexch": {}}})
+    assert any("parameters (k=, ...)" in p for p in mj.check_tree(planted, mpich.base, mpich.known,
+                                                                   mpich.version))
+    given = mj._params(mpich.base, {})
+    assert all(name.split("=", 1)[1] in mj.PARAMETERISED for name in given), given

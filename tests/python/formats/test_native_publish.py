@@ -75,3 +75,43 @@ def test_a_native_file_without_a_recorded_validation_is_refused(tmp_path):
     with pytest.raises(pub.PublishError, match="reorders a reduction's operands"):
         pub.publish(tmp_path, "m1", "openmpi", "4.1.4", {"native.rules": "1\n2\n1\n2\n1\n0 4 0 0\n"},
                     actor="alice", validated=False, force=True, reason="test", checker=["/bin/true"], mpi="openmpi")
+
+
+# per library id: (family, version the set is for, a file written for another version of the family and why
+# that version would misread it).  Open MPI 5.0.11 reads a 4.1.4 file exactly as 4.1.4 does (the same
+# algorithm ids, no header): the file it would not read is the next format, Open MPI 6's JSON rules.
+FIVE = {"openmpi": ("openmpi", "4.1.4"), "openmpi5": ("openmpi", "5.0.11"), "mpich": ("mpich", "4.0.2"),
+        "mpich5": ("mpich", "5.0.2"), "intelmpi": ("intelmpi", "2021.13")}
+OTHER = {"4.1.4": "5.0.11", "4.0.2": "5.0.2", "5.0.2": "4.0.2"}
+DECS5 = {"openmpi": [Decision("allreduce", 2, 8, "native:recursive_doubling"), Decision("bcast", 2, 4096, "native:binomial")],
+         "mpich": [Decision("allreduce", 2, 8, "native:recursive_doubling"), Decision("bcast", 2, 4096, "native:binomial")],
+         "intelmpi": [Decision("allreduce", 2, 8, "native:1"), Decision("bcast", 2, 4096, "native:1")]}
+
+
+@pytest.mark.parametrize("lib_id", sorted(FIVE))
+def test_every_library_refuses_a_corrupt_file_and_a_file_for_another_version(tmp_path, lib_id):
+    """Publishing checks a native file with the reader of the exact version the set is for (each library
+    installed here): the file written for it goes live; the same file cut short, and a file written for
+    another version of the family, are refused with the reason and nothing changes."""
+    from pgmpi_formats import native_file
+    family, version = FIVE[lib_id]
+    name, text = native_file.render(family, DECS5[family], version=version)
+    publish(tmp_path, {name: text}, family, version)
+    live = current(tmp_path, family, version)
+    lines = text.rstrip("\n").split("\n")       # the last line cut in half: a file that ended mid-write
+    corrupt = "\n".join(lines[:-1] + [lines[-1][: len(lines[-1]) // 2] + "x"]) + "\n"
+    with pytest.raises(pub.PublishError, match=f"{name}"):
+        publish(tmp_path, {name: corrupt}, family, version)
+    if family == "intelmpi":          # one Intel MPI installed: a file that says it is for the next one
+        other, why = text.replace("# Intel MPI 2021.13", "# Intel MPI 2021.14", 1), "written for Intel MPI 2021.14"
+    elif version == "5.0.11":
+        other, why = '{"collectives": {"allreduce": [{"comm_size_min": 2, "alg": "recursive_doubling"}]}}\n', \
+            "native.rules refused"
+    else:
+        other = native_file.render(family, DECS5[family] + ([Decision("allgather", 2, 8, "native:sparbit")]
+                                                            if OTHER[version] == "5.0.11" else []),
+                                   version=OTHER[version])[1]
+        why = "reads no rule-file-version-2 header" if family == "openmpi" else f"MPICH {version} would not read"
+    with pytest.raises(pub.PublishError, match=why):
+        publish(tmp_path, {name: other}, family, version)
+    assert current(tmp_path, family, version) == live

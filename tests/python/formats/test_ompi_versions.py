@@ -112,3 +112,44 @@ def test_published_only_to_the_version_it_was_written_for(libs, tmp_path):
     with pytest.raises(pub.PublishError, match="native.rules refused: native.rules:1: Open MPI 4.1.4 reads no "
                                                "rule-file-version-2 header"):
         publish("4.1.4")
+
+
+def _raw(path, version, index, medians):
+    lines = ["#@pgmpi_format=1", "#@machine=m1", "#@mpi_library=openmpi", f"#@mpi_version={version}",
+             f"#@module=openmpi/{version}", "#@nodes=1", "#@ppn=2", "#@nprocs=2", f"#@mpirun_index={index}",
+             "#@campaign=v", "#@clock=MPI_Wtime", "test nrep msize runtime_sec algorithm"]
+    for label, t in medians.items():
+        lines += [f"MPI_Allgather {r} 1024 {t * (1 + 0.002 * (r % 3)):.10e} {label}" for r in range(6)]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_native_files_reads_the_version_the_results_were_measured_on(libs, tmp_path):
+    """`pgmpi analyze native-files` checks and writes the file with the algorithms of the exact Open MPI the
+    results name (#@mpi_version), not whichever ompi_info is first on PATH (Debian's 4.1.4 here): results of
+    5.0.11 choosing sparbit (5.0 only) give a 5.0 file; results of two versions at once are refused."""
+    from click.testing import CliRunner
+
+    from service.commands.analysis import native_files_cmd
+    drift = [1.0, 1.02, 0.99, 1.01, 0.98]
+    files = [_raw(tmp_path / f"r{i}.txt", "5.0.11", i,
+                  {"default": 2e-6 * k, "native:sparbit": 1.2e-6 * k, "default_control": 2.01e-6 * k})
+             for i, k in enumerate(drift)]
+    out = CliRunner().invoke(native_files_cmd, [*files, "--out", str(tmp_path / "out")])
+    assert out.exit_code == 0, out.output
+    text = (tmp_path / "out" / "native.rules").read_text()
+    assert text.startswith(orr.HEADER + "\n")                   # 5.0.11 reads the v2 header
+    rules = orr.parse_rules(text, "native.rules", libs["openmpi5"].d)
+    assert rules.lookup("allgather", 2, orr.ompi_bytes("allgather", 1024, 2))[0] == libs["openmpi5"].d.value("allgather", "sparbit")
+    mixed = files[:3] + [_raw(tmp_path / "old.txt", "4.1.4", 9, {"default": 2e-6})]
+    out = CliRunner().invoke(native_files_cmd, [*mixed, "--out", str(tmp_path / "mixed")])
+    assert out.exit_code != 0 and "one MPI library and version" in out.output and "openmpi-4.1.4" in out.output
+    # measured across nodes on 5.0, where han serves the call: no rules file from it
+    across = [Path(f).read_text().replace("#@nodes=1", "#@nodes=2") for f in files]
+    for i, t in enumerate(across):
+        (tmp_path / f"x{i}.txt").write_text(t)
+    out = CliRunner().invoke(native_files_cmd, [str(tmp_path / f"x{i}.txt") for i in range(len(across))]
+                             + ["--out", str(tmp_path / "across")])
+    assert out.exit_code != 0 and "coll/han, not tuned, serves the call" in out.output
+    with pytest.raises(native.DiscoveryError, match="asked for openmpi 5.0.11's algorithms, but .* answered as openmpi 4.1.4"):
+        native.discover("openmpi", env=libs["openmpi"].env, version="5.0.11")

@@ -92,3 +92,39 @@ def test_demo_says_what_it_reuses_and_fresh_starts_a_new_campaign(tmp_path):
     assert name == "demo" and reused.startswith("reusing campaign demo measured ")
     assert "(1 of 2 job(s) completed" in reused and "make demo FRESH=1" in reused
     assert demo._pick_campaign(tmp_path / "agent", fresh=True) == ("demo-2", None)
+    # the native half's campaign (demo-native) is measured next to it and never taken for the demo's own
+    st = State(tmp_path / "agent")
+    with st.tx():
+        st.ensure_campaign("demo-native", {}, None)
+    st.close()
+    assert demo._pick_campaign(tmp_path / "agent", fresh=False)[0] == "demo"
+    assert demo._pick_campaign(tmp_path / "agent", fresh=True) == ("demo-2", None)
+
+
+@pytest.mark.parametrize("mpi,version,name,var", [("openmpi", "4.1.4", "native.rules", "OMPI_MCA_coll_tuned_dynamic_rules_filename"),
+                                                  ("mpich", "4.0.2", "native.json", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE")])
+def test_demo_module_points_the_library_at_a_published_native_file(tmp_path, lmod_init, mpi, version, name, var):
+    """The demo's module sets the variables that make the MPI read the native file of its current set (the
+    site's rule, pgmpitune-site.lua native_env_at), and follows a site file named by PGMPI_SITE_CONFIG (a
+    native validation job stages its candidate so)."""
+    demo = _demo()
+    tree = demo._write_modules(tmp_path, tmp_path / "profiles", "box", {mpi: version})
+
+    def loaded(env_extra=""):
+        script = f". {lmod_init}\nmodule use {tree}\n{env_extra}module load pgmpitunelib/{mpi}\nenv\n"
+        r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
+                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+        assert r.returncode == 0, r.stderr
+        return dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    assert var not in loaded()                                   # nothing published: nothing set
+    for root, machine in ((tmp_path / "profiles", "box"), (tmp_path / "staged", "other")):
+        v1 = root / machine / f"{mpi}-{version}" / "versions" / "1"
+        v1.mkdir(parents=True)
+        (v1 / name).write_text("1\n")
+        (v1.parent.parent / "current").symlink_to("versions/1")
+    env = loaded()
+    assert env[var] == str(tmp_path / "profiles" / "box" / f"{mpi}-{version}" / "versions" / "1" / name)
+    assert env["PGMPITUNE_PROFILE_DIR"] == str(tmp_path / "profiles" / "box" / f"{mpi}-{version}" / "current")
+    (tmp_path / "site.conf").write_text(f"profile_root = {tmp_path / 'staged'}\nmachine = other\n")
+    env = loaded(f"export PGMPI_SITE_CONFIG={tmp_path / 'site.conf'}\n")
+    assert env[var] == str(tmp_path / "staged" / "other" / f"{mpi}-{version}" / "versions" / "1" / name)

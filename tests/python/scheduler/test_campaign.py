@@ -273,3 +273,36 @@ def test_campaign_wide_nrep_every_mpirun_measures_the_pilots_counts(tmp_path, mp
     assert counts and all(len(v) == 1 for v in counts.values()), counts     # one count per cell, every mpirun
     assert {r.header["nrep_policy"].split(":")[0] for r in rs.runs} == {"predict", "from"}
     assert sum(r.header["nrep_policy"] == "from:run-0.txt" for r in rs.runs) == c.mpiruns - 1
+
+
+@pytest.mark.parametrize("sync, one_node, multi_node", [
+    (None, "dissem", None), ("roundtime", "roundtime", "roundtime"), ("mpi_barrier", "mpi_barrier", "mpi_barrier")])
+def test_the_campaign_chooses_the_synchronisation_of_every_launch(tmp_path, sync, one_node, multi_node):
+    from scheduler.campaign import MULTI_NODE_SYNC
+    text = GOOD + (f"sync: {sync}\n" if sync else "")
+    jobs = plan(load_campaign(write(tmp_path, text)))
+    for j in jobs:
+        want = one_node if j.layout.nodes == 1 else (multi_node or MULTI_NODE_SYNC)
+        for ln in j.launches:
+            syncs = [a for a in ln.argv if a.startswith("--proc-sync=")]
+            if ln.role == "search":
+                continue
+            assert syncs == [f"--proc-sync={want}"], (j.key, ln.argv)
+
+
+@pytest.mark.parametrize("extra, expect", [
+    ("sync: window\nwindow_size_us: 5000\n", None),
+    ("sync: hca\n", "sync"),
+    ("sync: dissem\nwindow_size_us: 5000\n", "window_size_us: belongs to sync: window"),
+    ("bench_args: [--sync=mpi_barrier]\n", "'--sync=mpi_barrier' is chosen by the campaign's sync:"),
+    ("bench_args: [--method=reprompi]\n", "'--method=reprompi' is chosen by the campaign's sync:"),
+])
+def test_sync_fields_and_bench_args_that_would_change_the_method(tmp_path, extra, expect):
+    if expect is None:
+        c = load_campaign(write(tmp_path, GOOD + extra))
+        argv = plan(c)[0].launches[0].argv
+        assert "--proc-sync=window" in argv and "--window-size=5000" in argv
+        return
+    with pytest.raises(CampaignError) as exc:
+        load_campaign(write(tmp_path, GOOD + extra))
+    assert expect in str(exc.value)

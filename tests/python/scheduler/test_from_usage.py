@@ -61,3 +61,43 @@ def test_a_decided_cell_is_kept_and_the_budget_binds():
 def test_a_base_without_from_usage_is_refused():
     with pytest.raises(FromUsageError, match="cells: from-usage"):
         tonight(dict(BASE, cells=None), {}, machine_nodes=1, night=0)
+
+
+def test_the_services_layout_and_verdicts_decide_tonights_cells(tmp_path):
+    """The API's `layout` (where the jobs ran) wins over filling nodes; its `verdict` with the age keeps a cell
+    decided recently out of tonight per library (module), one decided too long ago is measured again; the
+    deployed example file plans loadable campaigns."""
+    from pathlib import Path
+    from scheduler.from_usage import states_from_api
+    api = [dict(API[0], layout="4x1", verdict={"state": "violation", "age_nights": 3},
+                violation={"mockup": "allreduce_as_reduce_bcast", "msize": 8, "speedup": 1.5}),
+           dict(API[2], layout="4x4", verdict={"state": "none", "age_nights": 40}),
+           dict(API[3], layout="3x3")]                   # 9 ranks is not p = 4: the layout is not believed
+    cells = {u.cell for u in cells_from_api(api, ppn=8)}
+    assert cells == {Cell("allreduce", 8, 4, "4x1"), Cell("bcast", 65536, 16, "4x4"), Cell("alltoall", 1024, 4, "1x4")}
+    states = states_from_api(api, ppn=8)
+    assert states[Cell("allreduce", 8, 4, "4x1")] == CellState(Cell("allreduce", 8, 4, "4x1"), "violation", 3, 0.5)
+    usage = {"openmpi/4.1.4": cells_from_api(api, ppn=8), "mpich/4.0.2": cells_from_api(api, ppn=8)}
+    camps, plan, text = tonight(BASE, usage, machine_nodes=4, night=2, module_states={"openmpi/4.1.4": states})
+    measured = {(c["modules"][0]["name"], k) for c in camps for k in c["collectives"]}
+    assert ("openmpi/4.1.4", "allreduce") not in measured and ("mpich/4.0.2", "allreduce") in measured
+    assert ("openmpi/4.1.4", "bcast") in measured                # decided 40 nights ago, refresh after 30
+    assert "keep    openmpi/4.1.4 allreduce 8 B p=4: decided 3 night(s) ago: violation" in text
+    example = Path(__file__).resolve().parents[3] / "deploy" / "scheduler" / "usage.example.yaml"
+    paths, _ = write_tonight(example, usage, tmp_path / "night", machine_nodes=100, night=2)
+    assert paths and all(load_campaign(p).machine == "hydra" for p in paths)
+
+
+def test_usage_upload_finds_the_spool_in_the_site_file(tmp_path, monkeypatch):
+    """Without --spool the agent reads usage_dir of the site file (the directory the modules record into)."""
+    from click.testing import CliRunner
+    from scheduler.cli import agent
+    site = tmp_path / "site.conf"
+    monkeypatch.setenv("PGMPI_SITE_CONFIG", str(site))
+    site.write_text("machine = m1\n")
+    args = ["usage-upload", "--machine", "m1", "--service-url", "http://127.0.0.1:9", "--token-file", str(site)]
+    res = CliRunner().invoke(agent, args)
+    assert res.exit_code != 0 and f"no --spool and no usage_dir in {site}" in res.output, res.output
+    site.write_text(f"usage_dir = {tmp_path}/spool\n")
+    res = CliRunner().invoke(agent, args)
+    assert res.exit_code != 0 and f"{tmp_path}/spool: no such spool directory" in res.output, res.output

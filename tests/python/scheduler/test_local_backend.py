@@ -130,6 +130,50 @@ def test_local_native_campaign_records_the_libraries_algorithms(tmp_path, bench_
             "native:reduce_scatter_allgather"} <= algs
 
 
+@pytest.mark.lmod
+def test_demo_native_step_decides_validates_through_the_module_and_publishes_only_what_passed(tmp_path, sqlite_app):
+    """make demo's native half (deploy/demo.py native_step) on one MPI: a search campaign -> the decision for
+    the library's exact version -> when it chose anything, a validation job that loaded the file through the
+    demo's module (the job refuses to measure otherwise) and a record in the service -> published next to
+    the live set exactly when that record passed; the summary facts say which."""
+    import importlib.util
+    import json as _json
+    from sqlalchemy import select
+    from service.store.db import db
+    from service.store.models import NativeValidation
+    spec = importlib.util.spec_from_file_location("pgmpi_demo", ROOT / "deploy" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    app, token = sqlite_app
+    c = {"name": "d-native", "machine": "demo-box", "backend": "local", "modules": [{"mpi": "mpich"}],
+         "layouts": [{"nodes": 1, "ppn": 2}], "repetitions": {"nrep": 20}, "mpiruns": 2,
+         "collectives": {"allreduce": {"sizes": [32, 1024], "search": "exhaustive"}}, "validation": {"enabled": False}}
+    s = run_local_campaign(campaign_file(tmp_path / "n.yaml", **c), tmp_path / "agent", app=app, token=token,
+                           log=None, timeout=300)
+    assert s["states"] == {"COMPLETED": 1}, s
+    versions = {"openmpi": "4.1.4", "mpich": "4.0.2"}
+    modules = demo._write_modules(tmp_path, tmp_path / "profiles", "demo-box", versions)
+    facts = demo.native_step(app, tmp_path, "demo-box", "d-native", versions, tmp_path / "profiles", modules,
+                             log=lambda _m: None)
+    assert facts["openmpi"] == {"native": "no completed search job"}
+    f = facts["mpich"]
+    assert f["searched"].startswith("2 cells (allreduce), ") and f["searched"].endswith(", 2 mpiruns")
+    live = tmp_path / "profiles" / "demo-box" / "mpich-4.0.2" / "current" / "native.json"
+    with app.app_context():
+        recs = db.session.scalars(select(NativeValidation).order_by(NativeValidation.id)).all()
+    if "file" not in f:                       # nothing beat the default: no job, nothing published
+        assert f["native"].endswith("nothing to publish") and not recs and not live.exists()
+        return
+    assert recs and f["validation"].startswith(f"record {recs[-1].id} {recs[-1].state}")
+    jobdir = sorted((tmp_path / "native-validate").iterdir())[-1]
+    assert "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=" in (jobdir / "native-env.txt").read_text()
+    assert live.exists() == (recs[-1].state == "passed") == ("published" in f)
+    if live.exists():
+        from service.workflows.validate import native_digest
+        assert native_digest(live.read_text()) == recs[-1].digest
+    _json.dumps(f)
+
+
 def test_next_night_measures_with_the_previous_nights_repetitions(tmp_path, bench_root):
     """Campaign-wide NREP from the previous night (scheduler/nrep_history.py): night 1 of a predict campaign
     has its pilot; night 2, in the same agent state, measures every mpirun of the cells night 1 measured with

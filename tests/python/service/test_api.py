@@ -503,3 +503,40 @@ def test_native_candidate_requests_name_what_is_wrong(client, seeded, app):
     assert _carried(live, {"bcast"}) == ({}, ["allgather_p2.prf", "allreduce_p2.prf"])
     assert _carried(live, {"reduce_scatter"}) == ({n: live[n] for n in ("allgather_p2.prf", "allreduce_p2.prf")}, [])
     assert _carried(live, {"reduce"}) == ({"allgather_p2.prf": live["allgather_p2.prf"]}, ["allreduce_p2.prf"])
+
+
+def test_the_nightly_chain_pairs_a_reduced_searchs_alone_confirmations(client, seeded, app):
+    """A reduced search's confirmations (native_driver: the default alone, the chosen variant alone, each round
+    one #@mpirun_index) stored through the upload path become one paired run per round in the nightly chain's
+    cells (service/workflows/native.campaign_cells), and the search's interleaved measurement of that variant
+    no longer counts: here it made the variant look 5x faster, alone it is 1.3x slower."""
+    from sqlalchemy import select as _select
+
+    from service.store.models import Campaign, MpiLibrary
+    from service.workflows.native import campaign_cells
+    sbt = "native:split_binary_tree"
+
+    def raw(index, medians):
+        lines = ["#@pgmpi_format=1", "#@machine=m1", "#@mpi_library=openmpi", "#@mpi_version=4.1.4",
+                 "#@module=openmpi/4.1.4", "#@nodes=1", "#@ppn=2", "#@nprocs=2", f"#@mpirun_index={index}",
+                 "#@campaign=ns", "#@clock=MPI_Wtime", "test nrep msize runtime_sec algorithm"]
+        for label, t in medians.items():
+            lines += [f"MPI_Bcast {r} 512 {t * (1 + 0.001 * r):.10e} {label}" for r in range(5)]
+        return "\n".join(lines) + "\n"
+    files = [{"name": "search-0-bcast.txt", "content": raw(0, {"default": 1e-6, sbt: 0.2e-6})}]
+    for i, k in enumerate([1.0, 1.02, 0.99]):
+        files += [{"name": f"search-0-confirm-{i}-0.txt", "content": raw(i, {"default": 1e-6 * k})},
+                  {"name": f"search-0-confirm-{i}-1.txt", "content": raw(i, {sbt: 1.3e-6 * k})}]
+    assert client.post("/api/v1/campaigns", headers=seeded["agent1"],
+                       json={"name": "ns", "machine": "m1", "definition": {}}).status_code == 201
+    r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={"upload_id": "ns-1", "campaign": "ns",
+                                                                         "files": files})
+    assert r.status_code == 201, r.json
+    with app.app_context():
+        lib = db.session.scalar(_select(MpiLibrary.id).where(MpiLibrary.name == "openmpi"))
+        camp = db.session.scalar(_select(Campaign.id).where(Campaign.name == "ns"))
+        runs = campaign_cells(lib, camp)[("bcast", 512, 2)]
+    paired = [x for x in runs if x.alone]
+    assert len(paired) == 3 and all(set(x) == {"default", sbt} for x in paired)
+    assert all(abs(x[sbt] / x["default"] - 1.3) < 0.01 for x in paired)
+    assert [set(x) for x in runs if not x.alone] == [{"default"}]

@@ -134,3 +134,28 @@ def test_the_agent_uploads_a_spool_once_and_resumes(client, seeded, app, tmp_pat
     assert upload_usage(agent, spool, "m1")["duplicates"] == 1
     j = client.get("/api/v1/machines/m1/libraries/openmpi-4.1.4/usage", headers=seeded["viewer"]).get_json()
     assert j["jobs"] == 2
+
+
+def test_a_violation_as_the_analysis_stores_it_meets_the_users_cell(client, seeded, app):
+    """The analysis names a violation by the collective's key (allreduce) and stores it under the library row of
+    the campaign's module (openmpi/4.1.4); a usage record names the MPI function and has no module: the ranking
+    still joins them (one library of the machine, one collective)."""
+    assert post(client, seeded["agent1"], record(CELLS)).status_code == 201
+    from service.store.models import Analysis, MpiLibrary, Violation
+    with app.app_context():
+        users = db.session.query(MpiLibrary).one()
+        lib = MpiLibrary(machine_id=users.machine_id, name="openmpi", version="4.1.4", module="openmpi/4.1.4")
+        db.session.add(lib)
+        db.session.flush()
+        a = Analysis(machine_id=lib.machine_id, library_id=lib.id, alpha=0.05, test="paired_t", fdr=True, actor="t")
+        db.session.add(a)
+        db.session.flush()
+        db.session.add(Violation(analysis_id=a.id, collective="allreduce", mockup="allreduce_as_reduce_bcast", msize=8,
+                                 nprocs=4, default_time=2e-6, mockup_time=1e-6, slowdown=2.0, kind="pattern"))
+        db.session.commit()
+    j = client.get("/api/v1/machines/m1/libraries/openmpi-4.1.4/usage", headers=seeded["viewer"]).get_json()
+    first = j["cells"][0]
+    assert (first["collective"], first["bytes_lo"], first["layout"]) == ("MPI_Allreduce", 8, "1x4"), first
+    assert first["violation"]["mockup"] == "allreduce_as_reduce_bcast"
+    assert first["lost_node_hours"] == pytest.approx(12.0 * 0.5 / 8 / 3600)
+    assert first["verdict"] is None          # no campaign measured it here: no verdict with an age

@@ -1,0 +1,201 @@
+/* pgmpi-bench: the synchronised global clock and the two clock-based process synchronisations
+ * (--proc-sync=window, --proc-sync=roundtime; lib/bench/README.md, "Synchronisation").
+ *
+ * Clock model (the linear model of HCA, Hunold & Carpen-Amarie): every rank r > 0 estimates the offset of
+ * rank 0's clock against its own at several moments ("fit points"); each fit point is the ping-pong with
+ * the smallest round trip among `exchanges` (the offset of that exchange is rank 0's time minus the
+ * midpoint of r's send and receive times).  A least-squares line through the fit points gives
+ *     global(t) = t + a + b * t
+ * Rules:
+ *   1. Rank 0 is the reference: its a = b = 0.
+ *   2. The ranks are fitted one after the other against rank 0 (HCA merges models along a tree in
+ *      log2(p) rounds; at the few ranks measured here the flat order costs (p-1) x fitpoints x exchanges
+ *      round trips, a few milliseconds, and has no error propagation).
+ *   3. The slope b is kept only when it differs from 0 by more than twice its standard error and is below
+ *      MAX_DRIFT (1e-4, more than real clocks drift): fitted over a millisecond, a slope is mostly noise
+ *      (50 ns of offset noise / 1 ms = 5e-5, i.e. 50 us after one second), and ranks sharing one physical
+ *      clock (one node, the virtual cluster's containers) have no drift to fit.  Without a slope, a is the
+ *      median offset of the fit points.
+ *   5. No rank waits longer than its window (or margin) plus WAIT_SLACK_SEC for a start: beyond that the
+ *      model is wrong, and the measurement is invalid rather than the run hung.
+ *   4. The model is fitted again before every cell (measure_cells), so it never extrapolates further than
+ *      one cell's measurements; after the cell one more fit point checks it (clock_check: the largest
+ *      difference over ranks between the model and a fresh offset, written to the footer).
+ * Window (ReproMPI's --proc-sync=window): before a batch of measurements the ranks agree on a start time
+ * T0 (the latest of their global clocks plus the wait time); measurement k starts on every rank when its
+ * global clock reaches T0 + k * window.  A rank that reaches a window after its start is late: the
+ * measurement is invalid (ReproMPI's errorcode) and dropped; so is one that ends after its window.
+ * Round-time (ReproMPI 1.1's --proc-sync=roundtime): before every measurement the ranks agree on a start
+ * time (the latest of their global clocks plus margin = multiplier x the agreement's own run-time, measured
+ * once); each waits for it on its global clock; a rank already past it is late and the measurement invalid.
+ * The agreement is an MPI_Allreduce(MAX), not ReproMPI's barrier + Bcast from rank 0: one-way messages change
+ * the state of Open MPI's shared-memory queues (share_from_rank0 in bench_measure.c).
+ * Run-time of a measurement under both: max over ranks of global end - min over ranks of global start. */
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+static double g_a, g_b;              /* this rank's model: global(t) = t + a + b t */
+static double g_T0;                  /* window: start of the batch's first window (global seconds) */
+static double g_margin = -1;         /* round-time: the agreement's margin, seconds */
+static long g_fits;                  /* models fitted in this run */
+static int g_yield = -1;             /* 1: more ranks on this node than its cores (wait_until) */
+
+double global_time(double local) { return local + g_a + g_b * local; }
+
+enum { TAG_PING = 0x5048, TAG_PONG = 0x5049 };
+/* Clocks of real nodes drift by tens of ppm; a fitted slope above 1e-4 is noise of a loaded machine (a fit
+ * over 2 ms under load 16 gave one that put a rank minutes behind within a long cell: it waited for ever). */
+#define MAX_DRIFT 1e-4
+/* The longest a rank waits for a start beyond the window or margin: past it the model is wrong, the
+ * measurement is invalid and the rank goes on (the others may be inside the call already). */
+#define WAIT_SLACK_SEC 1.0
+
+/* One fit point of rank r against rank 0: (local midpoint, offset) of the fastest of n exchanges.
+ * Rank 0 answers each ping with its own clock. */
+static void fit_point(int r, int n, double *x, double *off)
+{
+    double best_rtt = INFINITY;
+    for (int e = 0; e < n; e++) {
+        double t;
+        if (g_rank == 0) {
+            PMPI_Recv(&t, 1, MPI_DOUBLE, r, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            t = MPI_Wtime();
+            PMPI_Send(&t, 1, MPI_DOUBLE, r, TAG_PONG, MPI_COMM_WORLD);
+        } else {
+            double ts = MPI_Wtime(), tr, tref;
+            PMPI_Send(&ts, 1, MPI_DOUBLE, 0, TAG_PING, MPI_COMM_WORLD);
+            PMPI_Recv(&tref, 1, MPI_DOUBLE, 0, TAG_PONG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            tr = MPI_Wtime();
+            if (tr - ts < best_rtt) { best_rtt = tr - ts; *x = 0.5 * (ts + tr); *off = tref - *x; }
+        }
+    }
+}
+
+static int cmp_double(const void *p, const void *q)
+{
+    double a = *(const double *)p, b = *(const double *)q;
+    return (a > b) - (a < b);
+}
+
+/* Least squares through (x, y); rule 3 decides whether the slope stays. Without it, a = the median offset
+ * (one ping-pong delayed by a descheduled rank moves a mean, not a median). */
+static void fit_line(const double *x, const double *y, int n, double *a, double *b)
+{
+    double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
+    for (int i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
+    mx /= n; my /= n;
+    for (int i = 0; i < n; i++) {
+        sxx += (x[i] - mx) * (x[i] - mx); sxy += (x[i] - mx) * (y[i] - my); syy += (y[i] - my) * (y[i] - my);
+    }
+    double *ys = malloc((size_t)n * sizeof *ys);
+    if (!ys) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    memcpy(ys, y, (size_t)n * sizeof *ys);
+    qsort(ys, (size_t)n, sizeof *ys, cmp_double);
+    *b = 0; *a = n % 2 ? ys[n / 2] : 0.5 * (ys[n / 2 - 1] + ys[n / 2]);
+    free(ys);
+    if (n < 3 || sxx <= 0) return;
+    double slope = sxy / sxx;
+    double resid = syy - slope * sxy;
+    double se = sqrt((resid > 0 ? resid : 0) / (n - 2) / sxx);
+    if (fabs(slope) > 2 * se && fabs(slope) < MAX_DRIFT) { *b = slope; *a = my - slope * mx; }
+}
+
+void clock_sync(void)
+{
+    int nf = (int)O.fitpoints, ne = (int)O.exchanges;
+    double *x = malloc((size_t)nf * sizeof *x), *y = malloc((size_t)nf * sizeof *y);
+    if (!x || !y) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    g_a = g_b = 0;
+    PMPI_Barrier(MPI_COMM_WORLD);
+    for (int r = 1; r < g_size; r++) {
+        if (g_rank != 0 && g_rank != r) continue;
+        for (int f = 0; f < nf; f++) fit_point(r, ne, &x[f], &y[f]);
+        if (g_rank == r) fit_line(x, y, nf, &g_a, &g_b);
+    }
+    PMPI_Barrier(MPI_COMM_WORLD);
+    free(x); free(y);
+    g_fits++;
+}
+
+/* The model against one fresh fit point per rank: the largest |model - measured offset| over ranks. */
+double clock_check(void)
+{
+    double err = 0, gerr = 0;
+    for (int r = 1; r < g_size; r++) {
+        if (g_rank != 0 && g_rank != r) continue;
+        double x = 0, off = 0;
+        fit_point(r, (int)O.exchanges, &x, &off);
+        if (g_rank == r) err = fabs((g_a + g_b * x) - off);
+    }
+    PMPI_Allreduce(&err, &gerr, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return gerr;
+}
+
+static double agree_later(double margin)
+{
+    double mine = global_time(MPI_Wtime()) + margin, all;
+    PMPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return all;
+}
+
+/* Waits until the global clock reaches t; 1 when it had passed t already (late). */
+static int wait_until(double t)
+{
+    double now = global_time(MPI_Wtime());
+    if (now >= t) return 1;
+    double longest = (O.proc_sync == SYNC_WINDOW ? O.window_sec + O.wait_sec : g_margin) + WAIT_SLACK_SEC;
+    if (t - now > longest) return 1;
+    /* with more ranks on this node than cores, a waiting rank yields its core so that the others reach
+     * their start; with a core each it spins (a yield hands the core to any other process of the machine) */
+    if (g_yield) while (global_time(MPI_Wtime()) < t) sched_yield();
+    else while (global_time(MPI_Wtime()) < t) { }
+    return 0;
+}
+
+void window_begin(void) { g_T0 = agree_later(O.wait_sec); }
+int window_wait(long k) { return wait_until(g_T0 + (double)k * O.window_sec); }
+/* 1 when measurement k ended (local time t) after its window: invalid too, as ReproMPI's
+ * FLAG_SYNC_WIN_EXPIRED (kept, such a measurement carries the descheduling that made it overrun). */
+int window_expired(long k, double t) { return global_time(t) > g_T0 + (double)(k + 1) * O.window_sec; }
+
+/* Round-time's margin: multiplier x the largest over ranks of the slowest of 10 agreements. */
+static void roundtime_setup(void)
+{
+    double worst = 0, t;
+    for (int i = 0; i < 10; i++) {
+        double t0 = MPI_Wtime();
+        (void)agree_later(0);
+        t = MPI_Wtime() - t0;
+        if (t > worst) worst = t;
+    }
+    PMPI_Allreduce(&worst, &g_margin, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    g_margin *= O.rt_multiplier;
+}
+
+int roundtime_wait(void) { return wait_until(agree_later(g_margin)); }
+
+/* Before a cell (or a calibration) measured on the global clock: a fresh model, round-time's margin once. */
+void clock_prepare(void)
+{
+    if (g_yield < 0) {
+        MPI_Comm node;
+        int local = 1;
+        if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+            PMPI_Comm_size(node, &local);
+            PMPI_Comm_free(&node);
+        }
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        g_yield = cores > 0 && local > cores;
+    }
+    clock_sync();
+    if (O.proc_sync == SYNC_ROUNDTIME && g_margin < 0) roundtime_setup();
+}
+
+double roundtime_margin(void) { return g_margin; }
+long clock_fits(void) { return g_fits; }

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Native tuning on every MPI library the site installs, one row each (issue 35's five-row table):
+
+    .venv/bin/python tests/bench/native_libraries.py [--ids openmpi mpich openmpi5 mpich5 intelmpi] [--keep DIR]
+
+Per library (deploy/mpi-libraries.tsv id, built into build/install/<id>, 2 ranks, its own mpirun):
+  discovered  the algorithms the library offers (Open MPI: its own ompi_info; MPICH: pgmpi-bench --list-native
+              through MPI_T; Intel MPI: the preset ranges of its own impi_info -v)
+  searched    an exhaustive search of MPI_Allreduce (and MPI_Bcast) at a few sizes: Open MPI and MPICH through
+              the search driver (scheduler/native_driver.py, `--mpiruns` sweeps); Intel MPI, which reads
+              I_MPI_ADJUST_* once at MPI_Init, one mpirun per preset (each alone) and one for the default,
+              `--mpiruns` rounds, paired per round
+  decided     service/analysis/native_decision.decide over those runs, written by the library's own writer for
+              its exact version (pgmpi_formats/native_file.render) and read back by that version's reader
+  validated   Open MPI and MPICH: the validation job (scheduler/native_validation.py, local backend) that loads
+              the file through the modules of deploy/modules.py as a user does, judged by
+              service/analysis/native_validation.judge; Intel MPI: no validation job exists for its variables
+  published   into a profile root of its own (service/profiles/publish.py, the version's reader checks it)
+  user job    `module load <id> pgmpitunelib` with that root, then a user program (tests/bench/native_user_app.c,
+              not pgmpi-bench) at the chosen allreduce cell: under the module, with the file's variables unset
+              (the default) and with the chosen algorithm forced, `--pairs` rounds in alternating order:
+              medians, results check, and the algorithm fingerprint (NaN payloads under MPI_SUM: which rank's
+              operand survives) under each.
+Where no algorithm beats the default, the decision says so and the user job runs the library's fastest
+variant of the search instead, published with --force semantics, to show the mechanism (marked "forced").
+Prints the figures and the machine load; asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "lib" / "python"))
+
+from pgmpi_formats import impi_adjust, native, native_file  # noqa: E402
+from pgmpi_formats.ompi_rules import Decision  # noqa: E402
+from pgmpi_formats.results import read_file  # noqa: E402
+from scheduler import launchers  # noqa: E402
+from service.analysis.native_decision import Run, decide, runs_from_files  # noqa: E402
+
+SIZES = {"allreduce": [32, 4096, 65536], "bcast": [4096]}
+LMOD = "/usr/share/lmod/lmod/init/bash"
+FILE_VARS = ("OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_dynamic_rules_filename",
+             "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "I_MPI_ADJUST_ALLREDUCE", "I_MPI_ADJUST_BCAST")
+
+
+def load() -> str:
+    return open("/proc/loadavg").read().split()[0]
+
+
+class Lib:
+    def __init__(self, lib_id: str, work: Path):
+        self.lib = launchers.library(lib_id)
+        self.id, self.family = lib_id, self.lib.family.name
+        self.version = self.lib.row.reported_version
+        self.env = self.lib.row.environment()
+        self.env.update(self.lib.family.job_env(1, 2, False, os.geteuid() == 0, os.cpu_count() or 2))
+        for k in FILE_VARS:
+            self.env.pop(k, None)
+        self.bench = ROOT / "build" / "install" / lib_id / "bin" / "pgmpi-bench"
+        self.mpirun = [self.lib.mpirun, "-np", "2", *self.lib.family.mpirun_args(1, 2, False)]
+        self.work = work / lib_id
+        self.work.mkdir(parents=True, exist_ok=True)
+
+    def run(self, argv, env=None, **kw):
+        return subprocess.run(argv, capture_output=True, text=True, env={**self.env, **(env or {})}, timeout=600, **kw)
+
+    def discover(self) -> tuple[str, object]:
+        if self.family == "openmpi":
+            d = native.discover("openmpi", env=self.env, version=self.version)
+            return f"{sum(len(v) for v in d.algorithms.values())} algorithms in {len(d.algorithms)} collectives (ompi_info {d.version})", d
+        if self.family == "mpich":
+            p = self.run([*self.mpirun[:1], "-np", "1", str(self.bench), "--list-native"])
+            d = native.parse_listing(p.stdout)
+            return f"{sum(len(v) for v in d.algorithms.values())} algorithms in {len(d.algorithms)} collectives (MPI_T)", d
+        d = impi_adjust.discover(self.env)
+        return (f"presets of {len(d.presets)} collectives (impi_info -v {d.version}; allreduce 1-{d.presets.get('allreduce')}, "
+                f"bcast 1-{d.presets.get('bcast')})"), d
+
+    def search(self, mpiruns: int, nrep: int) -> tuple[dict, str, float]:
+        """{(key, size, 2): [Run]}, a line, launch seconds."""
+        t0 = time.time()
+        if self.family != "intelmpi":
+            (self.work / "native-algorithms.txt").write_text(
+                self.run([*self.mpirun[:1], "-np", "1", str(self.bench), "--list-native"]).stdout)
+            files = []
+            for i in range(mpiruns):
+                spec = {"prefix": f"search-{i}", "control": True, "confirm": 0,
+                        "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", "--campaign=five"],
+                        "collectives": {k: {"search": "exhaustive", "sizes": s, "segments": [1024], "lookahead": 2,
+                                            "prune": 0.5, "neighbour": "none"} for k, s in SIZES.items()}}
+                out = self.work / f"search-{i}.json"
+                p = self.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec), "--launcher",
+                              shlex.join(self.mpirun), "--bench", str(self.bench), "--output", str(out)], cwd=ROOT)
+                if p.returncode:
+                    raise RuntimeError(f"search driver: {p.stderr[-800:]}")
+                files += [self.work / f for f in json.loads(out.read_text())["files"]]
+            cells = runs_from_files(files)
+            return cells, f"exhaustive, {len(cells)} cells, {len(files)} mpiruns", time.time() - t0
+        # Intel MPI: a preset is fixed at MPI_Init, so each runs alone; rounds pair them with the default
+        presets = {k: list(range(1, min(self.disc.presets.get(k, 0), 8) + 1)) for k in SIZES}
+        cells: dict = {}
+        n = 0
+        for i in range(mpiruns):
+            arms = [("default", {})] + [(f"native:{a}", {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k].upper()}": str(a)})
+                                        for k in SIZES for a in presets[k]]
+            per: dict = {}
+            for label, env in (arms if i % 2 == 0 else arms[::-1]):
+                keys = [k for k in SIZES if label == "default" or f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}" in env]
+                sizes = sorted({s for k in keys for s in SIZES[k]})
+                out = self.work / f"intel-{i}-{label.replace(':', '_')}.txt"
+                p = self.run([*self.mpirun, str(self.bench), f"--calls={','.join(keys)}",
+                              f"--sizes={','.join(map(str, sizes))}", "--algorithms=default", f"--nrep={nrep}",
+                              "--no-barrier-rows", f"--output={out}"], env=env)
+                n += 1
+                if p.returncode:
+                    continue        # a preset that does not run at p = 2 (or fails its check): never chosen
+                run = read_file(out)
+                rows: dict = {}
+                for t, m, x in zip(run.test, run.msize, run.runtime):
+                    rows.setdefault((run.tests[t], int(m)), []).append(float(x))
+                for (name, m), xs in rows.items():
+                    key = name.removeprefix("MPI_").lower()
+                    if key in SIZES and m in SIZES[key]:
+                        per.setdefault((key, m, 2), {})[label] = statistics.median(xs)
+            for cell, medians in per.items():
+                cells.setdefault(cell, []).append(Run(medians, alone=True))
+        return cells, f"exhaustive over presets 1-8, {len(cells)} cells, {n} mpiruns (each alone)", time.time() - t0
+
+
+def modules(work: Path, ids) -> Path:
+    root = work / "modules"
+    subprocess.run([sys.executable, str(ROOT / "deploy" / "modules.py"), "--root", str(root), *ids],
+                   check=True, capture_output=True, text=True)
+    return root
+
+
+def validate(lib: Lib, name: str, text: str, mods: Path) -> str:
+    if lib.family == "intelmpi":
+        return "no validation job for Intel MPI's variables (scheduler/native_validation.py: Open MPI and MPICH files)"
+    from scheduler.backends import make_backend
+    from scheduler.native_validation import NativeValidationJob
+    from service.analysis.native_validation import judge
+    job = NativeValidationJob(lib.work / "validate", "five", lib.id, lib.version, name, text,
+                              f"{lib.id}/{lib.lib.row.version}", "pgmpitunelib", [str(mods / "Core")],
+                              nprocs=2, rounds=5, nrep=30)
+    backend = make_backend(None, "local")
+    job.write(backend)
+    try:
+        job.submit(backend=backend, timeout=600)
+    except RuntimeError as exc:
+        return f"job failed: {str(exc)[:300]}"
+    v = judge(job.cells, job.figures(), lib.lib.family.native, 0.10)
+    return f"{v['state']}" + (": " + "; ".join(v["problems"][:3]) if v["problems"] else f" ({len(v['cells'])} cells)")
+
+
+def user_job(lib: Lib, mods: Path, root: Path, cell: tuple[int, str], pairs: int, reps: int) -> str:
+    nbytes, label = cell
+    app = lib.work / "app"
+    c = lib.run([str(lib.lib.row.mpicc), "-O2", "-o", str(app), str(ROOT / "tests" / "bench" / "native_user_app.c")])
+    if c.returncode:
+        return f"compile failed: {c.stderr[-300:]}"
+    (lib.work / "site.conf").write_text(f"profile_root = {root}\nmachine = five\n")
+    v = native.parse_label(label)
+    if lib.family == "openmpi":
+        force = (f"OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm="
+                 f"{lib.disc.value('allreduce', v.name)}" + (f" OMPI_MCA_coll_tuned_allreduce_algorithm_segmentsize={v.seg}" if v.seg else ""))
+        unset = "-u OMPI_MCA_coll_tuned_use_dynamic_rules -u OMPI_MCA_coll_tuned_dynamic_rules_filename"
+    elif lib.family == "mpich":
+        force, unset = f"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM={v.name}", "-u MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
+    else:
+        force, unset = f"I_MPI_ADJUST_ALLREDUCE={v.name}", "-u I_MPI_ADJUST_ALLREDUCE -u I_MPI_ADJUST_BCAST"
+    run = shlex.join(lib.mpirun)
+    lines = [f". {LMOD}", f"module use {mods / 'Core'}", f"export PGMPI_SITE_CONFIG={lib.work / 'site.conf'}",
+             f"module load {lib.id}/{lib.lib.row.version} pgmpitunelib",
+             "env | grep -E '^(OMPI_MCA_coll_tuned|MPIR_CVAR_COLL|I_MPI_ADJUST)' | sed 's/^/VAR /' || true"]
+    for i in range(pairs):
+        on = f"echo -n 'FILE '; {run} {app} {nbytes} {reps} allreduce"
+        off = f"echo -n 'DEFAULT '; env {unset} {run} {app} {nbytes} {reps} allreduce"
+        forced = f"echo -n 'FORCED '; env {unset} {force} {run} {app} {nbytes} {reps} allreduce"
+        lines += [on, off, forced] if i % 2 == 0 else [forced, off, on]
+    env = {k: v for k, v in lib.env.items() if not k.startswith(("PGMPI", "MODULE", "LMOD", "_ModuleTable"))}
+    env["PATH"] = "/usr/bin:/bin"
+    env.pop("LD_LIBRARY_PATH", None)
+    res = subprocess.run(["bash", "-c", "\n".join(lines)], capture_output=True, text=True, env=env, timeout=900)
+    rows = re.findall(r"^(FILE|DEFAULT|FORCED) bytes=\d+ median_us=([\d.]+) correct=(\w+) fingerprint=(\S+)$",
+                      res.stdout, re.M)
+    if res.returncode or not rows:
+        return f"user job failed ({res.returncode}): {(res.stderr or res.stdout)[-400:]}"
+    t = {a: statistics.median([float(x) for b, x, _, _ in rows if b == a]) for a in ("FILE", "DEFAULT", "FORCED")}
+    fp = {a: sorted({f for b, _, _, f in rows if b == a}) for a in ("FILE", "DEFAULT", "FORCED")}
+    ok = all(c == "yes" for _, _, c, _ in rows)
+    var = "; ".join(m.group(1) for m in re.finditer(r"^VAR (\S+)$", res.stdout, re.M)) or "none"
+    ran = ("yes, by fingerprint" if fp["FILE"] == fp["FORCED"] != fp["DEFAULT"] else
+           "same fingerprint as the default: judge by time" if fp["FORCED"] == fp["DEFAULT"] else "NO")
+    return (f"module set {var}; allreduce {nbytes} B: file {t['FILE']:.2f} us, default {t['DEFAULT']:.2f} us, "
+            f"{label} forced {t['FORCED']:.2f} us (medians of {pairs} mpiruns each); fingerprint file {fp['FILE']}, "
+            f"forced {fp['FORCED']}, default {fp['DEFAULT']}: the chosen algorithm ran: {ran}; results correct: "
+            f"{'yes' if ok else 'NO'}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ids", nargs="+", default=["openmpi", "mpich", "openmpi5", "mpich5", "intelmpi"])
+    ap.add_argument("--mpiruns", type=int, default=3)
+    ap.add_argument("--nrep", type=int, default=30)
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--keep", type=Path)
+    a = ap.parse_args()
+    from service.profiles import publish as pub
+    work = a.keep or Path(tempfile.mkdtemp(prefix="native-five-"))
+    work.mkdir(parents=True, exist_ok=True)
+    mods = modules(work, a.ids)
+    print(f"# load {load()} at start (a loaded machine when > 1.2: 2 cores shared); 2 ranks; work in {work}", flush=True)
+    for lib_id in a.ids:
+        lib = Lib(lib_id, work)
+        row = {"library": f"{lib.family} {lib.version} ({lib_id})"}
+        try:
+            row["discovered"], lib.disc = lib.discover()
+            cells, row["searched"], secs = lib.search(a.mpiruns, a.nrep)
+            row["searched"] += f", {secs:.0f} s"
+            res = decide(cells)
+            decs = res.native_decisions()
+            chosen = [d for d in decs if d.label != "default"]
+            forced = False
+            cell = next(((d.nbytes, d.label) for d in chosen if d.key == "allreduce"), None)
+            if cell is None:      # nothing wins at allreduce: show the mechanism with the search's fastest variant
+                best = {}
+                for (k, s, _p), runs in cells.items():
+                    if k == "allreduce":
+                        meds = {x: statistics.median([r[x] for r in runs if x in r]) for r in runs for x in r
+                                if x.startswith("native:")}
+                        if meds:
+                            best[s] = min(meds, key=meds.get)
+                s = max(best) if best else SIZES["allreduce"][-1]
+                cell, forced = (s, best.get(s)), True
+                if cell[1] is None:
+                    raise RuntimeError("the search measured no allreduce variant")
+                decs = decs + [Decision("allreduce", 2, s, cell[1])] if not any(d.key == "allreduce" for d in decs) \
+                    else [Decision(d.key, d.nprocs, d.nbytes, cell[1] if (d.key, d.nbytes) == ("allreduce", s) else d.label)
+                          for d in decs]
+            row["decided"] = (", ".join(f"{d.key} {d.nbytes} B {d.label}" for d in chosen) or "default everywhere "
+                              "(no algorithm beats the default significantly)")
+            name, text = native_file.render(lib.family, decs, version=lib.version)
+            (lib.work / name).write_text(text)
+            row["file"] = f"{name} ({len(text)} bytes, read back by {lib.family} {lib.version}'s reader)"
+            pub.check_native_file(name, text, lib.family, lib.version)
+            verdict = validate(lib, name, text, mods) if not forced else "not validated: a demonstration file (forced)"
+            row["validation"] = verdict
+            root = work / "profiles"
+            r = pub.publish(root, "five", lib.family, lib.version, {name: text}, actor="native_libraries.py",
+                            validated=False, force=forced or not verdict.startswith("passed"),
+                            reason="bench: demonstration" if forced or not verdict.startswith("passed") else "",
+                            checker=["/bin/true"], mpi=lib.family, native_validated=verdict.startswith("passed"))
+            row["published"] = (f"version {r.version} -> {r.target}/current" + (" [FORCED]" if r.forced else "")
+                                + (" (demonstration: the file selects the search's fastest variant)" if forced else ""))
+            row["user job"] = user_job(lib, mods, root, cell, a.pairs, a.reps)
+        except Exception as exc:        # a row that could not be completed says why; the others go on
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+        print(f"\n## {row.pop('library')} (load {load()})")
+        for k, v in row.items():
+            print(f"  {k:11} {v}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
