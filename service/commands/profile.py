@@ -125,9 +125,9 @@ def publish_cmd(root, machine, mpi_name, mpi_version, src, validation, force, re
 @_database
 def fsck_cmd(root, as_json, database_url):
     """Check that the database and the profile root agree (exit 1 and list the problems when not)."""
-    from service.workflows import publish as lifecycle
+    from service.workflows import publish as publishing
     with _app(database_url).app_context():
-        problems = lifecycle.fsck(Path(_root(root)))
+        problems = publishing.fsck(Path(_root(root)))
     if as_json:
         click.echo(json.dumps(problems, indent=1))
     else:
@@ -149,16 +149,16 @@ def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, module
     """Swap current back to the previous version; the database records it as the profile page does
     (a set the database does not know, published with `pgmpi profile publish --dir`, changes on disk only)."""
     from service.store.db import db
-    from service.workflows import publish as lifecycle
+    from service.workflows import publish as publishing
     actor = actor or f"cli:{getpass.getuser()}"
     with _app(database_url).app_context():
         try:
-            ps = lifecycle.find_set(machine, mpi_name, mpi_version, module)
+            ps = publishing.find_set(machine, mpi_name, mpi_version, module)
         except ValueError as exc:
             raise click.ClickException(str(exc))
         try:
             if ps is not None:
-                res = lifecycle.rollback_set(ps, Path(_root(root)), actor, reason=reason, to=to)
+                res = publishing.rollback_set(ps, Path(_root(root)), actor, reason=reason, to=to)
             else:
                 res = pub.rollback(_root(root), machine, mpi_name, mpi_version, actor=actor, to=to, reason=reason)
         except pub.PublishError as exc:
@@ -173,10 +173,10 @@ def rollback_cmd(root, machine, mpi_name, mpi_version, to, reason, actor, module
 @click.option("--json", "as_json", is_flag=True)
 def status_cmd(root, machine, mpi_name, mpi_version, as_json):
     """Show the current version, all versions and the history."""
-    from service.workflows import publish as lifecycle
+    from service.workflows import publish as publishing
     r = Path(_root(root))
     try:
-        st = lifecycle.history(r, machine, mpi_name, mpi_version)
+        st = publishing.history(r, machine, mpi_name, mpi_version)
     except pub.PublishError as exc:
         raise click.ClickException(str(exc))
     if not Path(st["target"]).is_dir():
@@ -214,14 +214,14 @@ def list_cmd(root, as_json, database_url):
     the sets on disk the database does not know."""
     from sqlalchemy import select
     from service.commands.admin import app_context, print_rows
-    from service.workflows import publish as lifecycle
+    from service.workflows import publish as publishing
     from service.store.db import db
     from service.store.models import ProfileSet
     r = Path(_root(root))
     rows, known = [], set()
     with app_context(database_url):
         for ps in db.session.scalars(select(ProfileSet).order_by(ProfileSet.id)):
-            st = lifecycle.history_of(ps, r)
+            st = publishing.history_of(ps, r)
             target = Path(st["target"]) if st.get("target") else None
             if target is not None:
                 known.add((target.parent.name, target.name))

@@ -117,8 +117,8 @@ def _dropped(rec: dict) -> list[dict]:
 
 def live_version(session, ps: ProfileSet, root: Path) -> tuple[dict, ProfileVersion | None]:
     """(status of the set under root, the database's version that is current there, or None)."""
-    from service.workflows import publish as lifecycle
-    st = lifecycle.history_of(ps, root)
+    from service.workflows import publish as publishing
+    st = publishing.history_of(ps, root)
     if st.get("current") in (None, 0) or not st.get("target"):
         return st, None
     path = str(Path(st["target"]) / "versions" / str(st["current"]))

@@ -175,7 +175,7 @@ def report(args) -> None:
 
 def publish(args) -> None:
     """Publish every validated candidate (the service's own record decides, service/workflows/publish.py)."""
-    from service.workflows import publish as lifecycle
+    from service.workflows import publish as publishing
     from service.store.db import db
     from service.store.models import ProfileVersion
     from sqlalchemy import select
@@ -188,7 +188,7 @@ def publish(args) -> None:
             print("no validated candidate to publish")
         for v in vs:
             lib = v.profile_set.library
-            res = lifecycle.publish_candidate(v, out / "profiles", actor="dt_chain")
+            res = publishing.publish_candidate(v, out / "profiles", actor="dt_chain")
             print(f"published version {v.id} of {lib.name}-{lib.version} as {res.target}/versions/{res.version} "
                   f"(current -> {res.version}); files {', '.join(sorted(v.files))}; notes: {v.notes[:300]}")
             for fn, text in sorted(v.files.items()):

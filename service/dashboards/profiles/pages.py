@@ -11,7 +11,7 @@ from sqlalchemy import select
 from pgmpi_formats.limits import INT_MAX
 from service.dashboards.common import _arg_int, bp, is_admin, profile_root, read_access
 from service.dashboards.profiles import data as pdata
-from service.workflows import publish as lifecycle
+from service.workflows import publish as publishing
 from service.profiles import publish as pub
 from service.store.db import db
 from service.store.models import ProfileSet, ProfileVersion
@@ -23,8 +23,8 @@ def profiles():
     root = profile_root()
     rows = []
     for d in pdata.profile_sets(db.session):
-        st = lifecycle.history_of(d["set"], root) if "set" in d else \
-            lifecycle.history(root, d["machine"].name, d["library"].name, d["library"].version)
+        st = publishing.history_of(d["set"], root) if "set" in d else \
+            publishing.history(root, d["machine"].name, d["library"].name, d["library"].version)
         rows.append({**d, "status": st})
     # a row per library, also for one without a profile set: what is live, or why nothing is
     from service.workflows.live import tuned_now
@@ -51,7 +51,7 @@ def _set_or_404(set_id: int) -> ProfileSet:
 @read_access
 def profile_set(set_id: int):
     ps = _set_or_404(set_id)
-    st = lifecycle.history_of(ps, profile_root())
+    st = publishing.history_of(ps, profile_root())
     from sqlalchemy.orm import selectinload
     versions = db.session.scalars(select(ProfileVersion).where(ProfileVersion.profile_set_id == ps.id)
                                   .options(selectinload(ProfileVersion.figures))
@@ -99,7 +99,7 @@ def publish_version(set_id: int):
     force = request.form.get("force") == "1"
     reason = request.form.get("reason", "").strip()
     try:
-        res = lifecycle.publish_candidate(v, profile_root(), f"user:{current_user.username}", force=force, reason=reason)
+        res = publishing.publish_candidate(v, profile_root(), f"user:{current_user.username}", force=force, reason=reason)
     except pub.PublishError as exc:
         db.session.rollback()
         flash(f"Not published: {exc}", "error")
@@ -114,7 +114,7 @@ def rollback_set(set_id: int):
     _require_admin()
     ps = _set_or_404(set_id)
     try:
-        res = lifecycle.rollback_set(ps, profile_root(), f"user:{current_user.username}", reason=request.form.get("reason", ""))
+        res = publishing.rollback_set(ps, profile_root(), f"user:{current_user.username}", reason=request.form.get("reason", ""))
     except pub.PublishError as exc:
         db.session.rollback()
         flash(f"Not rolled back: {exc}", "error")

@@ -134,21 +134,21 @@ def test_one_truth_on_every_page(db_app):
     # the campaign's report (what `make demo` prints): found, refused, validation kept / dropped, control, published
     from pathlib import Path
     with app.app_context():
-        from service.workflows import publish as lifecycle
+        from service.workflows import publish as publishing
         from service.store.db import db
         from service.store.models import ProfileVersion
-        [rep] = lifecycle.campaign_report("n2", "m1")
+        [rep] = publishing.campaign_report("n2", "m1")
         assert rep["counts"] == want and rep["control"]["figures"].startswith("control: 0 of 4 flagged; null ratio")
         [v] = rep["candidates"]
         assert [k["range"] for k in v["validation"]["kept"]] == [[A, A]]
         assert [(d["range"], [round(f["ratio"], 2) for f in d["figures"]]) for d in v["validation"]["dropped"]] \
             == [([B, B], [0.8])]
         assert rep["published"] is None
-        lifecycle.publish_candidate(db.session.get(ProfileVersion, cand["id"]), Path(app.config["PGMPI_PROFILE_ROOT"]),
+        publishing.publish_candidate(db.session.get(ProfileVersion, cand["id"]), Path(app.config["PGMPI_PROFILE_ROOT"]),
                                     actor="test")
-        [rep] = lifecycle.campaign_report("n2")
+        [rep] = publishing.campaign_report("n2")
         assert [(x["first"], x["last"]) for x in rep["published"]["ranges"]] == [(A, A)]
-        text = "\n".join(lifecycle.report_lines([rep]))
+        text = "\n".join(publishing.report_lines([rep]))
     for want_line in ("openmpi-4.1.4: control: 0 of 4 flagged; null ratio spread",
                       "found allreduce 65536 B p=2 allreduce_as_reduce_bcast", "contradicted, confirmed 1 of 2 nights",
                       "not proposed allreduce 16384 B p=2: allreduce_as_reduce_bcast: found by 1 of the 2 campaigns",

@@ -20,18 +20,18 @@ def published(app, tokens):
     c = app.test_client()
     seed(c, tokens, ps=(2,))
     analyse(app, c, tokens["admin"], "m1", "openmpi", "nightly-1")
-    from service.workflows import publish as lifecycle, validate
+    from service.workflows import publish as publishing, validate
     from service.store.db import db
     from service.store.models import ProfileVersion
     from sqlalchemy import select
     with app.app_context():
         v = db.session.scalar(select(ProfileVersion))
-        ranges = lifecycle._ranges(v.files)
+        ranges = publishing._ranges(v.files)
         assert [(r["first"], r["last"]) for r in ranges] == [(65536, 1048576)], ranges
         verdict = validate.record_validation(v, [fig("allreduce", 65536, 1.5), fig("allreduce", 1048576, 0.7),
                                                   fig("allreduce", 8, 0.98)], None, "test", "val-1", "nightly-1", [])
         assert verdict["state"] == "repaired", verdict
-        lifecycle.publish_candidate(v, app.config["PGMPI_PROFILE_ROOT"] and
+        publishing.publish_candidate(v, app.config["PGMPI_PROFILE_ROOT"] and
                                     __import__("pathlib").Path(app.config["PGMPI_PROFILE_ROOT"]), "user:test")
         return c, v.id, v.profile_set_id
 

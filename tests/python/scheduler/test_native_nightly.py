@@ -107,8 +107,8 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
     lib_page = client.get("/m/nightbox/openmpi-4.1.4/native?key=allreduce").get_data(as_text=True)
     assert "live: candidate #" in lib_page and f"/profiles/{service.query(_set_id)}#native" in lib_page, lib_page[:3000]
     # and what the campaign gave, as `make demo` and the command line print it
-    from service.workflows import publish as lifecycle
-    text = "\n".join(service.query(lambda: lifecycle.report_lines(lifecycle.campaign_report("nn-20261126"))))
+    from service.workflows import publish as publishing
+    text = "\n".join(service.query(lambda: publishing.report_lines(publishing.campaign_report("nn-20261126"))))
     assert "candidate #1 failed: native.rules" in text and "published candidate #2" in text, text
 
 

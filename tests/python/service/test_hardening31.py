@@ -147,7 +147,7 @@ def test_d2_symlinks_in_the_profile_root_are_refused(tmp_path, planted):
 
 def test_d2_symlinked_version_or_file_is_not_shown(app, seeded, client, tmp_path, monkeypatch):
     """versions/<n> or a file there replaced by a symlink: the page says so and shows nothing of it."""
-    from service.workflows import publish as lifecycle
+    from service.workflows import publish as publishing
     monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
     root = tmp_path / "profiles"
     app.config["PGMPI_PROFILE_ROOT"] = str(root)
@@ -166,7 +166,7 @@ def test_d2_symlinked_version_or_file_is_not_shown(app, seeded, client, tmp_path
         v2 = ProfileVersion(profile_set_id=ps.id, number=2, state="candidate", files=PRF)
         db.session.add_all([v, v2])
         db.session.flush()
-        res = lifecycle.publish_candidate(v, root, "test")
+        res = publishing.publish_candidate(v, root, "test")
         db.session.commit()
         set_id, cand = ps.id, v2.id
     vdir = res.target / "versions" / "1"

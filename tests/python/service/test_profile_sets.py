@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from service.workflows import publish as lifecycle
+from service.workflows import publish as publishing
 from service.commands.profile import profile
 from service.store.db import db
 from service.store.models import ApiToken, Machine, MpiLibrary, ProfileSet, ProfileVersion
@@ -55,11 +55,11 @@ def test_two_modules_never_share_current(app, seeded, tmp_path, monkeypatch, dat
     va, vb = _two_modules(app)
     with app.app_context():
         a, b = db.session.get(ProfileVersion, va), db.session.get(ProfileVersion, vb)
-        ra = lifecycle.publish_candidate(a, root, "test")
-        rb = lifecycle.publish_candidate(b, root, "test")
+        ra = publishing.publish_candidate(a, root, "test")
+        rb = publishing.publish_candidate(b, root, "test")
         assert ra.target != rb.target
         assert ra.target.name == "openmpi-4.1.4"        # the first keeps the name the modules read
-        lifecycle.rollback_set(a.profile_set, root, "test")
+        publishing.rollback_set(a.profile_set, root, "test")
         b_current = rb.target / "current"
         assert _visible(b_current) == PRF_B              # rolling back A left B live
         assert db.session.get(ProfileVersion, vb).state == "published"
@@ -69,7 +69,7 @@ def test_two_modules_never_share_current(app, seeded, tmp_path, monkeypatch, dat
     with app.app_context():
         ps_a = db.session.get(ProfileVersion, va).profile_set
         try:
-            lifecycle.rollback_set(ps_a, root, "test")
+            publishing.rollback_set(ps_a, root, "test")
         except Exception:
             db.session.rollback()
     assert _visible(rb.target / "current") == PRF_B
@@ -85,7 +85,7 @@ def test_fsck_finds_disagreement(app, seeded, tmp_path, monkeypatch, database_ur
     root = tmp_path / "profiles"
     va, _ = _two_modules(app)
     with app.app_context():
-        res = lifecycle.publish_candidate(db.session.get(ProfileVersion, va), root, "test")
+        res = publishing.publish_candidate(db.session.get(ProfileVersion, va), root, "test")
     assert _fsck(root, database_url) == (0, [])
     # someone swaps current behind the service's back
     os.replace(res.target / "current", res.target / "old")
@@ -135,7 +135,7 @@ def test_a_prf_candidate_keeps_the_published_native_file(app, seeded, tmp_path, 
     rules = orr.write_rules([orr.Decision("bcast", 2, 4096, "native:binomial")], native.FALLBACK["openmpi"])
     with app.app_context():
         v = db.session.get(ProfileVersion, va)
-        names, directory = lifecycle._names(v.profile_set)
+        names, directory = publishing._names(v.profile_set)
         pub.publish(root, *names, {"native.rules": rules}, directory=directory, actor="t", validated=False,
                     force=True, reason="test: a live native file", mpi="openmpi")
         lib = v.profile_set.library
@@ -155,15 +155,15 @@ def test_a_prf_candidate_keeps_the_published_native_file(app, seeded, tmp_path, 
         v.analysis_id = a.id
         db.session.commit()
         with pytest.raises(pub.PublishError, match=r"measured under 0123456789abcdef: measure them under the live"):
-            lifecycle.publish_candidate(v, root, "test")
+            publishing.publish_candidate(v, root, "test")
         db.session.rollback()
         # the same campaign measured under the live file: published, and the file stays
         db.session.execute(Run.__table__.update().where(Run.file_name == "run-0.txt")
                            .values(headers={"native_file_fnv1a64": native.file_digest(rules)}))
         db.session.commit()
         v = db.session.get(ProfileVersion, va)
-        res = lifecycle.publish_candidate(v, root, "test")
+        res = publishing.publish_candidate(v, root, "test")
         assert _visible(res.target / "current") == {**PRF_A, "native.rules": rules}
         assert res.version == 2 and not res.forced
-        lifecycle.rollback_set(v.profile_set, root, "test")
+        publishing.rollback_set(v.profile_set, root, "test")
         assert _visible(res.target / "current") == {"native.rules": rules}

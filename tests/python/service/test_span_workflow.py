@@ -18,7 +18,7 @@ from service.profiles import publish as pub
 from service.store.analyses import store_result
 from service.store.db import db
 from service.store.models import Machine, MpiLibrary, ProfileVersion
-from service.workflows import publish as lifecycle
+from service.workflows import publish as publishing
 from service.workflows.analyse import convert
 from service.workflows.live import tuned_now
 from service.workflows.validate import record_validation
@@ -86,10 +86,10 @@ def test_span_is_planned_judged_and_published_on_its_own(app, seeded, tmp_path, 
         assert (js.layout.nodes, js.layout.ppn) == (1, 3) and js.key != jm.key
         # the measured profiles validated at p = 2 (the first profile's count) and published
         assert record_validation(main, _figs(2, 1.3) + _figs(4, 1.3), None, "agent", "j1", "c", [])["ok"]
-        lifecycle.publish_candidate(main, root, "test")
+        publishing.publish_candidate(main, root, "test")
         # unvalidated, the span is never published, not even forced
         try:
-            lifecycle.publish_candidate(span, root, "test", force=True, reason="try")
+            publishing.publish_candidate(span, root, "test", force=True, reason="try")
             raise AssertionError("an unconfirmed span was published")
         except pub.PublishError as exc:
             assert "validation at its unmeasured count" in str(exc)
@@ -103,7 +103,7 @@ def test_span_is_planned_judged_and_published_on_its_own(app, seeded, tmp_path, 
         # at p = 3, faster: confirmed, and publishing adds it to the live set
         v = record_validation(span, _figs(3, 1.25), None, "agent", "j4", "c", [])
         assert v["state"] == "passed" and span.validated_at is not None
-        res = lifecycle.publish_candidate(span, root, "test")
+        res = publishing.publish_candidate(span, root, "test")
         live = {p.name for p in (res.target / "current").iterdir()}
         assert {"allreduce_p2.prf", "allreduce_p4.prf", "allreduce_p3-3.prf"} <= live
         now = tuned_now(db.session, db.session.get(MpiLibrary, lib_id), root)
