@@ -246,14 +246,18 @@ class Agent:
             except (OSError, ResultsFormatError, DiscoveryError, KeyError) as exc:
                 state, reason = "FAILED", f"collection failed: {exc}"
         history = [a for a in self.state.attempts(self.c.name, key) if a["attempt"] < row["attempt"]]
-        retry = (state in self.c.retry.states and row["attempt"] < self.c.retry.max_attempts
-                 and row["kind"] == "measure")
+        # a native validation job is retried once: its candidate waits on it (then job_failed, below)
+        retry = (state in self.c.retry.states and row["kind"] in ("measure", "native-validate")
+                 and row["attempt"] < (self.c.retry.max_attempts if row["kind"] == "measure"
+                                       else min(2, self.c.retry.max_attempts)))
         full_reason = reason
         if history:
             full_reason = "; ".join([reason] + [f"attempt {a['attempt']} {a['state']}: {a['reason']}"
                                                 for a in history])
         if row["attempt"] > 1 or retry:
             full_reason = f"attempt {row['attempt']}/{self.c.retry.max_attempts}: {full_reason}"
+        if row["kind"] == "native-validate" and state != "COMPLETED" and not retry:
+            extra.append(self._native_job_failed(row, state, full_reason))
         with self.state.tx():
             self.state.record_attempt(self.c.name, key, row["attempt"], row["backend_id"], state, reason, ended)
             for uid, payload in uploads:
@@ -287,6 +291,9 @@ class Agent:
         for payload, resp in res.pop("validations", []):
             if payload.get("_path") == NATIVE_VALIDATIONS:
                 self.native_verdict(payload, resp)
+            elif payload.get("_path", "").endswith("/job-failed"):
+                self.log(f"{payload['library']}-{payload['version']}: native candidate {resp.get('id')} "
+                         f"{resp.get('state')}: its validation job failed ({payload['reason'][:300]})")
             else:
                 self.repeat_inconclusive(payload, resp)
         dt = time.perf_counter() - t0
@@ -456,6 +463,15 @@ class Agent:
             "figures": arm_figures(adir, nat["rounds"]), "job": f"{self.backend.name}:{row['backend_id']}",
             "profile_version": nat["profile_version"], "publish": self.c.native.publish,
             "refused": nat["refused"], "module_key": nat["module_key"]})
+
+    def _native_job_failed(self, row, state: str, reason: str) -> tuple[str, str, dict]:
+        """The outbox item of a native validation job that failed in the resource manager after its retry: no
+        figures, no verdict; the service marks the candidate failed with the reason (it never stays one)."""
+        nat = json.loads(row["spec"])["native"]
+        return (f"native-job-failed:{self.c.name}:{row['key']}", "validation", {
+            "_path": f"/api/v1/native/candidates/{nat['profile_version']}/job-failed", "machine": self.c.machine,
+            "library": nat["library"], "version": nat["version"],
+            "job": f"{self.backend.name}:{row['backend_id']}", "reason": f"{state}: {reason}"[:2000]})
 
     def native_verdict(self, payload: dict, resp: dict) -> None:
         """The service judged a native candidate: passed (published when the campaign asks), or failed: its

@@ -37,6 +37,8 @@ def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = 
     """The checks that need no job, before anything is submitted: the file read the way the library reads it
     (a rules file Open MPI would ignore, a JSON file missing a collective, an algorithm this library does not
     have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells."""
+    if launchers.library(mpi).family.name == "intelmpi":
+        return _precheck_impi(name, text, nprocs, version)
     kind = launchers.library(mpi).family.native
     if FILE_FOR.get(kind) != name:
         raise ValueError(f"{name}: {mpi}'s decision file is {FILE_FOR.get(kind, '(none)')}")
@@ -62,6 +64,21 @@ def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = 
         if unsafe:
             raise ValueError(f"{name}: {unsafe[0].label} reorders a reduction's operands ({unsafe[0].key})")
     if not cells:
+        raise ValueError(f"{name}: the file selects nothing at communicator size {nprocs}")
+    return cells
+
+
+def _precheck_impi(name: str, text: str, nprocs: int, version: str | None) -> list[nv.Cell]:
+    """Intel MPI's native.impi read strictly against that exact version's presets (impi_adjust.parse)."""
+    from pgmpi_formats import impi_adjust
+    if name != impi_adjust.NAME:
+        raise ValueError(f"{name}: Intel MPI's decision file is {impi_adjust.NAME}")
+    try:
+        d = native_file.intel_target(version)
+    except FileNotFoundError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    cells = nv.cells_of_impi(impi_adjust.parse(text, name, d), nprocs)
+    if not any(c.label != "default" for c in cells):
         raise ValueError(f"{name}: the file selects nothing at communicator size {nprocs}")
     return cells
 

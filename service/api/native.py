@@ -78,6 +78,25 @@ def post_native_candidate():
                    files=sorted(v.files)), 201
 
 
+@api_bp.post("/native/candidates/<int:version_id>/job-failed")
+@require("agent")
+def post_native_job_failed(version_id: int):
+    """The candidate's validation job failed in the resource manager after its retries: no verdict, so the
+    candidate is marked failed with the reason (it never stays a candidate)."""
+    data = body(S.NativeJobFailedIn)
+    machine = db.session.scalars(select(Machine).where(Machine.name == data.machine)).first()
+    if machine is None:
+        raise ApiError(404, "not_found", f"no machine {data.machine!r}", field="machine")
+    for_machine(machine)
+    try:
+        v = native_chain.job_failed(version_id, data.machine, data.library, data.version, data.job, data.reason,
+                                    g.principal.name)
+    except native_chain.NativeChainError as exc:
+        db.session.rollback()
+        raise ApiError(exc.status, "validation_error", str(exc), field=exc.field) from None
+    return jsonify(id=v.id, number=v.number, state=v.state, notes=v.notes), 200
+
+
 @api_bp.get("/native/validations")
 @require("viewer")
 def list_native_validations():

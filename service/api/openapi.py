@@ -129,6 +129,11 @@ def document() -> dict:
             "given native validation records refused) as a candidate version of the library's profile set; "
             "200 with id null when nothing of the library's own wins", "NativeCandidateIn",
             "agent of the machine; admin", ("200", "201"), errors=(404, 422)),
+        "/native/candidates/{version_id}/job-failed": _write(
+            "post", "a native candidate's validation job failed in the resource manager after its retries (no "
+            "verdict): the candidate is marked failed with the reason", "NativeJobFailedIn",
+            "agent of the machine; admin", ("200",),
+            [_p("version_id", {"type": "integer", "minimum": 0, "maximum": 2147483647})], (404, 422)),
         "/me": _get("who am I", (), errors=(401,)),
     }
     return {

@@ -208,5 +208,15 @@ class NativeCandidateIn(_In):
                                "whose failed cells are taken out of the decision")
 
 
+class NativeJobFailedIn(_In):
+    """A native candidate's validation job ended in the resource manager without figures (failed, timed out,
+    node failure) after its retries: no verdict, so the candidate is marked failed with the job's reason."""
+    machine: MachineName
+    library: LibraryName
+    version: LibraryVersion
+    job: str = Field(max_length=200)
+    reason: str = Field(max_length=2000)
+
+
 REQUEST_MODELS = [MachineIn, LibraryIn, CampaignIn, JobIn, FileIn, UploadIn, AnalysisIn, ValidationIn,
-                  NativeValidationIn, NativeCandidateIn]
+                  NativeValidationIn, NativeCandidateIn, NativeJobFailedIn]

@@ -12,6 +12,9 @@ profiles whose mock-ups use none of the collectives the file retunes are carried
 measured against the same algorithms); the others are left out and the notes say which.  None and the reason
 when no algorithm of the library's own wins anywhere.
 
+job_failed: the candidate's validation job failed in the resource manager (no verdict) -> failed, with
+the job's reason.
+
 settle: a native validation record of such a candidate -> its state (validated / failed), and its publication
 when the campaign asks for it (publish_candidate: the record is the gate, as for any publication).
 Each function runs in an app context and commits.
@@ -75,9 +78,9 @@ def _library(machine: str, library: str, version: str) -> tuple[Machine, MpiLibr
     if lib is None:
         raise NativeChainError(f"machine {machine!r} has no MPI library {library!r} version {version!r}", 404,
                                "library")
-    if library not in native_file.NAMES or library == "intelmpi":
-        raise NativeChainError(f"{library}: the nightly chain writes native.rules (openmpi) or native.json "
-                               "(mpich)", 422, "library")
+    if library not in native_file.NAMES:
+        raise NativeChainError(f"{library}: the nightly chain writes native.rules (openmpi), native.json "
+                               "(mpich) or native.impi (intelmpi)", 422, "library")
     return m, lib
 
 
@@ -123,7 +126,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     def digest(decisions):
         try:
             return native.file_digest(render(decisions)[1])
-        except (ValueError, OSError, native.DiscoveryError):
+        except (ValueError, KeyError, OSError, native.DiscoveryError):
             return None
 
     res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refusals, file_digest=digest)
@@ -135,8 +138,10 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     try:
         name, text = render(res.native_decisions())
         pub.check_native_file(name, text, library, version)     # the reader of exactly that version
-    except (ValueError, OSError, native.DiscoveryError) as exc:
-        raise NativeChainError(f"the decision file of {library}-{version} was refused: {exc}") from None
+    except (ValueError, KeyError, OSError, native.DiscoveryError) as exc:
+        # KeyError: an algorithm measured under this version's name that its discovery does not list
+        why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        raise NativeChainError(f"the decision file of {library}-{version} was refused: {why}") from None
     ps = db.session.scalar(select(ProfileSet).where(ProfileSet.machine_id == m.id, ProfileSet.library_id == lib.id))
     if ps is None:
         ps = ProfileSet(machine_id=m.id, library_id=lib.id)
@@ -188,6 +193,24 @@ def candidate_of(version_id: int, machine: str, library: str, version: str, name
             or (v.files or {}).get(name) != text):
         raise NativeChainError(f"profile_version {version_id}: no candidate of {machine} {library}-{version} "
                                f"holding this {name}", 422, "profile_version")
+    return v
+
+
+def job_failed(version_id: int, machine: str, library: str, version: str, job: str, reason: str,
+               actor: str) -> ProfileVersion:
+    """A candidate whose validation job failed in the resource manager (no figures, so no verdict): marked
+    failed with the job's reason, so it never stays a candidate; a candidate already settled keeps its state."""
+    v = db.session.get(ProfileVersion, version_id) if 0 < version_id < 2 ** 31 else None
+    ps = v.profile_set if v is not None else None
+    if (v is None or ps.machine.name != machine or ps.library.name != library or ps.library.version != version
+            or not (v.notes or "").startswith(NATIVE_NOTE)):
+        raise NativeChainError(f"profile_version {version_id}: no native candidate of {machine} {library}-{version}",
+                               422, "profile_version")
+    if v.state == "candidate":
+        v.state = "failed"
+        v.notes = f"{v.notes}; its validation job {job} failed without a verdict: {reason}"[:2000]
+        audit(actor, "native-job-failed", "profile", str(v.id), {"job": job, "reason": reason[:500]})
+    db.session.commit()
     return v
 
 

@@ -4,6 +4,7 @@ service/analysis/native_validation.py).
 
     cells = cells_of_rules(text, discovery, nprocs)        # Open MPI rules file -> [Cell]
     cells = cells_of_json(tree, base, nprocs)              # MPICH JSON selection file -> [Cell]
+    cells = cells_of_impi(impi_adjust.parse(...), nprocs)  # Intel MPI native.impi -> [Cell]
     figs = figures(files)     # [(arm, round, raw text)] -> {(key, msize): per-round medians and checks}
 
 A cell is one rule of the file at the job's communicator size: from `lo` bytes (ours, collectives.def) up
@@ -31,7 +32,7 @@ from .native import Discovery, format_label
 from .ompi_rules import _PER_BLOCK, parse_rules
 from .results import parse_text
 
-__all__ = ["Cell", "cells_of_rules", "cells_of_json", "figures", "SMALLEST"]
+__all__ = ["Cell", "cells_of_rules", "cells_of_json", "cells_of_impi", "figures", "SMALLEST"]
 
 SMALLEST = 8            # the smallest size a rule starting at 0 bytes is measured at (one double)
 
@@ -75,6 +76,21 @@ def cells_of_rules(text: str, discovery: Discovery, nprocs: int, source: str = "
             hi = (rows[i + 1][0] - 1) // div if i + 1 < len(rows) else None
             label = "default" if alg == 0 else format_label(names[key][alg], seg if seg > 0 else None)
             out.append(Cell(key, nprocs, lo, hi, label, _pick(lo, hi)))
+    return out
+
+
+def cells_of_impi(adj, nprocs: int) -> list[Cell]:
+    """The ranges of an Intel MPI native.impi (impi_adjust.parse) whose process range holds nprocs, as cells;
+    the gaps between them are the library's own choice ("default" cells, measured too)."""
+    out = []
+    for key, rows in sorted(adj.table.items()):
+        here = sorted((lo, hi, a) for a, lo, hi, p, q in rows if p <= nprocs <= q)
+        at = 0
+        for lo, hi, a in here:
+            if lo > at:
+                out.append(Cell(key, nprocs, at, lo - 1, "default", _pick(at, lo - 1)))
+            out.append(Cell(key, nprocs, lo, hi, format_label(str(a)), _pick(lo, hi)))
+            at = hi + 1
     return out
 
 

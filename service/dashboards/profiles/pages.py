@@ -56,10 +56,12 @@ def profile_set(set_id: int):
     versions = db.session.scalars(select(ProfileVersion).where(ProfileVersion.profile_set_id == ps.id)
                                   .options(selectinload(ProfileVersion.figures))
                                   .order_by(ProfileVersion.number)).all()
+    spans = pdata.span_story(versions)
     cand_id = _arg_int("candidate")
     cand = next((v for v in versions if v.id == cand_id), None) if cand_id else None
-    if cand is None:
-        cand = next((v for v in reversed(versions) if v.state in ("candidate", "validated")), None)
+    if cand is None:        # the newest measured candidate; a span (an addition at its own count) when asked for
+        open_ = [v for v in reversed(versions) if v.state in ("candidate", "validated")]
+        cand = next((v for v in open_ if not spans.get(v.id)), open_[0] if open_ else None)
     diff = []
     if cand is not None:
         names = sorted(set(st["files"]) | set(cand.files or {}))
@@ -79,7 +81,7 @@ def profile_set(set_id: int):
         gains[v.id] = min(g) if g else None
     natives = pdata.native_story(db.session, ps, versions, st.get("files") or {})
     return render_template("profiles/profile_set.html", ps=ps, st=st, versions=versions, cand=cand, diff=diff,
-                           hist=hist, roles=roles, gains=gains, natives=natives, spans=pdata.span_story(versions))
+                           hist=hist, roles=roles, gains=gains, natives=natives, spans=spans)
 
 
 def _require_admin():

@@ -178,3 +178,9 @@ _root = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_root)
 mpirun_cmd = _root.mpirun_cmd
 mpi_install = _root.mpi_install
+
+
+def measured_candidate(ps):
+    """The newest candidate version of the measured process counts (a span between measured counts is a
+    version of its own after it: service/store/analyses.py)."""
+    return [v for v in ps.versions if not (v.notes or "").startswith("span:")][-1]

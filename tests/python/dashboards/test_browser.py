@@ -17,7 +17,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from dash_helpers import (add_users_and_tokens, analyse, mpi_install, mpirun_cmd, raw_file,
-                          upload)
+                          measured_candidate, upload)
 
 pytestmark = pytest.mark.browser
 
@@ -256,7 +256,7 @@ def seed_candidate(app, c, tokens):
     from service.store.models import ProfileSet, ValidationFigure
     with app.app_context():   # what the agent's validation run reports: tuned not slower where it redirects
         ps = db.session.query(ProfileSet).one()
-        v = ps.versions[-1]
+        v = measured_candidate(ps)
         assert v.files, "the analysis made no candidate profile"
         v.state, v.validated_at = "validated", datetime.now(timezone.utc)
         for size in (65536, 1048576):

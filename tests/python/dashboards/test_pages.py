@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from dash_helpers import analyse, csrf_of, login, raw_file, upload
+from dash_helpers import analyse, csrf_of, login, measured_candidate, raw_file, upload
 
 
 def seed(client, tokens, campaigns=("nightly-1",), libs=(("openmpi", "4.1.4"),), ps=(2, 4), mpiruns=3):
@@ -93,7 +93,7 @@ def test_publish_roles(app, seeded):
     with app.app_context():
         from service.store.db import db
         ps = db.session.query(ProfileSet).one()
-        set_id, vid = ps.id, ps.versions[-1].id
+        set_id, vid = ps.id, measured_candidate(ps).id
     viewer = login(app.test_client(), "viewer1", "viewer-password")
     page = viewer.get(f"/profiles/{set_id}").get_data(as_text=True)
     assert 'id="publish"' not in page and 'id="rollback"' not in page
@@ -171,7 +171,7 @@ def test_cli_publishes_a_stored_candidate(app, seeded, tmp_path, monkeypatch):
     from service.commands.profile import profile
     from service.store.db import db
     with app.app_context():
-        vid = db.session.query(ProfileSet).one().versions[-1].id
+        vid = measured_candidate(db.session.query(ProfileSet).one()).id
     url = app.config["SQLALCHEMY_DATABASE_URI"]
     root = tmp_path / "root"
     args = ["publish-candidate", str(vid), "--root", str(root), "--database-url", url, "--actor", "ops"]
@@ -231,7 +231,7 @@ def test_database_refusal_undoes_the_swap(db_app):
     analyse(app, c, tokens["admin"], "m1", "openmpi", "nightly-1")
     with app.app_context():
         ps = db.session.query(ProfileSet).one()
-        set_id, vid = ps.id, ps.versions[-1].id
+        set_id, vid = ps.id, measured_candidate(ps).id
     target = pub.target_dir(app.config["PGMPI_PROFILE_ROOT"], "m1", "openmpi", "4.1.4")
     admin = login(app.test_client(), "admin1", "admin-password")
 
@@ -297,9 +297,16 @@ def test_first_visit_words_links_and_counts(app, seeded):
     from service.store.db import db
     from service.store.models import ProfileSet
     with app.app_context():
-        set_id = db.session.query(ProfileSet).one().id
+        ps = db.session.query(ProfileSet).one()
+        set_id = ps.id
+        span_ids = [v.id for v in ps.versions if (v.notes or "").startswith("span:")]
     admin = login(app.test_client(), "admin1", "admin-password")
+    # the seeded p = 2 and 4 agree: a span at p = 3 is a version of its own, offered for validation, not publishing
+    assert span_ids, "the seeded campaign's p = 2 and 4 agree: the analysis proposes a span at p = 3"
+    sp = admin.get(f"/profiles/{set_id}?candidate={span_ids[0]}").get_data(as_text=True)
+    assert 'id="span-awaits"' in sp and 'id="publish-form"' not in sp
     page = admin.get(f"/profiles/{set_id}").get_data(as_text=True)
+    assert 'id="span-awaits"' not in page      # the page opens on the measured candidate
     admin.post(f"/profiles/{set_id}/publish", data={"version_id": re.search(r'name="version_id" value="(\d+)"',
                                                                             page).group(1),
                                                    "csrf_token": csrf_of(page), "force": "1",

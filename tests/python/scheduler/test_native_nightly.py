@@ -110,3 +110,46 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
     from service.workflows import publish as publishing
     text = "\n".join(service.query(lambda: publishing.report_lines(publishing.campaign_report("nn-20261126"))))
     assert "candidate #1 failed: native.rules" in text and "published candidate #2" in text, text
+
+
+def test_a_validation_job_failing_in_slurm_fails_its_candidate(tmp_path, slurm_env, mpi_modulepath, bench_root,
+                                                              service, monkeypatch):
+    """The validation job dies in Slurm (its module cannot be loaded: no figures, so no verdict): it is
+    retried once, then the candidate is marked failed with the job's reason instead of staying a candidate."""
+    from scheduler.cli import agent as agent_cli
+    so = delay_interposer.build(tmp_path, "openmpi")
+    token = add_machine(service, "failbox", role="agent")
+    (tmp_path / "token").write_text(token)
+    monkeypatch.setitem(service.app.config, "PGMPI_PROFILE_ROOT", str(tmp_path / "profiles"))
+    for k, v in slurm_env.items():
+        monkeypatch.setenv(k, v)
+    cdef = tiny_campaign(
+        "nf", "failbox", mpi_modulepath, bench_root,
+        modules=[{"name": "openmpi/4.1.4", "mpi": "openmpi", "modulepath": [str(mpi_modulepath)],
+                  "env": {"LD_PRELOAD": str(so), "PGMPI_TEST_FAST_ALGORITHM": "redscat_allgather",
+                          "PGMPI_TEST_ALGORITHM_BYTES": str(WINS)}}],
+        collectives={"allreduce": {"sizes": [WINS], "search": "exhaustive"}},
+        mpiruns=2, repetitions={"policy": "fixed", "nrep": 5},
+        service={"url": service.url, "token_file": str(tmp_path / "token")},
+        validation={"enabled": True, "nrep": 5},
+        native={"tunelib_module": "pgmpitunelib/0.0-absent",       # planted: `module load` fails in the job
+                "modulepath": [str(tunelib_modules(tmp_path, "openmpi"))], "rounds": 2, "nrep": 3, "publish": True})
+    f = campaign_file(tmp_path / "nightly.yaml", **cdef)
+    r = CliRunner().invoke(agent_cli, ["nightly", "--campaign", str(f), "--state-dir", str(tmp_path / "state"),
+                                       "--interval", "0.5", "--date", "20261126", "--max-hours", "0.2"])
+    assert r.exit_code == 0, r.output
+
+    from scheduler.state import State
+    rows = [row for row in State(tmp_path / "state").jobs("nf-20261126") if row["kind"] == "native-validate"]
+    assert [(row["key"], row["state"], row["attempt"]) for row in rows] == [
+        ("native-openmpi-4.1.4-c1", "FAILED", 2)], r.output                     # retried once, then given up
+    vid = json.loads(rows[0]["spec"])["native"]["profile_version"]
+
+    def _candidate():
+        from service.store.db import db
+        from service.store.models import ProfileVersion
+        v = db.session.get(ProfileVersion, vid)
+        return v.state, v.notes
+    state, notes = service.query(_candidate)
+    assert state == "failed", (state, notes, r.output)
+    assert "validation job slurm:" in notes and "module load pgmpitunelib/0.0-absent failed" in notes, notes

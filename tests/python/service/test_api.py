@@ -165,9 +165,11 @@ def test_every_write_endpoint_refused_for_viewer_and_anonymous(client, seeded, a
               "/profiles/{version_id}/validation": {"figures": []},
               "/native/validations": {"machine": "m1", "library": "openmpi", "version": "4.1.4",
                                       "name": "native.rules", "text": "1\n", "nprocs": 2, "figures": {}},
-              "/native/candidates": {"machine": "m1", "library": "openmpi", "version": "4.1.4", "campaign": "c1"}}
+              "/native/candidates": {"machine": "m1", "library": "openmpi", "version": "4.1.4", "campaign": "c1"},
+              "/native/candidates/{version_id}/job-failed": {"machine": "m1", "library": "openmpi",
+                                                            "version": "4.1.4", "job": "slurm:1", "reason": "x"}}
     ops = list(_write_operations(client))
-    assert len(ops) == len(bodies) == 9
+    assert len(ops) == len(bodies) == 10
     before = counts(app)
     for method, path in ops:
         for who, status in (("viewer", 403), (None, 401)):
