@@ -14,7 +14,10 @@ can.
 Two sizes: 64 KiB (the cache state other calls leave in shared buffers) and 8 B, where the figure under
 MPI_Barrier is the barrier's exit skew and what runs between two measurements moves it (one clock read
 before the barrier: Open MPI's 8-byte Bcast 0.15 against 0.21 us, tests/bench/round_gap.c). At 8 B a
-pair counts only when the difference is also above 3 ticks of MPI_Wtime's 10-ns steps on this VM.
+pair counts only when the difference is also above 3 ticks of MPI_Wtime's 10-ns steps on this VM, and the
+median must leave [1/1.35, 1.35]: 20 rounds of this test (tests/bench/timing_tests.py, load 2.5-17) failed once,
+on MPICH's 8 B cell at a median of 1.28 with 6 of 7 pairs above 1.1 (ratios 2.28 1.16 1.28 0.06 1.45 2.95 1.11:
+the barrier's exit skew at 1 us), while the artefact guarded against is 1.42-1.52.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PAIRS = 7
 NREP = 400
 SIZES = (8, 65536)
-LIMIT = 1.2
+LIMIT = {8: 1.35, 65536: 1.2}     # per size (module doc)
 PAIR_MARGIN = 1.1
 MIN_DIFF_SEC = 30e-9
 
@@ -74,5 +77,5 @@ def test_pgmpi_bench_agrees_with_a_minimal_timing_loop(bench, tmp_path):
         print(f"{bench.mpi}: median paired ratio {m:.3f}; {detail}")
         above = sum(b > l * PAIR_MARGIN and b - l > MIN_DIFF_SEC for b, l in pairs[size])
         below = sum(b * PAIR_MARGIN < l and l - b > MIN_DIFF_SEC for b, l in pairs[size])
-        assert not (m > LIMIT and above >= PAIRS - 1), "pgmpi-bench systematically slower; " + detail
-        assert not (m < 1 / LIMIT and below >= PAIRS - 1), "pgmpi-bench systematically faster; " + detail
+        assert not (m > LIMIT[size] and above >= PAIRS - 1), "pgmpi-bench systematically slower; " + detail
+        assert not (m < 1 / LIMIT[size] and below >= PAIRS - 1), "pgmpi-bench systematically faster; " + detail
