@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from packaging_helpers import HERE, clean_env, lmod_shell, packaging_mpis, profile_label, write_published_profile
+from packaging_helpers import (DEFAULT_SPACK_MPIS, HERE, clean_env, lmod_shell, packaging_mpis, profile_label,
+                               write_published_profile)
 
 pytestmark = [pytest.mark.spack, pytest.mark.lmod, pytest.mark.mpi]
-LIBS = packaging_mpis()
+LIBS = packaging_mpis(DEFAULT_SPACK_MPIS)
 # Spack's package of each family
 SPACK_NAMES = {"openmpi": "openmpi", "mpich": "mpich", "intelmpi": "intel-oneapi-mpi"}
 
