@@ -159,10 +159,15 @@ PGMPI_INTERNAL size_t pgmpi_type_bytes_exact(MPI_Datatype t);    /* MPI_Type_siz
 /* MPI_Type_size as size_t -- except while the library is idle (nothing forced, no profile, no report):
  * then it returns 0 without asking MPI, because the only users on that path are the entry points'
  * n for pgmpi_begin/pgmpi_end, which ignore it when idle. Mock-ups only run when not idle. This keeps
- * the default path free of an MPI call (MPI_Type_size costs more than the rest of the wrapper). */
+ * the default path free of an MPI call (MPI_Type_size costs more than the rest of the wrapper).
+ * Usage records need the size only of the call they sample: the one whose countdown (PGMPI_DISPATCH
+ * decrements it after the entry point computed n) is about to reach 0. */
 static inline size_t pgmpi_type_bytes(MPI_Datatype t)
 {
-    if (__builtin_expect(!pgmpi_fast.any, 1)) return 0;
+    if (__builtin_expect(!pgmpi_fast.any, 1)) {
+        if (__builtin_expect(pgmpi_fast.usage, 0) && pgmpi_usage_left <= 1) return pgmpi_type_bytes_exact(t);
+        return 0;
+    }
     return pgmpi_type_bytes_exact(t);
 }
 PGMPI_INTERNAL int    pgmpi_type_is_contiguous(MPI_Datatype t);  /* size == true extent and lb == 0 */

@@ -63,7 +63,7 @@ static char g_config_file[1024];
 
 static void update_any(void)
 {
-    int any = pgmpi_fast.verbose | pgmpi_fast.usage;   /* usage needs exact message sizes */
+    int any = pgmpi_fast.verbose;   /* usage records ask for the sizes of sampled calls only (pgmpi_type_bytes) */
     for (int c = 0; c < PGMPI_NCOLL; c++) any |= pgmpi_fast.mode[c] != 0;
     pgmpi_fast.any = any;
 }
