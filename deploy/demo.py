@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MPIS = ("openmpi", "mpich")
 ADMIN = "admin"
 
-CAMPAIGN = """\
-# The demo campaign: short, 2 ranks, both MPI libraries, local mpirun.
+# What both demo campaigns share: the machine, the local backend, both Debian MPIs, one node of 2 ranks.
+_CAMPAIGN_HEAD = """\
 name: {name}
 machine: {machine}
 backend: local
@@ -48,6 +48,11 @@ modules:
   - mpi: mpich
 layouts:
   - {{nodes: 1, ppn: 2}}
+"""
+
+CAMPAIGN = """\
+# The demo campaign: short, 2 ranks, both MPI libraries, local mpirun.
+""" + _CAMPAIGN_HEAD + """\
 collectives:
   allreduce: {{sizes: [8, 1024, 16384, 131072]}}
   bcast: {{sizes: [8, 1024, 16384, 131072]}}
@@ -74,14 +79,7 @@ validation: {{enabled: true, nrep: 100, mpiruns: 5, interleaved: true}}
 # 32 B (recursive_doubling) beat their defaults here and passed validation before (scheduler/README.md).
 NATIVE_CAMPAIGN = """\
 # The demo's native search: the MPI libraries' own algorithms, 2 ranks, local mpirun.
-name: {name}
-machine: {machine}
-backend: local
-modules:
-  - mpi: openmpi
-  - mpi: mpich
-layouts:
-  - {{nodes: 1, ppn: 2}}
+""" + _CAMPAIGN_HEAD + """\
 collectives:
   bcast: {{sizes: [4096], search: exhaustive, segments: [2048]}}
   allreduce: {{sizes: [32], search: exhaustive}}
