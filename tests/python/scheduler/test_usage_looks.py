@@ -131,6 +131,12 @@ def test_a_from_usage_night_stops_decided_cells_and_measures_the_undecided_furth
     assert cells[("MPI_Allreduce", PLANTED)]["verdict"]["state"] == "violation", cells
     assert (cells[("MPI_Allreduce", NULL)]["verdict"] or {}).get("state") != "violation", cells
 
+    # the night's account: what ran against what the plan reserved, and where each cell stopped
+    spent = (state / "from-usage" / f"seq-{day}" / "spent.txt").read_text()
+    assert spent.startswith("ran ") and "planned, every look of every cell reserved: night" in spent, spent
+    assert f"allreduce {PLANTED} B after 3 mpiruns (redirect allreduce_as_reduce_bcast)" in spent, spent
+    assert f"allreduce {NULL} B after 6 mpiruns (default)" in spent, spent
+
     # the budget is charged by what ran: look 1's node-hours (nodes x its run time) per cell and mpirun, times
     # the next look's cells and mpiruns, must fit what is left, or the undecided cells stay undecided
     from scheduler.campaign import Budget
