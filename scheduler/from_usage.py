@@ -131,11 +131,17 @@ def tonight(base: dict, usage: dict[str, list[CellUsage]], *, machine_nodes: int
     for m in modules:
         for u in usage.get(m["name"], []):
             tagged[Cell(u.cell.collective, u.cell.bytes_lo, u.cell.p, f"{m['name']}|{u.cell.layout}")] = (m, u)
-    plan = plan_night([CellUsage(c, u.rank_seconds) for c, (_, u) in tagged.items()],
+    # a cell whose collective has no alternative in the base's algorithm list cannot be measured against one
+    algs = base.get("algorithms", "all")
+    def has_alternative(coll: str) -> bool:
+        return not isinstance(algs, list) or any(a.startswith((f"{coll}_as_", "native:")) for a in algs)
+    alone = {c for c in tagged if not has_alternative(c.collective)}
+    plan = plan_night([CellUsage(c, u.rank_seconds) for c, (_, u) in tagged.items() if c not in alone],
                       {Cell(c.collective, c.bytes_lo, c.p, f"{m['name']}|{c.layout}"): s
                        for m in modules for c, s in {**(states or {}), **(module_states or {}).get(m["name"], {})}.items()},
                       budget, cost, share=share, sample_fraction=sample, night=night, refresh_nights=refresh,
                       rounds=looks[-1] / (cost or CostModel()).mpiruns_per_round)
+    plan.kept += [(c, "no alternative of it in the base's algorithms") for c in sorted(alone, key=str)]
     groups: dict[tuple[str, str], dict[str, set[int]]] = {}
     for ch in plan.chosen:
         mname, layout = ch.cell.layout.split("|", 1)
@@ -151,6 +157,9 @@ def tonight(base: dict, usage: dict[str, list[CellUsage]], *, machine_nodes: int
         c["modules"] = [m for m in modules if m["name"] == mname]
         c["layouts"] = [{"nodes": nodes, "ppn": ppn}]
         c["collectives"] = {k: {"sizes": sorted(v)} for k, v in sorted(colls.items())}
+        if isinstance(algs, list):      # the base's list, less the mock-ups of collectives not measured tonight
+            c["algorithms"] = [a for a in algs if a == "default" or a.startswith("native:")
+                               or any(a.startswith(f"{k}_as_") for k in colls)]
         c["mpiruns"] = looks[-1]
         c["sequential"] = {"looks": list(looks)}
         c["budget"] = {"node_hours": round(sum(ch.node_hours for ch in plan.chosen
