@@ -474,7 +474,8 @@ class Campaign(_Strict):
             if self.native_nprocs() is None:
                 raise ValueError("native.nprocs: no one-node layout with 2 or more ranks to validate on; set it")
         if self.sequential is not None:
-            why = (f"sequential.looks: the last look is the most mpiruns a cell gets: {self.mpiruns} (mpiruns)"
+            why = (f"sequential.looks: the last look ({self.sequential.looks[-1]}) must be mpiruns ({self.mpiruns}), "
+                   "the most mpiruns a cell gets"
                    if self.sequential.looks[-1] != self.mpiruns else
                    "sequential: needs repetitions policy fixed (each look's mpiruns are a job of their own; no "
                    "pilot mpirun to take counts from)" if self.repetitions.policy != "fixed" else
