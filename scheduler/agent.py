@@ -413,7 +413,8 @@ class Agent:
         profile set; the cells of the `refused` validation records taken out) and plan its validation job:
         the file as users load it (scheduler/native_validation.py), through the campaign's backend."""
         module = next((m for m in self.c.modules if m.key == module_key), None)
-        if module is None or module.family.native not in FILE_FOR:
+        # Intel MPI has no native vocabulary of pgmpi_formats.native (its presets are variables), but a file
+        if module is None or (module.family.native or module.family.name) not in FILE_FOR:
             return {"why": f"{module_key}: no native decision file for this family"}
         n = len(refused) + 1
         if n > self.c.native.candidates:

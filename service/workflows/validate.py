@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from sqlalchemy import select
 
 from pgmpi_formats.checker import mpi_flavor
-from pgmpi_formats import mpich_json, native_validation as nv
+from pgmpi_formats import impi_adjust, mpich_json, native_validation as nv
 from service.analysis import native_validation, spans, validation
 from service.analysis.stats import ratios_ci
 from service.auth import audit
@@ -145,6 +145,8 @@ def record_native_validation(machine: str, library: str, version: str, name: str
     pub.check_native_file(name, text, mpi_flavor(library), version)
     if want == "openmpi":
         cells = nv.cells_of_rules(text, pub._installed("openmpi", version), nprocs, name)
+    elif want == "intelmpi":
+        cells = nv.cells_of_impi(impi_adjust.parse(text, name, pub._installed("intelmpi", version)), nprocs)
     else:
         cells = nv.cells_of_json(mpich_json.loads(text, name), pub._installed("mpich", version).base, nprocs)
     verdict = native_validation.judge(cells, figs, want, 0.10 if tolerance is None else tolerance)

@@ -19,6 +19,11 @@ The job (scheduler/native_validation.py) runs rounds of two mpiruns each, in alt
                 and every label of the file forced (native:<name>), interleaved in the one mpirun.
 Open MPI applies a rules file before any forced algorithm on every communicator, so the file and the
 forced variants cannot share an mpirun; the two arms of a round are paired instead.
+Intel MPI reads its presets (I_MPI_ADJUST_<COLL>) once at MPI_Init, so nothing can be forced next to the
+default inside one mpirun: its "forced" arm measures the library's default alone (PGMPI_NATIVE_EVIDENCE=1
+asks pgmpi-bench for the fingerprint there), and every preset label of the file runs in an mpirun of its
+own, arm "preset:<label>" (I_MPI_ADJUST_<COLL>=<preset> without ranges), whose `default` rows are that label's;
+all of a round's mpiruns carry the round as #@mpirun_index and are paired by it.
 """
 from __future__ import annotations
 
@@ -170,10 +175,15 @@ def figures(files: list[tuple[str, int, str]]) -> dict:
     """Per (key, msize) as "key:msize": per round the median run-time of the file's choice ("file"), the
     built-in default ("default") and each forced label; the check outcomes per arm and label, the reductions'
     algorithm fingerprints (pgmpi-bench's `#@pgmpi fingerprint`, lib/bench/bench_check.c) per arm and label,
-    and the rounds in which the file arm ran a non-commutative operation there.  files: (arm "file" | "forced", round, raw text)."""
+    and the rounds in which the file arm ran a non-commutative operation there.  files: (arm "file" | "forced" |
+    "preset:<label>", round, raw text); a preset arm's `default` rows and records are its label's."""
     out: dict[str, dict] = {}
     for arm, rnd, text in files:
         run = parse_text(text, f"{arm} round {rnd}")
+        preset = arm.split(":", 1)[1] if arm.startswith("preset:") else None
+
+        def name_of(alg: str) -> str:
+            return "file" if arm == "file" else (preset if preset and alg == "default" else alg)
         by: dict[tuple[str, int, str], list[float]] = {}
         for t, m, x, a in zip(run.test.tolist(), run.msize.tolist(), run.runtime.tolist(), run.algorithm.tolist()):
             by.setdefault((run.tests[t], m, run.algorithms[a]), []).append(x)
@@ -183,8 +193,7 @@ def figures(files: list[tuple[str, int, str]]) -> dict:
                 continue
             cell = out.setdefault(f"{coll.key}:{m}", {"key": coll.key, "msize": m, "rounds": {}, "checks": {},
                                                      "noncommutative": [], "fingerprints": {}})
-            name = "file" if arm == "file" else alg
-            cell["rounds"].setdefault(str(rnd), {})[name] = statistics.median(xs)
+            cell["rounds"].setdefault(str(rnd), {})[name_of(alg)] = statistics.median(xs)
         for rec in map(footer.parse_line, run.pgmpi_lines):
             # the check round's records: check, noncommutative, fingerprint (pgmpi_formats/footer.py)
             if not isinstance(rec, (footer.Check, footer.NonCommutative, footer.Fingerprint)):
@@ -195,7 +204,7 @@ def figures(files: list[tuple[str, int, str]]) -> dict:
             cell = out.setdefault(f"{coll.key}:{rec.msize}", {"key": coll.key, "msize": rec.msize,
                                                              "rounds": {}, "checks": {}, "noncommutative": [],
                                                              "fingerprints": {}})
-            name = "file" if arm == "file" else rec.algorithm
+            name = name_of(rec.algorithm)
             if isinstance(rec, footer.Fingerprint):
                 cell["fingerprints"].setdefault(name, []).append(rec.value)
             elif isinstance(rec, footer.NonCommutative):
