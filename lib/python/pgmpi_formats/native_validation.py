@@ -40,6 +40,8 @@ from .results import parse_text
 __all__ = ["Cell", "cells_of_rules", "cells_of_json", "cells_of_impi", "figures", "SMALLEST"]
 
 SMALLEST = 8            # the smallest size a rule starting at 0 bytes is measured at (one double)
+_MAXBYTES = 2 ** 31 - 1  # Intel MPI's largest range end (impi_adjust)
+_GAP_TOP = 1 << 20      # an open gap above the last range is measured up to 1 MiB
 
 
 @dataclass(frozen=True)
@@ -84,19 +86,38 @@ def cells_of_rules(text: str, discovery: Discovery, nprocs: int, source: str = "
     return out
 
 
+def _top(lo: int, hi: int) -> int:
+    """The largest power of two >= SMALLEST inside [lo, hi] (lo when there is none)."""
+    s = SMALLEST
+    while s * 2 <= hi:
+        s *= 2
+    return s if lo <= s <= hi else lo
+
+
 def cells_of_impi(adj, nprocs: int) -> list[Cell]:
     """The ranges of an Intel MPI native.impi (impi_adjust.parse) whose process range holds nprocs, as cells;
-    the gaps between them are the library's own choice ("default" cells, measured too)."""
+    the gaps between and after them are meant to stay the library's own choice ("default" cells), measured at
+    both ends: Intel MPI 2021.13 does not keep its own choice outside the ranges of a variable that is set (the
+    fingerprint of MPI_Allreduce at 64 B-32 KiB changes when only 3:65536-... is set; docs/native.md), so the
+    validation must see the gaps where they are widest apart from the lowest size."""
     out = []
     for key, rows in sorted(adj.table.items()):
         here = sorted((lo, hi, a) for a, lo, hi, p, q in rows if p <= nprocs <= q)
-        at = 0
+        gaps, at = [], 0
         for lo, hi, a in here:
             if lo > at:
-                out.append(Cell(key, nprocs, at, lo - 1, "default", _pick(at, lo - 1)))
+                gaps.append((at, lo - 1))
             out.append(Cell(key, nprocs, lo, hi, format_label(str(a)), _pick(lo, hi)))
             at = hi + 1
-    return out
+        if here and at <= _MAXBYTES:
+            gaps.append((at, _MAXBYTES))
+        for lo, hi in gaps:
+            first, top = _pick(lo, hi), _top(lo, min(hi, _GAP_TOP))
+            if top > first:       # two cells splitting the gap where the top one is measured
+                out += [Cell(key, nprocs, lo, top - 1, "default", first), Cell(key, nprocs, top, hi, "default", top)]
+            else:
+                out.append(Cell(key, nprocs, lo, hi, "default", first))
+    return sorted(out, key=lambda c: (c.key, c.lo))
 
 
 def _comm_size_matches(cond: str, p: int) -> bool | None:
