@@ -12,9 +12,9 @@ Per library (deploy/mpi-libraries.tsv id, built into build/install/<id>, 2 ranks
               `--mpiruns` rounds, paired per round
   decided     service/analysis/native_decision.decide over those runs, written by the library's own writer for
               its exact version (pgmpi_formats/native_file.render) and read back by that version's reader
-  validated   Open MPI and MPICH: the validation job (scheduler/native_validation.py, local backend) that loads
-              the file through the modules of deploy/modules.py as a user does, judged by
-              service/analysis/native_validation.judge; Intel MPI: no validation job exists for its variables
+  validated   the validation job (scheduler/native_validation.py, local backend) that loads the file through
+              the modules of deploy/modules.py as a user does (Intel MPI: file, default and preset mpiruns per
+              round), judged by service/analysis/native_validation.judge
   published   into a profile root of its own (service/profiles/publish.py, the version's reader checks it)
   user job    `module load <id> pgmpitunelib` with that root, then a user program (tests/bench/native_user_app.c,
               not pgmpi-bench) at the chosen allreduce cell: under the module, with the file's variables unset
@@ -147,8 +147,6 @@ def modules(work: Path, ids) -> Path:
 
 
 def validate(lib: Lib, name: str, text: str, mods: Path) -> str:
-    if lib.family == "intelmpi":
-        return "no validation job for Intel MPI's variables (scheduler/native_validation.py: Open MPI and MPICH files)"
     from scheduler.backends import make_backend
     from scheduler.native_validation import NativeValidationJob
     from service.analysis.native_validation import judge
@@ -161,7 +159,7 @@ def validate(lib: Lib, name: str, text: str, mods: Path) -> str:
         job.submit(backend=backend, timeout=600)
     except RuntimeError as exc:
         return f"job failed: {str(exc)[:300]}"
-    v = judge(job.cells, job.figures(), lib.lib.family.native, 0.10)
+    v = judge(job.cells, job.figures(), lib.lib.family.native or lib.family, 0.10)
     return f"{v['state']}" + (": " + "; ".join(v["problems"][:3]) if v["problems"] else f" ({len(v['cells'])} cells)")
 
 

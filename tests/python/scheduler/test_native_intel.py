@@ -152,3 +152,4 @@ def test_intel_validation_refuses_a_module_that_does_not_set_the_file(tmp_path, 
         client.request("POST", "/api/v1/native/validations", {
             "machine": "ibox2", "library": "intelmpi", "version": VERSION, "name": "native.impi",
             "text": text.replace("Intel MPI 2021.13", "Intel MPI 2021.12"), "nprocs": 2, "figures": {}, "job": "x"})
+
