@@ -397,6 +397,7 @@ def native_step(app, work: Path, machine: str, campaign: str, versions: dict[str
                 name = next(n for n in v.files if n in pub.NATIVE_FILES)
                 text = v.files[name]
                 rec = validate.recorded_native_validation(machine, mpi, versions[mpi], {name: text})
+            live = pub.status(profile_root, machine, mpi, versions[mpi])["files"]
             job = NativeValidationJob(work / "native-validate" / f"{campaign}-{mpi}-{attempt}", machine, mpi,
                                       versions[mpi], name, text, None, f"pgmpitunelib/{mpi}", [str(modules)],
                                       nprocs=2, rounds=5, nrep=30, decided_at=decided)
@@ -430,11 +431,15 @@ def native_step(app, work: Path, machine: str, campaign: str, versions: dict[str
             f["validation"] = (f"record {verdict['id']} {verdict['state']}"
                                + (": " + "; ".join(verdict["problems"][:3]) if verdict["problems"] else ""))
             with app.app_context():
-                settled = chain.settle(chain.candidate_of(vid, machine, mpi, versions[mpi], name, text), verdict,
-                                       True, profile_root, "demo")
+                cand = chain.candidate_of(vid, machine, mpi, versions[mpi], name, text)
+                kept = set(cand.files)
+                settled = chain.settle(cand, verdict, True, profile_root, "demo")
             if settled["published"]:
+                left = sorted(set(live) - kept - set(pub.NATIVE_FILES))
                 f["published"] = (f"{f['file']} (version {settled['published']['version']} -> "
-                                  f"{settled['published']['path']})")
+                                  f"{settled['published']['path']})"
+                                  + (f"; leaves out the live {', '.join(left)}: its mock-ups call a collective the "
+                                     "file retunes, measured under the library's old choice" if left else ""))
             elif verdict["state"] == "passed":
                 f["not_published"] = settled["why"] or f"candidate {vid} is {settled['state']}"
             if verdict["state"] == "passed":
