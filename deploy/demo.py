@@ -11,8 +11,9 @@ through the same code a site runs nightly:
     -> Lmod modulefiles pointing at it -> dashboard served on 127.0.0.1
 
 and a second, native one (NATIVE_CAMPAIGN, native_step): the libraries' own algorithms of bcast and
-allreduce searched -> the decision written for each library's exact version -> a validation job that loads
-it through the module -> published next to the .prf profiles where it passed.
+allreduce searched -> the nightly chain's own workflow (service/workflows/native.py): the decision written
+for each library's exact version as a candidate -> a validation job that loads it through the module, at
+the sizes the decision measured -> settled, and published next to the .prf profiles where it passed.
 
 Everything lives under --workdir (default demo/). A second run reuses what is
 there and says so: the agent's state makes finished jobs count as done, so only
