@@ -409,8 +409,11 @@ def native_step(app, work: Path, machine: str, campaign: str, versions: dict[str
                 break
             f["file"] = f"{name}: " + ", ".join(f"{c.key} {_size(c.msize)} {c.label}" for c in job.cells
                                                 if c.label != "default")
-            if state == "published":
-                f["published"] = f"live already (candidate {vid}): {f['file']}"
+            if state == "published":        # the same file was published before (a later .prf keeps it live)
+                if live.get(name) == text:
+                    f["published"] = f"live already (candidate {vid}): {f['file']}"
+                else:
+                    f["not_published"] = f"published earlier as candidate {vid}, no longer live (rolled back)"
                 break
             if rec:
                 verdict = {"ok": True, "state": "passed", "id": rec[name]["native_validation"], "problems": []}
