@@ -437,7 +437,7 @@ class Agent:
             module.name, self.c.native.tunelib_module, [*module.modulepath, *self.c.native.modulepath],
             nprocs=self.c.native_nprocs(), rounds=self.c.native.rounds, nrep=self.c.native.nrep,
             walltime_seconds=self.c.slurm.walltime_seconds, extra_lines=list(module.prologue), env=dict(module.env),
-            job_key=f"native-{module.key}-c{n}")
+            job_key=f"native-{module.key}-c{n}", decided_at=data.get("decided_at"))
         try:
             job.stage()
         except (ValueError, OSError) as exc:        # the agent's own readers refuse it: never submitted

@@ -1,6 +1,6 @@
 """Validation job of the MPI library's own decision file (native.rules / native.json), run the way users get it.
 
-    cells = precheck(name, text, mpi, nprocs, version)  # ValueError with the reason: never submitted
+    cells = precheck(name, text, mpi, nprocs, version, decided_at)  # ValueError with the reason: never submitted
     job = NativeValidationJob(...); job.write(); job_id = job.submit(env)   # through the backend (Slurm), waits
     figs = job.figures()                               # pgmpi_formats.native_validation.figures
     verdict = post(client, job, figs)                  # the service judges and records it
@@ -38,10 +38,17 @@ FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json", "intelmpi": "nati
 FILE_VARS = tuple(v for vs in native.FILE_VARS.values() for v in vs)
 
 
-def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = None) -> list[nv.Cell]:
+def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = None,
+             decided_at=None) -> list[nv.Cell]:
     """The checks that need no job, before anything is submitted: the file read the way the library reads it
     (a rules file Open MPI would ignore, a JSON file missing a collective, an algorithm this library does not
-    have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells."""
+    have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells,
+    each at the sizes its decision measured (`decided_at`, the candidate's [key, size, p]; nv.at_decided) --
+    the same cells the service judges on."""
+    return nv.at_decided(_precheck(name, text, mpi, nprocs, version), decided_at)
+
+
+def _precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None) -> list[nv.Cell]:
     if launchers.library(mpi).family.name == "intelmpi":
         return _precheck_impi(name, text, nprocs, version)
     kind = launchers.library(mpi).family.native
@@ -108,6 +115,7 @@ class NativeValidationJob:
     backend_name: str = "slurm"      # the backend submit() ran it on (the service records "<backend>:<id>")
     env: dict = field(default_factory=dict)      # the campaign module's environment for the launches
     job_key: str | None = None       # the agent's key of the job (default: native-validate-<mpi>)
+    decided_at: list | None = None   # the candidate's [key, size, p] cells: each rule is measured there
 
     @property
     def library(self) -> str:
@@ -205,7 +213,7 @@ class NativeValidationJob:
         """The file checked (precheck) and staged as a published set of its own, with its site file: what
         the job's `module load` points the MPI at (the agent submits the spec itself, scheduler/agent.py)."""
         if not self.cells:
-            self.cells = precheck(self.name, self.text, self.mpi, self.nprocs, self.version)
+            self.cells = precheck(self.name, self.text, self.mpi, self.nprocs, self.version, self.decided_at)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.staged.parent.mkdir(parents=True, exist_ok=True)
         self.staged.write_text(self.text)

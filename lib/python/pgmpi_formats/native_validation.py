@@ -5,11 +5,16 @@ service/analysis/native_validation.py).
     cells = cells_of_rules(text, discovery, nprocs)        # Open MPI rules file -> [Cell]
     cells = cells_of_json(tree, base, nprocs)              # MPICH JSON selection file -> [Cell]
     cells = cells_of_impi(impi_adjust.parse(...), nprocs)  # Intel MPI native.impi -> [Cell]
+    cells = at_decided(cells, decided)  # measured where the decision measured: [(key, size, p)] of the candidate
     figs = figures(files)     # [(arm, round, raw text)] -> {(key, msize): per-round medians and checks}
 
 A cell is one rule of the file at the job's communicator size: from `lo` bytes (ours, collectives.def) up
 to the next rule the collective runs `label` ("default": the library's own decision, or
-"native:<name>[:seg=<bytes>]").  It is measured at one size, `msize`, inside it.
+"native:<name>[:seg=<bytes>]").  It is measured at one size, `msize`, inside it: by itself the rule's first
+power of two (8 B for a rule from 0 B), which the decision may never have measured; at_decided measures each
+rule instead at every size the decision measured inside it (the candidate carries them), one cell per size,
+and keeps the picked size only for a rule holding none of them (a range the file gives the library's own
+choice that no measured cell decided: the control that the file changed nothing there).
 
 The job (scheduler/native_validation.py) runs rounds of two mpiruns each, in alternating order:
   arm "file"    `module load` of the candidate set: the library reads the file; pgmpi-bench measures
@@ -28,7 +33,7 @@ all of a round's mpiruns carry the round as #@mpirun_index and are paired by it.
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from . import collectives as _colls
 from . import footer
@@ -37,7 +42,7 @@ from .native import Discovery, format_label
 from .ompi_rules import _PER_BLOCK, parse_rules
 from .results import parse_text
 
-__all__ = ["Cell", "cells_of_rules", "cells_of_json", "cells_of_impi", "figures", "SMALLEST"]
+__all__ = ["Cell", "cells_of_rules", "cells_of_json", "cells_of_impi", "at_decided", "figures", "SMALLEST"]
 
 SMALLEST = 8            # the smallest size a rule starting at 0 bytes is measured at (one double)
 _MAXBYTES = 2 ** 31 - 1  # Intel MPI's largest range end (impi_adjust)
@@ -98,7 +103,7 @@ def cells_of_impi(adj, nprocs: int) -> list[Cell]:
     """The ranges of an Intel MPI native.impi (impi_adjust.parse) whose process range holds nprocs, as cells;
     the gaps between and after them are meant to stay the library's own choice ("default" cells), measured at
     both ends: Intel MPI 2021.13 does not keep its own choice outside the ranges of a variable that is set (the
-    fingerprint of MPI_Allreduce at 64 B-32 KiB changes when only 3:65536-... is set; docs/native.md), so the
+    fingerprint of MPI_Allreduce at 64 B-32 KiB changes when only 3:65536-... is set; scheduler/README.md), so the
     validation must see the gaps where they are widest apart from the lowest size."""
     out = []
     for key, rows in sorted(adj.table.items()):
@@ -118,6 +123,22 @@ def cells_of_impi(adj, nprocs: int) -> list[Cell]:
             else:
                 out.append(Cell(key, nprocs, lo, hi, "default", first))
     return sorted(out, key=lambda c: (c.key, c.lo))
+
+
+def at_decided(cells: list[Cell], decided) -> list[Cell]:
+    """The cells of a file measured where its decision was made: `decided` is the (key, size, p) cells the
+    decision measured (a native candidate's `decided_at`; None or empty: the picked sizes, as before).  Each
+    rule becomes one cell per decided size of its collective at its p inside [lo, hi]; a rule holding none
+    keeps its picked size.  So a choice made at 32 B is validated at 32 B, not at 8 B where it was never
+    measured, and every rule is still measured somewhere."""
+    at: dict[tuple[str, int], set[int]] = {}
+    for key, size, p in decided or ():
+        at.setdefault((str(key), int(p)), set()).add(int(size))
+    out = []
+    for c in cells:
+        inside = sorted(s for s in at.get((c.key, c.nprocs), ()) if c.lo <= s and (c.hi is None or s <= c.hi))
+        out.extend([replace(c, msize=s) for s in inside] or [c])
+    return out
 
 
 def _comm_size_matches(cond: str, p: int) -> bool | None:
