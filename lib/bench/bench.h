@@ -190,7 +190,7 @@ int run_call_on(const call_t *c, const cplan_t *cp, char *sbuf, char *rbuf, MPI_
 /* bench_native.c */
 #define MAXNATIVE 256
 #define NATIVE_MAXPER 32
-enum { NATIVE_NONE, NATIVE_OMPI, NATIVE_MPICH };
+enum { NATIVE_NONE, NATIVE_OMPI, NATIVE_MPICH, NATIVE_IMPI };   /* IMPI: presets fixed at MPI_Init */
 typedef struct {
     int kind;                    /* K_* */
     char name[48];               /* the library's name */
@@ -204,6 +204,7 @@ extern int g_nnative, g_native_flavor;
 extern char g_native_rules_file[4096];   /* Open MPI: the rules file of the environment, "" none */
 void native_discover(void);
 int native_add(int kind, const char *name, long seg);
+int native_add_preset(int kind, const char *preset, char *why, size_t len);
 int native_count(int kind);
 const char *native_name(int kind, int j);
 int native_has_seg(int kind);

@@ -14,7 +14,15 @@
  *             coll_tuned_use_dynamic_rules must be 1 from the start (set before MPI_T/MPI_Init).  The
  *             default and the mock-ups keep MPI_COMM_WORLD.
  *   MPICH     reads MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call: each measurement writes the value
- *             it needs (auto for the default and the mock-ups) outside the timed region. */
+ *             it needs (auto for the default and the mock-ups) outside the timed region.
+ *   Intel MPI exposes no algorithm through MPI_T and reads I_MPI_ADJUST_<COLL> once at MPI_Init, so
+ *             nothing switches inside an mpirun: "native:<preset>" is accepted only when the launch's
+ *             environment forces exactly that preset on the call (I_MPI_ADJUST_<COLL>=<preset>, no
+ *             ranges), and then it is the call's only algorithm.  pgmpi-bench owns the label because it
+ *             is the one process that sees both the variable the library read at MPI_Init and the rows
+ *             it writes: the raw file says native:<p> only when preset p was forced, whoever launched it
+ *             (the planner's preset mpiruns, scheduler/planner.py; a user by hand).  The default is
+ *             measured in another mpirun with the same --mpirun-index, and the analysis pairs them. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdio.h>
@@ -172,6 +180,41 @@ void native_discover(void)
             }
         }
     }
+    if (g_native_flavor == NATIVE_NONE) {      /* MPI_Get_library_version may be called before MPI_Init */
+        char ver[MPI_MAX_LIBRARY_VERSION_STRING + 1] = ""; int vl = 0;
+        MPI_Get_library_version(ver, &vl);
+        if (strstr(ver, "Intel(R) MPI Library")) g_native_flavor = NATIVE_IMPI;
+    }
+}
+
+/* Intel MPI: the variant "native:<preset>" of a call, when I_MPI_ADJUST_<COLL> of the environment is exactly
+ * that preset (what Intel MPI read at MPI_Init); else -1 with the reason in why. */
+int native_add_preset(int kind, const char *preset, char *why, size_t len)
+{
+    if (kind < 0 || kind >= K_UNKNOWN) return -1;
+    char var[80];
+    snprintf(var, sizeof var, "I_MPI_ADJUST_%s", KINDS[kind].mpich);
+    const char *set = getenv(var);
+    int digits = *preset != 0;
+    for (const char *s = preset; *s; s++) digits &= isdigit((unsigned char)*s) != 0;
+    if (!digits || atoi(preset) < 1) {
+        snprintf(why, len, "Intel MPI's algorithms are presets: native:<number> (impi_info -v %s lists them)", var);
+        return -1;
+    }
+    if (!set || strcmp(set, preset) != 0) {
+        snprintf(why, len, "Intel MPI reads %s once at MPI_Init, so native:%s needs the launch's environment to "
+                 "force it (%s=%s, no ranges; it is %s%s%s), the default measured in another mpirun", var, preset,
+                 var, preset, set ? "'" : "", set ? set : "unset", set ? "'" : "");
+        return -1;
+    }
+    for (int v = 0; v < g_nnative; v++)
+        if (g_native[v].kind == kind && g_native[v].value == atoi(preset)) return v;
+    if (g_nnative >= MAXNATIVE) die_usage("too many native algorithm variants (at most %d)", MAXNATIVE);
+    native_t *n = &g_native[g_nnative];
+    n->kind = kind; n->value = atoi(preset); n->seg = -1; n->comm = MPI_COMM_NULL;
+    snprintf(n->name, sizeof n->name, "%s", preset);
+    snprintf(n->label, sizeof n->label, "native:%s", preset);
+    return g_nnative++;
 }
 
 int native_has_seg(int kind) { return kind >= 0 && kind < K_UNKNOWN && g_offer[kind].segcvar >= 0; }
@@ -250,6 +293,7 @@ MPI_Comm native_select(const call_t *c, int alg)
         return MPI_COMM_WORLD;
     }
     native_t *n = &g_native[ALG_NATIVE0 - alg];
+    if (g_native_flavor == NATIVE_IMPI) return MPI_COMM_WORLD;    /* forced at MPI_Init by the environment */
     if (g_native_flavor == NATIVE_MPICH) {
         cvar_write(g_offer[n->kind].cvar, n->value);
         return MPI_COMM_WORLD;
@@ -270,6 +314,7 @@ void native_finish(void)
  *   native <flavor> <collective key> <name> <value> <control variable> <segment-size variable or ->  */
 void native_print_listing(FILE *f)
 {
+    /* Intel MPI lists "none": no algorithm of its own through MPI_T (its presets: impi_info -v) */
     const char *fl = g_native_flavor == NATIVE_OMPI ? "openmpi" : g_native_flavor == NATIVE_MPICH ? "mpich" : "none";
     fprintf(f, "#@native_flavor=%s\n", fl);
     char ver[MPI_MAX_LIBRARY_VERSION_STRING + 1] = ""; int vl = 0;

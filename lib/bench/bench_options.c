@@ -113,6 +113,8 @@ static void usage(FILE *f)
 "                        algorithm NAME, as the library names it (--list-native), measured next to\n"
 "                        the default and the mock-ups in the same rounds; seg= sets Open MPI's\n"
 "                        segment size (MPICH has none).  A name applies to every call that has it.\n"
+"                        Intel MPI: native:PRESET, only when the environment forces it\n"
+"                        (I_MPI_ADJUST_<COLL>=PRESET, read at MPI_Init), alone on its call.\n"
 "  --serve               measure cells on request, one mpirun for a whole search: rank 0 reads lines\n"
 "                        'cell <call> <bytes> <label,label,...>' from standard input (the call, size\n"
 "                        and labels among those of --calls, --sizes, --algorithms; default and\n"
@@ -368,6 +370,22 @@ static void parse_native(const char *t, int *any_named)
     }
     if (g_native_flavor == NATIVE_NONE)
         die_usage("--algorithms: '%s': this MPI library exposes no algorithm control variables through MPI_T", t);
+    if (g_native_flavor == NATIVE_IMPI) {      /* a preset forced at MPI_Init (bench_native.c) */
+        if (colon) die_usage("--algorithms: '%s': Intel MPI's presets have no ':seg='", t);
+        char why[512] = "";
+        int matched = 0;
+        for (int i = 0; i < O.ncalls; i++) {
+            call_t *c = &O.calls[i];
+            if (c->coll < 0) continue;
+            int v = native_add_preset(c->kind, name, why, sizeof why);
+            if (v < 0) continue;
+            push_alg(c, ALG_NATIVE0 - v);
+            any_named[i] = 1;
+            matched = 1;
+        }
+        if (!matched) die_usage("--algorithms: '%s': %s", t, why[0] ? why : "no collective of --calls");
+        return;
+    }
     if (g_native_rules_file[0])
         die_usage("--algorithms: '%s': Open MPI applies the rules file %s (coll_tuned_dynamic_rules_filename) before "
                   "any forced algorithm, on every communicator, and MPI_T cannot set it aside: measure native "
@@ -760,6 +778,15 @@ void parse_args(int argc, char **argv)
         native_discover();
     }
     parse_algs(algs);
+    if (g_native_flavor == NATIVE_IMPI)       /* the preset runs every call of its collective: nothing next to it */
+        for (int i = 0; i < O.ncalls; i++)
+            for (int a = 0; a < O.calls[i].nalg; a++)
+                if (O.calls[i].alg[a] <= ALG_NATIVE0 && O.calls[i].nalg > 1)
+                    die_usage("--algorithms: %s is forced on %s for the whole mpirun (Intel MPI reads it at MPI_Init), "
+                              "so '%s' would measure it again under another name: measure %s alone, the default "
+                              "in another mpirun with the same --mpirun-index", alg_label(&O.calls[i], O.calls[i].alg[a]),
+                              O.calls[i].mpi_name, alg_label(&O.calls[i], O.calls[i].alg[a == 0 ? 1 : 0]),
+                              alg_label(&O.calls[i], O.calls[i].alg[a]));
     if (O.barrier_rows) {   /* MPI_Barrier rows next to every size, whatever --algorithms says */
         add_call(-1);
         for (int i = 0; i < O.ncalls; i++) if (O.calls[i].coll < 0) { O.calls[i].nalg = 1; O.calls[i].alg[0] = 0; }
