@@ -268,11 +268,57 @@ def under_native_file(launch: Launch, module: Module) -> Launch:
     return replace(launch, env={**native.file_env(module.family.native, module.native_file), **launch.env})
 
 
+def intel_preset_launches(c: Campaign, module: Module, calls: dict[str, list[int]], earlier=None,
+                          nodes: int = 1) -> list[Launch] | None:
+    """Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init, so its presets (native:<p>) cannot be interleaved
+    with the default inside one mpirun: per mpirun index the default mpirun (default, mock-ups, control arm)
+    and one mpirun per preset (I_MPI_ADJUST_<COLL>=<p> without ranges for every collective that lists it,
+    --algorithms=native:<p>, which pgmpi-bench accepts only under that variable and writes as the rows'
+    label), all with the same --mpirun-index, in alternating order (presets ascending in even rounds,
+    descending first in odd ones).  The analysis pairs them by mpirun index (native_decision.cells_of_mpiruns):
+    a preset's figure is set against the default of its own round, never measured next to it.  None when the
+    campaign asks no preset of this module."""
+    from pgmpi_formats import impi_adjust
+    algs = {k: c.algorithms_for(k) for k in calls}
+    presets: dict[str, list[str]] = {}
+    for k, v in algs.items():
+        for a in ([] if v == "all" else v):
+            lab = native.parse_label(a) if a.startswith("native:") else None
+            if lab is not None:
+                presets.setdefault(lab.name, []).append(k)
+    if not presets:
+        return None
+    rest = {k: (v if v == "all" else [a for a in v if not a.startswith("native:")]) for k, v in algs.items()}
+    base = launches_for(c, module, c.mpiruns, calls=calls, algorithms=rest, control=c.control, earlier=earlier,
+                        nodes=nodes)
+    out = []
+    for i in range(c.mpiruns):
+        alone = []
+        for p in sorted(presets, key=lambda x: (len(x), x)):
+            by_sizes: dict[tuple, list[str]] = {}
+            for k in presets[p]:
+                by_sizes.setdefault(tuple(calls[k]), []).append(k)
+            for g, (sizes, keys) in enumerate(by_sizes.items()):
+                name = f"run-{i}-native-{p}{'-g' + str(g) if len(by_sizes) > 1 else ''}.txt"
+                src = campaign_nrep_from(c, i, "run-0.txt", earlier if earlier is not None
+                                         and earlier.covers(keys, list(sizes)) else None)
+                alone.append(Launch(i, bench_argv(c, module, i, name, keys, list(sizes), [f"native:{p}"], None, src,
+                                                  nodes), name,
+                                    {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}": p for k in keys}, "measure"))
+        mine = [x for x in base if x.index == i] + alone
+        out += mine if i % 2 == 0 else mine[::-1]
+    return out
+
+
 def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], earlier=None,
                      nodes: int = 1) -> list[Launch]:
     """The measurement launches.  With a native_file the library's own algorithms go to launches of their own
     (run-native-*), so that the default and the mock-ups can run under the file and the forced algorithms
-    without it (under_native_file)."""
+    without it (under_native_file).  Intel MPI's presets: intel_preset_launches."""
+    if module.family.name == "intelmpi":
+        intel = intel_preset_launches(c, module, calls, earlier, nodes)
+        if intel is not None:
+            return intel
     if not module.native_file:
         return launches_for(c, module, c.mpiruns, calls=calls, control=c.control, earlier=earlier, nodes=nodes)
     algs = {k: c.algorithms_for(k) for k in calls}

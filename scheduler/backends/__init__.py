@@ -176,10 +176,11 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
     env = launchers.setup_lines(m)          # the library's own environment when no module sets it
     env += [f"export {k}={shlex.quote(v)}" for k, v in job_env(job, in_slurm).items()]
     launches = []
-    if job.kind == "measure" and (
+    if job.kind == "measure" and m.family.native is not None and (
             any("native:" in a for ln in job.launches for a in ln.argv if a.startswith("--algorithms="))
             or any(ln.role == "search" for ln in job.launches)):
-        # the library's own algorithms, as this module's library offers them (recorded with the campaign)
+        # the library's own algorithms, as this module's library offers them (recorded with the campaign);
+        # not Intel MPI's presets (MPI_T lists none; impi_info -v does, pgmpi_formats.impi_adjust)
         launches.append(f"{launcher(job, in_slurm)} {shlex.quote(str(bench))} --list-native >native-algorithms.txt "
                         "2>native-algorithms.log || fail 'pgmpi-bench --list-native failed (native-algorithms.log)'")
     for ln in job.launches:
