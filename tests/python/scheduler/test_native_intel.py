@@ -155,3 +155,38 @@ def test_intel_validation_refuses_a_module_that_does_not_set_the_file(tmp_path, 
             "machine": "ibox2", "library": "intelmpi", "version": VERSION, "name": "native.impi",
             "text": text.replace("Intel MPI 2021.13", "Intel MPI 2021.12"), "nprocs": 2, "figures": {}, "job": "x"})
 
+
+
+def test_pgmpi_bench_labels_a_preset_only_where_the_launch_forced_it(tmp_path):
+    """Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init: pgmpi-bench writes native:<p> rows only when the
+    launch's environment forces exactly preset p (no ranges), alone on its collective; otherwise it refuses with
+    the reason before measuring (on the old code native:<p> was refused on Intel MPI whatever the environment,
+    so a campaign could not measure a preset)."""
+    from pgmpi_formats import mpi_libraries
+    bench = ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench"
+    if not bench.exists():
+        pytest.fail(f"{bench} missing: deploy/build-lib.sh intelmpi (make test does)")
+    lib = mpi_libraries.mpi_library("intelmpi")
+    mpirun = str(lib.mpirun)
+
+    def run(algs, value, index=0):
+        env = {k: v for k, v in lib.environment().items() if not k.startswith("I_MPI_ADJUST_")}
+        if value is not None:
+            env["I_MPI_ADJUST_ALLREDUCE"] = value
+        out = tmp_path / f"r{index}.txt"
+        return subprocess.run([mpirun, "-n", "2", str(bench), "--calls=allreduce", "--sizes=8,65536",
+                               f"--algorithms={algs}", "--nrep=3", "--no-barrier-rows", f"--mpirun-index={index}",
+                               f"--output={out}"], capture_output=True, text=True, env=env, timeout=120), out
+
+    for algs, value, why in (("native:3", None, "it is unset"), ("native:3", "3:0-100@2-2", "it is '3:0-100@2-2'"),
+                             ("native:3", "2", "it is '2'"), ("default,native:3", "3", "'default' would measure it"),
+                             ("native:3:seg=1K", "3", "no ':seg='"), ("native:ring", "3", "native:<number>")):
+        p, out = run(algs, value)
+        assert p.returncode != 0 and why in p.stderr and not out.exists(), (algs, value, p.stderr[-600:])
+    p, out = run("native:3", "3", 7)
+    assert p.returncode == 0, p.stderr[-800:]
+    text = out.read_text()
+    rows = [ln.split() for ln in text.splitlines() if ln.startswith("MPI_Allreduce ")]
+    assert {r[-1] for r in rows} == {"native:3"} and {int(r[2]) for r in rows} == {8, 65536}, rows[:4]
+    assert "#@mpirun_index=7" in text and "#@native_switch=preset_at_mpi_init" in text
+    assert "#@pgmpi check MPI_Allreduce 65536 native:3 ok" in text          # results checked as for any arm
