@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pgmpi_formats import native
 from pgmpi_formats.results import read_file
-from pgmpi_formats.native_search import SEGMENTED, grid, run_sizes
+from pgmpi_formats.native_search import REFERENCE, SEGMENTED, grid, run_sizes
 
 NEVER = float("inf")
 
@@ -115,41 +115,78 @@ class Launcher:
             sys.exit(f"pgmpi-bench --serve for {key} exited with {sess.proc.returncode}: {sess.tail()}")
 
     def measure(self, key: str, size: int, batch: list) -> dict:
+        """One round of a cell: its variants with the default, `batch.repeat` times over (race's second
+        stage); per variant the median of the repetitions' medians, and the default's under REFERENCE."""
         labels = [native.format_label(m, seg) for m, seg in batch]
         self.rounds += 1
         sess = self.sessions.get(key)
-        if sess is not None:
-            from pgmpi_formats.collectives import by_key
-            got = sess.cell(by_key(key).mpi_name, size, labels)
-            if "default" in got:
-                self.defaults.setdefault((key, size), []).append(got["default"])
-            return {v: got.get(lab, NEVER) for v, lab in zip(batch, labels)}
-        run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
-        rows: dict[str, list[float]] = {}
-        for a, x in zip(run.algorithm, run.runtime):
-            rows.setdefault(run.algorithms[a], []).append(float(x))
-        if "default" in rows:
-            self.defaults.setdefault((key, size), []).append(statistics.median(rows["default"]))
-        return {v: (statistics.median(rows[lab]) if lab in rows else NEVER) for v, lab in zip(batch, labels)}
+        got: dict[str, list[float]] = {}
+        for _ in range(max(1, getattr(batch, "repeat", 1))):
+            if sess is not None:
+                from pgmpi_formats.collectives import by_key
+                one = sess.cell(by_key(key).mpi_name, size, labels)
+            else:
+                run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
+                rows: dict[str, list[float]] = {}
+                for a, x in zip(run.algorithm, run.runtime):
+                    rows.setdefault(run.algorithms[a], []).append(float(x))
+                one = {lab: statistics.median(xs) for lab, xs in rows.items()}
+            for lab, x in one.items():
+                got.setdefault(lab, []).append(x)
+        out = {v: (statistics.median(got[lab]) if lab in got else NEVER) for v, lab in zip(batch, labels)}
+        if "default" in got:
+            self.defaults.setdefault((key, size), []).extend(got["default"])
+            out[REFERENCE] = statistics.median(got["default"])
+        return out
 
     def argv(self, key: str, sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
-        """pgmpi-bench under the job's launcher: the labels with the default (and the control arm)."""
+        """pgmpi-bench under the job's launcher: the labels with the default (and the control arm).  A race
+        measures its first stage with few repetitions (first_nrep; its second stage repeats the round) and
+        without the control arm: its choices are judged on the confirmations, whose default has it."""
         s = self.spec
-        algs = ["default", *labels] + (["default_control"] if s.get("control") else [])
+        entry = s["collectives"].get(key, {})
+        race = entry.get("search") == "race"
+        algs = ["default", *labels] + (["default_control"] if s.get("control") and not race else [])
+        args = list(s["bench_args"])
+        if race:
+            args = [x for x in args if not x.startswith("--nrep=")] + [f"--nrep={first_nrep(s, entry)}"]
         return shlex.split(s["launcher"]) + [s["bench"], *extra, f"--calls={key}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
-                                             "--no-barrier-rows", *s["bench_args"], f"--output={name}"]
+                                             "--no-barrier-rows", *args, f"--output={name}"]
 
-    def launch_alone(self, label: str, calls: list[str], sizes: list[int], index: int, name: str):
-        """One mpirun measuring `label` alone (no default next to it; "default": the default, and the
-        control arm when the campaign has one), #@mpirun_index `index` pairing it with the round's others."""
+    def confirm(self, which: str, cells: dict[str, dict[int, str]], index: int, name: str) -> None:
+        """One confirmation mpirun of a round (#@mpirun_index `index`) over every cell to confirm, each cell
+        measuring exactly one algorithm: which="default", the library's default (and the control arm when
+        the campaign has one); which="chosen", the variant the search chose there.  One pgmpi-bench --serve
+        mpirun per arm, not one per variant: the cells follow each other (all repetitions of one before the
+        next), so no cell's algorithm is interleaved with another algorithm of the same cell -- what a job
+        under the decision file does, one algorithm per (call, size).  Its wall time, start-up included,
+        counts as measuring time."""
         s = self.spec
-        algs = ["default"] + (["default_control"] if s.get("control") else []) if label == "default" else [label]
-        argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={','.join(calls)}",
+        from pgmpi_formats.collectives import by_key
+        if which == "default":
+            algs = ["default"] + (["default_control"] if s.get("control") else [])
+        else:
+            algs = sorted({lab for per in cells.values() for lab in per.values()})
+        keys = sorted(cells)
+        sizes = sorted({size for k in keys for size in cells[k]})
+        argv = shlex.split(s["launcher"]) + [s["bench"], "--serve", f"--calls={','.join(keys)}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *s["bench_args"], f"--mpirun-index={index}",
                                              f"--output={name}"]
-        return self._run(argv, f"{label} alone {','.join(calls)} {','.join(map(str, sizes))}", name)
+        self.n += 1
+        t0 = time.perf_counter()
+        sess = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
+        try:
+            for k in keys:
+                for size, label in sorted(cells[k].items()):
+                    sess.cell(by_key(k).mpi_name, size, ["default" if which == "default" else label])
+        except RuntimeError as exc:
+            sys.exit(str(exc))
+        if sess.close() != 0:
+            sys.exit(f"pgmpi-bench --serve confirming {which} exited with {sess.proc.returncode}: {sess.tail()}")
+        self.seconds += time.perf_counter() - t0
+        self.files.append(name)
 
     def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
         argv = self.argv(key, sizes, labels, name)
@@ -166,23 +203,23 @@ class Launcher:
         return read_file(self.outdir / name)
 
 
-def confirmations(choices: dict[str, dict[int, str | None]]) -> list[tuple[str, list[str], list[int]]]:
-    """The confirmation mpiruns of one round: (label, calls, sizes) -- the default alone over the calls and
-    sizes that have a choice (None: nothing to confirm there), then each chosen variant alone over the calls
-    and sizes where it was chosen (one mpirun per variant: a label applies to every call given, so a call only
-    where it was chosen there).  Nothing chosen anywhere: no mpirun."""
-    keys = sorted(k for k in choices if any(choices[k].values()))
-    if not keys:
-        return []
-    out = [("default", keys, sorted({s for k in keys for s, label in choices[k].items() if label}))]
-    by: dict[str, tuple[set, set]] = {}
-    for k in keys:
-        for size, label in choices[k].items():
-            if label:
-                calls, sizes = by.setdefault(label, (set(), set()))
-                calls.add(k)
-                sizes.add(size)
-    out += [(label, sorted(calls), sorted(sizes)) for label, (calls, sizes) in sorted(by.items())]
+def first_nrep(spec: dict, entry: dict) -> int:
+    """A race's first-stage repetitions: the entry's first_nrep, else a fifth of the campaign's --nrep
+    (at least 2)."""
+    if entry.get("first_nrep"):
+        return int(entry["first_nrep"])
+    nrep = next((int(x.split("=", 1)[1]) for x in spec["bench_args"] if x.startswith("--nrep=")), 10)
+    return max(2, nrep // 5)
+
+
+def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]]) -> dict[str, dict[int, str]]:
+    """The cells whose choice the search measured faster than the default by the decision's minimum gain
+    ({key: {size: label}}): one that is not cannot win its cell, so it costs no confirmation."""
+    out: dict[str, dict[int, str]] = {}
+    for k, per in paths.items():
+        for size, p in per.items():
+            if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + MIN_GAIN) < defaults[k].get(size, 0.0):
+                out.setdefault(k, {})[int(size)] = p["choice"]
     return out
 
 
@@ -233,14 +270,12 @@ def main(argv=None) -> int:
     # one that is not cannot win its cell, and each confirmation is an mpirun start-up per round.
     report["defaults"] = {k: {str(s): statistics.median(v) for (k2, s), v in launcher.defaults.items() if k2 == k}
                           for k in report["paths"]}
-    plan = confirmations({k: {int(s): (p["choice"] if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + MIN_GAIN)
-                                       < report["defaults"][k].get(s, 0.0) else None)
-                              for s, p in paths.items()} for k, paths in report["paths"].items()})
-    for i in range(int(spec.get("confirm", 0))):
-        for j, (label, calls, sizes) in enumerate(plan if i % 2 == 0 else plan[::-1]):
-            launcher.launch_alone(label, calls, sizes, i, f"{spec['prefix']}-confirm-{i}-{j}.txt")
+    cells = to_confirm(report["paths"], report["defaults"]) if int(spec.get("confirm", 0)) else {}
+    for i in range(int(spec.get("confirm", 0)) if cells else 0):
+        for which in (("default", "chosen") if i % 2 == 0 else ("chosen", "default")):
+            launcher.confirm(which, cells, i, f"{spec['prefix']}-confirm-{i}-{which}.txt")
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
-                         "alone": [[label, calls, sizes] for label, calls, sizes in plan]}
+                         "cells": {k: {str(size): lab for size, lab in per.items()} for k, per in cells.items()}}
     report["mpiruns"] = searched_runs
     report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)
