@@ -96,23 +96,31 @@ class Launcher:
         self.sessions: dict[str, Session] = {}
         self.defaults: dict[tuple[str, int], list[float]] = {}    # the default's median in each round of a cell
 
-    def serve(self, key: str, spaces: dict[int, dict]) -> bool:
-        """Start the collective's --serve mpirun for every variant of its grid; False when they do not fit."""
-        labels = sorted({native.format_label(m, seg) for sp in spaces.values() for m, segs in sp.items()
-                         for seg in segs})
-        if len(labels) > MAX_LABELS:
+    def serve(self, keys: list[str], spaces: dict[str, dict[int, dict]], d: native.Discovery) -> bool:
+        """Start one --serve mpirun for the collectives `keys` (every variant of their grids); False when
+        some call would get more labels than pgmpi-bench takes (a label applies to every call that has its
+        method).  Its whole life, start-up included, counts as launch time when it closes."""
+        labels = sorted({native.format_label(m, seg) for k in keys for sp in spaces[k].values()
+                         for m, segs in sp.items() for seg in segs})
+        if any(sum(native.parse_label(lab).name in set(d.names(k)) for lab in labels) > MAX_LABELS for k in keys):
             return False
-        name = f"{self.spec['prefix']}-{key}.txt"
-        argv = self.argv(key, sorted(spaces), labels, name, "--serve")
+        name = f"{self.spec['prefix']}-{'-'.join(keys)}.txt"
+        argv = self.argv(keys, sorted({s for k in keys for s in spaces[k]}), labels, name, "--serve")
         self.n += 1
-        self.sessions[key] = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
+        sess = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
+        sess.started = time.perf_counter()
+        for k in keys:
+            self.sessions[k] = sess
         self.files.append(name)
         return True
 
     def close(self, key: str) -> None:
         sess = self.sessions.pop(key, None)
-        if sess is not None and sess.close() != 0:
+        if sess is None or sess in self.sessions.values():     # still serving another collective
+            return
+        if sess.close() != 0:
             sys.exit(f"pgmpi-bench --serve for {key} exited with {sess.proc.returncode}: {sess.tail()}")
+        self.seconds += time.perf_counter() - sess.started
 
     def measure(self, key: str, size: int, batch: list) -> dict:
         """One round of a cell: its variants with the default, `batch.repeat` times over (race's second
@@ -139,29 +147,29 @@ class Launcher:
             out[REFERENCE] = statistics.median(got["default"])
         return out
 
-    def argv(self, key: str, sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
+    def argv(self, keys: list[str], sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
         """pgmpi-bench under the job's launcher: the labels with the default (and the control arm).  A race
         measures its first stage with few repetitions (first_nrep; its second stage repeats the round) and
         without the control arm: its choices are judged on the confirmations, whose default has it."""
         s = self.spec
-        entry = s["collectives"].get(key, {})
+        entry = s["collectives"].get(keys[0], {})
         race = entry.get("search") == "race"
         algs = ["default", *labels] + (["default_control"] if s.get("control") and not race else [])
         args = list(s["bench_args"])
         if race:
             args = [x for x in args if not x.startswith("--nrep=")] + [f"--nrep={first_nrep(s, entry)}"]
-        return shlex.split(s["launcher"]) + [s["bench"], *extra, f"--calls={key}",
+        return shlex.split(s["launcher"]) + [s["bench"], *extra, f"--calls={','.join(keys)}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *args, f"--output={name}"]
 
-    def confirm(self, which: str, cells: dict[str, dict[int, str]], index: int, name: str) -> None:
+    def confirm(self, which: str, cells: dict[str, dict[int, str]], index: int, name: str) -> dict:
         """One confirmation mpirun of a round (#@mpirun_index `index`) over every cell to confirm, each cell
         measuring exactly one algorithm: which="default", the library's default (and the control arm when
         the campaign has one); which="chosen", the variant the search chose there.  One pgmpi-bench --serve
         mpirun per arm, not one per variant: the cells follow each other (all repetitions of one before the
         next), so no cell's algorithm is interleaved with another algorithm of the same cell -- what a job
         under the decision file does, one algorithm per (call, size).  Its wall time, start-up included,
-        counts as measuring time."""
+        counts as measuring time.  Returns {(key, size): median} of the arm measured."""
         s = self.spec
         from pgmpi_formats.collectives import by_key
         if which == "default":
@@ -177,19 +185,22 @@ class Launcher:
         self.n += 1
         t0 = time.perf_counter()
         sess = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
+        out = {}
         try:
             for k in keys:
                 for size, label in sorted(cells[k].items()):
-                    sess.cell(by_key(k).mpi_name, size, ["default" if which == "default" else label])
+                    lab = "default" if which == "default" else label
+                    out[(k, size)] = sess.cell(by_key(k).mpi_name, size, [lab]).get(lab, NEVER)
         except RuntimeError as exc:
             sys.exit(str(exc))
         if sess.close() != 0:
             sys.exit(f"pgmpi-bench --serve confirming {which} exited with {sess.proc.returncode}: {sess.tail()}")
         self.seconds += time.perf_counter() - t0
         self.files.append(name)
+        return out
 
     def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
-        argv = self.argv(key, sizes, labels, name)
+        argv = self.argv([key], sizes, labels, name)
         return self._run(argv, f"{key} {','.join(map(str, sizes))} ({', '.join(labels)})", name)
 
     def _run(self, argv: list[str], what: str, name: str):
@@ -223,6 +234,19 @@ def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]]) ->
     return out
 
 
+def still_ahead(cells: dict[str, dict[int, str]], default: dict, chosen: dict) -> dict[str, dict[int, str]]:
+    """After the first confirmation round, the cells whose variant alone was faster than the default alone
+    there: only they are measured in the later rounds.  One that was not cannot win (the decision needs its
+    gain without a losing mpirun regime and a paired interval above the minimum gain), and each round costs two
+    mpirun start-ups."""
+    out: dict[str, dict[int, str]] = {}
+    for k, per in cells.items():
+        for size, label in per.items():
+            if chosen.get((k, size), NEVER) < default.get((k, size), 0.0):
+                out.setdefault(k, {})[size] = label
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spec", required=True, help="the searched collectives, JSON (scheduler/planner.py)")
@@ -238,23 +262,24 @@ def main(argv=None) -> int:
     report = {"search": {}, "library": d.library, "version": d.version, "files": launcher.files,
               "paths": {}, "grid": {}}
     t0 = time.perf_counter()
+    spaces = {k: spaces_for(d, k, e["sizes"], e["segments"]) for k, e in spec["collectives"].items()}
+    # a race's collectives share one --serve mpirun (its start-up costs more than a short first stage)
+    race = [k for k, e in spec["collectives"].items() if e["search"] == "race"]
+    shared = len(race) > 1 and launcher.serve(race, spaces, d)
     for key, entry in spec["collectives"].items():
-        spaces = spaces_for(d, key, entry["sizes"], entry["segments"])
         t_start = time.perf_counter()
-        served = launcher.serve(key, spaces)
+        served = (shared and key in race) or launcher.serve([key], spaces, d)
         report.setdefault("mode", {})[key] = "serve" if served else "mpirun per round"
         report["search"][key] = entry["search"]
         report.setdefault("neighbour", {})[key] = entry.get("neighbour", "none")
-        report["grid"][key] = {str(s): sum(len(v) for v in sp.values()) for s, sp in spaces.items()}
+        report["grid"][key] = {str(s): sum(len(v) for v in sp.values()) for s, sp in spaces[key].items()}
         try:
-            paths = run_sizes(entry["search"], spaces, lambda s, b, k=key: launcher.measure(k, s, b),
+            paths = run_sizes(entry["search"], spaces[key], lambda s, b, k=key: launcher.measure(k, s, b),
                               lookahead=entry["lookahead"], prune=entry["prune"],
                               neighbour=entry.get("neighbour", "none"))
         except RuntimeError as exc:
             sys.exit(str(exc))
         launcher.close(key)
-        if served:          # the session's whole life, start-up included, as a launch's time is counted
-            launcher.seconds += time.perf_counter() - t_start
         report.setdefault("collective_seconds", {})[key] = round(time.perf_counter() - t_start, 3)
         report["paths"][key] = {str(s): p.to_json() for s, p in paths.items()}
         print(f"pgmpi-search: {key} {entry['search']}: {sum(len(p.experiments) for p in paths.values())} "
@@ -271,11 +296,18 @@ def main(argv=None) -> int:
     report["defaults"] = {k: {str(s): statistics.median(v) for (k2, s), v in launcher.defaults.items() if k2 == k}
                           for k in report["paths"]}
     cells = to_confirm(report["paths"], report["defaults"]) if int(spec.get("confirm", 0)) else {}
-    for i in range(int(spec.get("confirm", 0)) if cells else 0):
+    rounds = []
+    for i in range(int(spec.get("confirm", 0))):
+        if not cells:
+            break
+        rounds.append({k: {str(size): lab for size, lab in per.items()} for k, per in cells.items()})
+        got = {}
         for which in (("default", "chosen") if i % 2 == 0 else ("chosen", "default")):
-            launcher.confirm(which, cells, i, f"{spec['prefix']}-confirm-{i}-{which}.txt")
+            got[which] = launcher.confirm(which, cells, i, f"{spec['prefix']}-confirm-{i}-{which}.txt")
+        if i == 0:
+            cells = still_ahead(cells, got["default"], got["chosen"])
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
-                         "cells": {k: {str(size): lab for size, lab in per.items()} for k, per in cells.items()}}
+                         "cells": rounds[0] if rounds else {}, "rounds": rounds}
     report["mpiruns"] = searched_runs
     report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "lib" / "python"))
 
-from pgmpi_formats.native_search import campaign_row, cells_from_files   # noqa: E402
+from pgmpi_formats.native_search import SEGMENTS as SITE_SEGMENTS, SIZES as SITE_SIZES  # noqa: E402
 from scheduler.campaign import load_campaign          # noqa: E402
 from scheduler.search_report import report            # noqa: E402
 from service.analysis.native_decision import decide, runs_from_files   # noqa: E402
@@ -58,6 +58,9 @@ from service.analysis.native_decision import decide, runs_from_files   # noqa: E
 CALLS = ("allreduce", "bcast", "reduce", "allgather")
 SIZES = [8 * 4 ** k for k in range(9)]
 SEGMENTS = [1024 * 4 ** k for k in range(5)]
+# --grid site: the grid pgmpi_formats/native_search.py says a site sweeps (powers of two 8 B - 1 MiB,
+# segments 1 KiB - 512 KiB)
+GRIDS = {"night": (SIZES, SEGMENTS), "site": (SITE_SIZES, SITE_SEGMENTS)}
 
 
 def load() -> str:
@@ -65,7 +68,7 @@ def load() -> str:
 
 
 def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reuse: bool = False,
-              first_nrep: int = 0) -> dict:
+              first_nrep: int = 0, grid: str = "night") -> dict:
     """One pipeline (exhaustive: `mpiruns` sweeps; mgd/smgd/race: one search + `mpiruns` confirmation rounds)
     with the library's own mpirun; returns {"files": [...], "seconds": launch s, "experiments": n, "paths": ...}."""
     from scheduler import launchers
@@ -88,7 +91,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
     (d / "native-algorithms.txt").write_text(listing.stdout)
     sweeps = mpiruns if search == "exhaustive" else 1
     for i in range(sweeps):
-        entry = {"search": search, "sizes": SIZES, "segments": SEGMENTS, "lookahead": 2, "prune": 0.5,
+        entry = {"search": search, "sizes": GRIDS[grid][0], "segments": GRIDS[grid][1], "lookahead": 2, "prune": 0.5,
                  "neighbour": "none"}
         if first_nrep:
             entry["first_nrep"] = first_nrep
@@ -150,10 +153,12 @@ def summary(xs: list[float]) -> tuple[float, float, float]:
 
 
 def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: bool = False,
-          searches: tuple[str, ...] = ("race",), first_nrep: int = 0) -> None:
-    print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and {mpiruns} confirmation "
-          f"rounds per reduced one, nrep {nrep}, {', '.join(CALLS)} at {len(SIZES)} sizes 8 B - 512 KiB, segments "
-          f"1 KiB - 256 KiB; load at start {load()} (a loaded machine when > 1.2: 2 cores shared)")
+          searches: tuple[str, ...] = ("race",), first_nrep: int = 0, grid: str = "night") -> None:
+    sizes, segments = GRIDS[grid]
+    print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} confirmation "
+          f"rounds per reduced one, nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
+          f"segments {segments[0]}-{segments[-1]} B (grid {grid}); load at start {load()} (a loaded machine when "
+          "> 1.2: 2 cores shared)")
     rows = []
     t_all = time.time()
     for lib_id in ids:
@@ -161,7 +166,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
         got, loads = {}, {}
         for search in ("exhaustive", *searches):
             t0, l0 = time.time(), load()
-            got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse, first_nrep)
+            got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse, first_nrep, grid)
             loads[search] = f"{l0}-{load()}"
             print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {loads[search]}", flush=True)
         table = exhaustive_table(got["exhaustive"]["files"])
@@ -219,9 +224,12 @@ def main() -> None:
                     "comma list of mgd, smgd, race (default race)")
     ap.add_argument("--first-nrep", type=int, default=0, help="--local: race's first-stage repetitions "
                     "(default: a fifth of --nrep)")
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="night", help="--local: night (sizes 8 B - 512 KiB "
+                    "and segments 1 KiB - 256 KiB in powers of four) or site (powers of two 8 B - 1 MiB, segments "
+                    "1 KiB - 512 KiB: pgmpi_formats/native_search.py)")
     a = ap.parse_args()
     if a.local:
-        local(a.local, a.mpiruns, a.nrep, a.keep, a.reuse, tuple(a.searches.split(",")), a.first_nrep)
+        local(a.local, a.mpiruns, a.nrep, a.keep, a.reuse, tuple(a.searches.split(",")), a.first_nrep, a.grid)
         return
     if not a.campaigns or a.state_dir is None:
         ap.error("campaign files and --state-dir, or --local")
