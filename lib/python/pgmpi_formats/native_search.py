@@ -103,7 +103,9 @@ class Path:
         return [v for r in self.rounds for v in r]
 
     def cost(self) -> float:
-        return sum(self.times[v] for v in self.experiments)
+        """The visited variants' times, a round measured `repeat` times over counted so often."""
+        reps = self.repeats or [1] * len(self.rounds)
+        return sum(n * self.times[v] for r, n in zip(self.rounds, reps) for v in r)
 
     def to_json(self) -> dict:
         lab = _label

@@ -13,7 +13,7 @@ from pgmpi_formats import results as reader
 
 pytestmark = pytest.mark.mpi
 
-MPI_NAME = {"allreduce": "MPI_Allreduce", "reduce": "MPI_Reduce"}
+MPI_NAME = {"allreduce": "MPI_Allreduce", "reduce": "MPI_Reduce", "bcast": "MPI_Bcast"}
 
 
 def listing(bench, env=None) -> tuple[native.Discovery, dict[str, int]]:
@@ -215,3 +215,58 @@ def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tm
     for name, rnd in zip(rep["files"], rounds):      # each mpirun measured its round and the default
         run = reader.read_file(tmp_path / name)
         assert set(run.algorithms) == {"default", *rnd}
+
+
+def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(bench, tmp_path, monkeypatch):
+    """scheduler/native_driver.py, search: race over two collectives: one --serve mpirun for both, its first
+    stage with first_nrep repetitions and no control arm, a second stage repeated only where a variant beat the
+    default.  Then the confirmations batched over the cells (here every cell: MIN_GAIN planted at -99 %): per
+    round one mpirun measuring the default alone at every cell and one measuring at each cell its own chosen
+    variant alone -- one algorithm per cell -- which the decision pairs per cell by #@mpirun_index."""
+    import json
+    import shlex
+
+    from scheduler import native_driver
+    from service.analysis.native_decision import runs_from_files
+    r = bench.run(["--list-native"], np=1)
+    assert r.rc == 0, r.stderr
+    (tmp_path / "native-algorithms.txt").write_text(r.stdout)
+    for k, v in bench.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(native_driver, "MIN_GAIN", -0.99)
+    entry = {"search": "race", "sizes": [8, 2048], "segments": [1024], "lookahead": 2, "prune": 0.5,
+             "neighbour": "none", "first_nrep": 2}
+    spec = {"prefix": "search-0", "control": True, "bench_args": ["--nrep=5", "--mpirun-index=0", "--campaign=rc"],
+            "confirm": 2, "collectives": {"bcast": dict(entry), "reduce": dict(entry)}}
+    out = tmp_path / "search-0.json"
+    assert native_driver.main(["--spec", json.dumps(spec), "--launcher", shlex.join(bench.mpirun(2)),
+                               "--bench", str(bench.exe), "--output", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["mpiruns"] == 1 and rep["files"][0] == "search-0-bcast-reduce.txt"
+    served = reader.read_file(tmp_path / "search-0-bcast-reduce.txt")
+    assert served.header["nrep"] == "2" and "default_control" not in served.algorithms
+    rows = defaultdict(int)
+    for t, m, a in zip(served.test, served.msize, served.algorithm):
+        rows[(served.tests[t], int(m), served.algorithms[a])] += 1
+    for key in ("bcast", "reduce"):
+        for size, p in rep["paths"][key].items():
+            assert len(p["rounds"][0]) == rep["grid"][key][size] and p["repeats"][0] == 1
+            second = p["rounds"][1] if len(p["rounds"]) > 1 else []
+            assert len(second) <= 2 and p["repeats"][1:] in ([], [4])
+            for lab in p["rounds"][0]:       # 2 repetitions in round 0, 4 x 2 more in the second stage
+                assert rows[(MPI_NAME[key], int(size), lab)] == 2 + 8 * (lab in second)
+            assert p["choice"] in (second or p["rounds"][0])
+    conf = rep["confirm"]
+    chosen = {(k, int(s)): lab for k, per in conf["rounds"][0].items() for s, lab in per.items()}
+    assert len(chosen) == 4 and conf["mpiruns"] == 2 * len(conf["rounds"])
+    for which in ("default", "chosen"):
+        run = reader.read_file(tmp_path / f"search-0-confirm-0-{which}.txt")
+        got = {(k, int(m), run.algorithms[a]) for t, m, a in zip(run.test, run.msize, run.algorithm)
+               for k in ("bcast", "reduce") if run.tests[t] == MPI_NAME[k]}
+        want = {(k, s, "default" if which == "default" else lab) for (k, s), lab in chosen.items()}
+        assert {x for x in got if x[2] != "default_control"} == want        # one algorithm per cell
+    cells = runs_from_files([tmp_path / f for f in rep["files"]])
+    for (k, s), lab in chosen.items():
+        alone = [x for x in cells[(k, s, 2)] if x.alone]
+        measured = sum(str(s) in rnd.get(k, {}) for rnd in conf["rounds"])   # later rounds: cells still ahead
+        assert len(alone) == measured and all({"default", lab} <= set(x) for x in alone)
