@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import statistics
@@ -33,6 +34,7 @@ from pgmpi_formats.results import read_file
 from pgmpi_formats.native_search import REFERENCE, SEGMENTED, grid, run_sizes
 
 NEVER = float("inf")
+CONTROL = "default_control"
 
 
 def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[int]) -> dict[int, dict]:
@@ -95,6 +97,7 @@ class Launcher:
         self.rounds = 0
         self.sessions: dict[str, Session] = {}
         self.defaults: dict[tuple[str, int], list[float]] = {}    # the default's median in each round of a cell
+        self.controls: dict[tuple[str, int], list[float]] = {}    # default / default_control - 1, same rounds
 
     def serve(self, keys: list[str], spaces: dict[str, dict[int, dict]], d: native.Discovery) -> bool:
         """Start one --serve mpirun for the collectives `keys` (every variant of their grids); False when
@@ -144,17 +147,19 @@ class Launcher:
         out = {v: (statistics.median(got[lab]) if lab in got else NEVER) for v, lab in zip(batch, labels)}
         if "default" in got:
             self.defaults.setdefault((key, size), []).extend(got["default"])
+            if CONTROL in got:
+                self.controls.setdefault((key, size), []).extend(
+                    d / c - 1 for d, c in zip(got["default"], got[CONTROL]) if c > 0)
             out[REFERENCE] = statistics.median(got["default"])
         return out
 
     def argv(self, keys: list[str], sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
         """pgmpi-bench under the job's launcher: the labels with the default (and the control arm).  A race
-        measures its first stage with few repetitions (first_nrep; its second stage repeats the round) and
-        without the control arm: its choices are judged on the confirmations, whose default has it."""
+        measures its first stage with few repetitions (first_nrep; its second stage repeats the round)."""
         s = self.spec
         entry = s["collectives"].get(keys[0], {})
         race = entry.get("search") == "race"
-        algs = ["default", *labels] + (["default_control"] if s.get("control") and not race else [])
+        algs = ["default", *labels] + (["default_control"] if s.get("control") else [])
         args = list(s["bench_args"])
         if race:
             args = [x for x in args if not x.startswith("--nrep=")] + [f"--nrep={first_nrep(s, entry)}"]
@@ -223,13 +228,27 @@ def first_nrep(spec: dict, entry: dict) -> int:
     return max(2, nrep // 5)
 
 
-def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]]) -> dict[str, dict[int, str]]:
-    """The cells whose choice the search measured faster than the default by the decision's minimum gain
-    ({key: {size: label}}): one that is not cannot win its cell, so it costs no confirmation."""
+def null_spread(controls: dict) -> float:
+    """The search's own control arm: the 95th percentile (the largest below 20 rounds) of |default /
+    default_control - 1| over its rounds -- how far apart one mpirun measures the same algorithm twice
+    (service/analysis/native_decision.null_spread's rule, on the search's rounds)."""
+    dev = sorted(abs(x) for xs in controls.values() for x in xs)
+    if not dev:
+        return 0.0
+    return dev[-1] if len(dev) < 20 else dev[math.ceil(0.95 * len(dev)) - 1]
+
+
+def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]],
+               threshold: float = 0.0) -> dict[str, dict[int, str]]:
+    """The cells whose choice the search measured faster than the default by more than the decision's minimum
+    gain and `threshold` (the search's control-arm spread) ({key: {size: label}}): one that is not cannot win
+    its cell -- the decision refuses a gain within the minimum or the control arm's spread -- so it costs no
+    confirmation."""
     out: dict[str, dict[int, str]] = {}
+    gain = max(MIN_GAIN, threshold)
     for k, per in paths.items():
         for size, p in per.items():
-            if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + MIN_GAIN) < defaults[k].get(size, 0.0):
+            if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + gain) < defaults[k].get(size, 0.0):
                 out.setdefault(k, {})[int(size)] = p["choice"]
     return out
 
@@ -295,7 +314,8 @@ def main(argv=None) -> int:
     # one that is not cannot win its cell, and each confirmation is an mpirun start-up per round.
     report["defaults"] = {k: {str(s): statistics.median(v) for (k2, s), v in launcher.defaults.items() if k2 == k}
                           for k in report["paths"]}
-    cells = to_confirm(report["paths"], report["defaults"]) if int(spec.get("confirm", 0)) else {}
+    report["spread"] = null_spread(launcher.controls)
+    cells = to_confirm(report["paths"], report["defaults"], report["spread"]) if int(spec.get("confirm", 0)) else {}
     rounds = []
     for i in range(int(spec.get("confirm", 0))):
         if not cells:

@@ -162,7 +162,7 @@ def test_a_reduced_search_choice_is_decided_on_its_alone_mpiruns_not_the_interle
     assert faster.choice == sbt and "paired over 4 mpiruns" in faster.reason
 
 
-def test_the_cells_to_confirm_are_those_the_search_saw_beat_the_default_by_the_minimum_gain():
+def test_the_cells_to_confirm_are_those_the_search_saw_beat_the_default_by_the_minimum_gain_and_its_spread():
     from scheduler.native_driver import to_confirm
     paths = {"bcast": {"512": {"choice": "native:binomial", "times": {"native:binomial": 0.9}},
                        "4096": {"choice": "native:split_binary_tree:seg=1024",
@@ -172,6 +172,8 @@ def test_the_cells_to_confirm_are_those_the_search_saw_beat_the_default_by_the_m
     defaults = {"bcast": {"512": 1.0, "4096": 1.0, "8": 1.0}, "reduce": {"512": 1.0}}
     assert to_confirm(paths, defaults) == {"bcast": {512: "native:binomial", 4096: "native:split_binary_tree:seg=1024"}}
     assert to_confirm({"bcast": {"8": paths["bcast"]["8"]}}, defaults) == {}
+    # a gain within the search's own control-arm spread (here 15 %) is not confirmed either
+    assert to_confirm(paths, defaults, 0.15) == {"bcast": {4096: "native:split_binary_tree:seg=1024"}}
 
 
 def _raw_cells(path, index, cells, campaign="ns"):
