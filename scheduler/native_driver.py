@@ -11,7 +11,8 @@ size can start from its neighbour's path.  The rounds of one collective share on
 (`--serve`: the driver sends it one cell per round and reads the medians back), since an mpirun's start-up
 costs more than a round of microsecond calls; only a grid with more variants than pgmpi-bench takes at
 once (MAX_LABELS) falls back to one mpirun per round.  `exhaustive` is the same loop with
-one round per cell: every variant.  Each mpirun's raw file is a campaign result like any other (uploaded,
+one round per cell: every variant.  `race` measures every variant of a cell with first_nrep repetitions and
+only the two fastest that beat the default again (the round repeated), its collectives sharing one mpirun.  Each mpirun's raw file is a campaign result like any other (uploaded,
 stored); `--output` lists them and records every search's path (rounds, times, pruned methods, choice),
 which the agent keeps with the campaign (<state>/campaigns/<name>/search-<job>-<i>.json).
 A variant that fails pgmpi-bench's check round has no rows: it counts as measured and is never chosen.
@@ -305,9 +306,15 @@ def main(argv=None) -> int:
               f"experiments over {len(paths)} sizes (grid {sum(report['grid'][key].values())})", file=sys.stderr)
     # Confirmation alone: a search measures each variant interleaved with the others in one mpirun, where an
     # algorithm can cost what it never costs in an application (Open MPI's split_binary_tree at 512 B:
-    # tests/bench/native_interleave.py).  So every chosen variant is measured again in mpiruns of its own,
-    # as an application runs it (`confirmations`), paired with the default alone; the decision pairs them
-    # (service/analysis/native_decision.runs_from_files) and no longer takes the search's interleaved
+    # tests/bench/native_interleave.py).  So every chosen variant is measured again without any other
+    # algorithm of its cell next to it, as an application under the decision file runs it, paired with the
+    # default alone: per round two mpiruns over all the cells to confirm (Launcher.confirm: the default at
+    # every cell; each cell's own chosen variant), not one per variant -- an mpirun's start-up costs more than
+    # the few cells it measures.  Different cells may run different variants in that mpirun: so does a job
+    # under the file; what the artefact needs, two algorithms of one cell alternating repetition by
+    # repetition, never happens there.  Rounds after the first go on only for the cells whose variant alone
+    # beat the default alone (still_ahead).  The decision pairs them per cell by #@mpirun_index
+    # (service/analysis/native_decision.cells_of_mpiruns) and no longer takes the search's interleaved
     # measurement of a variant it has an alone measurement of.
     searched_runs, searched_secs = launcher.n, launcher.seconds
     # Only a choice the search measured faster than the default by the decision's minimum gain is confirmed:
