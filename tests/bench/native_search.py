@@ -244,7 +244,7 @@ def main() -> None:
                     "comma list of mgd, smgd, race, rerun (a second exhaustive campaign: the noise floor of the loss); "
                     "default race,rerun")
     ap.add_argument("--first-nrep", type=int, default=0, help="--local: race's first-stage repetitions "
-                    "(default: a fifth of --nrep)")
+                    "(default: a sixth of --nrep, at least 2)")
     ap.add_argument("--grid", choices=sorted(GRIDS), default="night", help="--local: night (sizes 8 B - 512 KiB "
                     "and segments 1 KiB - 256 KiB in powers of four) or site (powers of two 8 B - 1 MiB, segments "
                     "1 KiB - 512 KiB: pgmpi_formats/native_search.py)")

@@ -52,7 +52,7 @@ REFERENCE: Variant = ("default", None)
 # race (successive halving, two stages): the variants kept for the second stage and how many times its round
 # is measured (the driver repeats the round: `repeat` x the campaign's first-stage nrep)
 RACE_KEEP = 2
-RACE_REPEAT = 4
+RACE_REPEAT = 3
 
 
 class Batch(list):

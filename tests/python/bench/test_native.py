@@ -253,9 +253,9 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(be
         for size, p in rep["paths"][key].items():
             assert len(p["rounds"][0]) == rep["grid"][key][size] and p["repeats"][0] == 1
             second = p["rounds"][1] if len(p["rounds"]) > 1 else []
-            assert len(second) <= 2 and p["repeats"][1:] in ([], [4])
-            for lab in p["rounds"][0]:       # 2 repetitions in round 0, 4 x 2 more in the second stage
-                assert rows[(MPI_NAME[key], int(size), lab)] == 2 + 8 * (lab in second)
+            assert len(second) <= 2 and p["repeats"][1:] in ([], [3])
+            for lab in p["rounds"][0]:       # 2 repetitions in round 0, 3 x 2 more in the second stage
+                assert rows[(MPI_NAME[key], int(size), lab)] == 2 + 6 * (lab in second)
             assert p["choice"] in (second or p["rounds"][0])
     conf = rep["confirm"]
     chosen = {(k, int(s)): lab for k, per in conf["rounds"][0].items() for s, lab in per.items()}
