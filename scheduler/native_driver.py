@@ -62,8 +62,9 @@ class Session:
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-800:]
 
-    def cell(self, mpi_name: str, size: int, labels: list[str]) -> dict[str, float]:
-        self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}\n")
+    def cell(self, mpi_name: str, size: int, labels: list[str], nrep: int | None = None) -> dict[str, float]:
+        more = f" nrep={nrep}" if nrep else ""
+        self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}{more}\n")
         self.proc.stdin.flush()
         out: dict[str, float] = {}
         for line in self.proc.stdout:
@@ -127,16 +128,20 @@ class Launcher:
         self.seconds += time.perf_counter() - sess.started
 
     def measure(self, key: str, size: int, batch: list) -> dict:
-        """One round of a cell: its variants with the default, `batch.repeat` times over (race's second
-        stage); per variant the median of the repetitions' medians, and the default's under REFERENCE."""
+        """One round of a cell: its variants with the default, `batch.repeat` times the repetitions (race's
+        second stage: one --serve command with that many more; one mpirun per pass without a session); per
+        variant its median (of the passes' medians), and the default's under REFERENCE."""
         labels = [native.format_label(m, seg) for m, seg in batch]
         self.rounds += 1
         sess = self.sessions.get(key)
         got: dict[str, list[float]] = {}
-        for _ in range(max(1, getattr(batch, "repeat", 1))):
+        repeat = max(1, getattr(batch, "repeat", 1))
+        race = self.spec["collectives"].get(key, {}).get("search") == "race"
+        for _ in range(1 if sess is not None else repeat):
             if sess is not None:
                 from pgmpi_formats.collectives import by_key
-                one = sess.cell(by_key(key).mpi_name, size, labels)
+                one = sess.cell(by_key(key).mpi_name, size, labels,
+                                repeat * first_nrep(self.spec, self.spec["collectives"][key]) if repeat > 1 else None)
             else:
                 run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
                 rows: dict[str, list[float]] = {}
@@ -148,10 +153,13 @@ class Launcher:
         out = {v: (statistics.median(got[lab]) if lab in got else NEVER) for v, lab in zip(batch, labels)}
         if "default" in got:
             self.defaults.setdefault((key, size), []).extend(got["default"])
-            if CONTROL in got:
-                self.controls.setdefault((key, size), []).extend(
-                    d / c - 1 for d, c in zip(got["default"], got[CONTROL]) if c > 0)
             out[REFERENCE] = statistics.median(got["default"])
+            # the control arm's spread at the precision the choices are judged with: a race's first stage
+            # (a few repetitions) chooses nothing by itself, its second stage does
+            if CONTROL in got and (repeat > 1 or not race):
+                c = statistics.median(got[CONTROL])
+                if c > 0:
+                    self.controls.setdefault((key, size), []).append(out[REFERENCE] / c - 1)
         return out
 
     def argv(self, keys: list[str], sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
@@ -251,7 +259,9 @@ def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]],
     gain = max(MIN_GAIN, threshold)
     for k, per in paths.items():
         for size, p in per.items():
-            if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + gain) < defaults[k].get(size, 0.0):
+            # a race judges its choice against the default of the same (second-stage) round
+            ref = p.get("reference") if p.get("kind") == "race" and p.get("reference") else defaults[k].get(size, 0.0)
+            if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + gain) < ref:
                 out.setdefault(k, {})[int(size)] = p["choice"]
     return out
 

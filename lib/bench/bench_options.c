@@ -114,7 +114,7 @@ static void usage(FILE *f)
 "                        the default and the mock-ups in the same rounds; seg= sets Open MPI's\n"
 "                        segment size (MPICH has none).  A name applies to every call that has it.\n"
 "  --serve               measure cells on request, one mpirun for a whole search: rank 0 reads lines\n"
-"                        'cell <call> <bytes> <label,label,...>' from standard input (the call, size\n"
+"                        'cell <call> <bytes> <label,label,...> [nrep=N]' from standard input (the call, size\n"
 "                        and labels among those of --calls, --sizes, --algorithms; default and\n"
 "                        default_control always, when given), every rank measures that cell (check\n"
 "                        round, interleaved rounds, rows to the output), rank 0 answers on stdout\n"

@@ -198,7 +198,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
                 pick = {}
                 for k, per in g["paths"].items():
                     for size, p in per.items():
-                        ref = g["defaults"].get(k, {}).get(size)
+                        ref = (p.get("reference") if p.get("kind") == "race" else None) or g["defaults"].get(k, {}).get(size)
                         ch = p["choice"]
                         pick[(k, int(size))] = ch if ch and ref and p["times"].get(ch, math.inf) < ref else "default"
             pl = cell_losses(table, pick)

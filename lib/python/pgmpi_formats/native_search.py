@@ -112,7 +112,7 @@ class Path:
         return {"kind": self.kind, "choice": lab(self.choice) if self.choice else None,
                 "rounds": [[lab(v) for v in r] for r in self.rounds],
                 "times": {lab(v): t for v, t in self.times.items()}, "pruned": self.pruned,
-                "best_segment": self.best_segment, "repeats": self.repeats}
+                "best_segment": self.best_segment, "repeats": self.repeats, "reference": self.reference}
 
 
 def _label(v: Variant) -> str:

@@ -169,7 +169,8 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     other = "native:nonoverlapping" if bench.mpi == "openmpi" else "native:reduce_scatter_allgather"
     out = tmp_path / "served.txt"
     script = (f"cell MPI_Allreduce 64 {rd}\ncell allreduce 4096 {rd},{other}\ncell MPI_Allreduce 128 {rd}\n"
-              f"cell MPI_Allreduce 64 native:nosuch\nquit\n")
+              f"cell MPI_Allreduce 64 native:nosuch\ncell MPI_Allreduce 64 {rd} nrep=x\ncell MPI_Allreduce 64 {rd} nrep=9\n"
+              "quit\n")
     p = bench.run(["--serve", "--calls=allreduce", "--sizes=64,4096", f"--algorithms=default,{rd},{other},default_control",
                    "--nrep=6", "--no-barrier-rows", f"--output={out}"], np=2, input=script, timeout=120)
     assert p.rc == 0, p.stderr
@@ -178,16 +179,20 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
                                              ["done"], ["result", "default"], ["result", rd], ["result", other],
                                              ["result", "default_control"], ["done"]]
     assert all(float(a[2]) > 0 for a in answers[:9] if a[0] == "result")
-    assert [" ".join(a) for a in answers[9:]] == ["error 128 B is not among --sizes",
-                                                  "error native:nosuch is not among --algorithms for MPI_Allreduce"]
+    assert [" ".join(a) for a in answers[9:11]] == ["error 128 B is not among --sizes",
+                                                    "error native:nosuch is not among --algorithms for MPI_Allreduce"]
+    # nrep=N (a race's second stage): that many repetitions instead of --nrep; anything else refused
+    assert " ".join(answers[11]) == "error expected nrep=<n> (n >= 1) after the labels, got 'nrep=x'"
+    assert [a[:2] for a in answers[12:]] == [["result", "default"], ["result", rd], ["result", "default_control"], ["done"]]
     run = reader.read_file(out)
     rows = defaultdict(int)
     for m, a in zip(run.msize, run.algorithm):
         rows[(int(m), run.algorithms[a])] += 1
-    assert rows == {(64, "default"): 6, (64, rd): 6, (64, "default_control"): 6,
+    assert rows == {(64, "default"): 6 + 9, (64, rd): 6 + 9, (64, "default_control"): 6 + 9,
                     (4096, "default"): 6, (4096, rd): 6, (4096, other): 6, (4096, "default_control"): 6}
     served = list(footer.records(run.pgmpi_lines, footer.Served))
-    assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other))]
+    assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other)),
+                      footer.Served(3, "MPI_Allreduce", 64, (rd,))]
 
 
 def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):
@@ -257,6 +262,9 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(be
             for lab in p["rounds"][0]:       # 2 repetitions in round 0, 3 x 2 more in the second stage
                 assert rows[(MPI_NAME[key], int(size), lab)] == 2 + 6 * (lab in second)
             assert p["choice"] in (second or p["rounds"][0])
+    # one --serve command per round: the second stage asks for its repetitions at once (nrep=), not per pass
+    cmds = list(footer.records(served.pgmpi_lines, footer.Served))
+    assert len(cmds) == sum(len(p["rounds"]) for key in ("bcast", "reduce") for p in rep["paths"][key].values())
     conf = rep["confirm"]
     chosen = {(k, int(s)): lab for k, per in conf["rounds"][0].items() for s, lab in per.items()}
     assert len(chosen) == 4 and conf["mpiruns"] == 2 * len(conf["rounds"])
