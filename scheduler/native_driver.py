@@ -268,13 +268,13 @@ def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]],
 
 def still_ahead(cells: dict[str, dict[int, str]], default: dict, chosen: dict) -> dict[str, dict[int, str]]:
     """After the first confirmation round, the cells whose variant alone was faster than the default alone
-    there: only they are measured in the later rounds.  One that was not cannot win (the decision needs its
-    gain without a losing mpirun regime and a paired interval above the minimum gain), and each round costs two
-    mpirun start-ups."""
+    there by the minimum gain: only they are measured in the later rounds.  One that was not will hardly win
+    (the decision needs a paired median and its interval's lower bound above the minimum gain, and no losing
+    mpirun regime), and each round costs two mpirun start-ups."""
     out: dict[str, dict[int, str]] = {}
     for k, per in cells.items():
         for size, label in per.items():
-            if chosen.get((k, size), NEVER) < default.get((k, size), 0.0):
+            if chosen.get((k, size), NEVER) * (1 + MIN_GAIN) < default.get((k, size), 0.0):
                 out.setdefault(k, {})[size] = label
     return out
 

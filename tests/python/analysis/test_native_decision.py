@@ -176,6 +176,15 @@ def test_the_cells_to_confirm_are_those_the_search_saw_beat_the_default_by_the_m
     assert to_confirm(paths, defaults, 0.15) == {"bcast": {4096: "native:split_binary_tree:seg=1024"}}
 
 
+def test_later_confirmation_rounds_only_where_the_first_alone_pair_showed_the_minimum_gain():
+    from scheduler.native_driver import still_ahead
+    cells = {"bcast": {512: "native:binomial", 4096: "native:chain"}, "reduce": {8: "native:linear"}}
+    default = {("bcast", 512): 1.0, ("bcast", 4096): 1.0, ("reduce", 8): 1.0}
+    chosen = {("bcast", 512): 0.8, ("bcast", 4096): 0.97, ("reduce", 8): 1.2}
+    assert still_ahead(cells, default, chosen) == {"bcast": {512: "native:binomial"}}
+    assert still_ahead(cells, default, {}) == {}          # a failed variant has no median: it stops
+
+
 def _raw_cells(path, index, cells, campaign="ns"):
     """A raw file of one mpirun: {(bytes): {label: seconds}}, 8 rows of MPI_Bcast per label and size."""
     lines = ["#@pgmpi_format=1", "#@machine=m1", "#@mpi_library=openmpi", "#@mpi_version=4.1.4",
