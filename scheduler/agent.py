@@ -413,7 +413,8 @@ class Agent:
         profile set; the cells of the `refused` validation records taken out) and plan its validation job:
         the file as users load it (scheduler/native_validation.py), through the campaign's backend."""
         module = next((m for m in self.c.modules if m.key == module_key), None)
-        if module is None or module.family.native not in FILE_FOR:
+        # Intel MPI has no native vocabulary of pgmpi_formats.native (its presets are variables), but a file
+        if module is None or (module.family.native or module.family.name) not in FILE_FOR:
             return {"why": f"{module_key}: no native decision file for this family"}
         n = len(refused) + 1
         if n > self.c.native.candidates:
@@ -436,7 +437,7 @@ class Agent:
             module.name, self.c.native.tunelib_module, [*module.modulepath, *self.c.native.modulepath],
             nprocs=self.c.native_nprocs(), rounds=self.c.native.rounds, nrep=self.c.native.nrep,
             walltime_seconds=self.c.slurm.walltime_seconds, extra_lines=list(module.prologue), env=dict(module.env),
-            job_key=f"native-{module.key}-c{n}")
+            job_key=f"native-{module.key}-c{n}", decided_at=data.get("decided_at"))
         try:
             job.stage()
         except (ValueError, OSError) as exc:        # the agent's own readers refuse it: never submitted

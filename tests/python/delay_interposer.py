@@ -10,6 +10,14 @@ chain test).  At the counts of PGMPI_TEST_FILE_SLOW_BYTES that algorithm instead
 rules file is loaded (OMPI_MCA_coll_tuned_dynamic_rules_filename set): a choice that wins the search and then
 loses in the validation job that loads the file as users do.
 
+Built for Intel MPI (mpi="intelmpi"), whose algorithms are presets chosen by I_MPI_ADJUST_ALLREDUCE at
+MPI_Init and whose internals export nothing to wrap, the delay follows the preset that variable gives this
+call's size (a bare preset, or Intel's <preset>:<lo>-<hi>@<pmin>-<pmax>[;...] ranges): with
+PGMPI_TEST_FAST_PRESET=<id> and PGMPI_TEST_ALGORITHM_BYTES, every other preset (and the library's default) is
+slowed at those counts; at PGMPI_TEST_FILE_SLOW_BYTES that preset takes twice the delay when it comes from
+ranges (a native.impi as the module sets it), not when forced bare.  That the preset really ran is not the
+interposer's to show: the validation's fingerprints (NaN payloads) come from Intel MPI's own algorithms.
+
 Two clocks (`clock=`):
 - "virtual" (the default): the interposer also defines MPI_Wtime / PMPI_Wtime as a per-process counter that
   advances by one tick (2^-20 s) per reading, by 4 ticks per MPI_BYTE PMPI_Allreduce / PMPI_Reduce /
@@ -32,6 +40,7 @@ SOURCE = r"""
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -60,6 +69,9 @@ int PMPI_Bcast(void *b, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
 #else
 #define CALL_TICKS(dt) do { } while (0)
 #endif
+#ifdef IMPI_PRESETS
+static int impi_delays(int count, MPI_Datatype dt);
+#endif
 int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     static fn_t next;
     if (!next) next = (fn_t)dlsym(RTLD_NEXT, "PMPI_Allreduce");
@@ -73,7 +85,10 @@ int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op 
         slowed = (v == count);
         s = (*end == ',') ? end + 1 : end;
     }
-    if (slowed) {
+#ifdef IMPI_PRESETS
+    slowed += impi_delays(count, dt);
+#endif
+    for (; slowed > 0; slowed--) {
 #ifdef VIRTUAL_CLOCK
         vticks += (int64_t)DELAY_NS * 1048576 / 1000000000;
 #else
@@ -128,6 +143,41 @@ ALGORITHM(recursivedoubling)
 ALGORITHM(ring)
 ALGORITHM(redscat_allgather)
 #endif
+#ifdef IMPI_PRESETS
+static int listed_i(const char *s, int count) {
+    while (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) return 0;
+        if (v == count) return 1;
+        s = (*end == ',') ? end + 1 : end;
+    }
+    return 0;
+}
+/* the preset I_MPI_ADJUST_ALLREDUCE gives a call of `bytes` (0: the library's own choice); *ranged: from ranges */
+static int impi_preset(long bytes, int *ranged) {
+    const char *s = getenv("I_MPI_ADJUST_ALLREDUCE");
+    *ranged = 0;
+    if (!s || !*s) return 0;
+    if (!strchr(s, ':')) return atoi(s);
+    *ranged = 1;
+    while (*s) {
+        long p, lo, hi, a, b;
+        if (sscanf(s, "%ld:%ld-%ld@%ld-%ld", &p, &lo, &hi, &a, &b) == 5 && lo <= bytes && bytes <= hi) return (int)p;
+        s = strchr(s, ';');
+        if (!s) break;
+        s++;
+    }
+    return 0;
+}
+static int impi_delays(int count, MPI_Datatype dt) {
+    const char *fast = getenv("PGMPI_TEST_FAST_PRESET");
+    int ranged;
+    if (!fast || dt != MPI_BYTE) return 0;
+    if (impi_preset(count, &ranged) != atoi(fast)) return listed_i(getenv("PGMPI_TEST_ALGORITHM_BYTES"), count);
+    return ranged && listed_i(getenv("PGMPI_TEST_FILE_SLOW_BYTES"), count) ? 2 : 0;
+}
+#endif
 """
 
 CLOCKS = ("virtual", "real")
@@ -142,6 +192,12 @@ def build(workdir: Path, mpi: str = "openmpi", delay_ms: int = 20, clock: str = 
     flags = ["-DVIRTUAL_CLOCK"] if clock == "virtual" else []
     if mpi == "openmpi":
         flags.append("-DOMPI_ALGORITHMS")
-    subprocess.run([f"mpicc.{mpi}", "-O1", "-shared", "-fPIC", f"-DDELAY_NS={delay_ms * 1000 * 1000}LL", *flags,
-                    "-o", str(so), str(src), "-ldl"], check=True)
+    mpicc, env = f"mpicc.{mpi}", None
+    if mpi == "intelmpi":       # a registry install: its own mpicc, with its environment
+        from pgmpi_formats import mpi_libraries
+        lib = mpi_libraries.mpi_library("intelmpi")
+        mpicc, env = str(lib.mpicc), lib.environment()
+        flags.append("-DIMPI_PRESETS")
+    subprocess.run([mpicc, "-O1", "-shared", "-fPIC", f"-DDELAY_NS={delay_ms * 1000 * 1000}LL", *flags,
+                    "-o", str(so), str(src), "-ldl"], check=True, env=env)
     return so
