@@ -224,7 +224,7 @@ def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tm
 
 def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(bench, tmp_path, monkeypatch):
     """scheduler/native_driver.py, search: race over two collectives: one --serve mpirun for both, its first
-    stage with first_nrep repetitions (default and control arm in every round), a second stage repeated only where a variant beat the
+    stage with first_nrep repetitions and no control arm, a second stage repeated only where a variant beat the
     default.  Then the confirmations batched over the cells (here every cell: MIN_GAIN and the control arm's spread planted below -100 %): per
     round one mpirun measuring the default alone at every cell and one measuring at each cell its own chosen
     variant alone -- one algorithm per cell -- which the decision pairs per cell by #@mpirun_index."""
@@ -250,7 +250,7 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(be
     rep = json.loads(out.read_text())
     assert rep["mpiruns"] == 1 and rep["files"][0] == "search-0-bcast-reduce.txt"
     served = reader.read_file(tmp_path / "search-0-bcast-reduce.txt")
-    assert served.header["nrep"] == "2" and "default_control" in served.algorithms
+    assert served.header["nrep"] == "2" and "default_control" not in served.algorithms
     rows = defaultdict(int)
     for t, m, a in zip(served.test, served.msize, served.algorithm):
         rows[(served.tests[t], int(m), served.algorithms[a])] += 1
