@@ -35,7 +35,9 @@ a control whose paired ratio is within +-5 % where the plain comparison is not n
              (without --rt-bench-time-ms ReproMPI's time slot is 0 and it stops after one measurement)
              pgmpi-bench --proc-sync=roundtime
 Both files are read by pgmpi_formats.results (ReproMPI's errorcode column: invalid window measurements dropped,
-as pgmpi-bench drops its late ones; ReproMPI's round-time keeps late measurements: it defines no errorcodes).
+as pgmpi-bench drops its late ones; ReproMPI's round-time writes no errorcodes because it repeats a measurement
+that a rank started late -- round_time_sync.c returns REPROMPI_INVALID_MEASUREMENT and the loop does not count it --
+so its file holds nrep valid ones, where pgmpi-bench's holds nrep minus its `#@pgmpi invalid`).
 The share of invalid measurements per tool and cell is printed next to the table.
 
 Without --arm one pgmpi-bench arm runs with its defaults; the first arm is the one the agreement table
