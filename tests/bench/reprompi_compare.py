@@ -56,6 +56,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,6 +150,11 @@ class Reason:
     name: str
     text: str
     arm: str                       # the pgmpi-bench arm whose paired ratio shows it
+    applies: Callable[[str, int], bool] = lambda call, n: True   # the cells its mechanism can reach
+
+
+FBOX_MAX_BYTES = 4096     # Open MPI 4.1 btl_vader_fbox_size: larger messages never use a fast box
+UNWRITTEN = {"MPI_Allgather", "MPI_Alltoall", "MPI_Gather", "MPI_Scatter", "MPI_Reduce_scatter"}
 
 
 def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[Reason]]:
@@ -159,7 +165,7 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
                  Arm("pgmpi/fbox-off", "pgmpi", list(main_args), FBOX_OFF, ref="ReproMPI/fbox-off")]
         reasons.append(Reason("fbox-off", "Open MPI's shared-memory fast boxes: a small message's latency depends on "
                               "the message history each tool leaves in them; both tools with fast boxes off",
-                              "pgmpi/fbox-off"))
+                              "pgmpi/fbox-off", lambda call, n: n <= FBOX_MAX_BYTES))
     if mode == "window":
         arms += [Arm("ReproMPI/short-wait", "reprompi", ref=None, window_us=SHORT_WINDOW_US),
                  Arm("pgmpi/short-wait", "pgmpi", list(main_args), ref="ReproMPI/short-wait",
@@ -171,7 +177,7 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
     arms.append(Arm("pgmpi/zero-page", "pgmpi", list(main_args) + ["--buffer-touch=reprompi"]))
     reasons.append(Reason("zero-page", "ReproMPI leaves Allgather's send buffer unwritten (the kernel's zero page, "
                           "always in cache); pgmpi-bench writes its buffers on purpose; with ReproMPI's buffers",
-                          "pgmpi/zero-page"))
+                          "pgmpi/zero-page", lambda call, n: call in UNWRITTEN))
     return arms, reasons
 
 
@@ -208,10 +214,14 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> None:
     user = [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
     arms = [Arm("ReproMPI", "reprompi", ref=None)] + [Arm(lb, "pgmpi", shlex.split(x)) for lb, x in user]
     main_label = arms[1].label
+    # with --no-reasons: [ReproMPI, main, other arms]
     reasons: list[Reason] = []
     if a.reasons:
         extra, reasons = reason_arms(mode, a.mpi, arms[1].args)
-        arms += extra
+        # every pgmpi-bench arm next to the ReproMPI it is paired with (the order reverses every other round):
+        # the main ReproMPI between the main arm and the arms paired with it, each other ReproMPI first
+        same = [x for x in extra if x.ref == "ReproMPI"]
+        arms = arms[1:2] + arms[:1] + same + arms[2:] + [x for x in extra if x not in same]
     if a.reprompi == "none":
         arms = [x for x in arms if x.kind != "reprompi"]
         for x in arms:
@@ -333,7 +343,7 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk) -
             why = "-"
             if not ok:
                 found = [f"{rs.name}: {rs.text}: {paired[(rs.arm, key)]:.2f}" for rs in reasons
-                         if abs(paired.get((rs.arm, key), float("nan")) - 1) <= 0.05]
+                         if rs.applies(*key) and abs(paired.get((rs.arm, key), float("nan")) - 1) <= 0.05]
                 e = max(clk.get(key, []), default=float("nan"))
                 if mode in ("window", "roundtime") and e == e and min(rm, pm) > 0 and e >= 0.5 * min(rm, pm):
                     found.append(f"clock-error: the global clock's error after the cell ({e * 1e6:.2f} us, "
@@ -343,7 +353,8 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk) -
                     why = "; ".join(found)
                 else:
                     why = "no measured reason (" + ", ".join(
-                        f"{rs.name} {paired.get((rs.arm, key), float('nan')):.2f}" for rs in reasons) + (
+                        f"{rs.name} {paired.get((rs.arm, key), float('nan')):.2f}"
+                        + ("" if rs.applies(*key) else " n/a") for rs in reasons) + (
                         f", clockcheck {e * 1e6:.2f} us" if e == e else "") + ")"
             within += ok
             print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
