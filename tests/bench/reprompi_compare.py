@@ -170,9 +170,8 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
         arms += [Arm("ReproMPI/short-wait", "reprompi", ref=None, window_us=SHORT_WINDOW_US),
                  Arm("pgmpi/short-wait", "pgmpi", list(main_args), ref="ReproMPI/short-wait",
                      window_us=SHORT_WINDOW_US)]
-        reasons.append(Reason("short-wait", "each measurement follows milliseconds of waiting for its window, and on "
-                              "this VM the first call after such a wait is slow and varies (pgmpi-bench's round-time "
-                              "with an 11 ms margin did the same; the clock check stayed below 0.2 us); both tools "
+        reasons.append(Reason("short-wait", "milliseconds of waiting for the window before each measurement, after which "
+                              "a call is slow and varies on this VM (tests/bench/sync_wait.py: not the clock); both tools "
                               f"with a {SHORT_WINDOW_US:g} us window", "pgmpi/short-wait"))
     arms.append(Arm("pgmpi/zero-page", "pgmpi", list(main_args) + ["--buffer-touch=reprompi"]))
     reasons.append(Reason("zero-page", "ReproMPI leaves Allgather's send buffer unwritten (the kernel's zero page, "
