@@ -11,8 +11,9 @@ through the same code a site runs nightly:
     -> Lmod modulefiles pointing at it -> dashboard served on 127.0.0.1
 
 and a second, native one (NATIVE_CAMPAIGN, native_step): the libraries' own algorithms of bcast and
-allreduce searched -> the decision written for each library's exact version -> a validation job that loads
-it through the module -> published next to the .prf profiles where it passed.
+allreduce searched -> the nightly chain's own workflow (service/workflows/native.py): the decision written
+for each library's exact version as a candidate -> a validation job that loads it through the module, at
+the sizes the decision measured -> settled, and published next to the .prf profiles where it passed.
 
 Everything lives under --workdir (default demo/). A second run reuses what is
 there and says so: the agent's state makes finished jobs count as done, so only
@@ -349,20 +350,19 @@ def _facts(app, machine: str, campaign: str, profile_root: Path, versions: dict[
 
 def native_step(app, work: Path, machine: str, campaign: str, versions: dict[str, str], profile_root: Path,
                 modules: Path, log=_log) -> dict[str, dict]:
-    """The native half: the campaign `campaign` (NATIVE_CAMPAIGN, measured already) decided per cell
-    (service/analysis/native_decision.py over each library's search files), written as the library's own
-    file for its exact version, validated by a job that loads it through the demo's pgmpitunelib module as a
-    user does (scheduler/native_validation.py, local backend; the service judges and records it), failed
-    cells back into the decision and validated once more, and what passed published into the library's set
-    next to its live .prf profiles.  A file already live, or validated before, is not measured again.
-    Returns per library what it got (the summary's lines)."""
-    from pgmpi_formats import native, native_file
+    """The native half through the nightly chain's own workflow (service/workflows/native.py): the campaign
+    `campaign` (NATIVE_CAMPAIGN, measured and stored already) -> native_candidate (the decision per cell, the
+    library's own file for its exact version, a candidate version carrying the cells it decided on) -> a
+    validation job that loads the file through the demo's pgmpitunelib module as a user does, at those cells
+    (scheduler/native_validation.py, local backend) -> the service's record (validate.record_native_validation)
+    -> settle (validated and published, or failed); a failed candidate's record goes back as `refused` once.
+    A file already live, or validated before, is not measured again.  Returns per library what it got."""
     from scheduler.backends import make_backend
     from scheduler.native_validation import NativeValidationJob
     from scheduler.state import State
-    from service.analysis.native_decision import decide, runs_from_files, validation_refusals
+    from service.analysis.native_decision import runs_from_files
     from service.profiles import publish as pub
-    from service.workflows import validate
+    from service.workflows import native as chain, validate
     st = State(work / "agent")
     try:
         jobs = {json.loads(r["spec"])["module"]["mpi"]: r for r in st.jobs(campaign) if r["state"] == "COMPLETED"}
@@ -381,56 +381,74 @@ def native_step(app, work: Path, machine: str, campaign: str, versions: dict[str
         f["searched"] = (f"{len(cells)} cells ({', '.join(sorted({k for k, _, _ in cells}))}), "
                          f"{sum(len({a for r in runs for a in r}) - 2 for runs in cells.values())} variants, "
                          f"{len(files)} mpiruns")
-        refused: dict = {}
+        refused: list[int] = []
         for attempt in (1, 2):
-            res = decide(cells, refused=refused)
-            decs = res.native_decisions()
-            chosen = [d for d in decs if d.label != "default"]
-            if not chosen:
-                f["native"] = ("no algorithm of the library beats its default significantly"
-                               + (" after validation dropped the rest" if refused else "") + ": nothing to publish")
-                break
-            name, text = native_file.render(mpi, decs, version=versions[mpi])
-            f["file"] = f"{name}: " + ", ".join(f"{d.key} {_size(d.nbytes)} {d.label}" for d in chosen)
-            live = pub.status(profile_root, machine, mpi, versions[mpi])
-            if live["files"].get(name) == text:
-                f["published"] = f"live already (version {live['current']}): {f['file']}"
-                break
             with app.app_context():
+                try:
+                    v, why = chain.native_candidate(machine, mpi, versions[mpi], campaign, refused, profile_root,
+                                                    "demo")
+                except chain.NativeChainError as exc:
+                    f["native"] = f"no decision file: {exc}"
+                    break
+                if v is None:
+                    f["native"] = (f"{why.split(' (')[0]}" + (" after validation dropped the rest" if refused else "")
+                                   + ": nothing to publish")
+                    break
+                vid, state, decided = v.id, v.state, v.decided_at
+                name = next(n for n in v.files if n in pub.NATIVE_FILES)
+                text = v.files[name]
                 rec = validate.recorded_native_validation(machine, mpi, versions[mpi], {name: text})
+            live = pub.status(profile_root, machine, mpi, versions[mpi])["files"]
+            job = NativeValidationJob(work / "native-validate" / f"{campaign}-{mpi}-{attempt}", machine, mpi,
+                                      versions[mpi], name, text, None, f"pgmpitunelib/{mpi}", [str(modules)],
+                                      nprocs=2, rounds=5, nrep=30, decided_at=decided)
+            try:
+                job.stage()
+            except (ValueError, OSError) as exc:     # the agent's own readers refuse it: never measured
+                f["native"] = f"candidate {vid} refused before validating: {exc}"
+                break
+            f["file"] = f"{name}: " + ", ".join(f"{c.key} {_size(c.msize)} {c.label}" for c in job.cells
+                                                if c.label != "default")
+            if state == "published":        # the same file was published before (a later .prf keeps it live)
+                if live.get(name) == text:
+                    f["published"] = f"live already (candidate {vid}): {f['file']}"
+                else:
+                    f["not_published"] = f"published earlier as candidate {vid}, no longer live (rolled back)"
+                break
             if rec:
-                verdict = {"state": "passed", "id": rec[name]["native_validation"], "problems": [], "cells": []}
+                verdict = {"ok": True, "state": "passed", "id": rec[name]["native_validation"], "problems": []}
             else:
                 log(f"native: validating {mpi}'s {f['file']} (a job that loads it through the module, as a user)")
-                job = NativeValidationJob(work / "native-validate" / f"{campaign}-{mpi}-{attempt}", machine, mpi,
-                                          versions[mpi], name, text, None, f"pgmpitunelib/{mpi}", [str(modules)],
-                                          nprocs=2, rounds=5, nrep=30)
                 backend = make_backend(None, "local")
                 job.write(backend)
                 try:
                     job_id = job.submit(backend=backend, timeout=300)
                 except RuntimeError as exc:        # the demo goes on; the summary says why nothing was published
+                    with app.app_context():
+                        chain.job_failed(vid, machine, mpi, versions[mpi], "local", str(exc), "demo")
                     f["validation"] = f"the validation job failed: {exc} ({job.directory})"
                     break
                 with app.app_context():
                     verdict = validate.record_native_validation(machine, mpi, versions[mpi], name, text, 2,
-                                                                job.figures(), f"local:{job_id}", "demo")
+                                                                job.figures(), f"local:{job_id}", "demo",
+                                                                decided_at=decided)
             f["validation"] = (f"record {verdict['id']} {verdict['state']}"
                                + (": " + "; ".join(verdict["problems"][:3]) if verdict["problems"] else ""))
+            with app.app_context():
+                cand = chain.candidate_of(vid, machine, mpi, versions[mpi], name, text)
+                kept = set(cand.files)
+                settled = chain.settle(cand, verdict, True, profile_root, "demo")
+            if settled["published"]:
+                left = sorted(set(live) - kept - set(pub.NATIVE_FILES))
+                f["published"] = (f"{f['file']} (version {settled['published']['version']} -> "
+                                  f"{settled['published']['path']})"
+                                  + (f"; leaves out the live {', '.join(left)}: its mock-ups call a collective the "
+                                     "file retunes, measured under the library's old choice" if left else ""))
+            elif verdict["state"] == "passed":
+                f["not_published"] = settled["why"] or f"candidate {vid} is {settled['state']}"
             if verdict["state"] == "passed":
-                files_now = {n: t for n, t in live["files"].items() if n not in pub.NATIVE_FILES}
-                files_now[name] = text
-                with app.app_context():
-                    evidence = validate.recorded_validation(machine, mpi, versions[mpi], files_now)
-                try:
-                    r = pub.publish(profile_root, machine, mpi, versions[mpi], files_now, actor="demo",
-                                    validated=evidence is not None, validation=evidence or {}, mpi=mpi,
-                                    native_validated=True)
-                    f["published"] = f"{f['file']} (version {r.version} -> {r.target}/current)"
-                except pub.PublishError as exc:
-                    f["not_published"] = str(exc)
                 break
-            refused.update(validation_refusals(verdict, cells, f"record {verdict['id']}"))
+            refused.append(verdict["id"])
     return out
 
 

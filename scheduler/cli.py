@@ -320,6 +320,9 @@ def agent_nightly(state_dir, files, interval, max_hours, day):
                 pending.remove(a)
         if pending:
             time.sleep(interval)
+    from .runner import night_ledger
+    for f in night_ledger(_state_dir(state_dir), tonight):      # a from-usage night: what ran, against its plan
+        click.echo(f"[agent] {f}: {f.read_text().splitlines()[0]}", err=True)
     if pending:
         click.echo(f"nightly: {len(pending)} campaign(s) not finished after {max_hours} h; "
                    "`pgmpi agent run-once` continues them", err=True)
@@ -398,7 +401,7 @@ COMMANDS = [agent, campaign]
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--machine", required=True)
 @click.option("--mpi", "mpi", required=True, help="MPI library id (deploy/mpi-libraries.tsv) whose family "
-              "has a native decision file: openmpi, mpich, openmpi5, mpich5")
+              "has a native decision file: openmpi, mpich, openmpi5, mpich5, intelmpi")
 @click.option("--mpi-version", required=True)
 @click.option("--mpi-module", required=True, help="the MPI's Lmod module, e.g. openmpi/4.1.4")
 @click.option("--tunelib-module", required=True, help="the pgmpitunelib module users load, e.g. pgmpitunelib/0.1.0")
@@ -413,8 +416,8 @@ COMMANDS = [agent, campaign]
               help="where the job runs: a backend of scheduler/backends/")
 def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module, modulepath, nprocs, rounds, nrep,
                     workdir, service_url, token_file, backend_name):
-    """Validate a native decision file (native.rules / native.json) in a Slurm job that loads it through the
-    module, and have the service judge and record it.  A file its readers refuse is not submitted.
+    """Validate a native decision file (native.rules / native.json / native.impi) in a Slurm job that loads it
+    through the module, and have the service judge and record it.  A file its readers refuse is not submitted.
     Exit 0 passed, 4 failed."""
     from .native_validation import NativeValidationJob, post, precheck
     from .uploader import Rejected, ServiceClient, Unreachable, read_token

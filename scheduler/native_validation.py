@@ -1,6 +1,6 @@
 """Validation job of the MPI library's own decision file (native.rules / native.json), run the way users get it.
 
-    cells = precheck(name, text, mpi, nprocs, version)  # ValueError with the reason: never submitted
+    cells = precheck(name, text, mpi, nprocs, version, decided_at)  # ValueError with the reason: never submitted
     job = NativeValidationJob(...); job.write(); job_id = job.submit(env)   # through the backend (Slurm), waits
     figs = job.figures()                               # pgmpi_formats.native_validation.figures
     verdict = post(client, job, figs)                  # the service judges and records it
@@ -12,6 +12,11 @@ ranks exactly as for a user.  It refuses to measure when the module did not set 
 `rounds` rounds of two mpiruns in alternating order (pgmpi_formats/native_validation.py): the file arm, and
 the forced arm without the file's variables (default + the file's algorithms forced, interleaved).  It is a
 planner.JobSpec like every other job: the one job template, started and watched through a backend.
+
+Intel MPI (native.impi: the I_MPI_ADJUST_<COLL> ranges the module sets) reads its presets once at MPI_Init,
+so a round is the file arm, the default arm (the same module, the file's variables unset) and one mpirun per
+preset the file chooses, that preset forced on its collective without ranges (the label's fingerprint and
+time); the job refuses to measure when the module did not set the file's variables to its values.
 """
 from __future__ import annotations
 
@@ -29,14 +34,21 @@ from .planner import JobSpec, Launch
 
 BENCH = Path("pgmpi-bench")      # the one the pgmpitunelib module puts on PATH, as a user runs it
 # the decision file of each native vocabulary (a family's `native`, scheduler/launchers/)
-FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json"}
+FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json", "intelmpi": "native.impi"}
 FILE_VARS = tuple(v for vs in native.FILE_VARS.values() for v in vs)
 
 
-def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = None) -> list[nv.Cell]:
+def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = None,
+             decided_at=None) -> list[nv.Cell]:
     """The checks that need no job, before anything is submitted: the file read the way the library reads it
     (a rules file Open MPI would ignore, a JSON file missing a collective, an algorithm this library does not
-    have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells."""
+    have, an algorithm that reorders a reduction's operands) -> ValueError with the reason; else its cells,
+    each at the sizes its decision measured (`decided_at`, the candidate's [key, size, p]; nv.at_decided) --
+    the same cells the service judges on."""
+    return nv.at_decided(_precheck(name, text, mpi, nprocs, version), decided_at)
+
+
+def _precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None) -> list[nv.Cell]:
     if launchers.library(mpi).family.name == "intelmpi":
         return _precheck_impi(name, text, nprocs, version)
     kind = launchers.library(mpi).family.native
@@ -103,6 +115,7 @@ class NativeValidationJob:
     backend_name: str = "slurm"      # the backend submit() ran it on (the service records "<backend>:<id>")
     env: dict = field(default_factory=dict)      # the campaign module's environment for the launches
     job_key: str | None = None       # the agent's key of the job (default: native-validate-<mpi>)
+    decided_at: list | None = None   # the candidate's [key, size, p] cells: each rule is measured there
 
     @property
     def library(self) -> str:
@@ -117,6 +130,44 @@ class NativeValidationJob:
     def key(self) -> str:
         return self.job_key or f"native-validate-{self.mpi}"
 
+    @property
+    def intel(self) -> bool:
+        return launchers.library(self.mpi).family.name == "intelmpi"
+
+    def _intel_spec(self, mod_of) -> JobSpec:
+        """Intel MPI: per round the file arm, the default arm and one mpirun per preset label, order
+        alternating; every launch carries the round as its mpirun index (the pairing)."""
+        from pgmpi_formats import impi_adjust
+        adj = impi_adjust.parse(self.text, self.name, native_file.intel_target(self.version))
+        env = adj.environment()
+        check = [f"grep -qxF {shlex.quote(f'{k}={v}')} native-env.txt || "
+                 f"fail {shlex.quote(f'the module did not set {k} of the candidate file (native-env.txt)')}"
+                 for k, v in sorted(env.items())]
+        mod = mod_of([f"env | grep -E '^I_MPI_ADJUST_' > native-env.txt || true", *check])
+        variables = [f"I_MPI_ADJUST_{v}" for v in impi_adjust.VARIABLES.values()]
+        labels = sorted({c.label for c in self.cells if c.label != "default"})
+
+        def argv(keys, sizes):
+            return [f"--calls={','.join(sorted(keys))}", f"--sizes={','.join(map(str, sorted(sizes)))}",
+                    f"--nrep={self.nrep}", "--no-barrier-rows", "--algorithms=default"]
+        arms = [("file", argv({c.key for c in self.cells}, {c.msize for c in self.cells}), {}, []),
+                ("forced", argv({c.key for c in self.cells}, {c.msize for c in self.cells}),
+                 {"PGMPI_NATIVE_EVIDENCE": "1"}, variables)]
+        for label in labels:
+            mine = [c for c in self.cells if c.label == label]
+            preset = label.split(":", 1)[1]
+            arms.append((f"preset-{preset}", argv({c.key for c in mine}, {c.msize for c in mine}),
+                         {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}": preset for k in {c.key for c in mine}},
+                         variables))
+        launches = []
+        for r in range(1, self.rounds + 1):
+            for name, args, lenv, unset in (arms if r % 2 else arms[::-1]):
+                out = f"{name}-{r}.txt"
+                launches.append(Launch(r, [*args, f"--mpirun-index={r}", f"--output={out}"], out, env=lenv,
+                                       role=name.split("-")[0], unset=unset))
+        return JobSpec(self.key, mod, Layout(nodes=1, ppn=self.nprocs), launches, self.walltime_seconds,
+                       kind="native-validate")
+
     def spec(self) -> JobSpec:
         """The job: the MPI module, the site file and the pgmpitunelib module as a user loads them (the module's
         native variables must name the staged candidate, else the job refuses to measure), then `rounds`
@@ -125,14 +176,18 @@ class NativeValidationJob:
         # without an MPI module (make demo: Debian's MPIs on PATH) nothing has set up Lmod or the module path yet
         setup = [] if self.mpi_module else [f". {LMOD_INIT} || fail {q('cannot initialise Lmod (' + LMOD_INIT + ')')}",
                                             *(f"module use {q(p)}" for p in self.modulepath)]
-        prologue = [*setup,
-                    f"module load {q(self.tunelib_module)} || fail {q('module load ' + self.tunelib_module + ' failed')}",
-                    *self.extra_lines,
-                    f"env | grep -E '^({'|'.join(FILE_VARS)}|OMPI_MCA_coll_tuned_use_dynamic_rules)=' > native-env.txt",
-                    f"grep -qx '[A-Z_a-z]*={self.staged}' native-env.txt || "
-                    "fail 'the module did not set the candidate file for the launched ranks (native-env.txt)'"]
-        mod = Module(name=self.mpi_module, mpi=self.mpi, modulepath=list(self.modulepath),
-                     env={**self.env, "PGMPI_SITE_CONFIG": str(self.directory / "site.conf")}, prologue=prologue)
+
+        def mod_of(checks: list[str]) -> Module:
+            prologue = [*setup, f"module load {q(self.tunelib_module)} || "
+                                f"fail {q('module load ' + self.tunelib_module + ' failed')}",
+                        *self.extra_lines, *checks]
+            return Module(name=self.mpi_module, mpi=self.mpi, modulepath=list(self.modulepath),
+                          env={**self.env, "PGMPI_SITE_CONFIG": str(self.directory / "site.conf")}, prologue=prologue)
+        if self.intel:
+            return self._intel_spec(mod_of)
+        mod = mod_of([f"env | grep -E '^({'|'.join(FILE_VARS)}|OMPI_MCA_coll_tuned_use_dynamic_rules)=' > native-env.txt",
+                      f"grep -qx '[A-Z_a-z]*={self.staged}' native-env.txt || "
+                      "fail 'the module did not set the candidate file for the launched ranks (native-env.txt)'"])
         calls = ",".join(sorted({c.key for c in self.cells}))
         sizes = ",".join(str(s) for s in sorted({c.msize for c in self.cells}))
         labels = sorted({c.label for c in self.cells if c.label != "default"})
@@ -158,7 +213,7 @@ class NativeValidationJob:
         """The file checked (precheck) and staged as a published set of its own, with its site file: what
         the job's `module load` points the MPI at (the agent submits the spec itself, scheduler/agent.py)."""
         if not self.cells:
-            self.cells = precheck(self.name, self.text, self.mpi, self.nprocs, self.version)
+            self.cells = precheck(self.name, self.text, self.mpi, self.nprocs, self.version, self.decided_at)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.staged.parent.mkdir(parents=True, exist_ok=True)
         self.staged.write_text(self.text)
@@ -192,11 +247,16 @@ class NativeValidationJob:
 
 
 def arm_figures(directory: Path, rounds: int) -> dict:
-    """pgmpi_formats.native_validation.figures of the rounds' raw files <arm>-<round>.txt in directory."""
+    """pgmpi_formats.native_validation.figures of the rounds' raw files <arm>-<round>.txt in directory
+    (Intel MPI's preset arms: preset-<id>-<round>.txt, arm "preset:native:<id>")."""
     files = []
     for r in range(1, rounds + 1):
         for arm in ("file", "forced"):
             files.append((arm, r, (directory / f"{arm}-{r}.txt").read_text()))
+        for f in sorted(directory.glob(f"preset-*-{r}.txt")):
+            preset = f.name[len("preset-"):-len(f"-{r}.txt")]
+            if preset.isdigit():
+                files.append((f"preset:native:{preset}", r, f.read_text()))
     return nv.figures(files)
 
 

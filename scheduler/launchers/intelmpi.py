@@ -11,7 +11,8 @@ class IntelMPI(Family):
     title = "Intel MPI"
     native = None
     native_doc = ("I_MPI_ADJUST_<COLL> (presets per message-size range; `impi_info -v I_MPI_ADJUST_ALLREDUCE`), "
-                  "I_MPI_TUNING_BIN / mpitune_fast's output; no reader in pgmpi_formats yet")
+                  "read and written by pgmpi_formats.impi_adjust as native.impi, validated by "
+                  "scheduler/native_validation.py; I_MPI_TUNING_BIN / mpitune_fast's output is not read")
 
     def mpirun_args(self, nodes, ppn, in_slurm):
         return ["-ppn", str(ppn)] if nodes > 1 else []

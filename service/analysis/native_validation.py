@@ -3,7 +3,8 @@
     verdict = judge(cells, figs, nprocs, tolerance=0.10)
 
 cells: pgmpi_formats.native_validation.Cell of the file at the job's size (the service derives them from the
-file itself, never from the agent); figs: pgmpi_formats.native_validation.figures of the job's raw results.
+file itself, never from the agent, each rule at the sizes its native candidate's decision measured:
+at_decided); figs: pgmpi_formats.native_validation.figures of the job's raw results.
 Per cell, with R rounds of two mpiruns each (file arm, forced arm; order alternating, so drift cancels):
 
 (a) correct: the file arm's check round (results bit-exact against the reference every rank computes, the

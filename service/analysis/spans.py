@@ -4,6 +4,7 @@ validation at an unmeasured count confirms (issue 33).
     cands, refused = span_candidates(profiles, measured)     # profiles: profiles.generate_profiles' output
     verdict = confirm(cand, figs, null_spread=None)           # figs: a validation at cand.at (unmeasured)
     cand = span_of(name, text)                                # a stored span file back (None: no span)
+    keep, fates = carry_spans(live_files, new_files)          # the live spans a new publication keeps
 
 A campaign measures some process counts p1 < p2 < ... of a collective (one node, or nodes unknown: the
 profiles for p; a layout profile is for exactly its layout and never spans, lib/docs/profile-format.md). The
@@ -18,8 +19,10 @@ counts strictly between two consecutive measured ones, p_i < q < p_(i+1), were n
 3. Each candidate is a profile version of its own (service/store/analyses.store_result): a validation job is
    one allocation at one process count and one verdict rewrites its version's files, so a span validated in
    the main candidate would either run at the wrong count or be dropped as "missing" there. Publishing a span
-   adds its file to the live set (service/workflows/publish.publish_candidate); a later publication of the
-   measured profiles replaces it (its neighbours changed: it is validated again the next night).
+   adds its file to the live set (service/workflows/publish.publish_candidate).  A later publication of
+   measured profiles keeps a live span when its two measured neighbours redirect exactly as before (the
+   evidence it was built and confirmed on still holds) and drops it, with the reason, when either changed
+   or is gone: it is validated again with its new neighbours (carry_spans).
 4. Confirmed only by a validation at `at` (paired default/tuned mpiruns, validation.judge's rules: control
    sizes at 1.0, tuned not slower in any mpirun at every size inside a range, repair by dropping sizes). A
    validation at a measured count is not evidence for the gap and is refused. Unconfirmed: the default.
@@ -80,6 +83,54 @@ def span_of(name: str, text: str, machine: str = "", library: str = "", version:
         return None
     return SpanCandidate(machine, library, version, coll.key, prf["mpi_name"], (int(m[1]), int(m[2])), lo, hi,
                          prf["nprocs"], [tuple(r) for r in prf["ranges"] if r[2] != "default"], text)
+
+
+def _measured_ranges(files: dict[str, str], mpi_name: str, nprocs: int) -> list[tuple] | None:
+    """The redirected ranges of the measured profile of (mpi_name, nprocs) among files: the plain profile for
+    p (no span, no layout); None when there is none."""
+    for name, text in sorted(files.items()):
+        if not name.endswith(".prf") or span_of(name, text) is not None:
+            continue
+        try:
+            prf = parse_prf(text, name)
+        except ValueError:
+            continue
+        if prf["mpi_name"] == mpi_name and prf["nprocs"] == nprocs and not prf["meta"].get("layout", "").strip():
+            return sorted(tuple(r) for r in prf["ranges"] if r[2] != "default")
+    return None
+
+
+def carry_spans(live: dict[str, str], new: dict[str, str]) -> tuple[dict[str, str], list[dict]]:
+    """The spans of the live set that a publication of `new` (a version of measured profiles) keeps: those whose
+    measured neighbours both have a profile in `new` redirecting exactly the ranges they redirect live.  A span
+    whose neighbour changed or is gone is dropped: it was built and confirmed on decisions that no longer
+    hold.  Returns (the kept span files, per live span {file, span, kept, why}); a span `new` brings itself
+    is not judged here."""
+    keep, fates = {}, []
+    for name, text in sorted(live.items()):
+        span = span_of(name, text) if name not in new else None
+        if span is None:
+            continue
+        changed = []
+        for p in span.neighbours:
+            before, after = _measured_ranges(live, span.mpi_name, p), _measured_ranges(new, span.mpi_name, p)
+            if after is None:
+                changed.append(f"p={p} has no profile in it")
+            elif before != after:
+                changed.append(f"p={p} redirects {_ranges_text(after)} (was {_ranges_text(before)})")
+        if changed:
+            why = ("its measured neighbours' decisions changed: " + "; ".join(changed)
+                   + "; it is validated again with the new neighbours")
+        else:
+            keep[name] = text
+            why = (f"its measured neighbours p={span.neighbours[0]} and p={span.neighbours[1]} redirect as "
+                   "before")
+        fates.append({"file": name, "span": describe(span, validated=True), "kept": not changed, "why": why})
+    return keep, fates
+
+
+def _ranges_text(ranges: list[tuple] | None) -> str:
+    return ", ".join(f"{a}-{b} B {m}" for a, b, m in ranges) if ranges else "nothing"
 
 
 def describe(cand: SpanCandidate, validated: bool | None = None) -> str:

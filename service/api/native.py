@@ -42,7 +42,8 @@ def post_native_validation():
             raise ApiError(exc.status, "validation_error", str(exc), field=exc.field) from None
     try:
         verdict = validate.record_native_validation(data.machine, data.library, data.version, data.name, data.text,
-                                                     data.nprocs, data.figures, data.job, g.principal.name)
+                                                     data.nprocs, data.figures, data.job, g.principal.name,
+                                                     decided_at=cand.decided_at if cand is not None else None)
     except (pub.PublishError, ValueError) as exc:
         db.session.rollback()
         raise ApiError(422, "validation_error", str(exc), field="text") from None
@@ -75,7 +76,7 @@ def post_native_candidate():
         return jsonify(id=None, why=why), 200
     name = next(n for n in v.files if n in pub.NATIVE_FILES)
     return jsonify(id=v.id, number=v.number, state=v.state, name=name, text=v.files[name], why=why,
-                   files=sorted(v.files)), 201
+                   files=sorted(v.files), decided_at=v.decided_at or []), 201
 
 
 @api_bp.post("/native/candidates/<int:version_id>/job-failed")

@@ -126,8 +126,10 @@ def document() -> dict:
                      ("201",), errors=(404, 422))},
         "/native/candidates": _write(
             "post", "the nightly native chain: a campaign's decision file of one library (failed cells of the "
-            "given native validation records refused) as a candidate version of the library's profile set; "
-            "200 with id null when nothing of the library's own wins", "NativeCandidateIn",
+            "given native validation records refused) as a candidate version of the library's profile set, "
+            "with decided_at: the [collective, size, nprocs] cells its decision measured (its validation job "
+            "measures each rule there); 200 with id null when nothing of the library's own wins",
+            "NativeCandidateIn",
             "agent of the machine; admin", ("200", "201"), errors=(404, 422)),
         "/native/candidates/{version_id}/job-failed": _write(
             "post", "a native candidate's validation job failed in the resource manager after its retries (no "

@@ -187,7 +187,7 @@ class NativeValidationIn(_In):
     machine: MachineName
     library: LibraryName
     version: LibraryVersion
-    name: Literal["native.rules", "native.json"]
+    name: Literal["native.rules", "native.json", "native.impi"]
     text: str = Field(max_length=4 * 1024 * 1024)
     nprocs: int = Field(ge=1, le=1_000_000)
     figures: dict[str, dict[str, Any]] = Field(max_length=100_000)

@@ -325,6 +325,8 @@ class ProfileVersion(db.Model):
     published_path: Mapped[Optional[str]] = mapped_column(String(500))
     actor: Mapped[str] = mapped_column(String(160), default="")
     notes: Mapped[str] = mapped_column(Text, default="")
+    # a native candidate's: the [key, size, nprocs] cells its decision measured (its validation measures there)
+    decided_at: Mapped[Optional[list]] = mapped_column(JSON)
     profile_set: Mapped[ProfileSet] = relationship(back_populates="versions")
     figures: Mapped[list["ValidationFigure"]] = relationship(back_populates="version")
 

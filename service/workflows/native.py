@@ -7,7 +7,9 @@ native_candidate: the campaign's stored runs of one library -> one decision per 
 (service/analysis/native_decision.py, as `pgmpi analyze native-files` decides on files), the cells the
 native validation records `refused` failed taken out of it (validation_refusals, as `--validation` does), the
 library's own file written for that exact version and read back by that version's reader, stored as a
-candidate version of the library's profile set: the same versioned set as the .prf profiles.  The live .prf
+candidate version of the library's profile set: the same versioned set as the .prf profiles, with the cells
+the decision measured (`decided_at`: its validation job measures each rule there, not at a size nobody
+measured; pgmpi_formats.native_validation.at_decided).  The live .prf
 profiles whose mock-ups use none of the collectives the file retunes are carried into the candidate (they were
 measured against the same algorithms); the others are left out and the notes say which.  None and the reason
 when no algorithm of the library's own wins anywhere.
@@ -167,7 +169,8 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
                 if left else ""))
     v = ProfileVersion(profile_set_id=ps.id, number=1 + max((x.number for x in ps.versions), default=0),
                        state="candidate", analysis_id=analysis.id if analysis else None,
-                       files={name: text, **carried}, actor=actor, notes=notes[:2000])
+                       files={name: text, **carried}, actor=actor, notes=notes[:2000],
+                       decided_at=[[k, s, p] for k, s, p in sorted(res.decisions)])
     db.session.add(v)
     db.session.flush()
     audit(actor, "native-candidate", "profile", str(v.id), {

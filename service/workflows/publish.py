@@ -23,7 +23,10 @@ from service.profiles import publish as pub
 from service.store.db import db
 from service.store.models import (Analysis, AuditLog, Campaign, Machine, MpiLibrary, ProfileSet, ProfileVersion, Run,
                                   Violation)
+from service.analysis import spans
 from service.workflows.validate import recorded_native_validation, span_version
+
+SPAN_DROPPED = "dropped from the live set"     # how a span version's notes say it is no longer live
 
 
 # ----------------------------------------------------------------- publish, roll back, history
@@ -70,6 +73,15 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
         except (OSError, ValueError, KeyError):
             live_files = {}
         files = {**live_files, **files}
+        span_fates: list[dict] = []
+    else:
+        # the live spans stay when their measured neighbours redirect as before, else they go, with the reason
+        try:
+            live_files = pub.status(root, *names, directory)["files"]
+        except (OSError, ValueError, KeyError, pub.PublishError):
+            live_files = {}
+        kept_spans, span_fates = spans.carry_spans(live_files, files)
+        files.update(kept_spans)
     # a candidate of .prf profiles keeps the published native file: dropping it would change the algorithms
     # under the candidate's mock-ups.  That is right only when the campaign measured them under exactly that
     # file (a module's native_file; pgmpi-bench's #@native_file_fnv1a64 in every run); otherwise their wins
@@ -104,9 +116,16 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
     v.published_at = datetime.now(timezone.utc)
     v.published_path = str(res.target / "versions" / str(res.version))
     v.actor = actor
+    for fate in span_fates:         # the span's own version says what became of it (the profile-set page)
+        said = (f"kept live by candidate #{v.number}" if fate["kept"] else
+                f"{SPAN_DROPPED} by candidate #{v.number}") + f": {fate['why']}"
+        for sv in ps.versions:
+            if sv.state == "published" and (sv.files or {}) == {fate["file"]: live_files.get(fate["file"])}:
+                sv.notes = f"{sv.notes}; {said}"[-2000:]
+        v.notes = f"{v.notes}; span {fate['file']} {said.split(' by candidate')[0]}: {fate['why']}"[-2000:]
     audit(actor, "publish-forced" if res.forced else "publish", "profile", str(v.id),
           {"set": ps.id, "fs_version": res.version, "previous": res.previous, "forced": res.forced,
-           "reason": reason, "validated": validated, "path": v.published_path})
+           "reason": reason, "validated": validated, "path": v.published_path, "spans": span_fates})
     _commit_or_undo(res, root, names, actor, "publish", directory)
     return res
 
@@ -230,7 +249,13 @@ def fsck(root: Path) -> list[dict]:
         except pub.PublishError as exc:
             problems.append({"set": ps.id, "directory": str(target), "problem": str(exc)})
             continue
-        if on_disk != dict(marked[0].files or {}):
+        mine = dict(marked[0].files or {})
+        # a span's publication adds the live files, and a later one keeps live spans (spans.carry_spans): a
+        # file on disk beyond the version's own is right when a validated version of the set brought that text
+        brought = lambda n, t: any((x.files or {}).get(n) == t and x.validated_at is not None  # noqa: E731
+                                   for x in ps.versions if x is not marked[0])
+        if (any(on_disk.get(n) != t for n, t in mine.items())
+                or any(not brought(n, t) for n, t in on_disk.items() if n not in mine)):
             problems.append({"set": ps.id, "directory": str(target), "problem":
                              f"files of {cur_path} differ from version {marked[0].number} in the database"})
     return problems

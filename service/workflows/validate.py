@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from sqlalchemy import select
 
 from pgmpi_formats.checker import mpi_flavor
-from pgmpi_formats import mpich_json, native_validation as nv
+from pgmpi_formats import impi_adjust, mpich_json, native_validation as nv
 from service.analysis import native_validation, spans, validation
 from service.analysis.stats import ratios_ci
 from service.auth import audit
@@ -135,18 +135,23 @@ def recorded_native_validation(machine: str, library: str, version: str, files) 
 
 
 def record_native_validation(machine: str, library: str, version: str, name: str, text: str, nprocs: int,
-                             figs: dict, job: str, actor: str, tolerance: float | None = None) -> dict:
+                             figs: dict, job: str, actor: str, tolerance: float | None = None,
+                             decided_at=None) -> dict:
     """Judge a native file's validation job (service/analysis/native_validation.py) on the cells the service
-    reads from the file itself, store the record, audit and commit.  A file the readers refuse raises
-    PublishError (no record: it never gets near a job or a publication)."""
+    reads from the file itself, each measured at the sizes its decision measured (`decided_at`, the native
+    candidate's own: never the agent's word; None: the picked sizes), store the record, audit and commit.
+    A file the readers refuse raises PublishError (no record: it never gets near a job or a publication)."""
     want = pub.NATIVE_FILES.get(name)
     if want is None:
         raise pub.PublishError(f"{name!r} is no native decision file; valid: {', '.join(pub.NATIVE_FILES)}")
     pub.check_native_file(name, text, mpi_flavor(library), version)
     if want == "openmpi":
         cells = nv.cells_of_rules(text, pub._installed("openmpi", version), nprocs, name)
+    elif want == "intelmpi":
+        cells = nv.cells_of_impi(impi_adjust.parse(text, name, pub._installed("intelmpi", version)), nprocs)
     else:
         cells = nv.cells_of_json(mpich_json.loads(text, name), pub._installed("mpich", version).base, nprocs)
+    cells = nv.at_decided(cells, decided_at)
     verdict = native_validation.judge(cells, figs, want, 0.10 if tolerance is None else tolerance)
     rec = NativeValidation(machine=machine, library=library, version=version, file_name=name,
                            digest=native_digest(text), nprocs=nprocs, state=verdict["state"], verdict=verdict,

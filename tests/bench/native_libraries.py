@@ -12,9 +12,10 @@ Per library (deploy/mpi-libraries.tsv id, built into build/install/<id>, 2 ranks
               `--mpiruns` rounds, paired per round
   decided     service/analysis/native_decision.decide over those runs, written by the library's own writer for
               its exact version (pgmpi_formats/native_file.render) and read back by that version's reader
-  validated   Open MPI and MPICH: the validation job (scheduler/native_validation.py, local backend) that loads
-              the file through the modules of deploy/modules.py as a user does, judged by
-              service/analysis/native_validation.judge; Intel MPI: no validation job exists for its variables
+  validated   the validation job (scheduler/native_validation.py, local backend) that loads the file through
+              the modules of deploy/modules.py as a user does, measuring each rule at the sizes the decision
+              measured (decided_at, as a native candidate carries them; Intel MPI: file, default and preset
+              mpiruns per round), judged by service/analysis/native_validation.judge
   published   into a profile root of its own (service/profiles/publish.py, the version's reader checks it)
   user job    `module load <id> pgmpitunelib` with that root, then a user program (tests/bench/native_user_app.c,
               not pgmpi-bench) at the chosen allreduce cell: under the module, with the file's variables unset
@@ -146,23 +147,24 @@ def modules(work: Path, ids) -> Path:
     return root
 
 
-def validate(lib: Lib, name: str, text: str, mods: Path) -> str:
-    if lib.family == "intelmpi":
-        return "no validation job for Intel MPI's variables (scheduler/native_validation.py: Open MPI and MPICH files)"
+def validate(lib: Lib, name: str, text: str, mods: Path, decided_at: list) -> str:
     from scheduler.backends import make_backend
     from scheduler.native_validation import NativeValidationJob
     from service.analysis.native_validation import judge
     job = NativeValidationJob(lib.work / "validate", "five", lib.id, lib.version, name, text,
                               f"{lib.id}/{lib.lib.row.version}", "pgmpitunelib", [str(mods / "Core")],
-                              nprocs=2, rounds=5, nrep=30)
+                              nprocs=2, rounds=5, nrep=30, decided_at=decided_at)
     backend = make_backend(None, "local")
     job.write(backend)
     try:
         job.submit(backend=backend, timeout=600)
     except RuntimeError as exc:
         return f"job failed: {str(exc)[:300]}"
-    v = judge(job.cells, job.figures(), lib.lib.family.native, 0.10)
-    return f"{v['state']}" + (": " + "; ".join(v["problems"][:3]) if v["problems"] else f" ({len(v['cells'])} cells)")
+    v = judge(job.cells, job.figures(), lib.lib.family.native or lib.family, 0.10)
+    cells = "; ".join(f"{c['collective']} {c['msize']} B {c['label']} (rule {c['range'][0]}-{c['range'][1]} B): "
+                      + (f"default/file {c['ratio']:.2f}x, {c.get('evidence')}" if c.get("ratio") else "not timed")
+                      for c in v["cells"])
+    return f"{v['state']}" + (": " + "; ".join(v["problems"][:3]) if v["problems"] else "") + f" [{cells}]"
 
 
 def user_job(lib: Lib, mods: Path, root: Path, cell: tuple[int, str], pairs: int, reps: int) -> str:
@@ -237,13 +239,18 @@ def main() -> int:
             forced = False
             cell = next(((d.nbytes, d.label) for d in chosen if d.key == "allreduce"), None)
             if cell is None:      # nothing wins at allreduce: show the mechanism with the search's fastest variant
-                best = {}
+                best = {}         # (one the version's writer takes: MPICH 5's parameterised algorithms it refuses)
                 for (k, s, _p), runs in cells.items():
                     if k == "allreduce":
                         meds = {x: statistics.median([r[x] for r in runs if x in r]) for r in runs for x in r
                                 if x.startswith("native:")}
-                        if meds:
-                            best[s] = min(meds, key=meds.get)
+                        for x in sorted(meds, key=meds.get):
+                            try:
+                                native_file.render(lib.family, [Decision("allreduce", 2, s, x)], version=lib.version)
+                            except (ValueError, KeyError):
+                                continue
+                            best[s] = x
+                            break
                 s = max(best) if best else SIZES["allreduce"][-1]
                 cell, forced = (s, best.get(s)), True
                 if cell[1] is None:
@@ -257,7 +264,9 @@ def main() -> int:
             (lib.work / name).write_text(text)
             row["file"] = f"{name} ({len(text)} bytes, read back by {lib.family} {lib.version}'s reader)"
             pub.check_native_file(name, text, lib.family, lib.version)
-            verdict = validate(lib, name, text, mods) if not forced else "not validated: a demonstration file (forced)"
+            # validated where the decision measured (its cells, as a native candidate carries them)
+            verdict = (validate(lib, name, text, mods, sorted(res.decisions)) if not forced
+                       else "not validated: a demonstration file (forced)")
             row["validation"] = verdict
             root = work / "profiles"
             r = pub.publish(root, "five", lib.family, lib.version, {name: text}, actor="native_libraries.py",

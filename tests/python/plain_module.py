@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "0.1.0"
-MPI_VERSIONS = {"openmpi": "4.1.4", "mpich": "4.0.2"}
+MPI_VERSIONS = {"openmpi": "4.1.4", "mpich": "4.0.2", "intelmpi": "2021.13"}
 
 
 def render(prefix: Path | str, mpi: str, mpi_version: str | None = None, preload: bool = False) -> str:

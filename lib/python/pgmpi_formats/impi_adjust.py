@@ -8,8 +8,10 @@ strictly against the exact Intel MPI version they are for.
 Why the variables and not Intel's tuning file: the tuning file (I_MPI_TUNING_BIN, what mpitune_fast writes
 and the etc/tuning_*.dat Intel ships) is zlib-compressed binary with no published format, so nothing here
 could read back or check what it says; the variables are text, documented, per collective, and take
-message-size and process-count ranges: `<preset>:<lo>-<hi>@<pmin>-<pmax>[;...]` (calls outside every range
-keep the library's own choice).  Their message size (Intel's documentation) is count x type size for
+message-size and process-count ranges: `<preset>:<lo>-<hi>@<pmin>-<pmax>[;...]`.  Intel documents that calls
+outside every range keep the library's own choice; 2021.13 does not (with only 3:65536-... set, MPI_Allreduce
+at 64 B-32 KiB runs another algorithm than without the variable: fingerprints), which is why the validation
+measures every gap at both ends (native_validation.cells_of_impi).  Their message size (Intel's documentation) is count x type size for
 allreduce, bcast and reduce and one block for allgather, alltoall, gather and scatter -- collectives.def's size.
 
 Intel MPI 2021.13 ignores a bad value with a message only under I_MPI_DEBUG ("Incorrect algorithm:

@@ -75,6 +75,7 @@ def span_story(versions) -> dict[int, str]:
     """Version id -> how its span reads ("p 3, between measured 2 and 4, validated at 3"), for the versions
     that hold a span between measured process counts (service/analysis/spans.py)."""
     from service.analysis.spans import describe, span_of
+    from service.workflows.publish import SPAN_DROPPED
     out = {}
     for v in versions:
         files = v.files if isinstance(v.files, dict) else {}
@@ -86,4 +87,9 @@ def span_story(versions) -> dict[int, str]:
             continue
         tried = bool(v.figures) or "validation:" in (v.notes or "")
         out[v.id] = describe(span, validated=True if v.validated_at else (False if tried else None))
+        # what a later publication of measured profiles did with it (publishing.publish_candidate)
+        fate = [part for part in (v.notes or "").split("; ")
+                if part.startswith(("kept live by candidate", f"{SPAN_DROPPED} by candidate"))]
+        if fate:
+            out[v.id] += f"; {fate[-1]}"
     return out

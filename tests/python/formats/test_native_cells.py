@@ -26,6 +26,20 @@ def test_rules_file_cells_at_each_size():
         ("allgather", "default"), ("allreduce", "native:rabenseifner")]        # allgather: "the library decides"
 
 
+def test_each_rule_is_measured_where_its_decision_measured():
+    """at_decided: a rule becomes one cell per decided size inside it (allgather's ring from 4 KiB decided at
+    4 KiB and 64 KiB: both), a rule holding none keeps its picked size (allgather's default from 0 B, decided
+    nowhere at p = 2 in this list), decisions at another p or of another collective change nothing."""
+    text = orr.write_rules(DECISIONS, native.FALLBACK["openmpi"])
+    cells = nv.cells_of_rules(text, native.FALLBACK["openmpi"], 2)
+    decided = [["allreduce", 32, 2], ["allreduce", 65536, 2], ["allgather", 4096, 2], ["allgather", 65536, 2],
+               ["allreduce", 8, 4], ["bcast", 16, 2]]
+    assert [(c.key, c.label, c.msize) for c in nv.at_decided(cells, decided)] == [
+        ("allgather", "default", 8), ("allgather", "native:ring", 4096), ("allgather", "native:ring", 65536),
+        ("allreduce", "native:recursive_doubling", 32), ("allreduce", "default", 65536)]
+    assert nv.at_decided(cells, None) == nv.at_decided(cells, []) == cells
+
+
 def test_json_file_cells_only_where_it_differs_from_the_built_in_tree():
     lib = mj.find_library()
     base, known = mj.builtin_tree(lib), mj.algorithm_names(lib)

@@ -165,6 +165,13 @@ def test_demo_native_step_decides_validates_through_the_module_and_publishes_onl
         assert f["native"].endswith("nothing to publish") and not recs and not live.exists()
         return
     assert recs and f["validation"].startswith(f"record {recs[-1].id} {recs[-1].state}")
+    # through the nightly workflow: a native candidate of the set, validated at the sizes its decision measured
+    from service.store.models import ProfileVersion
+    from service.workflows.native import NATIVE_NOTE
+    with app.app_context():
+        cands = [v for v in db.session.scalars(select(ProfileVersion)) if (v.notes or "").startswith(NATIVE_NOTE)]
+        assert cands and cands[-1].decided_at == [["allreduce", 32, 2], ["allreduce", 1024, 2]]
+    assert {c["msize"] for r in recs for c in r.verdict["cells"]} <= {32, 1024}, [r.verdict for r in recs]
     jobdir = sorted((tmp_path / "native-validate").iterdir())[-1]
     assert "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=" in (jobdir / "native-env.txt").read_text()
     assert live.exists() == (recs[-1].state == "passed") == ("published" in f)

@@ -119,3 +119,51 @@ def test_span_is_planned_judged_and_published_on_its_own(app, seeded, tmp_path, 
     assert "p 3, between measured 2 and 4, validated at 3" in page
     page = client.get(f"/profiles/{set_id}", headers=hdr).get_data(as_text=True)
     assert "span: p 3, between measured 2 and 4, validated at 3" in page
+
+
+def test_a_confirmed_span_stays_live_while_its_neighbours_keep_their_decisions(app, seeded, tmp_path, monkeypatch):
+    """A measured candidate published after a confirmed span: the span stays live when p = 2 and p = 4 redirect
+    exactly as before (it used to vanish from the live set), and is dropped with the reason on the page when
+    one of them changed; fsck finds the files on disk to be those publishing recorded both times."""
+
+    def differ(problems):           # (fsck's other finding here: earlier versions stay marked published)
+        return [p for p in problems if "differ" in p["problem"]]
+
+    monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    root = tmp_path / "profiles"
+    app.config["PGMPI_PROFILE_ROOT"] = str(root)
+    _, main_id, span_id = _analysis(app)
+    with app.app_context():
+        main, span = db.session.get(ProfileVersion, main_id), db.session.get(ProfileVersion, span_id)
+        assert record_validation(main, _figs(2, 1.3) + _figs(4, 1.3), None, "agent", "j1", "c", [])["ok"]
+        publishing.publish_candidate(main, root, "test")
+        assert record_validation(span, _figs(3, 1.25), None, "agent", "j2", "c", [])["ok"]
+        publishing.publish_candidate(span, root, "test")
+
+        def measured(files: dict[str, str]) -> ProfileVersion:
+            n = 1 + max(x.number for x in main.profile_set.versions)
+            v = ProfileVersion(profile_set_id=main.profile_set_id, number=n, state="validated", files=files,
+                               validated_at=datetime.now(timezone.utc), actor="test", notes="")
+            db.session.add(v)
+            db.session.flush()
+            return v
+
+        # the next night measured the same decisions at p = 2 and 4 (a new p = 8 profile besides)
+        same = {f"allreduce_p{p}.prf": _profile(p)["text"] for p in (2, 4)}
+        same["allreduce_p8.prf"] = format_prf("MPI_Allreduce", 8, [(8, 64, ALG)])
+        again = measured(same)
+        res = publishing.publish_candidate(again, root, "test")
+        live = {p.name for p in (res.target / "current").iterdir()}
+        assert live == {"allreduce_p2.prf", "allreduce_p4.prf", "allreduce_p8.prf", "allreduce_p3-3.prf"}
+        assert "kept live by candidate #3" in span.notes and not differ(publishing.fsck(root))
+        # then p = 4 redirects only from 2 KiB: the span's evidence no longer holds
+        changed = dict(same)
+        changed["allreduce_p4.prf"] = format_prf("MPI_Allreduce", 4, [(2048, 4096, ALG)])
+        res = publishing.publish_candidate(measured(changed), root, "test")
+        assert "allreduce_p3-3.prf" not in {p.name for p in (res.target / "current").iterdir()}
+        assert not differ(publishing.fsck(root))
+        set_id = span.profile_set_id
+        db.session.commit()
+    page = app.test_client().get(f"/profiles/{set_id}", headers=seeded["viewer"]).get_data(as_text=True)
+    assert ("dropped from the live set by candidate #4: its measured neighbours&#39; decisions changed: p=4 "
+            "redirects 2048-4096 B allreduce_as_reduce_bcast (was 1024-4096 B allreduce_as_reduce_bcast)") in page, page

@@ -1,0 +1,157 @@
+"""Intel MPI's native decision (native.impi: I_MPI_ADJUST_<COLL> ranges) validated the way users load it, through
+the nightly chain's service side: a campaign's stored preset runs -> a candidate (POST /native/candidates) ->
+the validation job on the local backend (the site's intelmpi module and the pgmpitunelib module, which sets the
+candidate's variables; per round the file arm, the default arm without them and preset 3 forced alone, paired by
+the round's mpirun index) -> the service's verdict (POST /native/validations) -> failed choices back into the
+decision -> a candidate that passes, published into the versioned set.
+
+Intel MPI reads its presets once at MPI_Init and exports none of its algorithms, so the ranks carry
+delay_interposer.py's virtual clock in its Intel mode: every preset but 3 (and the library's default) is slowed at
+8 B and 64 KiB; in the first job preset 3 takes twice the delay at 8 B when it comes from the file's ranges.
+Campaign "ic" saw preset 3 win at 8 B and 64 KiB and lose at 4 KiB: its candidate fails at 8 B (slower) and, by
+Intel MPI's own behaviour, in its gaps (4 and 32 KiB: with the variable set, a size outside every range runs
+another algorithm than without it, shown by the NaN-payload fingerprint); the failed choice goes back and the next
+candidate is decided without it.  Campaign "ic2" saw preset 3 win everywhere: one range, validated (the file's
+time follows the forced preset's, not the default's; every result checked, a non-commutative operation in
+every round) and published."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import delay_interposer
+from plain_module import module_tree as tunelib_modules
+from sched_helpers import ROOT, add_machine
+
+pytestmark = [pytest.mark.postgres, pytest.mark.mpi, pytest.mark.lmod]
+
+LOSES, MIDDLE, WINS, VERSION = 8, 4096, 65536, "2021.13"
+
+
+def _run(mpirun: int, campaign: str, middle: bool) -> str:
+    """One stored mpirun of a campaign: preset 3 about twice as fast as the default at 8 B and 64 KiB; with
+    `middle`, slower at 4 KiB (the library's default stays there: two ranges of preset 3 with a gap)."""
+    lines = ["#@pgmpi_format=1", "#@machine=ibox", "#@mpi_library=intelmpi", f"#@mpi_version={VERSION}",
+             "#@module=intelmpi/2021.13.1", "#@nodes=1", "#@ppn=2", "#@nprocs=2", f"#@mpirun_index={mpirun}",
+             "#@slurm_job_id=", f"#@campaign={campaign}", "#@clock=MPI_Wtime", "test nrep msize runtime_sec algorithm"]
+    for size in (LOSES, MIDDLE, WINS) if middle else (LOSES, WINS):
+        for alg, base in (("default", 2e-4), ("native:3", (3e-4 if size == MIDDLE else 1e-4) * (1 + 0.01 * mpirun))):
+            lines += [f"MPI_Allreduce {r} {size} {base + r * 1e-8:.10f} {alg}" for r in range(5)]
+    return "\n".join(lines) + "\n"
+
+
+def _modules(tmp_path):
+    subprocess.run([sys.executable, str(ROOT / "deploy" / "modules.py"), "--root", str(tmp_path / "mods"), "intelmpi"],
+                   check=True, capture_output=True)
+    return [str(tmp_path / "mods" / "Core"), str(tunelib_modules(tmp_path / "tunelib", "intelmpi"))]
+
+
+def _job(tmp_path, name, cand, modulepath, extra, rounds=3):
+    from scheduler.native_validation import NativeValidationJob
+    return NativeValidationJob(tmp_path / name, "ibox", "intelmpi", VERSION, cand["name"], cand["text"],
+                               "intelmpi/2021.13.1", "pgmpitunelib/0.1.0", modulepath, rounds=rounds, nrep=5,
+                               extra_lines=extra, decided_at=cand.get("decided_at"))
+
+
+def test_intel_candidate_validated_as_users_load_it_failed_cell_back_then_published(tmp_path, service, monkeypatch):
+    from scheduler.backends import make_backend
+    from scheduler.native_validation import payload, precheck
+    from scheduler.uploader import ServiceClient
+    from service.profiles import publish as pub
+    bench = ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench"
+    if not bench.exists():
+        pytest.fail(f"{bench} missing: deploy/build-lib.sh intelmpi (make test does)")
+    client = ServiceClient(service.url, add_machine(service, "ibox", role="agent"))
+    root = tmp_path / "profiles"
+    monkeypatch.setitem(service.app.config, "PGMPI_PROFILE_ROOT", str(root))
+    for camp, middle in (("ic", True), ("ic2", False)):
+        client.request("POST", "/api/v1/campaigns", {"name": camp, "machine": "ibox", "definition": {}})
+        for i in range(4):
+            client.request("POST", "/api/v1/uploads", {"upload_id": f"{camp}-{i}", "campaign": camp, "files": [
+                {"name": f"run{i}.txt", "content": _run(i, camp, middle)}]})
+    so = delay_interposer.build(tmp_path, "intelmpi")
+    clock = [f"export LD_PRELOAD={so}", "export PGMPI_TEST_FAST_PRESET=3",
+             f"export PGMPI_TEST_ALGORITHM_BYTES={LOSES},{WINS}"]
+    modulepath = _modules(tmp_path)
+    backend = make_backend(None, "local")
+    ask = {"machine": "ibox", "library": "intelmpi", "version": VERSION, "campaign": "ic"}
+
+    def validate(name, cand, extra=(), rounds=3):
+        job = _job(tmp_path, name, cand, modulepath, [*clock, *extra], rounds)
+        job.write(backend)
+        job_id = job.submit(backend=backend, timeout=300)
+        _, verdict = client.request("POST", "/api/v1/native/validations", {
+            **payload(job, job.figures(), job_id), "profile_version": cand["id"], "publish": True})
+        return job, verdict
+
+    _, first = client.request("POST", "/api/v1/native/candidates", {**ask, "refused": []})
+    assert first["name"] == "native.impi" and "\nI_MPI_ADJUST_ALLREDUCE=3:0-4095@2-2;3:65536-2147483647@2-2\n" \
+        in first["text"], first
+    job1, v1 = validate("c1", first, [f"export PGMPI_TEST_FILE_SLOW_BYTES={LOSES}"])
+    # the module set the candidate's variables for the ranks; the default arm ran without them
+    assert (job1.directory / "native-env.txt").read_text().strip() == \
+        "I_MPI_ADJUST_ALLREDUCE=3:0-4095@2-2;3:65536-2147483647@2-2"
+    assert "I_MPI_ADJUST" not in (job1.directory / "forced-1.txt").read_text().split("test nrep")[0]
+    assert v1["state"] == "failed", v1
+    bad = {(c["msize"], c["label"]): c["problems"] for c in v1["cells"] if c["problems"]}
+    assert set(bad) == {(LOSES, "native:3"), (MIDDLE, "default"), (32768, "default")}, bad
+    assert any(p.startswith("(c) tuned slower than the default") for p in bad[(LOSES, "native:3")]), bad
+    # Intel MPI 2021.13 itself: with I_MPI_ADJUST_ALLREDUCE set, a call outside every range does not get the
+    # algorithm it gets without the variable (other fingerprints at 4 and 32 KiB): a gap is not "the default"
+    for size in (MIDDLE, 32768):
+        assert any("fingerprint under the file" in p and "is not the default's" in p for p in bad[(size, "default")])
+    assert v1["candidate"]["state"] == "failed"
+    # the failed choice goes back into the decision: the next candidate keeps preset 3 from 64 KiB only, and its
+    # gap below is measured at 32 KiB too, where Intel MPI changes the algorithm (so it would fail again)
+    _, second = client.request("POST", "/api/v1/native/candidates", {**ask, "refused": [v1["id"]]})
+    assert "\nI_MPI_ADJUST_ALLREDUCE=3:65536-2147483647@2-2\n" in second["text"], second
+    assert ("allreduce", "default", 32768) in {(c.key, c.label, c.msize) for c in precheck(
+        second["name"], second["text"], "intelmpi", 2, VERSION)}
+
+    # a campaign where preset 3 wins at every size it measured: one range, no gap; validated and published
+    _, third = client.request("POST", "/api/v1/native/candidates", {**ask, "campaign": "ic2", "refused": []})
+    assert "\nI_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in third["text"], third
+    job3, v3 = validate("c3", third)
+    assert v3["state"] == "passed", v3["problems"]
+    # measured where the decision was made: at 8 B (where preset 3 and the default leave the same fingerprint,
+    # and the time tells them apart) and at 64 KiB, where the fingerprint under the file is preset 3's
+    cells = {c["msize"]: c for c in v3["cells"]}
+    assert set(cells) == {LOSES, WINS} and {c["label"] for c in cells.values()} == {"native:3"}, v3["cells"]
+    assert cells[WINS]["evidence"] == "fingerprint" and cells[WINS]["separable"], cells[WINS]
+    assert all(c["ratio"] > 1 and c["ci_mpiruns"] == 3 for c in cells.values()), cells
+    figs = job3.figures()[f"allreduce:{WINS}"]
+    assert set(figs["checks"]) >= {"file", "default", "native:3"} and sorted(figs["noncommutative"]) == [1, 2, 3]
+    assert all(c == "ok" for arm in figs["checks"].values() for c in arm), figs["checks"]
+    # published into the versioned set, what the module sets for users
+    assert v3["candidate"]["state"] == "published", v3["candidate"]
+    live = pub.published_files(root, "ibox", "intelmpi", VERSION)
+    assert live == {"native.impi": third["text"]}
+
+
+def test_intel_validation_refuses_a_module_that_does_not_set_the_file(tmp_path, service):
+    """A site environment whose pgmpitunelib module does not set the candidate's variables (here: they are
+    unset after loading) makes the job refuse to measure, with the reason; the service refuses a native.impi
+    written for another Intel MPI version before judging anything."""
+    from scheduler.backends import make_backend
+    from scheduler.native_validation import precheck
+    from scheduler.uploader import Rejected, ServiceClient
+    from pgmpi_formats import impi_adjust, native_file
+    from pgmpi_formats.ompi_rules import Decision
+    text = impi_adjust.write([Decision("allreduce", 2, 0, "native:3")], native_file.intel_target(VERSION))
+    cand = {"name": "native.impi", "text": text, "id": 0}
+    job = _job(tmp_path, "unset", cand, _modules(tmp_path), ["unset I_MPI_ADJUST_ALLREDUCE"])
+    backend = make_backend(None, "local")
+    job.write(backend)
+    with pytest.raises(RuntimeError, match="the module did not set I_MPI_ADJUST_ALLREDUCE of the candidate file"):
+        job.submit(backend=backend, timeout=120)
+    assert not list((tmp_path / "unset").glob("file-*.txt"))
+    with pytest.raises(ValueError, match="written for Intel MPI 2021.12"):
+        precheck("native.impi", text.replace("Intel MPI 2021.13", "Intel MPI 2021.12"), "intelmpi", 2, VERSION)
+    client = ServiceClient(service.url, add_machine(service, "ibox2", role="agent"))
+    with pytest.raises(Rejected, match="HTTP 422.*written for Intel MPI 2021.12"):
+        client.request("POST", "/api/v1/native/validations", {
+            "machine": "ibox2", "library": "intelmpi", "version": VERSION, "name": "native.impi",
+            "text": text.replace("Intel MPI 2021.13", "Intel MPI 2021.12"), "nprocs": 2, "figures": {}, "job": "x"})
+
