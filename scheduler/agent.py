@@ -329,6 +329,46 @@ class Agent:
             if self.state.add_job(self.c.name, job.key, spec, kind="validate"):
                 self.log(f"{job.key}: validation of candidate {vid} inconclusive; measured again")
 
+    # ------------------------------------------------------- the within-night looks
+    def advance_looks(self) -> int:
+        """A sequential campaign (scheduler/looks.py): for every look chain whose last look has been collected,
+        the stopping rule per cell; the next look's job for the undecided cells only. Returns the jobs added."""
+        if self.c.sequential is None or self.state.campaign(self.c.name)["state"] != "ACTIVE" \
+                or (self.root / "looks.done").exists():
+            return 0
+        from . import looks
+        rows = self.state.jobs(self.c.name)
+        measure = [r for r in rows if r["kind"] == "measure"]
+        spent = sum(looks.node_hours(r) for r in measure)
+        bases = sorted({looks.base_of(r["key"])[0] for r in measure})
+        found, added = [], 0
+        for base in bases:
+            try:
+                lk = looks.next_look(self.c, rows, base, spent)
+            except (OSError, ResultsFormatError, KeyError) as exc:
+                self.log(f"{base}: the looks cannot read the collected results ({exc}); no further look")
+                continue
+            if lk is None:
+                continue
+            found.append(lk)
+            if lk.next_job is None:
+                continue
+            with self.state.tx():
+                if self.state.add_job(self.c.name, lk.next_job.key, spec_to_json(lk.next_job)):
+                    added += 1
+                    opened = lk.open_cells()
+                    self.log(f"{lk.next_job.key}: look {lk.taken + 1} for {len(opened)} undecided cell(s) of "
+                             f"{len(lk.cells)} ({', '.join(f'{c} {m} B' for c, m in sorted(opened))}); "
+                             f"{sum(1 for o in lk.cells.values() if not o.open)} decided after look {lk.taken}")
+        if found:
+            report = looks.write_report(self.root, found)
+            if len(found) == len(bases) and all(lk.next_job is None for lk in found):
+                # every chain stopped: said once (a restarted agent finds the marker and reads no file again)
+                (self.root / "looks.done").write_text("\n".join(f"{lk.base}: {lk.why_stop}" for lk in found) + "\n")
+                self.log(f"looks: {'; '.join(f'{lk.base}: {lk.why_stop}' for lk in found)}; "
+                         f"{spent:.3g} node-hours ran ({report})")
+        return added
+
     # ------------------------------------------------------- analysis + validation
     def analysis_due(self) -> bool:
         row = self.state.campaign(self.c.name)
@@ -498,6 +538,8 @@ class Agent:
     def run_once(self) -> dict:
         self.submit_new()
         self.track()
+        if self.advance_looks():
+            self.submit_new()
         up = self.upload()
         if self.analysis_due():
             self.analyse()

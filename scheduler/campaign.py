@@ -349,6 +349,27 @@ class Budget(_Strict):
     node_hours: float | None = Field(None, gt=0, description="refuse to submit a plan estimated above this")
 
 
+class Sequential(_Strict):
+    """Within-night looks (docs/usage.md section 3; a `cells: from-usage` night writes it): a cell is looked at
+    after each count of mpiruns in `looks` (the last is `mpiruns`, the most a cell gets) by the group-sequential
+    rule of scheduler/usage_plan.py; only cells still undecided get the next look's mpiruns."""
+    looks: list[int] = Field(..., min_length=1, description="mpiruns after which a cell is looked at, increasing")
+    alpha: float = Field(0.05, gt=0, lt=1)
+    rho: float = Field(3.0, gt=0, description="the spending function alpha * t^rho")
+    min_gain: float = Field(0.1, gt=0, lt=1, description="a redirect's least gain at the interval's lower bound")
+
+    @field_validator("looks")
+    @classmethod
+    def _looks(cls, v):
+        if v[0] < 2 or any(b <= a for a, b in zip(v, v[1:])):
+            raise ValueError(f"looks must increase and start at 2 or more mpiruns (an interval needs two), got {v}")
+        return v
+
+    def design(self):
+        from .usage_plan import SequentialDesign
+        return SequentialDesign(looks=tuple(self.looks), alpha=self.alpha, rho=self.rho, min_gain=self.min_gain)
+
+
 class Campaign(_Strict):
     name: CampaignName
     machine: MachineName
@@ -380,6 +401,8 @@ class Campaign(_Strict):
     window_size_us: float | None = Field(None, gt=0, description="sync: window only: the window in "
                                          "microseconds (pgmpi-bench --window-size; default 1000)")
     schedule: str | None = Field(None, description="when to run nightly, e.g. 02:00")
+    sequential: Sequential | None = Field(None, description="measure look by look, stopping decided cells "
+                                          "(scheduler/looks.py); the last look is `mpiruns`")
 
     @field_validator("size_sets")
     @classmethod
@@ -453,6 +476,16 @@ class Campaign(_Strict):
                                  "switches off; enable validation or leave native out")
             if self.native_nprocs() is None:
                 raise ValueError("native.nprocs: no one-node layout with 2 or more ranks to validate on; set it")
+        if self.sequential is not None:
+            why = (f"sequential.looks: the last look ({self.sequential.looks[-1]}) must be mpiruns ({self.mpiruns}), "
+                   "the most mpiruns a cell gets"
+                   if self.sequential.looks[-1] != self.mpiruns else
+                   "sequential: needs repetitions policy fixed (each look's mpiruns are a job of their own; no "
+                   "pilot mpirun to take counts from)" if self.repetitions.policy != "fixed" else
+                   "sequential: looks at pgmpi-bench's cells only (no search:, no datatypes:)"
+                   if self.searched() or self.datatypes is not None else None)
+            if why:
+                raise ValueError(why)
         for m in self.modules:
             if m.launch == "srun" and self.backend != "slurm":
                 raise ValueError(f"modules: {m.key}: launch: srun needs backend: slurm (valid here: mpirun)")

@@ -320,6 +320,9 @@ def agent_nightly(state_dir, files, interval, max_hours, day):
                 pending.remove(a)
         if pending:
             time.sleep(interval)
+    from .runner import night_ledger
+    for f in night_ledger(_state_dir(state_dir), tonight):      # a from-usage night: what ran, against its plan
+        click.echo(f"[agent] {f}: {f.read_text().splitlines()[0]}", err=True)
     if pending:
         click.echo(f"nightly: {len(pending)} campaign(s) not finished after {max_hours} h; "
                    "`pgmpi agent run-once` continues them", err=True)

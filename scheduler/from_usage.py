@@ -7,7 +7,10 @@ usage cells of that library (GET /api/v1/machines/<m>/libraries/<lib>/usage), sc
 cells within the night's share of the budget, and this module writes one ordinary campaign file per (module,
 layout): the chosen collectives at the chosen sizes (a bucket is measured at its lower bound and at its upper
 bound, so a redirect found there covers the bucket), nothing else. Those files go through `pgmpi campaign
-submit` as any other: the paired test, the control arm, FDR and validation are the campaign's own.
+submit` as any other: the paired test, the control arm, FDR and validation are the campaign's own. Each is
+sequential (`sequential:`, scheduler/looks.py): the agent looks at its cells after 3, 4, ... up to the base's
+`mpiruns` (or `usage.looks`) and measures only the undecided ones further; the plan reserves the most a cell
+may cost (every look) and the agent charges what ran.
 The plan -- what was chosen, why, what was kept with its verdict's age, what did not fit -- is written next
 to them (plan.txt) for the admin.
 """
@@ -22,7 +25,8 @@ import yaml
 
 from pgmpi_formats import mpi_libraries
 from pgmpi_formats.collectives import by_mpi_name
-from .usage_plan import Cell, CellState, CellUsage, CostModel, Plan, default_budget, plan_night
+from .usage_plan import (Cell, CellState, CellUsage, CostModel, Plan, SequentialDesign, default_budget,
+                         plan_night)
 
 
 class FromUsageError(ValueError):
@@ -120,16 +124,24 @@ def tonight(base: dict, usage: dict[str, list[CellUsage]], *, machine_nodes: int
     modules = base.get("modules") or []
     if not modules:
         raise FromUsageError("the base campaign names no module")
+    looks = sequential_looks(base)
     all_usages = [u for m in modules for u in usage.get(m["name"], [])]
     # one budget for the night, spent across the modules where the saving per cost is largest
     tagged = {}
     for m in modules:
         for u in usage.get(m["name"], []):
             tagged[Cell(u.cell.collective, u.cell.bytes_lo, u.cell.p, f"{m['name']}|{u.cell.layout}")] = (m, u)
-    plan = plan_night([CellUsage(c, u.rank_seconds) for c, (_, u) in tagged.items()],
+    # a cell whose collective has no alternative in the base's algorithm list cannot be measured against one
+    algs = base.get("algorithms", "all")
+    def has_alternative(coll: str) -> bool:
+        return not isinstance(algs, list) or any(a.startswith((f"{coll}_as_", "native:")) for a in algs)
+    alone = {c for c in tagged if not has_alternative(c.collective)}
+    plan = plan_night([CellUsage(c, u.rank_seconds) for c, (_, u) in tagged.items() if c not in alone],
                       {Cell(c.collective, c.bytes_lo, c.p, f"{m['name']}|{c.layout}"): s
                        for m in modules for c, s in {**(states or {}), **(module_states or {}).get(m["name"], {})}.items()},
-                      budget, cost, share=share, sample_fraction=sample, night=night, refresh_nights=refresh)
+                      budget, cost, share=share, sample_fraction=sample, night=night, refresh_nights=refresh,
+                      rounds=looks[-1] / (cost or CostModel()).mpiruns_per_round)
+    plan.kept += [(c, "no alternative of it in the base's algorithms") for c in sorted(alone, key=str)]
     groups: dict[tuple[str, str], dict[str, set[int]]] = {}
     for ch in plan.chosen:
         mname, layout = ch.cell.layout.split("|", 1)
@@ -145,6 +157,11 @@ def tonight(base: dict, usage: dict[str, list[CellUsage]], *, machine_nodes: int
         c["modules"] = [m for m in modules if m["name"] == mname]
         c["layouts"] = [{"nodes": nodes, "ppn": ppn}]
         c["collectives"] = {k: {"sizes": sorted(v)} for k, v in sorted(colls.items())}
+        if isinstance(algs, list):      # the base's list, less the mock-ups of collectives not measured tonight
+            c["algorithms"] = [a for a in algs if a == "default" or a.startswith("native:")
+                               or any(a.startswith(f"{k}_as_") for k in colls)]
+        c["mpiruns"] = looks[-1]
+        c["sequential"] = {"looks": list(looks)}
         c["budget"] = {"node_hours": round(sum(ch.node_hours for ch in plan.chosen
                                                  if ch.cell.layout == f"{mname}|{layout}") * 1.5 + 0.01, 3)}
         out.append(c)
@@ -161,6 +178,22 @@ def tonight(base: dict, usage: dict[str, list[CellUsage]], *, machine_nodes: int
         mname = cell.layout.split("|", 1)[0]
         lines.append(f"  keep    {mname} {cell.collective} {cell.bytes_lo} B p={cell.p}: {why}")
     return out, plan, "\n".join(lines) + "\n"
+
+
+def sequential_looks(base: dict) -> tuple[int, ...]:
+    """The looks of tonight's cells: `usage.looks`, else after 3, 4 and the base's `mpiruns` (the design of
+    usage_plan.SequentialDesign, whose last look is the most mpiruns a cell gets; 6 without `mpiruns`)."""
+    opts = base.get("usage") or {}
+    if opts.get("looks") is not None:
+        looks = opts["looks"]
+        if not (isinstance(looks, list) and looks and all(isinstance(n, int) for n in looks)
+                and looks[0] >= 2 and all(b > a for a, b in zip(looks, looks[1:]))):
+            raise FromUsageError(f"usage.looks: increasing mpirun counts from 2 on, e.g. [3, 4, 6]; got {looks!r}")
+        return tuple(looks)
+    last = base.get("mpiruns", SequentialDesign().looks[-1])
+    if not isinstance(last, int) or last < 2:
+        raise FromUsageError(f"mpiruns: at least 2 for the looks of a from-usage night, got {last!r}")
+    return tuple(n for n in SequentialDesign().looks[:-1] if n < last) + (last,)
 
 
 def write_tonight(base_path: Path, usage: dict[str, list[CellUsage]], out_dir: Path, **kw) -> tuple[list[Path], str]:

@@ -118,12 +118,13 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
                  prefix: str = "run", env: dict | None = None, role: str = "measure",
-                 control: bool = False, earlier=None, nodes: int = 1) -> list[Launch]:
-    """control: every call also measures the default a second time, interleaved, under pgmpi-bench's reserved
+                 control: bool = False, earlier=None, nodes: int = 1, first: int = 0) -> list[Launch]:
+    """first: the first mpirun index (a sequential campaign's later look continues where the last stopped).
+    control: every call also measures the default a second time, interleaved, under pgmpi-bench's reserved
     label default_control (the campaign's own false-alarm rate and null spread, service/analysis/verdicts.py).
     earlier: the job's counts from an earlier night (nrep_history.Earlier), used where they cover a group."""
     out = []
-    for i in range(mpiruns):
+    for i in range(first, first + mpiruns):
         for label, keys, sizes, algs in groups(c, calls, algorithms):
             if control:
                 algs = f"{algs},{CONTROL}" if isinstance(algs, str) else \
@@ -288,7 +289,10 @@ def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], e
 
 
 def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
-    """earlier: {job key: nrep_history.Earlier}, the repetitions an earlier night fixed for a job's cells."""
+    """earlier: {job key: nrep_history.Earlier}, the repetitions an earlier night fixed for a job's cells.
+    A sequential campaign's jobs are its first look's (the agent adds the later looks, scheduler/looks.py)."""
+    if c.sequential is not None:
+        c = c.model_copy(update={"mpiruns": c.sequential.looks[0]})
     jobs = []
     searched = set(c.searched())
     calls = {k: c.sizes_for(k) for k in c.collectives if k not in searched}

@@ -93,6 +93,48 @@ def nightly_campaigns(path: str | Path, state_dir: str | Path, when: datetime | 
     return [(load_campaign(f), str(f)) for f in sorted(out.glob("*.yaml"))]
 
 
+def night_ledger(state_dir: str | Path, campaigns: list[tuple[Campaign, str]]) -> list[Path]:
+    """What tonight's from-usage campaigns ran, charged against the night's budget: <plan dir>/spent.txt next to
+    plan.txt (which says what the plan reserved: every look of every cell). Node-hours are the jobs' nodes x
+    (end - start) as the backend reported them (scheduler/looks.node_hours), measure and validation jobs."""
+    import json
+    from . import looks
+    from .state import State
+    by_dir: dict[Path, list[Campaign]] = {}
+    for c, src in campaigns:
+        d = Path(src).parent
+        if (d / "plan.txt").exists():
+            by_dir.setdefault(d, []).append(c)
+    out = []
+    st = State(state_dir)
+    try:
+        for d, camps in by_dir.items():
+            lines, total = [], 0.0
+            for c in camps:
+                rows = st.jobs(c.name)
+                ran = {k: sum(looks.node_hours(r) for r in rows if r["kind"] == k) for k in ("measure", "validate")}
+                total += sum(ran.values())
+                stops = []
+                rep = Path(state_dir) / "campaigns" / c.name / "looks.json"
+                if rep.exists():
+                    for chain in json.loads(rep.read_text()):
+                        for cell in chain["cells"]:
+                            stops.append(f"{cell['collective']} {cell['msize']} B after {cell['mpiruns']} mpiruns "
+                                         f"({cell['decision']}{' ' + cell['winner'] if cell['winner'] else ''})")
+                lines.append(f"  {c.name}: measured {ran['measure']:.3g}, validated {ran['validate']:.3g} node-hours"
+                             + (f"; {'; '.join(stops)}" if stops else ""))
+            planned = (d / "plan.txt").read_text().splitlines()[0]
+            text = (f"ran {total:.3g} node-hours (jobs' nodes x run time); planned, every look of every cell "
+                    f"reserved: {planned}\n" + "\n".join(lines) + "\n")
+            tmp = d / "spent.txt.tmp"
+            tmp.write_text(text)
+            tmp.replace(d / "spent.txt")
+            out.append(d / "spent.txt")
+    finally:
+        st.close()
+    return out
+
+
 def run_local_campaign(campaign: Campaign | str | Path, state_dir: str | Path, service_url: str | None = None,
                        token: str | None = None, app=None, timeout: float = 3600, interval: float = 0.5,
                        log=print, on_cycle=None) -> dict:

@@ -297,14 +297,18 @@ class CellOutcome:
     arms: dict[str, ArmLook]           # per alternative: its deciding (or last) look
     p_value: float                     # the winner's (or the smallest) repeated p-value, for BH
     control: ArmLook | None = None     # the control arm under the same rule (a false alarm if "redirect")
+    open: tuple[str, ...] = ()         # alternatives still undecided after the looks taken (more mpiruns due)
+    looks: int = 0                     # looks taken
 
 
 def sequential_cell(log_ratios: dict[str, list[float]], design: SequentialDesign,
-                    control: list[float] | None = None) -> CellOutcome:
-    """The whole sequential measurement of one cell, replayed on per-mpirun log ratios default/alternative
-    (index i: the i-th mpiron the cell got). An alternative is measured until it is decided; the cell, until
-    every alternative is; the control arm whenever the cell is. The redirect, when any, is the decided
-    alternative with the largest effect (as the service takes the fastest)."""
+                    control: list[float] | None = None, looks_done: int | None = None) -> CellOutcome:
+    """The sequential measurement of one cell on per-mpirun log ratios default/alternative (index i: the
+    i-th mpirun the cell got). An alternative is measured until it is decided; the cell, until every
+    alternative is; the control arm whenever the cell is. The redirect, when any, is the decided alternative
+    with the largest effect (as the service takes the fastest). looks_done: only the first looks (what the
+    agent has measured so far, scheduler/looks.py); the outcome's `open` then names the alternatives the
+    next look must measure, and the decision is final only when `open` is empty."""
     levels, weights = design.levels(), design.weights()
     thr = design.threshold
     open_arms = set(log_ratios)
@@ -312,8 +316,11 @@ def sequential_cell(log_ratios: dict[str, list[float]], design: SequentialDesign
     measured: dict[str, int] = {a: 0 for a in log_ratios}
     rep_p: dict[str, float] = {a: 1.0 for a in log_ratios}
     n = 0
+    taken = 0
     ctrl = None
-    for k, n in enumerate(design.looks):
+    upto = len(design.looks) if looks_done is None else max(1, min(looks_done, len(design.looks)))
+    for k, n in enumerate(design.looks[:upto]):
+        taken = k + 1
         final = k == len(design.looks) - 1
         for a in sorted(open_arms):
             lk = look_at_arm(log_ratios[a][:n], levels[k], thr, final)
@@ -326,11 +333,12 @@ def sequential_cell(log_ratios: dict[str, list[float]], design: SequentialDesign
         open_arms = {a for a in open_arms if last[a].state == "undecided"}
         if not open_arms:
             break
+    still = tuple(sorted(open_arms))
     winners = sorted((lk.effect, a) for a, lk in last.items() if lk.state == "redirect")
     if winners:
         w = winners[-1][1]
-        return CellOutcome("redirect", w, n, measured, last, min(1.0, rep_p[w]), ctrl)
-    return CellOutcome("default", "", n, measured, last, min([1.0] + list(rep_p.values())), ctrl)
+        return CellOutcome("redirect", w, n, measured, last, min(1.0, rep_p[w]), ctrl, still, taken)
+    return CellOutcome("default", "", n, measured, last, min([1.0] + list(rep_p.values())), ctrl, still, taken)
 
 
 def fixed_cell(log_ratios: dict[str, list[float]], alpha: float = 0.05, min_gain: float = 0.1,

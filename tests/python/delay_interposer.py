@@ -24,7 +24,10 @@ Two clocks (`clock=`):
   PMPI_Bcast (so the default Allreduce costs 5 ticks, the mock-up Reduce + Bcast 9, the barrier row 1: no
   barrier warning) and by the delay (in whole ticks) inside a slowed call; nothing sleeps. Every
   measurement of a cell is then the same number of ticks in every mpirun, whatever the load: a chain test (campaign -> analysis -> candidate ->
-  validation) whose subject is the chain, not the machine's timing, gets the same figures every time. The
+  validation) whose subject is the chain, not the machine's timing, gets the same figures every time. With
+  PGMPI_TEST_JITTER_BYTES=<count>[,...] and PGMPI_TEST_JITTER_TICKS=<t0>,<t1>,... a call at those counts
+  takes t_(i mod n) more ticks in the mpirun of pgmpi-bench's --mpirun-index=i (read from the command line):
+  a cell whose mpiruns disagree, the same ones in every run (the sequential looks' test). The
   times are binary fractions, so differences and pgmpi-bench's "%.10f" rows are exact and equal (a control
   size's ratio is exactly 1.0, never 1 +- rounding). (A validation's control size measured 1.43x with the
   real clock once, at nrep 8 in one mpirun on this loaded machine: issue 34.)
@@ -52,6 +55,48 @@ static int64_t vticks;
 double MPI_Wtime(void) { return (double)(++vticks) / 1048576.0; }
 double PMPI_Wtime(void) { return (double)(++vticks) / 1048576.0; }
 #define CALL_TICKS(dt) do { if ((dt) == MPI_BYTE) vticks += 4; } while (0)
+static int in_list(const char *s, long count) {       /* count in a comma-separated list */
+    while (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) return 0;
+        if (v == count) return 1;
+        s = (*end == ',') ? end + 1 : end;
+    }
+    return 0;
+}
+static long mpirun_index(void) {        /* pgmpi-bench's --mpirun-index=<i> on this process's command line */
+    static long idx = -2;
+    if (idx != -2) return idx;
+    idx = -1;
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    if (!f) return idx;
+    char arg[4096];
+    size_t n = 0;
+    int ch;
+    while ((ch = fgetc(f)) != EOF) {
+        if (ch && n + 1 < sizeof arg) { arg[n++] = (char)ch; continue; }
+        arg[n] = 0;
+        if (!strncmp(arg, "--mpirun-index=", 15)) idx = strtol(arg + 15, NULL, 10);
+        n = 0;
+    }
+    fclose(f);
+    return idx;
+}
+static int64_t jitter_ticks(int count) {
+    const char *t = getenv("PGMPI_TEST_JITTER_TICKS");
+    long i = mpirun_index();
+    if (!t || i < 0 || !in_list(getenv("PGMPI_TEST_JITTER_BYTES"), count)) return 0;
+    long vals[64], n = 0;
+    while (*t && n < 64) {
+        char *end;
+        long v = strtol(t, &end, 10);
+        if (end == t) break;
+        vals[n++] = v;
+        t = (*end == ',') ? end + 1 : end;
+    }
+    return n ? vals[i % n] : 0;
+}
 typedef int (*red_t)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
 typedef int (*bc_t)(void *, int, MPI_Datatype, int, MPI_Comm);
 int PMPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
@@ -77,6 +122,9 @@ int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op 
     if (!next) next = (fn_t)dlsym(RTLD_NEXT, "PMPI_Allreduce");
     const char *s = getenv("PGMPI_TEST_DELAY_BYTES");
     CALL_TICKS(dt);
+#ifdef VIRTUAL_CLOCK
+    if (dt == MPI_BYTE) vticks += jitter_ticks(count);
+#endif
     int slowed = 0;
     while (dt == MPI_BYTE && s && *s && !slowed) {      /* a comma-separated list of counts */
         char *end;

@@ -144,6 +144,11 @@ def test_native_section(tmp_path, extra, expect):
      ["collectives.bcast", "a search measures the MPI library's own algorithms"]),
     # the nightly native chain needs the library's own algorithms measured and the analysis switched on
     ("mpiruns: 3\n", "mpiruns: 3\nnative: {publish: true}\n", ["native", "measures none of the MPI library's own"]),
+    # within-night looks (scheduler/looks.py): each look is a job of its own, the last is mpiruns
+    ("mpiruns: 3\n", "mpiruns: 3\nsequential: {looks: [2, 4]}\n", ["sequential.looks: the last look (4) must be "
+                                                                  "mpiruns (3)"]),
+    ("mpiruns: 3\n", "mpiruns: 3\nsequential: {looks: [1, 3]}\n", ["sequential.looks", "start at 2 or more"]),
+    ("mpiruns: 3\n", "mpiruns: 3\nsequential: {looks: [2, 3]}\n", ["sequential: needs repetitions policy fixed"]),
 ])
 def test_bad_fields_are_named(tmp_path, old, new, expect):
     assert old in GOOD

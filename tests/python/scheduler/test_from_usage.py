@@ -101,3 +101,15 @@ def test_usage_upload_finds_the_spool_in_the_site_file(tmp_path, monkeypatch):
     site.write_text(f"usage_dir = {tmp_path}/spool\n")
     res = CliRunner().invoke(agent, args)
     assert res.exit_code != 0 and f"{tmp_path}/spool: no such spool directory" in res.output, res.output
+
+
+def test_a_base_algorithm_list_keeps_only_tonights_mockups_and_cells_without_one_are_kept():
+    """The base lists allreduce's mock-up only: bcast has nothing to measure against (kept, with the reason),
+    and tonight's files carry the mock-ups of their own collectives (the campaign reader refuses others)."""
+    usage = {"openmpi/4.1.4": cells_from_api(API, ppn=8)}
+    base = dict(BASE, algorithms=["default", "allreduce_as_reduce_bcast"], modules=BASE["modules"][:1])
+    camps, plan, text = tonight(base, usage, machine_nodes=2, night=1)
+    assert [set(c["collectives"]) for c in camps] == [{"allreduce"}], camps
+    assert camps[0]["algorithms"] == ["default", "allreduce_as_reduce_bcast"]
+    assert "keep    openmpi/4.1.4 bcast 65536 B p=16: no alternative of it in the base's algorithms" in text, text
+    assert camps[0]["sequential"] == {"looks": [3]} and camps[0]["mpiruns"] == 3     # BASE: mpiruns 3

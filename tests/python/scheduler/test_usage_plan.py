@@ -169,3 +169,32 @@ def test_the_repeated_p_value_is_valid_under_the_null():
 def test_one_mpirun_is_never_a_decision():
     lk = look_at_arm([math.log(3.0)], 0.05, math.log(1 / 0.9), final=True)
     assert lk.state == "inconclusive"
+
+
+def test_look_by_look_as_the_agent_runs_it_gives_the_replays_outcome():
+    """The agent (scheduler/looks.py) asks sequential_cell after each look with only what it measured so far
+    (an alternative decided at a look is not measured further); look by look it must reach the outcome of
+    the whole replay, and say after each look which alternatives the next look measures."""
+    from scheduler.usage_plan import SequentialDesign, sequential_cell
+    design = SequentialDesign()
+    rng = np.random.default_rng(7)
+    stopped_early = 0
+    for trial in range(200):
+        effects = {"a_as_x": rng.choice([0.0, 0.1, 0.5]), "a_as_y": rng.choice([-0.3, 0.05, 0.3])}
+        full = {a: list(rng.normal(e, rng.choice([0.02, 0.2]), design.looks[-1])) for a, e in effects.items()}
+        ctrl = list(rng.normal(0.0, 0.05, design.looks[-1]))
+        whole = sequential_cell(full, design, ctrl)
+        have = {a: [] for a in full}
+        open_arms = set(full)
+        for k, n in enumerate(design.looks, start=1):
+            for a in open_arms:                          # the look's mpiruns measure the open alternatives only
+                have[a] = full[a][:n]
+            o = sequential_cell(have, design, ctrl[:n], looks_done=k)
+            open_arms = set(o.open)
+            if not open_arms:
+                break
+        assert (o.decision, o.winner, o.mpiruns, o.arm_mpiruns) == \
+            (whole.decision, whole.winner, whole.mpiruns, whole.arm_mpiruns), trial
+        assert o.open == () and whole.open == ()
+        stopped_early += k < len(design.looks)
+    assert 20 < stopped_early < 200      # both kinds of cell occur
