@@ -111,7 +111,7 @@ class Layout(_Strict):
         return self.nodes * self.ppn
 
 
-SEARCHES = ("exhaustive", "mgd", "smgd")      # pgmpi_formats/native_search.py
+SEARCHES = ("exhaustive", "mgd", "smgd", "race")      # pgmpi_formats/native_search.py
 # The seed paper's segment sizes (powers of two below the message size), from 1 KiB (the smallest segment Open
 # MPI's fixed decision uses) to 512 KiB: what a site sweeps (pgmpi_formats/native_search.py, SEGMENTS).
 DEFAULT_SEGMENTS = [2 ** k for k in range(10, 20)]
@@ -120,9 +120,12 @@ DEFAULT_SEGMENTS = [2 ** k for k in range(10, 20)]
 class CollectiveSpec(_Strict):
     sizes: list[int] | str | None = Field(None, description="byte sizes, or the name of a size set")
     algorithms: Literal["all"] | list[str] | None = None
-    search: Literal["exhaustive", "mgd", "smgd"] | None = Field(
+    search: Literal["exhaustive", "mgd", "smgd", "race"] | None = Field(
         None, description="search the MPI library's own algorithms x segment sizes (scheduler/native_driver.py): "
-        "exhaustive | mgd | smgd; unset: measure the algorithms listed, nothing searched")
+        "exhaustive | mgd | smgd | race (every variant with first_nrep repetitions, the two fastest that beat "
+        "the default again); unset: measure the algorithms listed, nothing searched")
+    first_nrep: int | None = Field(None, ge=1, description="race: repetitions of its first stage (default: a "
+                                   "sixth of the campaign's nrep, at least 2)")
     segments: list[int] | None = Field(None, description="segment sizes (bytes) a search sweeps below each "
                                        "message size (default: powers of two 1 KiB - 512 KiB)")
     lookahead: int = Field(2, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops (2: at 1, bcast curves with a second, deeper minimum lost up to 98 %; scheduler/README.md)")

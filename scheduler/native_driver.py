@@ -11,7 +11,8 @@ size can start from its neighbour's path.  The rounds of one collective share on
 (`--serve`: the driver sends it one cell per round and reads the medians back), since an mpirun's start-up
 costs more than a round of microsecond calls; only a grid with more variants than pgmpi-bench takes at
 once (MAX_LABELS) falls back to one mpirun per round.  `exhaustive` is the same loop with
-one round per cell: every variant.  Each mpirun's raw file is a campaign result like any other (uploaded,
+one round per cell: every variant.  `race` measures every variant of a cell with first_nrep repetitions and
+only the two fastest that beat the default again (the round repeated), its collectives sharing one mpirun.  Each mpirun's raw file is a campaign result like any other (uploaded,
 stored); `--output` lists them and records every search's path (rounds, times, pruned methods, choice),
 which the agent keeps with the campaign (<state>/campaigns/<name>/search-<job>-<i>.json).
 A variant that fails pgmpi-bench's check round has no rows: it counts as measured and is never chosen.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import statistics
@@ -30,9 +32,10 @@ from pathlib import Path
 
 from pgmpi_formats import native
 from pgmpi_formats.results import read_file
-from pgmpi_formats.native_search import SEGMENTED, grid, run_sizes
+from pgmpi_formats.native_search import REFERENCE, SEGMENTED, grid, run_sizes
 
 NEVER = float("inf")
+CONTROL = "default_control"
 
 
 def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[int]) -> dict[int, dict]:
@@ -59,8 +62,9 @@ class Session:
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-800:]
 
-    def cell(self, mpi_name: str, size: int, labels: list[str]) -> dict[str, float]:
-        self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}\n")
+    def cell(self, mpi_name: str, size: int, labels: list[str], nrep: int | None = None) -> dict[str, float]:
+        more = f" nrep={nrep}" if nrep else ""
+        self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}{more}\n")
         self.proc.stdin.flush()
         out: dict[str, float] = {}
         for line in self.proc.stdout:
@@ -95,64 +99,123 @@ class Launcher:
         self.rounds = 0
         self.sessions: dict[str, Session] = {}
         self.defaults: dict[tuple[str, int], list[float]] = {}    # the default's median in each round of a cell
+        self.controls: dict[tuple[str, int], list[float]] = {}    # default / default_control - 1, same rounds
 
-    def serve(self, key: str, spaces: dict[int, dict]) -> bool:
-        """Start the collective's --serve mpirun for every variant of its grid; False when they do not fit."""
-        labels = sorted({native.format_label(m, seg) for sp in spaces.values() for m, segs in sp.items()
-                         for seg in segs})
-        if len(labels) > MAX_LABELS:
+    def serve(self, keys: list[str], spaces: dict[str, dict[int, dict]], d: native.Discovery) -> bool:
+        """Start one --serve mpirun for the collectives `keys` (every variant of their grids); False when
+        some call would get more labels than pgmpi-bench takes (a label applies to every call that has its
+        method).  Its whole life, start-up included, counts as launch time when it closes."""
+        labels = sorted({native.format_label(m, seg) for k in keys for sp in spaces[k].values()
+                         for m, segs in sp.items() for seg in segs})
+        if any(sum(native.parse_label(lab).name in set(d.names(k)) for lab in labels) > MAX_LABELS for k in keys):
             return False
-        name = f"{self.spec['prefix']}-{key}.txt"
-        argv = self.argv(key, sorted(spaces), labels, name, "--serve")
+        name = f"{self.spec['prefix']}-{'-'.join(keys)}.txt"
+        argv = self.argv(keys, sorted({s for k in keys for s in spaces[k]}), labels, name, "--serve")
         self.n += 1
-        self.sessions[key] = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
+        sess = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
+        sess.started = time.perf_counter()
+        for k in keys:
+            self.sessions[k] = sess
         self.files.append(name)
         return True
 
     def close(self, key: str) -> None:
         sess = self.sessions.pop(key, None)
-        if sess is not None and sess.close() != 0:
+        if sess is None or sess in self.sessions.values():     # still serving another collective
+            return
+        if sess.close() != 0:
             sys.exit(f"pgmpi-bench --serve for {key} exited with {sess.proc.returncode}: {sess.tail()}")
+        self.seconds += time.perf_counter() - sess.started
 
     def measure(self, key: str, size: int, batch: list) -> dict:
+        """One round of a cell: its variants with the default, `batch.repeat` times the repetitions (race's
+        second stage: one --serve command with that many more; one mpirun per pass without a session); per
+        variant its median (of the passes' medians), and the default's under REFERENCE."""
         labels = [native.format_label(m, seg) for m, seg in batch]
         self.rounds += 1
         sess = self.sessions.get(key)
-        if sess is not None:
-            from pgmpi_formats.collectives import by_key
-            got = sess.cell(by_key(key).mpi_name, size, labels)
-            if "default" in got:
-                self.defaults.setdefault((key, size), []).append(got["default"])
-            return {v: got.get(lab, NEVER) for v, lab in zip(batch, labels)}
-        run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
-        rows: dict[str, list[float]] = {}
-        for a, x in zip(run.algorithm, run.runtime):
-            rows.setdefault(run.algorithms[a], []).append(float(x))
-        if "default" in rows:
-            self.defaults.setdefault((key, size), []).append(statistics.median(rows["default"]))
-        return {v: (statistics.median(rows[lab]) if lab in rows else NEVER) for v, lab in zip(batch, labels)}
+        got: dict[str, list[float]] = {}
+        repeat = max(1, getattr(batch, "repeat", 1))
+        for _ in range(1 if sess is not None else repeat):
+            if sess is not None:
+                from pgmpi_formats.collectives import by_key
+                one = sess.cell(by_key(key).mpi_name, size, labels,
+                                repeat * first_nrep(self.spec, self.spec["collectives"][key]) if repeat > 1 else None)
+            else:
+                run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
+                rows: dict[str, list[float]] = {}
+                for a, x in zip(run.algorithm, run.runtime):
+                    rows.setdefault(run.algorithms[a], []).append(float(x))
+                one = {lab: statistics.median(xs) for lab, xs in rows.items()}
+            for lab, x in one.items():
+                got.setdefault(lab, []).append(x)
+        out = {v: (statistics.median(got[lab]) if lab in got else NEVER) for v, lab in zip(batch, labels)}
+        if "default" in got:
+            self.defaults.setdefault((key, size), []).extend(got["default"])
+            out[REFERENCE] = statistics.median(got["default"])
+            # the control arm's spread in the search's own rounds (a race has none: see argv)
+            if CONTROL in got:
+                c = statistics.median(got[CONTROL])
+                if c > 0:
+                    self.controls.setdefault((key, size), []).append(out[REFERENCE] / c - 1)
+        return out
 
-    def argv(self, key: str, sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
-        """pgmpi-bench under the job's launcher: the labels with the default (and the control arm)."""
+    def argv(self, keys: list[str], sizes: list[int], labels: list[str], name: str, *extra: str) -> list[str]:
+        """pgmpi-bench under the job's launcher: the labels with the default (and the control arm).  A race
+        measures its first stage with few repetitions (first_nrep; its second stage repeats the round) and
+        without the control arm: the decision's null spread is taken over every run of the campaign, and a
+        control measured 3 times over would set it (28.5 % where the confirmations' own gave 7 %); its
+        choices are judged on the confirmations, whose default mpirun has the control arm."""
         s = self.spec
-        algs = ["default", *labels] + (["default_control"] if s.get("control") else [])
-        return shlex.split(s["launcher"]) + [s["bench"], *extra, f"--calls={key}",
+        entry = s["collectives"].get(keys[0], {})
+        race = entry.get("search") == "race"
+        algs = ["default", *labels] + (["default_control"] if s.get("control") and not race else [])
+        args = list(s["bench_args"])
+        if race:
+            args = [x for x in args if not x.startswith("--nrep=")] + [f"--nrep={first_nrep(s, entry)}"]
+        return shlex.split(s["launcher"]) + [s["bench"], *extra, f"--calls={','.join(keys)}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
-                                             "--no-barrier-rows", *s["bench_args"], f"--output={name}"]
+                                             "--no-barrier-rows", *args, f"--output={name}"]
 
-    def launch_alone(self, label: str, calls: list[str], sizes: list[int], index: int, name: str):
-        """One mpirun measuring `label` alone (no default next to it; "default": the default, and the
-        control arm when the campaign has one), #@mpirun_index `index` pairing it with the round's others."""
+    def confirm(self, which: str, cells: dict[str, dict[int, str]], index: int, name: str) -> dict:
+        """One confirmation mpirun of a round (#@mpirun_index `index`) over every cell to confirm, each cell
+        measuring exactly one algorithm: which="default", the library's default (and the control arm when
+        the campaign has one); which="chosen", the variant the search chose there.  One pgmpi-bench --serve
+        mpirun per arm, not one per variant: the cells follow each other (all repetitions of one before the
+        next), so no cell's algorithm is interleaved with another algorithm of the same cell -- what a job
+        under the decision file does, one algorithm per (call, size).  Its wall time, start-up included,
+        counts as measuring time.  Returns {(key, size): median} of the arm measured."""
         s = self.spec
-        algs = ["default"] + (["default_control"] if s.get("control") else []) if label == "default" else [label]
-        argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={','.join(calls)}",
+        from pgmpi_formats.collectives import by_key
+        if which == "default":
+            algs = ["default"] + (["default_control"] if s.get("control") else [])
+        else:
+            algs = sorted({lab for per in cells.values() for lab in per.values()})
+        keys = sorted(cells)
+        sizes = sorted({size for k in keys for size in cells[k]})
+        argv = shlex.split(s["launcher"]) + [s["bench"], "--serve", f"--calls={','.join(keys)}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *s["bench_args"], f"--mpirun-index={index}",
                                              f"--output={name}"]
-        return self._run(argv, f"{label} alone {','.join(calls)} {','.join(map(str, sizes))}", name)
+        self.n += 1
+        t0 = time.perf_counter()
+        sess = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
+        out = {}
+        try:
+            for k in keys:
+                for size, label in sorted(cells[k].items()):
+                    lab = "default" if which == "default" else label
+                    out[(k, size)] = sess.cell(by_key(k).mpi_name, size, [lab]).get(lab, NEVER)
+        except RuntimeError as exc:
+            sys.exit(str(exc))
+        if sess.close() != 0:
+            sys.exit(f"pgmpi-bench --serve confirming {which} exited with {sess.proc.returncode}: {sess.tail()}")
+        self.seconds += time.perf_counter() - t0
+        self.files.append(name)
+        return out
 
     def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
-        argv = self.argv(key, sizes, labels, name)
+        argv = self.argv([key], sizes, labels, name)
         return self._run(argv, f"{key} {','.join(map(str, sizes))} ({', '.join(labels)})", name)
 
     def _run(self, argv: list[str], what: str, name: str):
@@ -166,23 +229,54 @@ class Launcher:
         return read_file(self.outdir / name)
 
 
-def confirmations(choices: dict[str, dict[int, str | None]]) -> list[tuple[str, list[str], list[int]]]:
-    """The confirmation mpiruns of one round: (label, calls, sizes) -- the default alone over the calls and
-    sizes that have a choice (None: nothing to confirm there), then each chosen variant alone over the calls
-    and sizes where it was chosen (one mpirun per variant: a label applies to every call given, so a call only
-    where it was chosen there).  Nothing chosen anywhere: no mpirun."""
-    keys = sorted(k for k in choices if any(choices[k].values()))
-    if not keys:
-        return []
-    out = [("default", keys, sorted({s for k in keys for s, label in choices[k].items() if label}))]
-    by: dict[str, tuple[set, set]] = {}
-    for k in keys:
-        for size, label in choices[k].items():
-            if label:
-                calls, sizes = by.setdefault(label, (set(), set()))
-                calls.add(k)
-                sizes.add(size)
-    out += [(label, sorted(calls), sorted(sizes)) for label, (calls, sizes) in sorted(by.items())]
+def first_nrep(spec: dict, entry: dict) -> int:
+    """A race's first-stage repetitions: the entry's first_nrep, else a sixth of the campaign's --nrep (at
+    least 2): with RACE_REPEAT 3 its second stage gives the two kept variants and the default half of --nrep
+    more, and on MPICH (4-7 methods, no segment sizes) the whole race stays near 15 % of an exhaustive
+    campaign's repetitions."""
+    if entry.get("first_nrep"):
+        return int(entry["first_nrep"])
+    nrep = next((int(x.split("=", 1)[1]) for x in spec["bench_args"] if x.startswith("--nrep=")), 12)
+    return max(2, nrep // 6)
+
+
+def null_spread(controls: dict) -> float:
+    """The search's own control arm: the 95th percentile (the largest below 20 rounds) of |default /
+    default_control - 1| over its rounds -- how far apart one mpirun measures the same algorithm twice
+    (service/analysis/native_decision.null_spread's rule, on the search's rounds)."""
+    dev = sorted(abs(x) for xs in controls.values() for x in xs)
+    if not dev:
+        return 0.0
+    return dev[-1] if len(dev) < 20 else dev[math.ceil(0.95 * len(dev)) - 1]
+
+
+def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]],
+               threshold: float = 0.0) -> dict[str, dict[int, str]]:
+    """The cells whose choice the search measured faster than the default by more than the decision's minimum
+    gain and `threshold` (the search's control-arm spread) ({key: {size: label}}): one that is not cannot win
+    its cell -- the decision refuses a gain within the minimum or the control arm's spread -- so it costs no
+    confirmation."""
+    out: dict[str, dict[int, str]] = {}
+    gain = max(MIN_GAIN, threshold)
+    for k, per in paths.items():
+        for size, p in per.items():
+            # a race judges its choice against the default of the same (second-stage) round
+            ref = p.get("reference") if p.get("kind") == "race" and p.get("reference") else defaults[k].get(size, 0.0)
+            if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + gain) < ref:
+                out.setdefault(k, {})[int(size)] = p["choice"]
+    return out
+
+
+def still_ahead(cells: dict[str, dict[int, str]], default: dict, chosen: dict) -> dict[str, dict[int, str]]:
+    """After the first confirmation round, the cells whose variant alone was faster than the default alone
+    there by the minimum gain: only they are measured in the later rounds.  One that was not will hardly win
+    (the decision needs a paired median and its interval's lower bound above the minimum gain, and no losing
+    mpirun regime), and each round costs two mpirun start-ups."""
+    out: dict[str, dict[int, str]] = {}
+    for k, per in cells.items():
+        for size, label in per.items():
+            if chosen.get((k, size), NEVER) * (1 + MIN_GAIN) < default.get((k, size), 0.0):
+                out.setdefault(k, {})[size] = label
     return out
 
 
@@ -201,46 +295,59 @@ def main(argv=None) -> int:
     report = {"search": {}, "library": d.library, "version": d.version, "files": launcher.files,
               "paths": {}, "grid": {}}
     t0 = time.perf_counter()
+    spaces = {k: spaces_for(d, k, e["sizes"], e["segments"]) for k, e in spec["collectives"].items()}
+    # a race's collectives share one --serve mpirun (its start-up costs more than a short first stage)
+    race = [k for k, e in spec["collectives"].items() if e["search"] == "race"]
+    shared = len(race) > 1 and launcher.serve(race, spaces, d)
     for key, entry in spec["collectives"].items():
-        spaces = spaces_for(d, key, entry["sizes"], entry["segments"])
         t_start = time.perf_counter()
-        served = launcher.serve(key, spaces)
+        served = (shared and key in race) or launcher.serve([key], spaces, d)
         report.setdefault("mode", {})[key] = "serve" if served else "mpirun per round"
         report["search"][key] = entry["search"]
         report.setdefault("neighbour", {})[key] = entry.get("neighbour", "none")
-        report["grid"][key] = {str(s): sum(len(v) for v in sp.values()) for s, sp in spaces.items()}
+        report["grid"][key] = {str(s): sum(len(v) for v in sp.values()) for s, sp in spaces[key].items()}
         try:
-            paths = run_sizes(entry["search"], spaces, lambda s, b, k=key: launcher.measure(k, s, b),
+            paths = run_sizes(entry["search"], spaces[key], lambda s, b, k=key: launcher.measure(k, s, b),
                               lookahead=entry["lookahead"], prune=entry["prune"],
                               neighbour=entry.get("neighbour", "none"))
         except RuntimeError as exc:
             sys.exit(str(exc))
         launcher.close(key)
-        if served:          # the session's whole life, start-up included, as a launch's time is counted
-            launcher.seconds += time.perf_counter() - t_start
         report.setdefault("collective_seconds", {})[key] = round(time.perf_counter() - t_start, 3)
         report["paths"][key] = {str(s): p.to_json() for s, p in paths.items()}
         print(f"pgmpi-search: {key} {entry['search']}: {sum(len(p.experiments) for p in paths.values())} "
               f"experiments over {len(paths)} sizes (grid {sum(report['grid'][key].values())})", file=sys.stderr)
     # Confirmation alone: a search measures each variant interleaved with the others in one mpirun, where an
     # algorithm can cost what it never costs in an application (Open MPI's split_binary_tree at 512 B:
-    # tests/bench/native_interleave.py).  So every chosen variant is measured again in mpiruns of its own,
-    # as an application runs it (`confirmations`), paired with the default alone; the decision pairs them
-    # (service/analysis/native_decision.runs_from_files) and no longer takes the search's interleaved
+    # tests/bench/native_interleave.py).  So every chosen variant is measured again without any other
+    # algorithm of its cell next to it, as an application under the decision file runs it, paired with the
+    # default alone: per round two mpiruns over all the cells to confirm (Launcher.confirm: the default at
+    # every cell; each cell's own chosen variant), not one per variant -- an mpirun's start-up costs more than
+    # the few cells it measures.  Different cells may run different variants in that mpirun: so does a job
+    # under the file; what the artefact needs, two algorithms of one cell alternating repetition by
+    # repetition, never happens there.  Rounds after the first go on only for the cells whose variant alone
+    # beat the default alone (still_ahead).  The decision pairs them per cell by #@mpirun_index
+    # (service/analysis/native_decision.cells_of_mpiruns) and no longer takes the search's interleaved
     # measurement of a variant it has an alone measurement of.
     searched_runs, searched_secs = launcher.n, launcher.seconds
     # Only a choice the search measured faster than the default by the decision's minimum gain is confirmed:
     # one that is not cannot win its cell, and each confirmation is an mpirun start-up per round.
     report["defaults"] = {k: {str(s): statistics.median(v) for (k2, s), v in launcher.defaults.items() if k2 == k}
                           for k in report["paths"]}
-    plan = confirmations({k: {int(s): (p["choice"] if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + MIN_GAIN)
-                                       < report["defaults"][k].get(s, 0.0) else None)
-                              for s, p in paths.items()} for k, paths in report["paths"].items()})
+    report["spread"] = null_spread(launcher.controls)
+    cells = to_confirm(report["paths"], report["defaults"], report["spread"]) if int(spec.get("confirm", 0)) else {}
+    rounds = []
     for i in range(int(spec.get("confirm", 0))):
-        for j, (label, calls, sizes) in enumerate(plan if i % 2 == 0 else plan[::-1]):
-            launcher.launch_alone(label, calls, sizes, i, f"{spec['prefix']}-confirm-{i}-{j}.txt")
+        if not cells:
+            break
+        rounds.append({k: {str(size): lab for size, lab in per.items()} for k, per in cells.items()})
+        got = {}
+        for which in (("default", "chosen") if i % 2 == 0 else ("chosen", "default")):
+            got[which] = launcher.confirm(which, cells, i, f"{spec['prefix']}-confirm-{i}-{which}.txt")
+        if i == 0:
+            cells = still_ahead(cells, got["default"], got["chosen"])
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
-                         "alone": [[label, calls, sizes] for label, calls, sizes in plan]}
+                         "cells": rounds[0] if rounds else {}, "rounds": rounds}
     report["mpiruns"] = searched_runs
     report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)

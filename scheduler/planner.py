@@ -247,7 +247,9 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1) -> list[Launch]
                 "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),
                                     "segments": c.collectives[k].segment_sizes,
                                     "lookahead": c.collectives[k].lookahead, "prune": c.collectives[k].prune,
-                                    "neighbour": c.collectives[k].neighbour}
+                                    "neighbour": c.collectives[k].neighbour,
+                                    **({"first_nrep": c.collectives[k].first_nrep}
+                                       if c.collectives[k].first_nrep else {})}
                                 for k in keys}}
         out.append(Launch(i, ["--spec", json.dumps(spec, separators=(",", ":"))], f"search-{i}.json",
                           role="search"))

@@ -116,7 +116,7 @@ static void usage(FILE *f)
 "                        Intel MPI: native:PRESET, only when the environment forces it\n"
 "                        (I_MPI_ADJUST_<COLL>=PRESET, read at MPI_Init), alone on its call.\n"
 "  --serve               measure cells on request, one mpirun for a whole search: rank 0 reads lines\n"
-"                        'cell <call> <bytes> <label,label,...>' from standard input (the call, size\n"
+"                        'cell <call> <bytes> <label,label,...> [nrep=N]' from standard input (the call, size\n"
 "                        and labels among those of --calls, --sizes, --algorithms; default and\n"
 "                        default_control always, when given), every rank measures that cell (check\n"
 "                        round, interleaved rounds, rows to the output), rank 0 answers on stdout\n"

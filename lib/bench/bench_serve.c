@@ -11,8 +11,10 @@
 /* --serve (scheduler/native_driver.py): one mpirun for a whole search instead of one per round, whose
  * start-up cost more than the reduced searches saved.  After the header rank 0 reads commands from its
  * standard input and shares each with every rank:
- *   cell <MPI_Name or call> <bytes> <label>[,<label>...]
- * measures that one (call, size) exactly as measure_all would -- check round, interleaved rounds, rows in
+ *   cell <MPI_Name or call> <bytes> <label>[,<label>...] [nrep=<n>]
+ * measures that one (call, size) exactly as measure_all would (with nrep=: n repetitions instead of --nrep,
+ * fixed policy only -- a race's second stage, one command instead of one per pass: each command costs its
+ * check round and synchronisation) -- check round, interleaved rounds, rows in
  * the output -- with only the given labels (plus default and default_control when the command line asked
  * for them: each experiment keeps its paired reference and the control arm), and rank 0 answers on stdout
  * "result <label> <median seconds>" (or "result <label> failed": its check failed) per label, then "done".
@@ -42,14 +44,19 @@ void serve_all(void)
         }
         share_from_rank0(&len, 1);
         PMPI_Bcast(line, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
-        char cmd[16] = "", name[64] = "", labels[16000] = "";
+        char cmd[16] = "", name[64] = "", labels[16000] = "", extra[32] = "";
         unsigned long long bytes = 0;
-        int got = sscanf(line, "%15s %63s %llu %15999s", cmd, name, &bytes, labels);
+        int got = sscanf(line, "%15s %63s %llu %15999s %31s", cmd, name, &bytes, labels, extra);
+        long nrep = O.nrep;
         if (got < 1 || strcmp(cmd, "quit") == 0) break;
         int i = -1, j = -1;
         char err[256] = "";
         if (strcmp(cmd, "cell") != 0 || got < 3) snprintf(err, sizeof err, "expected 'cell <call> <bytes> <labels>' or 'quit'");
         else if (!serve_find(name, &i)) snprintf(err, sizeof err, "%s is not among --calls", name);
+        else if (extra[0] && (strncmp(extra, "nrep=", 5) != 0 || (nrep = atol(extra + 5)) < 1))
+            snprintf(err, sizeof err, "expected nrep=<n> (n >= 1) after the labels, got '%s'", extra);
+        else if (extra[0] && (O.policy != P_FIXED || O.budget > 0))
+            snprintf(err, sizeof err, "nrep= needs a fixed --nrep (no --time-budget)");
         else {
             for (int k = 0; k < O.nsizes; k++) if (O.req_sizes[k] == (size_t)bytes) j = k;
             if (j < 0) snprintf(err, sizeof err, "%llu B is not among --sizes", bytes);
@@ -94,7 +101,10 @@ void serve_all(void)
         for (int a = 0; a < MAXALGS; a++) series_init(&cs.s[a]);
         cs.plan = g_plan[i][j];
         int ok[1][MAXALGS];
+        long saved = O.nrep;
+        O.nrep = nrep;
         measure_cells(&cs, 1, why, &tnrep1, ok);
+        O.nrep = saved;
         footer_add("#@pgmpi nrep %s %zu %ld\n", sub.mpi_name, cs.plan.n, cs.done);
         if (g_rank == 0) {
             if (fflush(g_out)) out_fail();

@@ -320,16 +320,18 @@ def cells_of_mpiruns(mpiruns) -> dict:
     """[(pairing key, native file digest, {(key, size, p): {label: median}})] one per mpirun ->
     {(key, size, p): [Run]}.
 
-    An mpirun that measured one algorithm alone (native_driver's confirmations: the default in one mpirun,
-    each chosen variant in one of its own, all with the round's #@mpirun_index) is paired with the others of
-    its round (same pairing key: campaign, module, p, #@mpirun_index; same native file) into one Run per cell.
+    An mpirun that measured one algorithm alone at each of its cells (native_driver's confirmations: the
+    default at every cell in one mpirun, each cell's chosen variant in another -- one algorithm per cell, as
+    under a decision file, different cells may have different ones -- all with the round's #@mpirun_index)
+    is paired with the others of its round (same pairing key: campaign, module, p, #@mpirun_index; same
+    native file) into one Run per cell.
     Where a label has such alone measurements at a cell, its interleaved measurements there are dropped: the
     search measured it next to other algorithms, which can make it look faster than an application will
     ever see it (tests/bench/native_interleave.py); the alone pairs decide."""
     cells: dict = {}
     alone: dict = {}            # (pairing key, digest) -> {cell: {label: median}}
     for pair_key, digest, per_cell in mpiruns:
-        if alone_label({a for medians in per_cell.values() for a in medians}) is not None:
+        if per_cell and all(alone_label(medians) is not None for medians in per_cell.values()):
             pair = alone.setdefault((tuple(map(str, pair_key)), str(digest)), {})
             for cell, medians in per_cell.items():
                 pair.setdefault(cell, {}).update(medians)

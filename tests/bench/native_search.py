@@ -18,17 +18,22 @@ Then the decision per cell (service/analysis/native_decision.py) over the exhaus
 Locally, the whole pipeline per library (the search driver itself, scheduler/native_driver.py, with the
 library's own mpirun at 2 ranks, no scheduler):
 
-    .venv/bin/python tests/bench/native_search.py --local openmpi mpich openmpi5 [--mpiruns 3] [--nrep 20]
+    .venv/bin/python tests/bench/native_search.py --local mpich openmpi [--grid night|site] [--searches race,rerun]
 
-Per library: exhaustive in `mpiruns` sweeps, then MGD and SMGD once each followed by their confirmations
-(every chosen variant alone in an mpirun of its own, paired with the default alone, `mpiruns` rounds).  Each
-pipeline ends in the decision per cell (native_decision.decide over its own raw files), so what is compared
-is what each would put into a decision file.  Printed per library and search: the pgmpi-bench launch time
-(search + confirmation, mpirun start-up included) as a fraction of the exhaustive campaign's, the experiments,
-and per cell the loss of its decision against the exhaustive decision, both judged on the exhaustive table
-(per-mpirun medians, median over sweeps): mean and 95th percentile over cells, and every cell that loses.
-Goal (issue 35): <= 15 % of the time, mean loss <= 2 %, p95 <= 10 %.  Figures with the machine load;
-asserts nothing.
+Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
+(up to `mpiruns` rounds, each round one mpirun measuring the default alone at every cell to confirm and one
+measuring each such cell's chosen variant alone; later rounds only where the variant alone beat the default
+alone), and `rerun`, a second exhaustive campaign (the noise floor: what a search that knew every variant of
+an independent campaign would lose).  Each pipeline ends in the decision per cell (native_decision.decide over
+its own raw files).  Measuring time = the wall time of every pgmpi-bench mpirun of the pipeline, start-up and
+exit included (the driver times each launch and each --serve session from start to exit), as a fraction of
+the exhaustive campaign's.  Loss per cell = the time of the chosen variant / the time of the cell's best
+variant - 1, both from the exhaustive campaign's table (per-mpirun medians, median over the sweeps; the
+control arm left out), for the pipeline's pick (its search's choice where it measured it faster than the
+default, else the default) and for its decision; mean, 95th percentile and max over cells, every cell
+printed, and the decisions that differ from exhaustive's.  Goal (issue 35): <= 15 % of the time, mean loss
+<= 2 %, p95 <= 10 %.  Figures with the machine load; asserts nothing.  Both Debian MPIs on the night grid
+took 30 s at load 2 (--grid site: 45 s); at load 12-19 up to 5 minutes.
 """
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "lib" / "python"))
 
-from pgmpi_formats.native_search import campaign_row, cells_from_files   # noqa: E402
+from pgmpi_formats.native_search import SEGMENTS as SITE_SEGMENTS, SIZES as SITE_SIZES  # noqa: E402
 from scheduler.campaign import load_campaign          # noqa: E402
 from scheduler.search_report import report            # noqa: E402
 from service.analysis.native_decision import decide, runs_from_files   # noqa: E402
@@ -58,15 +63,19 @@ from service.analysis.native_decision import decide, runs_from_files   # noqa: E
 CALLS = ("allreduce", "bcast", "reduce", "allgather")
 SIZES = [8 * 4 ** k for k in range(9)]
 SEGMENTS = [1024 * 4 ** k for k in range(5)]
+# --grid site: the grid pgmpi_formats/native_search.py says a site sweeps (powers of two 8 B - 1 MiB,
+# segments 1 KiB - 512 KiB)
+GRIDS = {"night": (SIZES, SEGMENTS), "site": (SITE_SIZES, SITE_SEGMENTS)}
 
 
 def load() -> str:
     return open("/proc/loadavg").read().split()[0]
 
 
-def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reuse: bool = False) -> dict:
-    """One pipeline (exhaustive: `mpiruns` sweeps; mgd/smgd: one search + `mpiruns` confirmation rounds) with
-    the library's own mpirun; returns {"files": [...], "seconds": launch s, "experiments": n, "paths": ...}."""
+def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reuse: bool = False,
+              first_nrep: int = 0, grid: str = "night") -> dict:
+    """One pipeline (exhaustive: `mpiruns` sweeps; mgd/smgd/race: one search + `mpiruns` confirmation rounds)
+    with the library's own mpirun; returns {"files": [...], "seconds": launch s, "experiments": n, "paths": ...}."""
     from scheduler import launchers
     lib = launchers.library(lib_id)
     env = lib.row.environment()
@@ -75,7 +84,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
     launcher = shlex.join([lib.mpirun, "-np", "2", *lib.family.mpirun_args(1, 2, False)])
     d = work / search
     d.mkdir(parents=True, exist_ok=True)
-    out = {"files": [], "seconds": 0.0, "experiments": 0, "confirm_seconds": 0.0, "paths": {}}
+    out = {"files": [], "seconds": 0.0, "experiments": 0, "confirm_seconds": 0.0, "paths": {}, "confirmed": 0}
     if reuse and (d / "search-0.json").is_file():        # report again on what an earlier run kept (--keep)
         for rep_file in sorted(d.glob("search-*.json")):
             _account(out, json.loads(rep_file.read_text()), d)
@@ -85,13 +94,17 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
     if listing.returncode:
         sys.exit(f"{lib_id}: pgmpi-bench --list-native failed: {listing.stderr[-500:]}")
     (d / "native-algorithms.txt").write_text(listing.stdout)
-    sweeps = mpiruns if search == "exhaustive" else 1
+    kind = "exhaustive" if search == "rerun" else search      # rerun: a second, independent exhaustive campaign
+    sweeps = mpiruns if kind == "exhaustive" else 1
     for i in range(sweeps):
-        spec = {"prefix": f"search-{i}", "control": True, "confirm": 0 if search == "exhaustive" else mpiruns,
+        entry = {"search": kind, "sizes": GRIDS[grid][0], "segments": GRIDS[grid][1], "lookahead": 2, "prune": 0.5,
+                 "neighbour": "none"}
+        if first_nrep:
+            entry["first_nrep"] = first_nrep
+        spec = {"prefix": f"search-{i}", "control": True, "confirm": 0 if kind == "exhaustive" else mpiruns,
                 "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", f"--campaign=ns-{search}",
                                f"--module-name={lib_id}"],
-                "collectives": {k: {"search": search, "sizes": SIZES, "segments": SEGMENTS, "lookahead": 2,
-                                    "prune": 0.5, "neighbour": "none"} for k in CALLS}}
+                "collectives": {k: dict(entry) for k in CALLS}}
         rep_file = d / f"search-{i}.json"
         p = subprocess.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec),
                             "--launcher", launcher, "--bench", str(bench), "--output", str(rep_file)],
@@ -103,71 +116,116 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
 
 
 def _account(out: dict, rep: dict, d: Path) -> None:
-    """One search driver report added to a pipeline's totals."""
+    """One search driver report added to a pipeline's totals.  Seconds: the wall time of every pgmpi-bench
+    mpirun of the pipeline, start-up and shutdown included (the driver times each launch and each --serve
+    session from its start to its exit), search and confirmations alike."""
     out["files"] += [d / f for f in rep["files"]]
     out["seconds"] += rep["launch_seconds"] + rep["confirm"]["launch_seconds"]
     out["confirm_seconds"] += rep["confirm"]["launch_seconds"]
-    out["confirm_mpiruns"] = rep["confirm"]["mpiruns"]
-    out["experiments"] += sum(sum(map(len, p["rounds"])) for paths in rep["paths"].values() for p in paths.values())
+    out["confirm_mpiruns"] = out.get("confirm_mpiruns", 0) + rep["confirm"]["mpiruns"]
+    out["mpiruns"] = out.get("mpiruns", 0) + rep["mpiruns"] + rep["confirm"]["mpiruns"]
+    out["confirmed"] += sum(len(v) for v in rep["confirm"].get("cells", {}).values())
+    out["experiments"] += sum(len(r) * rep_n for paths in rep["paths"].values() for p in paths.values()
+                              for r, rep_n in zip(p["rounds"], p.get("repeats") or [1] * len(p["rounds"])))
     out["paths"] = rep["paths"]
+    out["defaults"] = rep.get("defaults", {})
     out["version"] = rep.get("version", "")
 
 
 def exhaustive_table(files) -> dict:
-    """(key, size) -> {label: median over mpiruns of the per-mpirun medians} of the exhaustive sweeps."""
+    """(key, size) -> {label: median over mpiruns of the per-mpirun medians} of the exhaustive sweeps (the
+    control arm left out: it is the default measured twice, not a variant one could choose)."""
     cells = runs_from_files(files)
-    return {(k, s): {a: statistics.median([r[a] for r in runs if a in r]) for a in {a for r in runs for a in r}}
+    return {(k, s): {a: statistics.median([r[a] for r in runs if a in r])
+                     for a in {a for r in runs for a in r} - {"default_control"}}
             for (k, s, _p), runs in cells.items()}
 
 
-def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: bool = False) -> None:
-    print(f"# local pipelines, 2 ranks, {mpiruns} mpiruns per exhaustive campaign and per confirmation, nrep {nrep}, "
-          f"{', '.join(CALLS)} at {len(SIZES)} sizes 8 B - 1 MiB, segments 1 KiB - 256 KiB; load at start {load()} "
-          "(a loaded machine when > 1.2: 2 cores shared)")
+def cell_losses(table: dict, choices: dict) -> dict:
+    """{(key, size): loss} of the chosen label per cell: its time / the cell's best variant's - 1, both from
+    the exhaustive table (a choice it lacks -- failed there -- is not judged)."""
+    out = {}
+    for cell, label in choices.items():
+        t = table.get(cell, {})
+        if label in t and t:
+            out[cell] = t[label] / min(t.values()) - 1
+    return out
+
+
+def summary(xs: list[float]) -> tuple[float, float, float]:
+    xs = sorted(xs)
+    if not xs:
+        return (float("nan"),) * 3
+    return statistics.mean(xs), xs[min(len(xs) - 1, math.ceil(0.95 * len(xs)) - 1)], xs[-1]
+
+
+def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: bool = False,
+          searches: tuple[str, ...] = ("race", "rerun"), first_nrep: int = 0, grid: str = "night") -> None:
+    sizes, segments = GRIDS[grid]
+    print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} confirmation "
+          f"rounds per reduced one, nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
+          f"segments {segments[0]}-{segments[-1]} B (grid {grid}); load at start {load()} (a loaded machine when "
+          "> 1.2: 2 cores shared)")
+    rows = []
+    t_all = time.time()
     for lib_id in ids:
         work = keep / lib_id if keep else Path(tempfile.mkdtemp(prefix=f"ns-{lib_id}-"))
-        got = {}
-        for search in ("exhaustive", "mgd", "smgd"):
-            t0 = time.time()
-            got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse)
-            print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {load()}", flush=True)
+        got, loads = {}, {}
+        for search in ("exhaustive", *searches):
+            t0, l0 = time.time(), load()
+            got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse, first_nrep, grid)
+            loads[search] = f"{l0}-{load()}"
+            print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {loads[search]}", flush=True)
         table = exhaustive_table(got["exhaustive"]["files"])
-        ex = decide(runs_from_files(got["exhaustive"]["files"])).decisions
-        print(f"\n## {lib_id} ({got['exhaustive'].get('version', '')}): exhaustive {len(ex)} cells, "
-              f"{got['exhaustive']['experiments']} experiments, {got['exhaustive']['seconds']:.1f} s of pgmpi-bench launches")
-        print(f"{'search':7} {'time s':>7} {'of exh.':>8} {'confirm s':>9} {'experiments':>11} {'mean loss':>9} "
-              f"{'p95 loss':>8} {'max':>7}  cells that lose (> 0.5 %): decision vs exhaustive's, on the exhaustive table")
-        for search in ("mgd", "smgd"):
-            dec = decide(runs_from_files(got[search]["files"])).decisions
-            losses = {}
-            for (k, s, p), d in sorted(dec.items()):
-                t = table.get((k, s), {})
-                mine, theirs = t.get(d.choice), t.get(ex[(k, s, p)].choice) if (k, s, p) in ex else None
-                if mine is None or theirs is None:
-                    continue        # a choice the exhaustive table lacks (it failed there): not judged
-                losses[(k, s)] = mine / theirs - 1
-            xs = sorted(losses.values())
-            p95 = xs[min(len(xs) - 1, math.ceil(0.95 * len(xs)) - 1)] if xs else float("nan")
-            bad = [f"{k} {s} {100 * x:.1f} %" for (k, s), x in sorted(losses.items()) if x > 0.005]
-            print(f"{search:7} {got[search]['seconds']:>7.1f} {100 * got[search]['seconds'] / got['exhaustive']['seconds']:>7.1f}% "
-                  f"{got[search]['confirm_seconds']:>9.1f} {got[search]['experiments']:>11} "
-                  f"{100 * statistics.mean(xs) if xs else float('nan'):>8.2f}% {100 * p95:>7.1f}% "
-                  f"{100 * xs[-1] if xs else float('nan'):>6.1f}%  {', '.join(bad) or 'none'}")
-            print(f"{'':7} loss per cell: " + ", ".join(f"{k} {s}: {100 * x:+.1f}" for (k, s), x in sorted(losses.items())))
-            chosen = [f"{d.key} {d.size} {d.choice}" for d in dec.values() if d.choice != "default"]
-            print(f"{'':7} its decision leaves the default in {len(chosen)} of {len(dec)} cells: {', '.join(chosen) or '-'}")
-            # the search alone, as scheduler/search_report.py judges it: its choice among the variants against
-            # the exhaustive optimum of the variants of each cell
-            vcells, _ = cells_from_files(got["exhaustive"]["files"])
-            vl = sorted(x for k in got[search]["paths"] for x in
-                        campaign_row(vcells, k, search, got[search]["paths"][k]).losses if not math.isnan(x))
-            if vl:
-                print(f"{'':7} its search's choices against the exhaustive optimum of the variants ({len(vl)} cells): "
-                      f"mean {100 * statistics.mean(vl):.2f} %, p95 {100 * vl[min(len(vl) - 1, math.ceil(0.95 * len(vl)) - 1)]:.1f} %, "
-                      f"max {100 * vl[-1]:.1f} %; confirmation mpiruns per round {got[search].get('confirm_mpiruns', 0) // max(mpiruns, 1)}")
-        chosen = [f"{d.key} {d.size} {d.choice}" for d in ex.values() if d.choice != "default"]
-        print(f"exhaustive's decision leaves the default in {len(chosen)} of {len(ex)} cells: {', '.join(chosen) or '-'}")
-        print(f"# load {load()}; raw files in {work}", flush=True)
+        ex = {(k, s): d.choice for (k, s, _p), d in decide(runs_from_files(got["exhaustive"]["files"])).decisions.items()}
+        print(f"\n## {lib_id} ({got['exhaustive'].get('version', '')}): {len(table)} cells; loss = the chosen "
+              "variant's time / the cell's best variant's - 1, both from the exhaustive sweeps")
+        for search in ("exhaustive", *searches):
+            g = got[search]
+            dec = ex if search == "exhaustive" else {
+                (k, s): d.choice for (k, s, _p), d in decide(runs_from_files(g["files"])).decisions.items()}
+            losses = cell_losses(table, dec)
+            mean, p95, mx = summary(list(losses.values()))
+            differ = sorted(c for c in dec if c in ex and dec[c] != ex[c])
+            # the pipeline's pick before the decision's statistics: a rerun's fastest variant of its own table; a
+            # search's choice where it measured it faster than the default next to it, else the default
+            if search == "rerun":
+                own_t = exhaustive_table(g["files"])
+                pick = {c: min(t, key=t.get) for c, t in own_t.items() if t}
+            elif search == "exhaustive":
+                pick = {c: min(t, key=t.get) for c, t in table.items() if t}
+            else:
+                pick = {}
+                for k, per in g["paths"].items():
+                    for size, p in per.items():
+                        ref = (p.get("reference") if p.get("kind") == "race" else None) or g["defaults"].get(k, {}).get(size)
+                        ch = p["choice"]
+                        pick[(k, int(size))] = ch if ch and ref and p["times"].get(ch, math.inf) < ref else "default"
+            pl = cell_losses(table, pick)
+            pm, pp, _ = summary(list(pl.values()))
+            # the load moves between pipelines: the same fraction against the rerun too, measured later
+            rr = g["seconds"] / got["rerun"]["seconds"] if "rerun" in got else math.nan
+            rows.append((lib_id, search, g.get("mpiruns", 0), g["seconds"], g["seconds"] / got["exhaustive"]["seconds"], rr,
+                         pm, pp, mean, p95, mx, len(differ), len(dec), g["confirmed"], loads[search]))
+            print(f"{search}: {g['experiments']} experiments, {g.get('mpiruns', 0)} mpiruns, {g['seconds']:.1f} s "
+                  f"({g['confirm_seconds']:.1f} s confirming {g['confirmed']} cells), load {loads[search]}")
+            print("  pick's loss per cell: " + ", ".join(f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(pl.items())))
+            print("  decision's loss per cell: " + ", ".join(f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(losses.items())))
+            left = [f"{k} {s} {dec[(k, s)]}" for (k, s) in sorted(dec) if dec[(k, s)] != "default"]
+            print(f"  decision leaves the default in {len(left)} of {len(dec)} cells: {', '.join(left) or '-'}")
+            if differ:
+                print("  differs from exhaustive's decision: " + ", ".join(
+                    f"{k} {s} {dec[(k, s)]} (exhaustive: {ex[(k, s)]})" for k, s in differ))
+        print(f"# raw files in {work}", flush=True)
+    print(f"\n# table (issue 35 goal: <= 15 % of exhaustive's time, mean loss <= 2 %, p95 <= 10 %); wall "
+          f"{time.time() - t_all:.0f} s, load now {load()}")
+    print("# pick: the pipeline's choice before the decision's statistics (rerun: an independent exhaustive "
+          "campaign's fastest variant -- the noise floor); decision: what it would write (decide over its own files)")
+    print(f"{'library':9} {'search':10} {'mpiruns':>7} {'seconds':>8} {'of exh.':>7} {'(rerun)':>7} {'pick mean':>9} "
+          f"{'p95':>6} {'decision mean':>13} {'p95':>6} {'max':>7} {'differ':>7} {'confirmed':>9}  load")
+    for lib_id, search, runs, secs, frac, rr, pm, pp, mean, p95, mx, nd, nc, conf, ld in rows:
+        print(f"{lib_id:9} {search:10} {runs:>7} {secs:>8.1f} {100 * frac:>6.1f}% {100 * rr:>6.1f}% {100 * pm:>8.2f}% {100 * pp:>5.1f}% "
+              f"{100 * mean:>12.2f}% {100 * p95:>5.1f}% {100 * mx:>6.1f}% {nd:>3}/{nc:<3} {conf:>9}  {ld}")
 
 
 def main() -> None:
@@ -182,9 +240,17 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="--local: keep the raw files under this folder")
     ap.add_argument("--reuse", action="store_true", help="--local with --keep: report on the kept runs, measure "
                     "only what is missing")
+    ap.add_argument("--searches", default="race,rerun", help="--local: the reduced searches to run after exhaustive, "
+                    "comma list of mgd, smgd, race, rerun (a second exhaustive campaign: the noise floor of the loss); "
+                    "default race,rerun")
+    ap.add_argument("--first-nrep", type=int, default=0, help="--local: race's first-stage repetitions "
+                    "(default: a sixth of --nrep, at least 2)")
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="night", help="--local: night (sizes 8 B - 512 KiB "
+                    "and segments 1 KiB - 256 KiB in powers of four) or site (powers of two 8 B - 1 MiB, segments "
+                    "1 KiB - 512 KiB: pgmpi_formats/native_search.py)")
     a = ap.parse_args()
     if a.local:
-        local(a.local, a.mpiruns, a.nrep, a.keep, a.reuse)
+        local(a.local, a.mpiruns, a.nrep, a.keep, a.reuse, tuple(a.searches.split(",")), a.first_nrep, a.grid)
         return
     if not a.campaigns or a.state_dir is None:
         ap.error("campaign files and --state-dir, or --local")

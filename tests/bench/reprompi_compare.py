@@ -9,9 +9,25 @@ ratio of each pgmpi-bench arm to ReproMPI; then, per pgmpi-bench arm, the stabil
 inside an mpirun shows as a quarter outside ±10 %).
 
   tests/bench/reprompi_compare.py --reprompi /path/to/mpibenchmark [--mpi openmpi] [--runs 5]
-      [--mode barrier|window|roundtime] [--window-us 3000] [--arm 'label=extra pgmpi-bench args' ...]
+      [--mode barrier,roundtime,window] [--window-us 3000] [--arm 'label=extra pgmpi-bench args' ...]
+      [--no-reasons]
 
---mode chooses the synchronisation of both tools (issue 34, the agreement per method):
+The last table per method is the agreement table of issue 34: per (call, size) the paired ratio
+pgmpi-bench / ReproMPI, whether it is within +-5 %, and for a cell outside the measured reason: the reason
+controls below run in the same rounds, each changing one respect in which the two measurements differ;
+a control whose paired ratio is within +-5 % where the plain comparison is not names the reason
+(lib/bench/README.md, "Compared with ReproMPI"). A cell that no control brings within +-5 % says
+"no measured reason" with every control's ratio.
+  fbox-off    (Open MPI) both tools with OMPI_MCA_btl_vader_fbox_max=0, paired against each other: the
+              shared-memory fast boxes, whose state the message history of each tool sets (8 B-1 KiB)
+  zero-page   pgmpi-bench --buffer-touch=reprompi against the plain ReproMPI: ReproMPI leaves the send
+              buffers of Allgather (Alltoall, Gather, ...) unwritten, backed by the kernel's zero page
+  short-wait  (window) both tools with a 200 us window: a measurement after milliseconds of waiting
+              is slow on this VM whatever the clock (the 3 ms window's 8 B figures, 10-20 us)
+  clock-error (window, round-time) computed, no extra mpiruns: the largest #@pgmpi clockcheck error of
+              pgmpi-bench's mpiruns in that cell against the cell's run-time
+
+--mode (one or a comma list, each a table of its own) chooses the synchronisation of both tools (issue 34, the agreement per method):
   barrier    ReproMPI --proc-sync=MPI_Barrier (local run-times)      pgmpi-bench --proc-sync=mpi_barrier
   window     ReproMPI --clock-sync=HCA --proc-sync=window --window-size=W --runtime-type=global
              pgmpi-bench --proc-sync=window --window-size=W
@@ -19,10 +35,13 @@ inside an mpirun shows as a quarter outside ±10 %).
              (without --rt-bench-time-ms ReproMPI's time slot is 0 and it stops after one measurement)
              pgmpi-bench --proc-sync=roundtime
 Both files are read by pgmpi_formats.results (ReproMPI's errorcode column: invalid window measurements dropped,
-as pgmpi-bench drops its late ones; ReproMPI's round-time keeps late measurements: it defines no errorcodes).
+as pgmpi-bench drops its late ones; ReproMPI's round-time writes no errorcodes because it repeats a measurement
+that a rank started late -- round_time_sync.c returns REPROMPI_INVALID_MEASUREMENT and the loop does not count it --
+so its file holds nrep valid ones, where pgmpi-bench's holds nrep minus its `#@pgmpi invalid`).
 The share of invalid measurements per tool and cell is printed next to the table.
 
-Without --arm one pgmpi-bench arm runs with its defaults (plus the common arguments above); the mode's
+Without --arm one pgmpi-bench arm runs with its defaults; the first arm is the one the agreement table
+judges (plus the common arguments above); the mode's
 synchronisation options come last, so an arm's --method=reprompi keeps them.
 Use `uptime` before: figures taken under load > 1.2 are noise of other jobs.
 """
@@ -36,6 +55,8 @@ import subprocess
 import sys
 import tempfile
 from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,6 +131,249 @@ def run(cmd: list[str], env: dict, timeout: float = 900) -> str:
     return p.stdout
 
 
+FBOX_OFF = {"OMPI_MCA_btl_vader_fbox_max": "0"}
+SHORT_WINDOW_US = 200     # window mode's short-wait control: above the run-time of 8 B-64 KiB here
+
+
+@dataclass
+class Arm:
+    label: str
+    kind: str                      # reprompi | pgmpi | loop | loop+lib
+    args: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    ref: str | None = "ReproMPI"   # the ReproMPI arm its ratios are taken against
+    window_us: float | None = None  # window mode: this arm's window instead of --window-us
+
+
+@dataclass
+class Reason:
+    name: str
+    text: str
+    arm: str                       # the pgmpi-bench arm whose paired ratio shows it
+    applies: Callable[[str, int], bool] = lambda call, n: True   # the cells its mechanism can reach
+
+
+FBOX_MAX_BYTES = 4096     # Open MPI 4.1 btl_vader_fbox_size: larger messages never use a fast box
+UNWRITTEN = {"MPI_Allgather", "MPI_Alltoall", "MPI_Gather", "MPI_Scatter", "MPI_Reduce_scatter"}
+
+
+def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[Reason]]:
+    """The controls of the agreement table (module docstring)."""
+    arms, reasons = [], []
+    if mpi == "openmpi":
+        arms += [Arm("ReproMPI/fbox-off", "reprompi", env=FBOX_OFF, ref=None),
+                 Arm("pgmpi/fbox-off", "pgmpi", list(main_args), FBOX_OFF, ref="ReproMPI/fbox-off")]
+        reasons.append(Reason("fbox-off", "Open MPI's shared-memory fast boxes: a small message's latency depends on "
+                              "the message history each tool leaves in them; both tools with fast boxes off",
+                              "pgmpi/fbox-off", lambda call, n: n <= FBOX_MAX_BYTES))
+    if mode == "window":
+        arms += [Arm("ReproMPI/short-wait", "reprompi", ref=None, window_us=SHORT_WINDOW_US),
+                 Arm("pgmpi/short-wait", "pgmpi", list(main_args), ref="ReproMPI/short-wait",
+                     window_us=SHORT_WINDOW_US)]
+        reasons.append(Reason("short-wait", "milliseconds of waiting for the window before each measurement, after which "
+                              "a call is slow and varies on this VM (tests/bench/sync_wait.py: not the clock); both tools "
+                              f"with a {SHORT_WINDOW_US:g} us window", "pgmpi/short-wait"))
+    arms.append(Arm("pgmpi/zero-page", "pgmpi", list(main_args) + ["--buffer-touch=reprompi"]))
+    reasons.append(Reason("zero-page", "ReproMPI leaves Allgather's send buffer unwritten (the kernel's zero page, "
+                          "always in cache); pgmpi-bench writes its buffers on purpose; with ReproMPI's buffers",
+                          "pgmpi/zero-page", lambda call, n: call in UNWRITTEN))
+    return arms, reasons
+
+
+def clockcheck(text: str) -> dict[tuple[str, int], float]:
+    """pgmpi-bench's #@pgmpi clockcheck per (call, bytes): the model's error after the cell, seconds."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0] == "#@pgmpi" and f[1] == "clockcheck":
+            out[(f[2], int(f[3]))] = float(f[4])
+    return out
+
+
+def median_or_nan(xs) -> float:
+    xs = list(xs)
+    return statistics.median(xs) if xs else float("nan")
+
+
+def paired_ratio(xs: list, ref: list) -> float:
+    """Median over rounds of the arm's median / its ReproMPI's median in the same round."""
+    return median_or_nan(x / y for x, y in zip(xs, ref) if x == x and y == y and y > 0)
+
+
+def syncs(mode: str, window_us: float) -> tuple[list, list]:
+    rp_sync, pg_sync = list(MODES[mode][0]), list(MODES[mode][1])
+    if mode == "window":
+        rp_sync.append(f"--window-size={window_us:g}")
+        pg_sync.append(f"--window-size={window_us:g}")
+    return rp_sync, pg_sync
+
+
+def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> None:
+    rp_sync, pg_sync = syncs(mode, a.window_us)
+    user = [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
+    arms = [Arm("ReproMPI", "reprompi", ref=None)] + [Arm(lb, "pgmpi", shlex.split(x)) for lb, x in user]
+    main_label = arms[1].label
+    # with --no-reasons: [ReproMPI, main, other arms]
+    reasons: list[Reason] = []
+    if a.reasons:
+        extra, reasons = reason_arms(mode, a.mpi, arms[1].args)
+        # every pgmpi-bench arm next to the ReproMPI it is paired with (the order reverses every other round):
+        # the main ReproMPI between the main arm and the arms paired with it, each other ReproMPI first
+        same = [x for x in extra if x.ref == "ReproMPI"]
+        arms = arms[1:2] + arms[:1] + same + arms[2:] + [x for x in extra if x not in same]
+    if a.reprompi == "none":
+        arms = [x for x in arms if x.kind != "reprompi"]
+        for x in arms:
+            x.ref = None
+    if loop:
+        arms += [Arm("loop", "loop"), Arm("loop+lib", "loop+lib")]
+    libtune = str(Path(bench).resolve().parents[1] / "lib" / "libpgmpitune.so")
+    print(f"\n## mode {mode}\n# uptime: {uptime()}")
+    kept: dict[str, dict] = defaultdict(lambda: defaultdict(list))    # arm -> (call, size) -> valid share
+    med: dict[str, dict] = {x.label: defaultdict(list) for x in arms}
+    clk: dict[tuple[str, int], list] = defaultdict(list)              # main arm's clockcheck per mpirun
+    quarters: dict[str, list] = defaultdict(list)
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(a.runs):
+            # every other round in reverse order: no arm always follows the same one
+            for arm in (arms if r % 2 == 0 else arms[::-1]):
+                rp_sync, pg_sync = syncs(mode, arm.window_us or a.window_us)
+                if arm.kind == "reprompi":
+                    cmd = mpirun(a.mpi, a.np) + [a.reprompi, "--calls-list=" + ",".join(CALLS[c] for c in calls),
+                                                 "--msizes-list=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}",
+                                                 *rp_sync]
+                    text = run(cmd, {**env_for(a.mpi, a.reprompi), **arm.env})
+                elif arm.kind.startswith("loop"):
+                    env = {**env_for(a.mpi, bench), **arm.env}
+                    pre = ["-x", f"LD_PRELOAD={libtune}"] if a.mpi == "openmpi" else ["-env", "LD_PRELOAD", libtune]
+                    cmd = mpirun(a.mpi, a.np) + (pre if arm.kind == "loop+lib" else []) + [
+                        str(loop), str(a.nrep), ",".join(calls), ",".join(map(str, sizes))]
+                    text = run(cmd, env)
+                else:
+                    out = Path(tmp) / f"{arm.label.replace('/', '_')}-{r}.txt"
+                    cmd = mpirun(a.mpi, a.np) + [bench, "--calls=" + ",".join(calls), "--algorithms=default",
+                                                 "--sizes=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}",
+                                                 f"--output={out}"] + arm.args + pg_sync
+                    run(cmd, {**env_for(a.mpi, bench), **arm.env})
+                    text = out.read_text()
+                    if arm.label == main_label:
+                        for key, e in clockcheck(text).items():
+                            clk[key].append(e)
+                got = rows(text, arm.kind != "pgmpi")
+                for c in calls:                     # a cell with no valid measurement is a gap, not a shift
+                    for n in sizes:
+                        key = (CALLS[c], n)
+                        xs = got.get(key, [])
+                        kept[arm.label][key].append(len(xs) / a.nrep)
+                        med[arm.label][key].append(statistics.median(xs) if xs else float("nan"))
+                        q = len(xs) // 4
+                        if q >= 5:
+                            m = statistics.median(xs)
+                            quarters[arm.label].append((r, key, [statistics.median(xs[i * q:(i + 1) * q]) / m
+                                                                 for i in range(4)]))
+            print(f"# {mode}: mpirun round {r + 1}/{a.runs} done", file=sys.stderr)
+    print("# valid measurements per cell (median share over mpiruns): " + "; ".join(
+        f"{lb} " + " ".join(f"{k[0][4:]}/{k[1]}={statistics.median(v) * 100:.0f}%" for k, v in kv.items())
+        for lb, kv in kept.items()))
+    rp_sync, pg_sync = syncs(mode, a.window_us)
+    print(f"\n{a.mpi}, {a.np} ranks, MPI_BYTE, mode {mode} (ReproMPI {' '.join(rp_sync)}; pgmpi-bench "
+          f"{' '.join(pg_sync)}), nrep {a.nrep}, {a.runs} mpiruns per arm, alternating (every other round in"
+          " reverse order); median of per-mpirun medians (us) [min-max]; ratio = arm / its ReproMPI;"
+          " paired = median over rounds of (arm / its ReproMPI) within a round (adjacent mpiruns share the"
+          " VM's regime, so this is the estimate that regime switches between rounds do not move); the"
+          " arms with /fbox-off are paired against ReproMPI/fbox-off")
+    shown = [x for x in arms if x.ref is not None]
+    head = "| call, size | ReproMPI | " + " | ".join(f"{x.label} | ratio | paired" for x in shown) + " |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    paired: dict[tuple[str, tuple], float] = {}
+    for c in calls:
+        for n in sizes:
+            key = (CALLS[c], n)
+            ref = med.get("ReproMPI", {}).get(key)
+            if not ref:
+                for x in arms:
+                    xs = [v for v in med[x.label].get(key, []) if v == v]
+                    if xs:
+                        print(f"# {x.label} {CALLS[c][4:]} {n} B: {statistics.median(xs) * 1e6:.3f} us "
+                              f"[{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]")
+                continue
+            cells = [f"{CALLS[c][4:]} {n} B", fmt(ref)]
+            for x in shown:
+                xs, rs = med[x.label].get(key, []), med[x.ref].get(key, [])
+                pr = paired_ratio(xs, rs)
+                paired[(x.label, key)] = pr
+                ratio = median_or_nan(v for v in xs if v == v) / median_or_nan(v for v in rs if v == v)
+                cells += [fmt(xs), f"{ratio:.2f}", f"{pr:.2f}"]
+            print("| " + " | ".join(cells) + " |")
+    # a switch inside an mpirun, per arm; "shared" = an arm that does not run pgmpi-bench (ReproMPI or the
+    # plain loop) switched in the same round at the same (call, size): the machine, not the tool
+    switched = {lb: {(r, k) for r, k, q in qs if max(abs(x - 1) for x in q) > 0.10} for lb, qs in quarters.items()}
+    independent = [x.label for x in arms if x.kind in ("reprompi", "loop")]
+    for lb, qs in quarters.items():
+        bad = [(r, k, q) for r, k, q in qs if (r, k) in switched[lb]]
+        shared = [(r, k) for r, k, _q in bad
+                  if any((r, k) in switched.get(o, set()) for o in independent if o != lb)]
+        print(f"# {lb}: quarter medians within ±10 % of the cell median in {len(qs) - len(bad)} of {len(qs)} "
+              f"(mpirun, call, size) cells; of the {len(bad)} switches, {len(shared)} shared with "
+              f"{' or '.join(o for o in independent if o != lb) or '-'} in the same round")
+        if a.verbose:
+            for r, k, q in bad:
+                tag = "  (shared)" if (r, k) in shared else ""
+                print(f"#   mpirun {r} {k[0]} {k[1]} B: quarters/median = " + " ".join(f"{x:.2f}" for x in q) + tag)
+    if "ReproMPI" in med:
+        agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk)
+    print(f"# uptime: {uptime()}")
+
+
+def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk) -> None:
+    """Issue 34's table: per cell the paired ratio, within +-5 %, and the measured reason (module docstring)."""
+    print(f"\n### Agreement with ReproMPI, mode {mode} ({main_label} / ReproMPI, paired)")
+    print("| method | call, size | ReproMPI us | pgmpi-bench us | paired | within ±5 % | reason (control: paired) |")
+    print("|---|---|---|---|---|---|---|")
+    within = explained = 0
+    for c in calls:
+        for n in sizes:
+            key = (CALLS[c], n)
+            pr = paired.get((main_label, key), float("nan"))
+            ok = abs(pr - 1) <= 0.05
+            rm = median_or_nan(v for v in med["ReproMPI"].get(key, []) if v == v)
+            pm = median_or_nan(v for v in med[main_label].get(key, []) if v == v)
+            why = "-"
+            if not ok:
+                found = [f"{rs.name}: {rs.text}: {paired[(rs.arm, key)]:.2f}" for rs in reasons
+                         if rs.applies(*key) and abs(paired.get((rs.arm, key), float("nan")) - 1) <= 0.05]
+                e = max(clk.get(key, []), default=float("nan"))
+                if mode in ("window", "roundtime") and e == e and min(rm, pm) > 0 and e >= 0.5 * min(rm, pm):
+                    found.append(f"clock-error: the global clock's error after the cell ({e * 1e6:.2f} us, "
+                                 f"#@pgmpi clockcheck) is at least half the run-time")
+                if found:
+                    explained += 1
+                    why = "; ".join(found)
+                else:
+                    why = "no measured reason (" + ", ".join(
+                        f"{rs.name} {paired.get((rs.arm, key), float('nan')):.2f}"
+                        + ("" if rs.applies(*key) else " n/a") for rs in reasons) + (
+                        f", clockcheck {e * 1e6:.2f} us" if e == e else "") + ")"
+            within += ok
+            print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
+                  f"{'yes' if ok else 'no'} | {why} |")
+    total = len(calls) * len(sizes)
+    print(f"# {mode}: within ±5 % {within} of {total}; outside with a measured reason {explained}; "
+          f"without {total - within - explained}")
+
+
+def fmt(xs: list) -> str:
+    xs = [v for v in xs if v == v]
+    if not xs:
+        return "-"
+    return f"{statistics.median(xs) * 1e6:.3f} [{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]"
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reprompi", required=True,
@@ -124,117 +388,28 @@ def main() -> None:
     ap.add_argument("--min-loop", action="store_true",
                     help="add two arms: tests/bench/min_loop.c (plain MPI) and the same loop with libpgmpitune "
                          "preloaded (the library's own cost, nothing forced)")
-    ap.add_argument("--mode", choices=list(MODES), default="barrier")
+    ap.add_argument("--mode", default="barrier,roundtime,window",
+                    help="comma list of barrier, roundtime, window (one table each)")
     ap.add_argument("--window-us", type=float, default=3000, help="--mode window: the window of both tools")
     ap.add_argument("--arm", action="append", default=[],
                     help="'label=extra pgmpi-bench arguments' (repeatable); default: one arm 'pgmpi='")
+    ap.add_argument("--no-reasons", dest="reasons", action="store_false",
+                    help="no reason controls (fewer mpiruns; the agreement table then says no reason)")
+    ap.add_argument("--verbose", action="store_true", help="list every switch inside an mpirun")
     a = ap.parse_args()
-    rp_sync, pg_sync = list(MODES[a.mode][0]), list(MODES[a.mode][1])
-    if a.mode == "window":
-        rp_sync.append(f"--window-size={a.window_us:g}")
-        pg_sync.append(f"--window-size={a.window_us:g}")
-    kept: dict[str, dict] = defaultdict(lambda: defaultdict(list))    # arm -> (call, size) -> valid share
+    modes = [m.strip() for m in a.mode.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        ap.error(f"--mode: unknown {', '.join(bad)} (choices: {', '.join(MODES)})")
     bench = a.pgmpi_bench or str(ROOT / "build/install" / a.mpi / "bin/pgmpi-bench")
     calls = [c.strip() for c in a.calls.split(",")]
     sizes = [parse_size(s) for s in a.sizes.split(",")]
-    arms = [("ReproMPI", None)] + [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
-    if a.reprompi == "none":
-        arms = arms[1:]
     loop = None
     if a.min_loop:
         loop = Path(tempfile.mkdtemp()) / "min_loop"
         subprocess.run([f"mpicc.{a.mpi}", "-O2", "-o", str(loop), str(ROOT / "tests/bench/min_loop.c")], check=True)
-        arms += [("loop", "@loop"), ("loop+lib", "@loop+lib")]
-    libtune = str(Path(bench).resolve().parents[1] / "lib" / "libpgmpitune.so")
-    print(f"# uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
-    med: dict[str, dict] = {label: defaultdict(list) for label, _ in arms}
-    quarters: dict[str, list] = defaultdict(list)
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(a.runs):
-            for label, extra in arms:
-                if extra is None:
-                    cmd = mpirun(a.mpi, a.np) + [a.reprompi, "--calls-list=" + ",".join(CALLS[c] for c in calls),
-                                                 "--msizes-list=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}",
-                                                 *rp_sync]
-                    text = run(cmd, env_for(a.mpi, a.reprompi))
-                elif extra.startswith("@loop"):
-                    env = env_for(a.mpi, bench)
-                    pre = ["-x", f"LD_PRELOAD={libtune}"] if a.mpi == "openmpi" else ["-env", "LD_PRELOAD", libtune]
-                    cmd = mpirun(a.mpi, a.np) + (pre if extra == "@loop+lib" else []) + [
-                        str(loop), str(a.nrep), ",".join(calls), ",".join(map(str, sizes))]
-                    text = run(cmd, env)
-                else:
-                    out = Path(tmp) / f"{label}-{r}.txt"
-                    cmd = mpirun(a.mpi, a.np) + [bench, "--calls=" + ",".join(calls), "--algorithms=default",
-                                                 "--sizes=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}",
-                                                 f"--output={out}"] + shlex.split(extra) + pg_sync
-                    run(cmd, env_for(a.mpi, bench))
-                    text = out.read_text()
-                for key, xs in rows(text, extra is None or extra.startswith("@loop")).items():
-                    kept[label][key].append(len(xs) / a.nrep)
-                    m = statistics.median(xs)
-                    med[label][key].append(m)
-                    q = len(xs) // 4
-                    if q >= 5:
-                        qs = [statistics.median(xs[i * q:(i + 1) * q]) / m for i in range(4)]
-                        quarters[label].append((r, key, qs))
-            print(f"# mpirun round {r + 1}/{a.runs} done", file=sys.stderr)
-    print(f"\n# valid measurements per cell (median share over mpiruns): " + "; ".join(
-        f"{lb} " + " ".join(f"{k[0][4:]}/{k[1]}={statistics.median(v) * 100:.0f}%" for k, v in kv.items())
-        for lb, kv in kept.items()))
-    print(f"\n{a.mpi}, {a.np} ranks, MPI_BYTE, mode {a.mode} (ReproMPI {' '.join(rp_sync)}; pgmpi-bench "
-          f"{' '.join(pg_sync)}), nrep {a.nrep}, {a.runs} mpiruns per arm, alternating;"
-          " median of per-mpirun medians (us); ratio = arm / ReproMPI; [min-max of per-mpirun medians];"
-          " paired = median over rounds of (arm / ReproMPI) within a round (adjacent mpiruns share the VM's"
-          " regime, so this is the estimate that regime switches between rounds do not move)")
-    head = "| call, size | ReproMPI | " + " | ".join(f"{lb} | ratio | paired" for lb, e in arms if e is not None) + " |"
-    print(head)
-    print("|" + "---|" * (head.count("|") - 1))
-    worst, worst_paired = defaultdict(float), defaultdict(float)
-    for c in calls:
-        for n in sizes:
-            key = (CALLS[c], n)
-            ref = med.get("ReproMPI", {}).get(key)
-            if not ref:
-                for lb, e in arms:
-                    xs = med[lb].get(key, [])
-                    if xs:
-                        print(f"# {lb} {CALLS[c][4:]} {n} B: {statistics.median(xs) * 1e6:.3f} us "
-                              f"[{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]")
-                continue
-            rm = statistics.median(ref)
-            cells = [f"{CALLS[c][4:]} {n} B", f"{rm * 1e6:.3f} [{min(ref) * 1e6:.2f}-{max(ref) * 1e6:.2f}]"]
-            for lb, e in arms:
-                if e is None:
-                    continue
-                xs = med[lb].get(key, [])
-                if not xs:
-                    cells += ["-", "-", "-"]
-                    continue
-                pm = statistics.median(xs)
-                paired = statistics.median(x / y for x, y in zip(xs, ref)) if len(xs) == len(ref) else float("nan")
-                worst[lb] = max(worst[lb], abs(pm / rm - 1))
-                worst_paired[lb] = max(worst_paired[lb], abs(paired - 1))
-                cells += [f"{pm * 1e6:.3f} [{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]", f"{pm / rm:.2f}", f"{paired:.2f}"]
-            print("| " + " | ".join(cells) + " |")
-    for lb in worst:
-        print(f"# {lb}: largest |ratio - 1| = {worst[lb] * 100:.1f} %, largest |paired - 1| = "
-              f"{worst_paired[lb] * 100:.1f} %")
-    # a switch inside an mpirun, per arm; "shared" = an arm that does not run pgmpi-bench (ReproMPI or the
-    # plain loop) switched in the same round at the same (call, size): the machine, not the tool
-    switched = {lb: {(r, k) for r, k, q in qs if max(abs(x - 1) for x in q) > 0.10} for lb, qs in quarters.items()}
-    independent = [lb for lb, e in arms if e is None or e == "@loop"]
-    for lb, qs in quarters.items():
-        bad = [(r, k, q) for r, k, q in qs if (r, k) in switched[lb]]
-        shared = [(r, k) for r, k, _q in bad
-                  if any((r, k) in switched.get(o, set()) for o in independent if o != lb)]
-        print(f"# {lb}: quarter medians within ±10 % of the cell median in {len(qs) - len(bad)} of {len(qs)} "
-              f"(mpirun, call, size) cells; of the {len(bad)} switches, {len(shared)} shared with "
-              f"{' or '.join(o for o in independent if o != lb) or '-'} in the same round")
-        for r, k, q in bad:
-            tag = "  (shared)" if (r, k) in shared else ""
-            print(f"#   mpirun {r} {k[0]} {k[1]} B: quarters/median = " + " ".join(f"{x:.2f}" for x in q) + tag)
-    print(f"# uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    for mode in modes:
+        run_mode(a, mode, bench, calls, sizes, loop)
 
 
 if __name__ == "__main__":

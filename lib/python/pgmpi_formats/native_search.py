@@ -24,6 +24,11 @@ message size").  Methods that take no segment size have the single variant `(met
   more than `prune` slower than the best start are pruned; the rest descend in that order, and a descent
   stops early when its last gradient, continued for two more steps, cannot reach the best found so far
   (the paper's "rates of change ... to predict values and thus prune").
+- race (successive halving in two stages): round 0 measures every variant of the cell once, with few
+  repetitions (the driver's first-stage nrep); only when some variant beat the default in that round
+  (REFERENCE) are the `keep` fastest measured again, `repeat` times over, and the fastest there is the
+  choice.  A cell where nothing beat the default costs one short round: on a grid where most cells keep
+  their default (MPICH, Intel: no segment sizes, a handful of methods) that is where exhaustive's time goes.
 - start=<the neighbouring (smaller) message size's path> (run_sizes, neighbour "segment" or "prune"): a method
   starts its descent at the segment size that was its best at the neighbour when that is below this size
   (then it still looks `lookahead` steps past it); with "prune" the scan is also limited to the methods that
@@ -39,8 +44,23 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
-SEARCHES = ("exhaustive", "mgd", "smgd")
+SEARCHES = ("exhaustive", "mgd", "smgd", "race")
 Variant = tuple[str, "int | None"]
+# A measure() may answer, next to its batch, the default's time in the same round under this key (the driver
+# does: the default is in every round); race uses it to decide whether a cell deserves more repetitions.
+REFERENCE: Variant = ("default", None)
+# race (successive halving, two stages): the variants kept for the second stage and how many times its round
+# is measured (the driver repeats the round: `repeat` x the campaign's first-stage nrep)
+RACE_KEEP = 2
+RACE_REPEAT = 3
+
+
+class Batch(list):
+    """One round's variants; `repeat`: how many times over the driver measures them (1: once)."""
+
+    def __init__(self, variants=(), repeat: int = 1):
+        super().__init__(variants)
+        self.repeat = repeat
 
 # The exhaustive grid a site would sweep (tests/bench/native_search.py, lib/bench/README.md): message sizes
 # in powers of two from 8 B to 1 MiB (the paper's primary grid) and segment sizes in powers of two from
@@ -74,6 +94,8 @@ class Path:
     rounds: list[list[Variant]] = field(default_factory=list)
     times: dict[Variant, float] = field(default_factory=dict)
     pruned: list[str] = field(default_factory=list)        # methods left out (scan threshold or neighbour)
+    repeats: list[int] = field(default_factory=list)       # per round: times over it was measured (race)
+    reference: float | None = None                         # the default's time in the last round (REFERENCE)
     best_segment: dict[str, "int | None"] = field(default_factory=dict)   # per method: its best variant's seg
 
     @property
@@ -81,14 +103,16 @@ class Path:
         return [v for r in self.rounds for v in r]
 
     def cost(self) -> float:
-        return sum(self.times[v] for v in self.experiments)
+        """The visited variants' times, a round measured `repeat` times over counted so often."""
+        reps = self.repeats or [1] * len(self.rounds)
+        return sum(n * self.times[v] for r, n in zip(self.rounds, reps) for v in r)
 
     def to_json(self) -> dict:
         lab = _label
         return {"kind": self.kind, "choice": lab(self.choice) if self.choice else None,
                 "rounds": [[lab(v) for v in r] for r in self.rounds],
                 "times": {lab(v): t for v, t in self.times.items()}, "pruned": self.pruned,
-                "best_segment": self.best_segment}
+                "best_segment": self.best_segment, "repeats": self.repeats, "reference": self.reference}
 
 
 def _label(v: Variant) -> str:
@@ -122,7 +146,8 @@ class _Descent:
 
 
 def steps(kind: str, space: dict[str, list], lookahead: int = 2, prune: float = 0.5,
-          start: Path | None = None, rescan: bool = True) -> Generator[list[Variant], dict, Path]:
+          start: Path | None = None, rescan: bool = True, keep: int = RACE_KEEP,
+          repeat: int = RACE_REPEAT) -> Generator[list[Variant], dict, Path]:
     """The search as a generator: yields a round's variants, receives their times, returns the Path."""
     if kind not in SEARCHES:
         raise ValueError(f"unknown search {kind!r}; valid: {', '.join(SEARCHES)}")
@@ -132,10 +157,26 @@ def steps(kind: str, space: dict[str, list], lookahead: int = 2, prune: float = 
     def measured(batch):
         got = yield batch
         path.rounds.append(list(batch))
+        path.repeats.append(getattr(batch, "repeat", 1))
         times.update({v: got[v] for v in batch})
+        if REFERENCE in got:
+            path.reference = got[REFERENCE]
 
     if kind == "exhaustive":
         yield from measured([(m, s) for m, segs in space.items() for s in segs])
+    elif kind == "race":
+        every = [(m, s) for m, segs in space.items() for s in segs]
+        if every:
+            yield from measured(Batch(every))
+            ref = path.reference if path.reference is not None else float("inf")
+            fast = sorted((v for v in every if times[v] < ref), key=times.get)[:keep]
+            if fast:
+                yield from measured(Batch(fast, repeat))
+            # the second stage's times decide among its variants; without one, the first round's fastest
+            path.choice = min(fast or every, key=times.get)
+            path.best_segment = {m: min(((m, s) for s in segs), key=times.get)[1]
+                                 for m, segs in space.items() if segs}
+        return path
     else:
         methods = [m for m in space if space[m]]
         carry = start is not None and not rescan

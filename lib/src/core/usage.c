@@ -7,8 +7,8 @@
  * size, whether it was MPI_COMM_WORLD, algorithm that served). A sample stands for the calls since the
  * previous one, so the totals per collective are exact and the per-cell figures are estimates whose error
  * shrinks with the calls a cell holds -- the cells that matter. At MPI_Finalize every rank is in the
- * same call: rank 0 gathers the tables on a communicator of our own (errors return, never abort), sums
- * them and writes one record atomically (a temporary name in the spool, fsync, rename). Anything that
+ * same call: rank 0 gathers the tables in three steps on a communicator of our own (errors return, never
+ * abort), sums them and writes one record atomically (a temporary name in the spool, fsync, rename). Anything that
  * fails -- no directory, a full disk, an error -- drops the record and never touches the job. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,6 +45,7 @@ static __thread uint32_t t_rng __attribute__((tls_model("initial-exec"))) = 0x9e
 static atomic_flag g_lock = ATOMIC_FLAG_INIT;   /* sampled calls only: MPI_THREAD_MULTIPLE */
 static char g_dir[PATH_MAX], g_identity[64] = "job";
 static MPI_Comm g_comm = MPI_COMM_NULL;
+static int *g_counts, *g_displs;  /* rank 0: the gather's counts and displacements, from MPI_Init on */
 
 static uint64_t now_ns(void)
 {
@@ -105,8 +106,16 @@ int pgmpi_usage_setup(int rank, int size)
     if (id && *id && strlen(id) < sizeof g_identity) snprintf(g_identity, sizeof g_identity, "%s", id);
     g_cells = calloc(USAGE_SLOTS, sizeof *g_cells);
     if (!g_cells) return 0;
+    if (rank == 0 && !(g_counts = calloc(2 * (size_t)size, sizeof *g_counts))) { free(g_cells); g_cells = NULL; return 0; }
+    g_displs = g_counts ? g_counts + size : NULL;
     /* Our own communicator for the gather at MPI_Finalize: errors return instead of aborting the job. */
-    if (PMPI_Comm_dup(MPI_COMM_WORLD, &g_comm) != MPI_SUCCESS) { free(g_cells); g_cells = NULL; return 0; }
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &g_comm) != MPI_SUCCESS) {
+        free(g_cells);
+        free(g_counts);
+        g_cells = NULL;
+        g_counts = g_displs = NULL;
+        return 0;
+    }
     PMPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
     snprintf(g_dir, sizeof g_dir, "%s", dir);
     g_rank = rank;
@@ -149,21 +158,40 @@ static int cmp_key(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The layout of MPI_COMM_WORLD (nodes x ranks per node, or "uneven"), from a shared-memory split. */
-static void world_layout(char *out, size_t len)
+/* A rank's node, for the layout: FNV-1a of its host name, sent in its table's trailer. Rank 0 counts
+ * nodes and ranks per node from the trailers, so the record needs no shared-memory split and no
+ * collectives of its own at MPI_Finalize (each step waits for the slowest rank: three in all). */
+static uint64_t host_hash(void)
 {
-    MPI_Comm node;
-    int lsize = 0, lrank = 0, nodes = 0, minppn = 0, maxppn = 0;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (const unsigned char *q = (const unsigned char *)host; *q; q++) h = (h ^ *q) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The layout of MPI_COMM_WORLD (nodes x ranks per node, or "uneven") from the ranks' host hashes. */
+static void world_layout(uint64_t *hosts, int n, char *out, size_t len)
+{
     snprintf(out, len, "-");
-    if (PMPI_Comm_split_type(g_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return;
-    PMPI_Comm_size(node, &lsize);
-    PMPI_Comm_rank(node, &lrank);
-    PMPI_Comm_free(&node);
-    int one = lrank == 0, mm[2] = {lsize, -lsize}, r[2];
-    if (PMPI_Allreduce(&one, &nodes, 1, MPI_INT, MPI_SUM, g_comm) != MPI_SUCCESS) return;
-    if (PMPI_Allreduce(mm, r, 2, MPI_INT, MPI_MAX, g_comm) != MPI_SUCCESS) return;
-    maxppn = r[0];
-    minppn = -r[1];
+    if (n <= 0) return;
+    qsort(hosts, (size_t)n, sizeof *hosts, cmp_u64);
+    int nodes = 0, minppn = 0, maxppn = 0;
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j < n && hosts[j] == hosts[i]) j++;
+        int ppn = j - i;
+        if (nodes == 0 || ppn < minppn) minppn = ppn;
+        if (ppn > maxppn) maxppn = ppn;
+        nodes++;
+        i = j;
+    }
     if (minppn == maxppn) snprintf(out, len, "%dx%d", nodes, maxppn);
     else snprintf(out, len, "%dnodes:%d-%dppn", nodes, minppn, maxppn);
 }
@@ -238,44 +266,52 @@ void pgmpi_usage_finalize(void)
     int n = 0;
     for (unsigned i = 0; i < USAGE_SLOTS; i++) n += g_cells[i].key != 0;
     wire_t *mine = calloc((size_t)n + 1, sizeof *mine);
-    int ok = mine != NULL, k = 0;
     if (mine) {
+        int k = 0;
         for (unsigned i = 0; i < USAGE_SLOTS; i++)
             if (g_cells[i].key) mine[k++] = (wire_t){g_cells[i].key, g_cells[i].calls, g_cells[i].ns, g_cells[i].samples};
-        mine[n] = (wire_t){0, g_overflow, (uint64_t)(wall * 1e9), 0};   /* trailer: overflow, this rank's wall */
+        /* trailer: overflow, this rank's wall time, its node */
+        mine[n] = (wire_t){0, g_overflow, (uint64_t)(wall * 1e9), host_hash()};
     }
-    /* Every rank must take part in the same collectives whatever happened locally: agree first. */
-    int all_ok = 0;
-    if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g_comm) != MPI_SUCCESS) all_ok = 0;
-    char layout[64] = "-";
-    if (all_ok) world_layout(layout, sizeof layout);
-    int bytes = (n + 1) * (int)sizeof(wire_t), *counts = NULL, *displs = NULL;
-    wire_t *all = NULL;
-    if (all_ok && g_rank == 0) {
-        counts = calloc((size_t)g_size, sizeof *counts);
-        displs = calloc((size_t)g_size, sizeof *displs);
-    }
-    int gathered = all_ok && PMPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, g_comm) == MPI_SUCCESS;
+    /* Every rank takes part in the same three steps whatever happened locally: (1) rank 0 gathers the
+     * table sizes (-1: this rank has none), (2) tells everyone whether it can take them all, (3) gathers. */
+    int bytes = mine ? (n + 1) * (int)sizeof(wire_t) : -1;
+    int gathered = PMPI_Gather(&bytes, 1, MPI_INT, g_counts, 1, MPI_INT, 0, g_comm) == MPI_SUCCESS;
     long total = 0;
-    if (gathered && g_rank == 0 && counts && displs) {
-        for (int r = 0; r < g_size; r++) { displs[r] = (int)total; total += counts[r]; }
-        all = total < INT_MAX ? malloc((size_t)total) : NULL;
+    wire_t *all = NULL;
+    int can = 0;
+    if (g_rank == 0 && gathered) {
+        can = 1;
+        for (int r = 0; r < g_size; r++) {
+            if (g_counts[r] < 0) can = 0;
+            g_displs[r] = (int)total;
+            total += g_counts[r] > 0 ? g_counts[r] : 0;
+        }
+        all = can && total < INT_MAX ? malloc((size_t)total) : NULL;
+        can = all != NULL;
     }
-    int can = g_rank != 0 || (all != NULL);
-    int all_can = 0;
-    if (gathered && PMPI_Allreduce(&can, &all_can, 1, MPI_INT, MPI_MIN, g_comm) != MPI_SUCCESS) all_can = 0;
-    if (gathered && all_can &&
-        PMPI_Gatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, g_comm) == MPI_SUCCESS &&
+    if (PMPI_Bcast(&can, 1, MPI_INT, 0, g_comm) != MPI_SUCCESS) can = 0;
+    if (can && mine &&
+        PMPI_Gatherv(mine, bytes, MPI_BYTE, all, g_counts, g_displs, MPI_BYTE, 0, g_comm) == MPI_SUCCESS &&
         g_rank == 0) {
         wire_t *w = all;
         long m = total / (long)sizeof(wire_t);
-        uint64_t overflow = 0;
+        uint64_t overflow = 0, *hosts = malloc((size_t)g_size * sizeof *hosts);
         double rank_s = 0;
         long cells = 0;
+        int nh = 0;
         for (long i = 0; i < m; i++) {
-            if (w[i].key == 0) { overflow += w[i].calls; rank_s += (double)w[i].ns * 1e-9; }
-            else w[cells++] = w[i];
+            if (w[i].key == 0) {
+                overflow += w[i].calls;
+                rank_s += (double)w[i].ns * 1e-9;
+                if (hosts && nh < g_size) hosts[nh++] = w[i].samples;
+            } else {
+                w[cells++] = w[i];
+            }
         }
+        char layout[64] = "-";
+        if (hosts && nh == g_size) world_layout(hosts, nh, layout, sizeof layout);
+        free(hosts);
         qsort(w, (size_t)cells, sizeof *w, cmp_key);
         long out = 0;
         for (long i = 0; i < cells; i++) {
@@ -292,10 +328,10 @@ void pgmpi_usage_finalize(void)
                     strerror(errno));
     }
     free(all);
-    free(counts);
-    free(displs);
     free(mine);
     free(g_cells);
+    free(g_counts);
     g_cells = NULL;
+    g_counts = g_displs = NULL;
     PMPI_Comm_free(&g_comm);
 }

@@ -162,14 +162,67 @@ def test_a_reduced_search_choice_is_decided_on_its_alone_mpiruns_not_the_interle
     assert faster.choice == sbt and "paired over 4 mpiruns" in faster.reason
 
 
-def test_the_confirmation_mpiruns_of_a_round():
-    from scheduler.native_driver import confirmations
-    plan = confirmations({"bcast": {512: "native:binomial", 4096: "native:split_binary_tree:seg=1024", 8: None},
-                          "reduce": {512: "native:binomial"}})
-    assert plan == [("default", ["bcast", "reduce"], [512, 4096]),
-                    ("native:binomial", ["bcast", "reduce"], [512]),
-                    ("native:split_binary_tree:seg=1024", ["bcast"], [4096])]
-    assert confirmations({"bcast": {512: None}, "reduce": {}}) == []
+def test_the_cells_to_confirm_are_those_the_search_saw_beat_the_default_by_the_minimum_gain_and_its_spread():
+    from scheduler.native_driver import to_confirm
+    paths = {"bcast": {"512": {"choice": "native:binomial", "times": {"native:binomial": 0.9}},
+                       "4096": {"choice": "native:split_binary_tree:seg=1024",
+                                "times": {"native:split_binary_tree:seg=1024": 0.5}},
+                       "8": {"choice": "native:linear", "times": {"native:linear": 0.97}}},
+             "reduce": {"512": {"choice": None, "times": {}}}}
+    defaults = {"bcast": {"512": 1.0, "4096": 1.0, "8": 1.0}, "reduce": {"512": 1.0}}
+    assert to_confirm(paths, defaults) == {"bcast": {512: "native:binomial", 4096: "native:split_binary_tree:seg=1024"}}
+    assert to_confirm({"bcast": {"8": paths["bcast"]["8"]}}, defaults) == {}
+    # a gain within the search's own control-arm spread (here 15 %) is not confirmed either
+    assert to_confirm(paths, defaults, 0.15) == {"bcast": {4096: "native:split_binary_tree:seg=1024"}}
+
+
+def test_later_confirmation_rounds_only_where_the_first_alone_pair_showed_the_minimum_gain():
+    from scheduler.native_driver import still_ahead
+    cells = {"bcast": {512: "native:binomial", 4096: "native:chain"}, "reduce": {8: "native:linear"}}
+    default = {("bcast", 512): 1.0, ("bcast", 4096): 1.0, ("reduce", 8): 1.0}
+    chosen = {("bcast", 512): 0.8, ("bcast", 4096): 0.97, ("reduce", 8): 1.2}
+    assert still_ahead(cells, default, chosen) == {"bcast": {512: "native:binomial"}}
+    assert still_ahead(cells, default, {}) == {}          # a failed variant has no median: it stops
+
+
+def _raw_cells(path, index, cells, campaign="ns"):
+    """A raw file of one mpirun: {(bytes): {label: seconds}}, 8 rows of MPI_Bcast per label and size."""
+    lines = ["#@pgmpi_format=1", "#@machine=m1", "#@mpi_library=openmpi", "#@mpi_version=4.1.4",
+             "#@module=openmpi/4.1.4", "#@nodes=1", "#@ppn=2", "#@nprocs=2", f"#@mpirun_index={index}",
+             f"#@campaign={campaign}", "#@clock=MPI_Wtime", "test nrep msize runtime_sec algorithm"]
+    for size, medians in cells.items():
+        for label, t in medians.items():
+            lines += [f"MPI_Bcast {r} {size} {t * (1 + 0.01 * ((r * 7) % 5 - 2) / 2):.10e} {label}" for r in range(8)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_batched_confirmations_pair_each_cell_with_its_own_variant(tmp_path):
+    """native_driver confirms a round in two mpiruns over every cell to confirm: the default at each cell in
+    one, each cell's chosen variant in the other -- different variants at different cells, one per cell, so
+    no cell interleaves two of its algorithms.  Each cell pairs its default with its own variant per round;
+    the search's interleaved measurement stops counting there.  At 512 B binomial alone is 1.5x faster (it
+    wins); at 4096 B split_binary_tree, 5x faster interleaved, is 1.3x slower alone (the default stays).
+    (Before, a file was "alone" only when it measured one label in all its cells: this one was taken for an
+    interleaved mpirun without a default, and binomial could not win.)"""
+    from service.analysis.native_decision import runs_from_files
+    bin_, sbt = "native:binomial", "native:split_binary_tree:seg=1024"
+    files = [_raw_cells(tmp_path / "search-0-bcast.txt", 0,
+                        {512: {"default": 1e-6, bin_: 0.7e-6}, 4096: {"default": 4e-6, sbt: 0.8e-6}})]
+    for i, k in enumerate([1.0, 1.03, 0.98, 1.01]):
+        files.append(_raw_cells(tmp_path / f"search-0-confirm-{i}-default.txt", i,
+                                {512: {"default": 1e-6 * k, "default_control": 1.004e-6 * k},
+                                 4096: {"default": 4e-6 * k, "default_control": 4.01e-6 * k}}))
+        files.append(_raw_cells(tmp_path / f"search-0-confirm-{i}-chosen.txt", i,
+                                {512: {bin_: 1e-6 * k / 1.5}, 4096: {sbt: 4e-6 * k * 1.3}}))
+    cells = runs_from_files(files)
+    for size, label in ((512, bin_), (4096, sbt)):
+        paired = [r for r in cells[("bcast", size, 2)] if r.alone]
+        assert len(paired) == 4 and all(set(r) == {"default", "default_control", label} for r in paired)
+        assert not any(label in r for r in cells[("bcast", size, 2)] if not r.alone)
+    res = decide(cells).decisions
+    assert res[("bcast", 512, 2)].choice == bin_ and "paired over 4 mpiruns" in res[("bcast", 512, 2)].reason
+    assert res[("bcast", 4096, 2)].choice == "default"
 
 
 def test_a_native_choice_states_its_effect_with_the_interval_that_cleared_the_threshold():

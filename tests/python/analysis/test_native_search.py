@@ -46,8 +46,32 @@ def test_smgd_scans_orders_and_prunes():
     assert [v for v in r.experiments if v[0] == "linear"] == [("linear", None)]   # pruned after its scan
     assert len(r.experiments) < len(search("mgd", CELL, MSG).experiments) < 21
     assert r.cost() < search("exhaustive", CELL, MSG).cost() / 2
-    with pytest.raises(ValueError, match="valid: exhaustive, mgd, smgd"):
+    with pytest.raises(ValueError, match="valid: exhaustive, mgd, smgd, race"):
         search("random", CELL, MSG)
+
+
+def test_race_measures_every_variant_briefly_and_only_cells_with_a_challenger_again():
+    """race: round 0 every variant once (the driver: few repetitions); a second round, `repeat` times over,
+    only for the `keep` fastest that beat the default in round 0 (REFERENCE), and the second round's times
+    choose.  A cell where nothing beat the default costs one round."""
+    from pgmpi_formats.native_search import REFERENCE, run
+    space = CELL.space(MSG)
+    second = {("chain", 2048): 5.5}                 # round 0 was unlucky for it: measured again, it is best
+
+    def measure(ref):
+        def m(batch):
+            got = {v: (second.get(v, CELL.t(v)) if getattr(batch, "repeat", 1) > 1 else CELL.t(v)) for v in batch}
+            return {**got, REFERENCE: ref}
+        return m
+    r = run("race", space, measure(8.5), keep=2, repeat=4)
+    assert len(r.rounds) == 2 and len(r.rounds[0]) == 21 and r.repeats == [1, 4]
+    assert r.rounds[1] == [("chain", 4096), ("chain", 2048)] and r.choice == ("chain", 2048)
+    assert r.to_json()["repeats"] == [1, 4]
+    # nothing beats the default: one round, no repetitions spent
+    alone = run("race", space, measure(5.0), keep=2, repeat=4)
+    assert alone.repeats == [1] and len(alone.experiments) == 21 and alone.choice == ("chain", 4096)
+    # a replay without the default's time keeps the two fastest of round 0 for the second round
+    assert search("race", CELL, MSG).rounds[1] == [("chain", 4096), ("chain", 2048)]
 
 
 def test_a_native_verdict_never_becomes_a_prf_redirection():

@@ -13,7 +13,7 @@ from pgmpi_formats import results as reader
 
 pytestmark = pytest.mark.mpi
 
-MPI_NAME = {"allreduce": "MPI_Allreduce", "reduce": "MPI_Reduce"}
+MPI_NAME = {"allreduce": "MPI_Allreduce", "reduce": "MPI_Reduce", "bcast": "MPI_Bcast"}
 
 
 def listing(bench, env=None) -> tuple[native.Discovery, dict[str, int]]:
@@ -169,7 +169,8 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     other = "native:nonoverlapping" if bench.mpi == "openmpi" else "native:reduce_scatter_allgather"
     out = tmp_path / "served.txt"
     script = (f"cell MPI_Allreduce 64 {rd}\ncell allreduce 4096 {rd},{other}\ncell MPI_Allreduce 128 {rd}\n"
-              f"cell MPI_Allreduce 64 native:nosuch\nquit\n")
+              f"cell MPI_Allreduce 64 native:nosuch\ncell MPI_Allreduce 64 {rd} nrep=x\ncell MPI_Allreduce 64 {rd} nrep=9\n"
+              "quit\n")
     p = bench.run(["--serve", "--calls=allreduce", "--sizes=64,4096", f"--algorithms=default,{rd},{other},default_control",
                    "--nrep=6", "--no-barrier-rows", f"--output={out}"], np=2, input=script, timeout=120)
     assert p.rc == 0, p.stderr
@@ -178,16 +179,20 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
                                              ["done"], ["result", "default"], ["result", rd], ["result", other],
                                              ["result", "default_control"], ["done"]]
     assert all(float(a[2]) > 0 for a in answers[:9] if a[0] == "result")
-    assert [" ".join(a) for a in answers[9:]] == ["error 128 B is not among --sizes",
-                                                  "error native:nosuch is not among --algorithms for MPI_Allreduce"]
+    assert [" ".join(a) for a in answers[9:11]] == ["error 128 B is not among --sizes",
+                                                    "error native:nosuch is not among --algorithms for MPI_Allreduce"]
+    # nrep=N (a race's second stage): that many repetitions instead of --nrep; anything else refused
+    assert " ".join(answers[11]) == "error expected nrep=<n> (n >= 1) after the labels, got 'nrep=x'"
+    assert [a[:2] for a in answers[12:]] == [["result", "default"], ["result", rd], ["result", "default_control"], ["done"]]
     run = reader.read_file(out)
     rows = defaultdict(int)
     for m, a in zip(run.msize, run.algorithm):
         rows[(int(m), run.algorithms[a])] += 1
-    assert rows == {(64, "default"): 6, (64, rd): 6, (64, "default_control"): 6,
+    assert rows == {(64, "default"): 6 + 9, (64, rd): 6 + 9, (64, "default_control"): 6 + 9,
                     (4096, "default"): 6, (4096, rd): 6, (4096, other): 6, (4096, "default_control"): 6}
     served = list(footer.records(run.pgmpi_lines, footer.Served))
-    assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other))]
+    assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other)),
+                      footer.Served(3, "MPI_Allreduce", 64, (rd,))]
 
 
 def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):
@@ -215,3 +220,62 @@ def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tm
     for name, rnd in zip(rep["files"], rounds):      # each mpirun measured its round and the default
         run = reader.read_file(tmp_path / name)
         assert set(run.algorithms) == {"default", *rnd}
+
+
+def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(bench, tmp_path, monkeypatch):
+    """scheduler/native_driver.py, search: race over two collectives: one --serve mpirun for both, its first
+    stage with first_nrep repetitions and no control arm, a second stage repeated only where a variant beat the
+    default.  Then the confirmations batched over the cells (here every cell: MIN_GAIN and the control arm's spread planted below -100 %): per
+    round one mpirun measuring the default alone at every cell and one measuring at each cell its own chosen
+    variant alone -- one algorithm per cell -- which the decision pairs per cell by #@mpirun_index."""
+    import json
+    import shlex
+
+    from scheduler import native_driver
+    from service.analysis.native_decision import runs_from_files
+    r = bench.run(["--list-native"], np=1)
+    assert r.rc == 0, r.stderr
+    (tmp_path / "native-algorithms.txt").write_text(r.stdout)
+    for k, v in bench.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(native_driver, "MIN_GAIN", -1e9)       # every choice counts as faster
+    monkeypatch.setattr(native_driver, "null_spread", lambda controls: -1e9)
+    entry = {"search": "race", "sizes": [8, 2048], "segments": [1024], "lookahead": 2, "prune": 0.5,
+             "neighbour": "none", "first_nrep": 2}
+    spec = {"prefix": "search-0", "control": True, "bench_args": ["--nrep=5", "--mpirun-index=0", "--campaign=rc"],
+            "confirm": 2, "collectives": {"bcast": dict(entry), "reduce": dict(entry)}}
+    out = tmp_path / "search-0.json"
+    assert native_driver.main(["--spec", json.dumps(spec), "--launcher", shlex.join(bench.mpirun(2)),
+                               "--bench", str(bench.exe), "--output", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["mpiruns"] == 1 and rep["files"][0] == "search-0-bcast-reduce.txt"
+    served = reader.read_file(tmp_path / "search-0-bcast-reduce.txt")
+    assert served.header["nrep"] == "2" and "default_control" not in served.algorithms
+    rows = defaultdict(int)
+    for t, m, a in zip(served.test, served.msize, served.algorithm):
+        rows[(served.tests[t], int(m), served.algorithms[a])] += 1
+    for key in ("bcast", "reduce"):
+        for size, p in rep["paths"][key].items():
+            assert len(p["rounds"][0]) == rep["grid"][key][size] and p["repeats"][0] == 1
+            second = p["rounds"][1] if len(p["rounds"]) > 1 else []
+            assert len(second) <= 2 and p["repeats"][1:] in ([], [3])
+            for lab in p["rounds"][0]:       # 2 repetitions in round 0, 3 x 2 more in the second stage
+                assert rows[(MPI_NAME[key], int(size), lab)] == 2 + 6 * (lab in second)
+            assert p["choice"] in (second or p["rounds"][0])
+    # one --serve command per round: the second stage asks for its repetitions at once (nrep=), not per pass
+    cmds = list(footer.records(served.pgmpi_lines, footer.Served))
+    assert len(cmds) == sum(len(p["rounds"]) for key in ("bcast", "reduce") for p in rep["paths"][key].values())
+    conf = rep["confirm"]
+    chosen = {(k, int(s)): lab for k, per in conf["rounds"][0].items() for s, lab in per.items()}
+    assert len(chosen) == 4 and conf["mpiruns"] == 2 * len(conf["rounds"])
+    for which in ("default", "chosen"):
+        run = reader.read_file(tmp_path / f"search-0-confirm-0-{which}.txt")
+        got = {(k, int(m), run.algorithms[a]) for t, m, a in zip(run.test, run.msize, run.algorithm)
+               for k in ("bcast", "reduce") if run.tests[t] == MPI_NAME[k]}
+        want = {(k, s, "default" if which == "default" else lab) for (k, s), lab in chosen.items()}
+        assert {x for x in got if x[2] != "default_control"} == want        # one algorithm per cell
+    cells = runs_from_files([tmp_path / f for f in rep["files"]])
+    for (k, s), lab in chosen.items():
+        alone = [x for x in cells[(k, s, 2)] if x.alone]
+        measured = sum(str(s) in rnd.get(k, {}) for rnd in conf["rounds"])   # later rounds: cells still ahead
+        assert len(alone) == measured and all({"default", lab} <= set(x) for x in alone)

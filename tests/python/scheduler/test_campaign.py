@@ -135,7 +135,7 @@ def test_native_section(tmp_path, extra, expect):
     ("max_nrep: 500}", "max_nrep: 500, covmedian_window: 1}", ["repetitions.covmedian_window",
                                                                "greater than or equal to 2"]),
     ("  allgather: {}", "  allgather: {search: random}", ["c.yaml:14:", "collectives.allgather.search",
-                                                         "'exhaustive', 'mgd' or 'smgd'"]),
+                                                         "'exhaustive', 'mgd', 'smgd' or 'race'"]),
     ("  allgather: {}", "  allgather: {segments: [1024]}", ["c.yaml:14:", "collectives.allgather",
                                                            "segments applies to a search"]),
     ("  allgather: {}", "  allgather: {search: mgd, neighbour: left}", ["collectives.allgather.neighbour",
@@ -180,6 +180,10 @@ def test_search_runs_in_one_driver_per_job_and_only_there(tmp_path):
     ex = load_campaign(write(tmp_path, GOOD.replace("  allgather: {}", "  allgather: {search: exhaustive}")))
     sweeps = [ln for ln in plan(ex)[0].launches if ln.role == "search"]
     assert [ln.index for ln in sweeps] == [0, 1, 2] and json.loads(sweeps[0].argv[1])["confirm"] == 0
+    race = load_campaign(write(tmp_path, GOOD.replace("  allgather: {}", "  allgather: {search: race, first_nrep: 3}")))
+    one = [ln for ln in plan(race)[0].launches if ln.role == "search"]
+    spec = json.loads(one[0].argv[1])
+    assert len(one) == 1 and spec["confirm"] == 3 and spec["collectives"]["allgather"]["first_nrep"] == 3
 
 
 def test_bad_yaml_syntax_and_budget(tmp_path):

@@ -35,14 +35,15 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
     # what the search visited is what was measured: every round, its variants and the default, in the one
     # pgmpi-bench --serve mpirun of the collective
     rounds = [r for size in ("2048", "8192") for r in paths[size]["rounds"]]
-    # then each choice confirmed alone: the default in one mpirun, every chosen variant in one of its own
-    # (those the search measured faster than the default by the minimum gain: the others cannot win)
-    alone = rep["confirm"]["alone"]
+    # then each choice confirmed alone, batched over the cells: per round the default at every cell in one
+    # mpirun, each cell's chosen variant in another (those the search measured faster than the default by the
+    # minimum gain and by more than its own control arm's spread: the others cannot win); later rounds only where the variant alone beat the default alone
     beat = {s: paths[s]["choice"] for s in ("2048", "8192")
-            if paths[s]["times"][paths[s]["choice"]] * 1.05 < rep["defaults"]["bcast"][s]}
-    assert sorted(a[0] for a in alone[1:]) == sorted(set(beat.values()))
-    assert alone[:1] == ([["default", ["bcast"], sorted(map(int, beat))]] if beat else [])
-    assert rep["mode"] == {"bcast": "serve"} and rep["mpiruns"] == 1 and rep["confirm"]["mpiruns"] == len(alone)
+            if paths[s]["times"][paths[s]["choice"]] * (1 + max(0.05, rep["spread"])) < rep["defaults"]["bcast"][s]}
+    conf = rep["confirm"]
+    assert conf["cells"] == ({"bcast": beat} if beat else {})
+    assert conf["mpiruns"] == 2 * len(conf["rounds"]) and len(conf["rounds"]) == (1 if beat else 0)   # R = 1
+    assert rep["mode"] == {"bcast": "serve"} and rep["mpiruns"] == 1
     assert rep["rounds"] == len(rounds) > 2
     served = read_file(camp / "openmpi-4.1.4-n1x2" / "attempt-1" / "search-0-bcast.txt")
     measured = {(int(m), served.algorithms[a]) for m, a in zip(served.msize, served.algorithm)}
@@ -52,10 +53,13 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
     assert sum(map(len, rounds)) < sum(rep["grid"]["bcast"].values())       # smgd prunes or stops early
     first = paths["2048"]["rounds"][0]
     assert len(first) == 9 and all(":seg=" not in x for x in first)         # the scan: every method unsegmented
-    assert s["uploaded"] == len(rep["files"]) == rep["mpiruns"] + len(alone) and s["rejected"] == 0
-    for j, (label, _calls, _sizes) in enumerate(alone):
-        one = read_file(camp / "openmpi-4.1.4-n1x2" / "attempt-1" / f"search-0-confirm-0-{j}.txt")
-        assert set(one.algorithms) - {"default_control"} == {label}
+    assert s["uploaded"] == len(rep["files"]) == rep["mpiruns"] + conf["mpiruns"] and s["rejected"] == 0
+    for i, cells in enumerate(conf["rounds"]):
+        for which in ("default", "chosen"):
+            one = read_file(camp / "openmpi-4.1.4-n1x2" / "attempt-1" / f"search-0-confirm-{i}-{which}.txt")
+            per = {(int(m), one.algorithms[a]) for m, a in zip(one.msize, one.algorithm)}
+            want = {(int(s), "default" if which == "default" else lab) for s, lab in cells["bcast"].items()}
+            assert {x for x in per if x[1] != "default_control"} == want      # one algorithm per cell
     # the decision and its evidence, from what the service stored
     from service.commands.analysis import explain_cmd
     monkeypatch.setenv("DATABASE_URL", service.app.config["SQLALCHEMY_DATABASE_URI"])
