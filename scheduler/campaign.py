@@ -487,6 +487,14 @@ class Campaign(_Strict):
             if why:
                 raise ValueError(why)
         for m in self.modules:
+            if m.family.name == "intelmpi":      # presets are forced at MPI_Init, one mpirun each (planner.py)
+                bad = [k for k in self.collectives if self.collectives[k].search is not None
+                       or "native:all" in self._alg_list(k)]
+                if bad:
+                    raise ValueError(f"collectives.{bad[0]}: Intel MPI's presets are measured one mpirun each, as "
+                                     "listed (native:<preset>, e.g. [default, native:2, native:3]; impi_info -v "
+                                     "I_MPI_ADJUST_<COLL> lists them); no search: or native:all for "
+                                     f"module {m.key}")
             if m.launch == "srun" and self.backend != "slurm":
                 raise ValueError(f"modules: {m.key}: launch: srun needs backend: slurm (valid here: mpirun)")
         return self

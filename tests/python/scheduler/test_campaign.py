@@ -315,3 +315,35 @@ def test_sync_fields_and_bench_args_that_would_change_the_method(tmp_path, extra
     with pytest.raises(CampaignError) as exc:
         load_campaign(write(tmp_path, GOOD + extra))
     assert expect in str(exc.value)
+
+
+def test_intel_presets_are_planned_one_mpirun_each_and_searches_refused(tmp_path):
+    """An Intel MPI module's presets (native:<p>): per mpirun index the default mpirun and one per preset, the
+    same index, order alternating, the preset forced by its variable without ranges; native:all and search:
+    are refused with the reason (Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init)."""
+    text = """name: ic
+machine: hydra
+modules: [{mpi: intelmpi}]
+layouts: [{nodes: 1, ppn: 2}]
+collectives:
+  allreduce: {sizes: [8, 1024], algorithms: [default, native:3, native:12]}
+  bcast: {sizes: [8], algorithms: [default, native:3]}
+repetitions: {policy: fixed, nrep: 5}
+mpiruns: 2
+"""
+    (job,) = plan(load_campaign(write(tmp_path, text)))
+    got = [(ln.index, ln.output, ln.env) for ln in job.launches]
+    first = [(0, "run-0-g0.txt", {}), (0, "run-0-g1.txt", {}),
+             (0, "run-0-native-3-g0.txt", {"I_MPI_ADJUST_ALLREDUCE": "3"}),
+             (0, "run-0-native-3-g1.txt", {"I_MPI_ADJUST_BCAST": "3"}),
+             (0, "run-0-native-12.txt", {"I_MPI_ADJUST_ALLREDUCE": "12"})]
+    assert [x[1] for x in got[:5]] == [x[1] for x in first] and got[:5] == first, got
+    assert [x[1] for x in got[5:]] == [x[1].replace("-0", "-1") for x in first][::-1], got
+    for ln in job.launches:
+        algs = next(a for a in ln.argv if a.startswith("--algorithms="))
+        assert f"--mpirun-index={ln.index}" in ln.argv
+        assert algs == ("--algorithms=default,default_control" if not ln.env
+                        else f"--algorithms=native:{next(iter(ln.env.values()))}"), ln
+    for bad in ("algorithms: [default, native:all]", "search: exhaustive"):
+        with pytest.raises(CampaignError, match="Intel MPI's presets are measured one mpirun each"):
+            load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]", bad), "b.yaml"))
