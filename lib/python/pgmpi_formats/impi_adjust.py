@@ -107,7 +107,8 @@ def write(decisions, d: Discovery, comment: str = "pgmpi analyze native-files") 
             raise ValueError(f"{dec.key}: Intel MPI has no I_MPI_ADJUST variable for it")
         by.setdefault(dec.key, {}).setdefault(dec.nprocs, []).append(dec)
     lines = [f"# Intel MPI {d.version} I_MPI_ADJUST variables, written by pgmpi-site: {comment}",
-             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>; calls outside every range: the library"]
+             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>; calls outside every range: whatever the library "
+             "then picks (2021.13: not always its default; validation measures each gap)"]
     for key in sorted(by):
         rows = []
         for p in sorted(by[key]):
