@@ -7,12 +7,12 @@ from flask import current_app, g, jsonify, request
 from sqlalchemy import select
 
 from service.api import api_bp, schemas as S
-from service.api.common import ApiError, body, for_machine, require
+from service.api.common import ApiError, body, for_machine, get_machine, require
 from pgmpi_formats import site
 from service.workflows import native as native_chain, validate
 from service.profiles import publish as pub
 from service.store.db import db
-from service.store.models import Machine, NativeValidation
+from service.store.models import NativeValidation
 
 
 def _json(rec: NativeValidation, verdict: bool = False) -> dict:
@@ -29,10 +29,7 @@ def _json(rec: NativeValidation, verdict: bool = False) -> dict:
 @require("agent")
 def post_native_validation():
     data = body(S.NativeValidationIn)
-    machine = db.session.scalars(select(Machine).where(Machine.name == data.machine)).first()
-    if machine is None:
-        raise ApiError(404, "not_found", f"no machine {data.machine!r}", field="machine")
-    for_machine(machine)
+    for_machine(get_machine(data.machine))
     cand = None
     if data.profile_version is not None:
         try:
@@ -62,10 +59,7 @@ def post_native_candidate():
     """The campaign's decision file of one library as a candidate version of its profile set (the nightly
     chain, service/workflows/native.py); {"id": null, "why"} when nothing of the library's own wins."""
     data = body(S.NativeCandidateIn)
-    machine = db.session.scalars(select(Machine).where(Machine.name == data.machine)).first()
-    if machine is None:
-        raise ApiError(404, "not_found", f"no machine {data.machine!r}", field="machine")
-    for_machine(machine)
+    for_machine(get_machine(data.machine))
     try:
         v, why = native_chain.native_candidate(data.machine, data.library, data.version, data.campaign,
                                                data.refused, _root(), g.principal.name)
@@ -85,10 +79,7 @@ def post_native_job_failed(version_id: int):
     """The candidate's validation job failed in the resource manager after its retries: no verdict, so the
     candidate is marked failed with the reason (it never stays a candidate)."""
     data = body(S.NativeJobFailedIn)
-    machine = db.session.scalars(select(Machine).where(Machine.name == data.machine)).first()
-    if machine is None:
-        raise ApiError(404, "not_found", f"no machine {data.machine!r}", field="machine")
-    for_machine(machine)
+    for_machine(get_machine(data.machine))
     try:
         v = native_chain.job_failed(version_id, data.machine, data.library, data.version, data.job, data.reason,
                                     g.principal.name)

@@ -49,12 +49,7 @@ SOURCE = r"""
 #include <string.h>
 #include <time.h>
 typedef int (*fn_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-#ifdef VIRTUAL_CLOCK
-/* ticks of 2^-20 s: every value and difference is exact in a double */
-static int64_t vticks;
-double MPI_Wtime(void) { return (double)(++vticks) / 1048576.0; }
-double PMPI_Wtime(void) { return (double)(++vticks) / 1048576.0; }
-#define CALL_TICKS(dt) do { if ((dt) == MPI_BYTE) vticks += 4; } while (0)
+__attribute__((unused))
 static int in_list(const char *s, long count) {       /* count in a comma-separated list */
     while (s && *s) {
         char *end;
@@ -65,6 +60,12 @@ static int in_list(const char *s, long count) {       /* count in a comma-separa
     }
     return 0;
 }
+#ifdef VIRTUAL_CLOCK
+/* ticks of 2^-20 s: every value and difference is exact in a double */
+static int64_t vticks;
+double MPI_Wtime(void) { return (double)(++vticks) / 1048576.0; }
+double PMPI_Wtime(void) { return (double)(++vticks) / 1048576.0; }
+#define CALL_TICKS(dt) do { if ((dt) == MPI_BYTE) vticks += 4; } while (0)
 static long mpirun_index(void) {        /* pgmpi-bench's --mpirun-index=<i> on this process's command line */
     static long idx = -2;
     if (idx != -2) return idx;
@@ -153,24 +154,14 @@ int PMPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype dt, MPI_Op 
  * chosen by a rules file, or the library's own decision), so a test knows which one wins and can see that
  * a decision file took effect. */
 typedef int (*alg_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, void *);
-static int listed(const char *s, int count) {      /* count in a comma-separated list */
-    while (s && *s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s) return 0;
-        if (v == count) return 1;
-        s = (*end == ',') ? end + 1 : end;
-    }
-    return 0;
-}
 /* how many delays this call of algorithm `name` takes */
 static int delays(const char *name, int count, MPI_Datatype dt) {
     const char *fast = getenv("PGMPI_TEST_FAST_ALGORITHM");
     if (!fast || dt != MPI_BYTE) return 0;
-    if (strcmp(fast, name) != 0) return listed(getenv("PGMPI_TEST_ALGORITHM_BYTES"), count);
+    if (strcmp(fast, name) != 0) return in_list(getenv("PGMPI_TEST_ALGORITHM_BYTES"), count);
     /* a choice that wins the search but loses where a rules file selects it, as users load it */
     return getenv("OMPI_MCA_coll_tuned_dynamic_rules_filename")
-           && listed(getenv("PGMPI_TEST_FILE_SLOW_BYTES"), count) ? 2 : 0;
+           && in_list(getenv("PGMPI_TEST_FILE_SLOW_BYTES"), count) ? 2 : 0;
 }
 #ifdef VIRTUAL_CLOCK
 #define SLOW_DOWN() (vticks += (int64_t)DELAY_NS * 1048576 / 1000000000)
@@ -192,16 +183,6 @@ ALGORITHM(ring)
 ALGORITHM(redscat_allgather)
 #endif
 #ifdef IMPI_PRESETS
-static int listed_i(const char *s, int count) {
-    while (s && *s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s) return 0;
-        if (v == count) return 1;
-        s = (*end == ',') ? end + 1 : end;
-    }
-    return 0;
-}
 /* the preset I_MPI_ADJUST_ALLREDUCE gives a call of `bytes` (0: the library's own choice); *ranged: from ranges */
 static int impi_preset(long bytes, int *ranged) {
     const char *s = getenv("I_MPI_ADJUST_ALLREDUCE");
@@ -222,8 +203,8 @@ static int impi_delays(int count, MPI_Datatype dt) {
     const char *fast = getenv("PGMPI_TEST_FAST_PRESET");
     int ranged;
     if (!fast || dt != MPI_BYTE) return 0;
-    if (impi_preset(count, &ranged) != atoi(fast)) return listed_i(getenv("PGMPI_TEST_ALGORITHM_BYTES"), count);
-    return ranged && listed_i(getenv("PGMPI_TEST_FILE_SLOW_BYTES"), count) ? 2 : 0;
+    if (impi_preset(count, &ranged) != atoi(fast)) return in_list(getenv("PGMPI_TEST_ALGORITHM_BYTES"), count);
+    return ranged && in_list(getenv("PGMPI_TEST_FILE_SLOW_BYTES"), count) ? 2 : 0;
 }
 #endif
 """
