@@ -378,6 +378,8 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
                 launches = [under_native_file(x, module) for x in launches]
             est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \
                 + _dt_seconds_per_launch(c, layout) * c.mpiruns
+            if intel:       # each preset mpirun: another start-up (and its own measurements, about one variant)
+                est += sum(2.0 for x in launches if any(k.startswith("I_MPI_ADJUST_") for k in x.env))
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
                                 c.slurm.walltime_seconds, estimate_seconds=est))
     return jobs

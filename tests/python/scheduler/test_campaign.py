@@ -359,6 +359,7 @@ mpiruns: 2
         assert [x.env for x in mine[:2]] == [ev, ev] and len(mine) == 2 + 33, [x.output for x in mine]
         assert forced == {"I_MPI_ADJUST_ALLREDUCE": list(range(1, 33)), "I_MPI_ADJUST_BCAST": [3]}, forced
         assert not [ln for ln in job.launches if ln.role == "search"]
+        assert job.estimate_seconds >= 2.0 * 33 * 2          # a start-up per preset mpirun, two rounds
     for bad in ("race", "mgd", "smgd"):
         with pytest.raises(CampaignError, match=f"search: {bad} cannot search Intel MPI's presets .*once at MPI_Init"):
             load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
