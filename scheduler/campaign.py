@@ -497,6 +497,10 @@ class Campaign(_Strict):
                         "between calls of one mpirun; and presets have no segment sizes for mgd/smgd to descend "
                         "(valid: search: exhaustive, or algorithms [default, native:all] / native:<preset>: every "
                         "preset, one mpirun each)")
+                seg = [k for k in self.collectives if self.collectives[k].segments is not None]
+                if seg:
+                    raise ValueError(f"collectives.{seg[0]}.segments: Intel MPI's presets have no segment size to "
+                                     f"sweep (module {m.key}); leave segments out")
             if m.launch == "srun" and self.backend != "slurm":
                 raise ValueError(f"modules: {m.key}: launch: srun needs backend: slurm (valid here: mpirun)")
         return self

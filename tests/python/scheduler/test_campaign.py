@@ -360,6 +360,9 @@ mpiruns: 2
         assert forced == {"I_MPI_ADJUST_ALLREDUCE": list(range(1, 33)), "I_MPI_ADJUST_BCAST": [3]}, forced
         assert not [ln for ln in job.launches if ln.role == "search"]
         assert job.estimate_seconds >= 2.0 * 33 * 2          # a start-up per preset mpirun, two rounds
+    with pytest.raises(CampaignError, match="segments: Intel MPI's presets have no segment size"):
+        load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
+                                                   "search: exhaustive, segments: [1024]"), "s.yaml"))
     for bad in ("race", "mgd", "smgd"):
         with pytest.raises(CampaignError, match=f"search: {bad} cannot search Intel MPI's presets .*once at MPI_Init"):
             load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
