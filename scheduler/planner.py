@@ -281,9 +281,10 @@ def intel_preset_launches(c: Campaign, module: Module, calls: dict[str, list[int
     descending first in odd ones).  The analysis pairs them by mpirun index (native_decision.cells_of_mpiruns):
     a preset's figure is set against the default of its own round, never measured next to it.  native:all
     (and search: exhaustive) is every preset 1-N the module's Intel MPI lists for the collective
-    (intel_presets).  The default mpirun runs under PGMPI_NATIVE_EVIDENCE=1, so it fingerprints its reductions
-    like the preset mpiruns do (impi_adjust.write identifies the preset the default ran by them).  None when
-    the campaign asks no preset of this module."""
+    (intel_presets).  The default mpirun runs under PGMPI_NATIVE_EVIDENCE=1, so its raw file carries the
+    default's reduction fingerprint per size next to each preset's (the evidence impi_adjust.trim rests on: the
+    default's matches several presets, so no preset can stand in for it).  None when the campaign asks no
+    preset of this module."""
     from pgmpi_formats import impi_adjust
     # a searched collective measures the library's own algorithms against the default, no mock-ups
     algs = {k: ["default", "native:all"] if c.collectives[k].search else c.algorithms_for(k) for k in calls}
