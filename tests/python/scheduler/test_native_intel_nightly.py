@@ -80,6 +80,9 @@ def test_nightly_intel_campaign_measures_presets_alone_and_publishes_native_impi
     text = next(iter(raw.values()))
     # pgmpi-bench labelled the rows itself, under the variable Intel MPI read at MPI_Init
     assert "#@mpirun_index=1" in text and "#@native_switch=preset_at_mpi_init" in text, text[:2000]
+    # each preset's fingerprint per size, next to the default's: what shows a preset cannot stand in for the
+    # default in a gap (impi_adjust.trim)
+    assert "#@pgmpi fingerprint MPI_Allreduce 65536 native:3 " in text, text[-2000:]
     rows = [ln.split() for ln in text.splitlines() if ln.startswith("MPI_Allreduce ")]
     assert rows and {x[-1] for x in rows} == {"native:3"}, rows[:3]
 
