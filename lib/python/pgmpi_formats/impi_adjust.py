@@ -142,11 +142,11 @@ def write(decisions, d: Discovery, comment: str = "pgmpi analyze native-files") 
     for dec in kept:
         by.setdefault(dec.key, {}).setdefault(dec.nprocs, []).append(dec)
     lines = [f"# Intel MPI {d.version} I_MPI_ADJUST variables, written by pgmpi-site: {comment}",
-             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>.  Each variable's ranges cover every message size",
-             "# at the process counts measured: once a variable is set, Intel MPI 2021.13 runs another algorithm",
-             "# outside every range than without it, so a collective where the default won anywhere is left out (no",
-             "# variable: the library's own choice).  Other process counts are outside every range too: there Intel MPI",
-             "# may run another algorithm than its default (not measured)."]
+             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>.  Each variable's ranges cover every",
+             "# message size at the process counts measured: once a variable is set, Intel MPI 2021.13 runs",
+             "# another algorithm outside every range than without it, so a collective where the default won",
+             "# anywhere is left out (no variable: the library's own choice).  Other process counts are outside",
+             "# every range too: there Intel MPI may run another algorithm than its default (not measured)."]
     lines += [f"# left to the library: {k}: {w}" for k, w in sorted(left.items())]
     for key in sorted(by):
         rows = []
