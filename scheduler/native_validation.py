@@ -13,10 +13,12 @@ ranks exactly as for a user.  It refuses to measure when the module did not set 
 the forced arm without the file's variables (default + the file's algorithms forced, interleaved).  It is a
 planner.JobSpec like every other job: the one job template, started and watched through a backend.
 
-Intel MPI (native.impi: the I_MPI_ADJUST_<COLL> ranges the module sets) reads its presets once at MPI_Init,
-so a round is the file arm, the default arm (the same module, the file's variables unset) and one mpirun per
-preset the file chooses, that preset forced on its collective without ranges (the label's fingerprint and
-time); the job refuses to measure when the module did not set the file's variables to its values.
+Intel MPI (native.impi: its I_MPI_ADJUST_<COLL> ranges) reads its presets once at MPI_Init, so a round is the
+file arm, the default arm (the same module, without the file) and one mpirun per preset the file chooses,
+that preset forced on its collective without ranges (the label's fingerprint and time).  The module names
+the file (PGMPITUNE_NATIVE_IMPI) and libpgmpitune's MPI_Init in pgmpi-bench (linked, as a user links it)
+sets its variables at the job's size (rule 8 of lib/src/core/pgmpitune_core.h); the job refuses to measure
+when the module did not name the candidate or set an I_MPI_ADJUST_* variable itself.
 """
 from __future__ import annotations
 
@@ -138,13 +140,16 @@ class NativeValidationJob:
         """Intel MPI: per round the file arm, the default arm and one mpirun per preset label, order
         alternating; every launch carries the round as its mpirun index (the pairing)."""
         from pgmpi_formats import impi_adjust
-        adj = impi_adjust.parse(self.text, self.name, native_file.intel_target(self.version))
-        env = adj.environment()
-        check = [f"grep -qxF {shlex.quote(f'{k}={v}')} native-env.txt || "
-                 f"fail {shlex.quote(f'the module did not set {k} of the candidate file (native-env.txt)')}"
-                 for k, v in sorted(env.items())]
-        mod = mod_of([f"env | grep -E '^I_MPI_ADJUST_' > native-env.txt || true", *check])
-        variables = [f"I_MPI_ADJUST_{v}" for v in impi_adjust.VARIABLES.values()]
+        impi_adjust.parse(self.text, self.name, native_file.intel_target(self.version))
+        named = f"{impi_adjust.FILE_VAR}={self.staged}"
+        check = [f"grep -qxF {shlex.quote(named)} native-env.txt || "
+                 f"fail {shlex.quote('the module did not name the candidate file for libpgmpitune (native-env.txt)')}",
+                 "! grep -q '^I_MPI_ADJUST_' native-env.txt || "
+                 "fail 'the module set I_MPI_ADJUST_* itself: a job of any size would get them (native-env.txt)'"]
+        mod = mod_of([f"env | grep -E '^(I_MPI_ADJUST_|{impi_adjust.FILE_VAR}=)' > native-env.txt || true", *check])
+        # the default and preset arms: neither the file (libpgmpitune's MPI_Init would set its variables) nor
+        # any variable of it
+        variables = [impi_adjust.FILE_VAR, *(f"I_MPI_ADJUST_{v}" for v in impi_adjust.VARIABLES.values())]
         labels = sorted({c.label for c in self.cells if c.label != "default"})
 
         def argv(keys, sizes):

@@ -151,7 +151,7 @@ static int noncommutative_ok(const call_t *c, const cplan_t *cp, char *sbuf, cha
 
 /* Whether the environment names a decision file of the MPI library's own (Open MPI's dynamic rules file,
  * MPICH's JSON selection file, as the module sets them; Intel MPI's I_MPI_ADJUST_<COLL> variables, which a
- * native.impi is): such a file applies to every operation, so the default arm may be a native choice too
+ * native.impi is, or the file itself that libpgmpitune's MPI_Init reads, rule 8): such a file applies to every operation, so the default arm may be a native choice too
  * and gets the non-commutative check and the fingerprint, also when something else in the environment keeps
  * the library from reading it (the fingerprint then shows it).  PGMPI_NATIVE_EVIDENCE=1 asks for the same in
  * an mpirun without a file: Intel MPI reads its presets once at MPI_Init, so its validation measures the
@@ -162,7 +162,8 @@ static int decision_file_in_env(void)
     const char *r = getenv("OMPI_MCA_coll_tuned_dynamic_rules_filename");
     const char *j = getenv("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE");
     const char *e = getenv("PGMPI_NATIVE_EVIDENCE");
-    if ((r && *r) || (j && *j) || (e && strcmp(e, "1") == 0))
+    const char *i = getenv("PGMPITUNE_NATIVE_IMPI");   /* the module's native.impi (libpgmpitune sets its variables) */
+    if ((r && *r) || (j && *j) || (i && *i) || (e && strcmp(e, "1") == 0))
         return 1;
     for (char **v = environ; *v; v++)
         if (strncmp(*v, "I_MPI_ADJUST_", 13) == 0 && strchr(*v, '=') && strchr(*v, '=')[1])

@@ -28,9 +28,13 @@ from dataclasses import dataclass, field
 
 from .native import parse_label
 
-__all__ = ["VARIABLES", "AdjustError", "Discovery", "Adjust", "discover", "trim", "write", "parse", "NAME"]
+__all__ = ["VARIABLES", "FILE_VAR", "AdjustError", "Discovery", "Adjust", "discover", "trim", "write", "parse", "NAME"]
 
 NAME = "native.impi"
+# What the pgmpitunelib module sets to the published file: libpgmpitune's MPI_Init sets the file's variables
+# only in a job whose size lies in their process ranges (lib/src/core/native_env.c), never the module itself:
+# once set, Intel MPI 2021.13 runs another algorithm even outside every range.
+FILE_VAR = "PGMPITUNE_NATIVE_IMPI"
 # collectives.def key -> the variable's collective
 VARIABLES = {"allgather": "ALLGATHER", "allreduce": "ALLREDUCE", "alltoall": "ALLTOALL", "barrier": "BARRIER",
              "bcast": "BCAST", "gather": "GATHER", "reduce": "REDUCE", "reducescatter": "REDUCE_SCATTER",

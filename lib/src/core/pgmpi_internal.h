@@ -31,6 +31,12 @@ void pgmpi_coll_list(char *buf, size_t cap);
 /* One message: "<file>:<line>: <text>" (line 0 = whole file). */
 typedef void (*pgmpi_diag_fn)(void *ctx, int is_error, const char *file, int line, const char *text);
 
+/* ---- the MPI library's own decision file (native_env.c, rule 8) ----------------------------------- */
+/* Before PMPI_Init: the I_MPI_ADJUST_<COLL> variables of $PGMPITUNE_NATIVE_IMPI whose ranges hold this job's
+ * size (PMI_SIZE), only those ranges, never over a variable already set.  Returns how many it set, -1 after
+ * one message through diag (nothing set). */
+int  pgmpi_native_env_apply(pgmpi_diag_fn diag, void *ctx);
+
 /* ---- datatype profiles (profile_dtprf.c reads *.dtprf files, datatypes.c applies them) ---------- */
 /* The descriptions a GL4 replacement can be built as from a flattened type map (datatypes.c). */
 #define PGMPI_DT_DESCRIPTIONS(X)                 \

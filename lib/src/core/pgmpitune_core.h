@@ -11,7 +11,7 @@
  * sizes, calls and checks it) and one FCOLL line in ../fortran/pgmpi_fortran.c (the build stops without
  * either). Full lists, checked by a worked example: lib/docs/extending.md.
  *
- * RULES every mock-up follows (correctness first: a hang or a changed result in a user's job is the one
+ * RULES every mock-up (1-7) and the run time (8) follow (correctness first: a hang or a changed result in a user's job is the one
  * thing the library must never cause):
  *  1. Same result as the library's default, bit-exact for integers; for floating point
  *     identical on all ranks (within reduction-order tolerance of the default).
@@ -38,6 +38,11 @@
  *  6. Return the MPI error code of the inner calls (first non-success).
  *  7. A user-defined operation only ever sees elements the application provided: no zero padding
  *     for it (padded decompositions fall back unless the op is predefined, pm_op_is_predefined).
+ *  8. A setting of the MPI library's own (Intel MPI's I_MPI_ADJUST_<COLL> of a published native.impi,
+ *     native_env.c) reaches it only in a job whose size lies in the file's process ranges, with only those
+ *     ranges: once set, Intel MPI runs another algorithm even outside every range, so a job of another size
+ *     runs with the variable unset (the library's default).  A file that does not read or a launcher that
+ *     gives no job size sets nothing; a variable the user set is never overwritten.
  */
 #ifndef PGMPITUNE_CORE_H
 #define PGMPITUNE_CORE_H

@@ -579,17 +579,50 @@ size_t pgmpitune_pool_bytes(int which)
 
 /* ---- MPI entry points ---------------------------------------------------------------------- */
 
+/* Before PMPI_Init, when the rank is not known yet: the message waits for setup() (rank 0 says it). */
+static char g_native_msg[1536];
+
+static void native_diag(void *ctx, int is_error, const char *file, int line, const char *text)
+{
+    (void)ctx;
+    (void)is_error;
+    char where[1100];
+    if (line > 0) snprintf(where, sizeof where, "%s:%d", file, line);
+    else snprintf(where, sizeof where, "%s", file);
+    snprintf(g_native_msg, sizeof g_native_msg, "%s: %s; no I_MPI_ADJUST_* variable of it is set (the MPI "
+             "library's default is used instead)", where, text);
+}
+
+/* Rule 8: the MPI library reads its own decision variables in PMPI_Init, so they are set (or not) before. */
+static void native_before_init(void)
+{
+    if (!env_true("PGMPITUNE_DISABLE")) pgmpi_native_env_apply(native_diag, NULL);
+}
+
+static void native_after_setup(void)
+{
+    if (g_native_msg[0]) warn("%s", g_native_msg);
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
+    native_before_init();
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) setup(argc, argv);
+    if (rc == MPI_SUCCESS) {
+        setup(argc, argv);
+        native_after_setup();
+    }
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    native_before_init();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) setup(argc, argv);
+    if (rc == MPI_SUCCESS) {
+        setup(argc, argv);
+        native_after_setup();
+    }
     return rc;
 }
 

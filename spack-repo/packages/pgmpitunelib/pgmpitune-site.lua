@@ -84,7 +84,8 @@ function M.profile_dir(mpi_label)
 end
 
 -- The MPI library's own decision file, published in the same set (native.rules: Open MPI's rules file,
--- native.json: MPICH's JSON selection file, native.impi: Intel MPI's I_MPI_ADJUST variables): the variables that make the library read it, to be set
+-- native.json: MPICH's JSON selection file, native.impi: Intel MPI's I_MPI_ADJUST variables, read by libpgmpitune
+-- itself: see below): the variables that make the library read it, to be set
 -- with setenv by the module (launched ranks inherit them).  The path is the version that is current at
 -- load time (versions/<n> never change), so a later rollback or a set without the file cannot leave a
 -- job pointing at a missing file (MPICH segfaults on one); reloading the module follows `current`.
@@ -109,15 +110,12 @@ function M.native_env_at(cur)
   if exists(dir and (dir .. "/native.json")) then
     return {MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE = dir .. "/native.json"}
   end
-  -- native.impi (Intel MPI): I_MPI_ADJUST_<COLL>=<ranges> lines, checked by the publisher; the variables
-  -- themselves are what Intel MPI reads
+  -- native.impi (Intel MPI): the file, not its I_MPI_ADJUST_<COLL> variables.  Once one is set, Intel MPI
+  -- 2021.13 runs another algorithm even outside every range, so a file decided at 2 ranks would change every
+  -- job of 4.  libpgmpitune's MPI_Init sets them only in a job of a size the file was decided for (rule 8 of
+  -- lib/src/core/pgmpitune_core.h); a job without libpgmpitune in its ranks gets no native tuning.
   if exists(dir and (dir .. "/native.impi")) then
-    local env = {}
-    for line in io.lines(dir .. "/native.impi") do
-      local k, v = line:match("^(I_MPI_ADJUST_[A-Z_]+)=([^%s#]+)")
-      if k then env[k] = v end
-    end
-    return env
+    return {PGMPITUNE_NATIVE_IMPI = dir .. "/native.impi"}
   end
   return {}
 end

@@ -1,0 +1,148 @@
+/* Intel MPI's own decision file (native.impi) applied at MPI_Init, rule 8 of pgmpitune_core.h.
+ *
+ * The module names the published file in PGMPITUNE_NATIVE_IMPI instead of exporting its I_MPI_ADJUST_<COLL>
+ * lines: once such a variable is set, Intel MPI 2021.13 runs another algorithm than its default even outside
+ * every range of it (fingerprints: 3:0-2147483647@2-2 changes allreduce at 4 ranks), so a file decided at 2
+ * ranks must not reach a job of 4.  Before PMPI_Init (Intel MPI reads the variables there) this unit takes
+ * the job's size from the launcher (PMI_SIZE: Intel's hydra and Slurm's PMI set it per launch; SLURM_NTASKS
+ * is the allocation's, not an mpirun's) and sets each variable only when some range of it holds that size,
+ * with only those ranges.  A variable already in the environment is the user's: never overwritten.  A file
+ * that does not read, or an unknown size, sets nothing (the library's default) and says why once.
+ *
+ * File (pgmpi_formats/impi_adjust.py writes it): '#' comments, blank lines, and
+ *   I_MPI_ADJUST_<COLL>=<preset>:<lo>-<hi>@<pmin>-<pmax>[;...]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pgmpi_internal.h"
+#include "profile_text.h"
+
+#define MAX_VARS 32
+#define MAX_VALUE 4096
+#define PREFIX "I_MPI_ADJUST_"
+
+typedef struct {
+    char name[64];
+    char value[MAX_VALUE];   /* the ranges that hold the job's size, ';'-joined; "" = none */
+} setting_t;
+
+/* The job's size as the launcher gives it to this process; 0 when it gives none. */
+static long long launcher_size(void)
+{
+    const char *v = getenv("PMI_SIZE");
+    long long n = 0;
+    if (!v || text_int(v, strlen(v), &n) != 0 || n < 1) return 0;
+    return n;
+}
+
+static int valid_name(const char *s, size_t len)
+{
+    if (len <= strlen(PREFIX) || len >= sizeof(((setting_t *)0)->name) || strncmp(s, PREFIX, strlen(PREFIX)) != 0)
+        return 0;
+    for (size_t i = strlen(PREFIX); i < len; i++)
+        if (!((s[i] >= 'A' && s[i] <= 'Z') || s[i] == '_')) return 0;
+    return 1;
+}
+
+/* "<a>:<lo>-<hi>@<p>-<q>" as four non-negative numbers in order; returns 0 when it reads, -1 otherwise. */
+static int parse_range(const char *s, size_t len, long long *pmin, long long *pmax)
+{
+    long long v[5];
+    const char seps[] = ":-@-";
+    size_t i = 0;
+    for (int k = 0; k < 5; k++) {
+        size_t start = i;
+        while (i < len && s[i] >= '0' && s[i] <= '9') i++;
+        if (i == start || i - start > 10 || text_int(s + start, i - start, &v[k]) != 0) return -1;
+        if (k < 4) {
+            if (i >= len || s[i] != seps[k]) return -1;
+            i++;
+        }
+    }
+    if (i != len || v[1] > v[2] || v[3] > v[4]) return -1;
+    *pmin = v[3];
+    *pmax = v[4];
+    return 0;
+}
+
+/* One line "NAME=r1;r2;..." into *st, keeping the ranges whose process range holds size. */
+static int parse_line(const diag_t *d, int line, const char *s, const char *e, long long size, setting_t *st)
+{
+    const char *eq = memchr(s, '=', (size_t)(e - s));
+    if (!eq || !valid_name(s, (size_t)(eq - s)))
+        return text_fail(d, line, "not an I_MPI_ADJUST_<COLL>=<ranges> line");
+    memcpy(st->name, s, (size_t)(eq - s));
+    st->name[eq - s] = '\0';
+    st->value[0] = '\0';
+    size_t used = 0;
+    for (const char *r = eq + 1; r <= e;) {
+        const char *semi = memchr(r, ';', (size_t)(e - r));
+        const char *end = semi ? semi : e;
+        long long p, q;
+        if (parse_range(r, (size_t)(end - r), &p, &q) != 0)
+            return text_fail(d, line, "%s: '%.*s' is not <preset>:<lo>-<hi>@<pmin>-<pmax>", st->name,
+                             (int)(end - r), r);
+        if (p <= size && size <= q) {
+            size_t n = (size_t)(end - r);
+            if (used + n + 2 > sizeof st->value) return text_fail(d, line, "%s: value too long", st->name);
+            if (used) st->value[used++] = ';';
+            memcpy(st->value + used, r, n);
+            used += n;
+            st->value[used] = '\0';
+        }
+        r = end + 1;
+    }
+    return 0;
+}
+
+/* The whole file into set[] (all or nothing); returns the number of variables, -1 on an error. */
+static int read_settings(const char *path, long long size, setting_t *set, pgmpi_diag_fn diag, void *ctx)
+{
+    diag_t d = {path, diag, ctx};
+    char *text = NULL;
+    size_t len = 0;
+    if (pgmpi_read_file(path, &text, &len, (size_t)1 << 20) != 0)
+        return text_fail(&d, 0, "cannot read it: %s", strerror(errno));
+    lines_t L = {text, text + len, 0, NULL, NULL};
+    int n = 0, rc = 0;
+    while (rc == 0 && next_line(&L)) {
+        const char *s = L.ls, *e = L.le;
+        const char *hash = memchr(s, '#', (size_t)(e - s));
+        if (hash) e = hash;
+        while (s < e && is_blank(*s)) s++;
+        while (e > s && is_blank(e[-1])) e--;
+        if (s == e) continue;
+        if (n == MAX_VARS) { rc = text_fail(&d, L.lineno, "more than %d variables", MAX_VARS); break; }
+        rc = parse_line(&d, L.lineno, s, e, size, &set[n]);
+        for (int i = 0; rc == 0 && i < n; i++)
+            if (strcmp(set[i].name, set[n].name) == 0) rc = text_fail(&d, L.lineno, "%s appears twice", set[n].name);
+        if (rc == 0) n++;
+    }
+    free(text);
+    return rc == 0 ? n : -1;
+}
+
+int pgmpi_native_env_apply(pgmpi_diag_fn diag, void *ctx)
+{
+    const char *path = getenv("PGMPITUNE_NATIVE_IMPI");
+    if (!path || !*path) return 0;
+    long long size = launcher_size();
+    if (size == 0) {
+        diag_t d = {path, diag, ctx};
+        return text_fail(&d, 0, "the launcher gives no job size (PMI_SIZE), so it cannot tell whether this job "
+                                "is one the file was decided for");
+    }
+    static setting_t set[MAX_VARS];
+    int n = read_settings(path, size, set, diag, ctx);
+    if (n < 0) return -1;
+    int applied = 0;
+    for (int i = 0; i < n; i++) {
+        if (!set[i].value[0] || getenv(set[i].name)) continue;   /* not this size / the user's own */
+        if (setenv(set[i].name, set[i].value, 0) == 0) applied++;
+    }
+    return applied;
+}
