@@ -54,7 +54,9 @@ class Pgmpitunelib(CMakePackage):
     """libpgmpitune repairs MPI performance-guideline violations at run time: it intercepts the
     collectives through PMPI and redirects a violated one to a faster, semantically equivalent
     mock-up, as the tuned profiles published by pgmpi-site say. Also installs pgmpi-bench (the
-    benchmark of pgmpi-site's nightly campaigns) and pgmpitune-check (profile validator)."""
+    benchmark of pgmpi-site's nightly campaigns) and pgmpitune-check (profile validator). On Intel MPI
+    the published native.impi reaches the ranks only through the library (PGMPITUNE_NATIVE_IMPI, set
+    at the decided job sizes): a job without libpgmpitune gets no native tuning."""
 
     homepage = "https://github.com/pgmpi-site/pgmpi-site"
     if _LOCAL_GIT:
