@@ -1,7 +1,7 @@
 """Intel MPI's native decision (native.impi: I_MPI_ADJUST_<COLL> ranges) validated the way users load it, through
 the nightly chain's service side: a campaign's stored preset runs -> a candidate (POST /native/candidates) ->
-the validation job on the local backend (the site's intelmpi module and the pgmpitunelib module, which sets the
-candidate's variables; per round the file arm, the default arm without them and preset 3 forced alone, paired by
+the validation job on the local backend (the site's intelmpi module and the pgmpitunelib module, which names the
+candidate for libpgmpitune's MPI_Init in pgmpi-bench, which sets its variables at the job's size; per round the file arm, the default arm without them and preset 3 forced alone, paired by
 the round's mpirun index) -> the service's verdict (POST /native/validations) -> failed choices back into the
 decision -> a candidate that passes, published into the versioned set.
 
@@ -97,8 +97,9 @@ def test_intel_candidate_validated_as_users_load_it_failed_cell_back_then_publis
     _, first = client.request("POST", "/api/v1/native/candidates", {**ask2, "refused": []})
     assert first["name"] == "native.impi" and "\nI_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in first["text"], first
     job1, v1 = validate("c1", first, [f"export PGMPI_TEST_FILE_SLOW_BYTES={LOSES}"])
-    # the module set the candidate's variables for the ranks; the default arm ran without them
-    assert (job1.directory / "native-env.txt").read_text().strip() == "I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2"
+    # the module named the candidate (never its variables: libpgmpitune sets them in the ranks, at 2 ranks
+    # here); the default arm ran without the file
+    assert (job1.directory / "native-env.txt").read_text().strip() == f"PGMPITUNE_NATIVE_IMPI={job1.staged}"
     assert "I_MPI_ADJUST" not in (job1.directory / "forced-1.txt").read_text().split("test nrep")[0]
     assert v1["state"] == "failed", v1
     bad = {(c["msize"], c["label"]): c["problems"] for c in v1["cells"] if c["problems"]}
@@ -131,9 +132,10 @@ def test_intel_candidate_validated_as_users_load_it_failed_cell_back_then_publis
 
 
 def test_intel_validation_refuses_a_module_that_does_not_set_the_file(tmp_path, service):
-    """A site environment whose pgmpitunelib module does not set the candidate's variables (here: they are
-    unset after loading) makes the job refuse to measure, with the reason; the service refuses a native.impi
-    written for another Intel MPI version before judging anything."""
+    """A site environment whose pgmpitunelib module does not name the candidate (here: unset after loading)
+    or that exports its variables into every job (the old module, here set after loading) makes the job refuse
+    to measure, with the reason; the service refuses a native.impi written for another Intel MPI version before
+    judging anything."""
     from scheduler.backends import make_backend
     from scheduler.native_validation import precheck
     from scheduler.uploader import Rejected, ServiceClient
@@ -141,12 +143,16 @@ def test_intel_validation_refuses_a_module_that_does_not_set_the_file(tmp_path, 
     from pgmpi_formats.ompi_rules import Decision
     text = impi_adjust.write([Decision("allreduce", 2, 0, "native:3")], native_file.intel_target(VERSION))
     cand = {"name": "native.impi", "text": text, "id": 0}
-    job = _job(tmp_path, "unset", cand, _modules(tmp_path), ["unset I_MPI_ADJUST_ALLREDUCE"])
+    modules = _modules(tmp_path)
     backend = make_backend(None, "local")
-    job.write(backend)
-    with pytest.raises(RuntimeError, match="the module did not set I_MPI_ADJUST_ALLREDUCE of the candidate file"):
-        job.submit(backend=backend, timeout=120)
-    assert not list((tmp_path / "unset").glob("file-*.txt"))
+    for key, lines, why in (("unset", ["unset PGMPITUNE_NATIVE_IMPI"], "the module did not name the candidate file"),
+                            ("exported", ["export I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2"],
+                             "the module set I_MPI_ADJUST_\\* itself")):
+        job = _job(tmp_path, key, cand, modules, lines)
+        job.write(backend)
+        with pytest.raises(RuntimeError, match=why):
+            job.submit(backend=backend, timeout=120)
+        assert not list((tmp_path / key).glob("file-*.txt"))
     with pytest.raises(ValueError, match="written for Intel MPI 2021.12"):
         precheck("native.impi", text.replace("Intel MPI 2021.13", "Intel MPI 2021.12"), "intelmpi", 2, VERSION)
     client = ServiceClient(service.url, add_machine(service, "ibox2", role="agent"))
