@@ -21,7 +21,9 @@ Per library (deploy/mpi-libraries.tsv id, built into build/install/<id>, 2 ranks
               not pgmpi-bench) at the chosen allreduce cell: under the module, with the file's variables unset
               (the default) and with the chosen algorithm forced, `--pairs` rounds in alternating order:
               medians, results check, and the algorithm fingerprint (NaN payloads under MPI_SUM: which rank's
-              operand survives) under each.
+              operand survives) under each.  On Intel MPI the program is linked with -lpgmpitune after `module load`:
+              the module names the native.impi and the library's MPI_Init sets its variables at the job sizes it
+              was decided for (lib/src/core/native_env.c); a program without the library gets no native tuning.
 Where no algorithm beats the default, the decision says so and the user job runs the library's fastest
 variant of the search instead, published with --force semantics, to show the mechanism (marked "forced").
 Prints the figures and the machine load; asserts nothing.
@@ -53,7 +55,8 @@ from service.analysis.native_decision import Run, decide, runs_from_files  # noq
 SIZES = {"allreduce": [32, 4096, 65536], "bcast": [4096]}
 LMOD = "/usr/share/lmod/lmod/init/bash"
 FILE_VARS = ("OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_dynamic_rules_filename",
-             "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "I_MPI_ADJUST_ALLREDUCE", "I_MPI_ADJUST_BCAST")
+             "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "I_MPI_ADJUST_ALLREDUCE", "I_MPI_ADJUST_BCAST",
+             impi_adjust.FILE_VAR)
 
 
 def load() -> str:
@@ -182,11 +185,18 @@ def user_job(lib: Lib, mods: Path, root: Path, cell: tuple[int, str], pairs: int
     elif lib.family == "mpich":
         force, unset = f"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM={v.name}", "-u MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
     else:
-        force, unset = f"I_MPI_ADJUST_ALLREDUCE={v.name}", "-u I_MPI_ADJUST_ALLREDUCE -u I_MPI_ADJUST_BCAST"
+        force = f"I_MPI_ADJUST_ALLREDUCE={v.name}"
+        unset = f"-u I_MPI_ADJUST_ALLREDUCE -u I_MPI_ADJUST_BCAST -u {impi_adjust.FILE_VAR}"
     run = shlex.join(lib.mpirun)
     lines = [f". {LMOD}", f"module use {mods / 'Core'}", f"export PGMPI_SITE_CONFIG={lib.work / 'site.conf'}",
              f"module load {lib.id}/{lib.lib.row.version} pgmpitunelib",
-             "env | grep -E '^(OMPI_MCA_coll_tuned|MPIR_CVAR_COLL|I_MPI_ADJUST)' | sed 's/^/VAR /' || true"]
+             f"env | grep -E '^(OMPI_MCA_coll_tuned|MPIR_CVAR_COLL|I_MPI_ADJUST|{impi_adjust.FILE_VAR})' "
+             "| sed 's/^/VAR /' || true"]
+    if lib.family == "intelmpi":
+        # Intel MPI's native.impi reaches a job only through libpgmpitune's MPI_Init (at the sizes it was decided
+        # for; the module names the file): the user links the library after `module load`, as a user does
+        app = lib.work / "app-linked"
+        lines.append(f"mpicc -O2 -o {app} {ROOT / 'tests' / 'bench' / 'native_user_app.c'} -lpgmpitune || exit 3")
     for i in range(pairs):
         on = f"echo -n 'FILE '; {run} {app} {nbytes} {reps} allreduce"
         off = f"echo -n 'DEFAULT '; env {unset} {run} {app} {nbytes} {reps} allreduce"
@@ -260,6 +270,11 @@ def main() -> int:
                           for d in decs]
             row["decided"] = (", ".join(f"{d.key} {d.nbytes} B {d.label}" for d in chosen) or "default everywhere "
                               "(no algorithm beats the default significantly)")
+            if lib.family == "intelmpi" and "allreduce" in impi_adjust.trim(decs)[1]:
+                # the default won somewhere at allreduce: a native.impi leaves it to the library (no gaps), so
+                # the demonstration file holds the chosen preset at every size measured (marked forced)
+                decs = [Decision(d.key, d.nprocs, d.nbytes, cell[1] if d.key == "allreduce" else d.label) for d in decs]
+                forced = True
             name, text = native_file.render(lib.family, decs, version=lib.version)
             (lib.work / name).write_text(text)
             row["file"] = f"{name} ({len(text)} bytes, read back by {lib.family} {lib.version}'s reader)"
