@@ -30,7 +30,7 @@ a control whose paired ratio is within +-5 % where the plain comparison is not n
               ReproMPI/again next to pgmpi): names a cell only where a tool disagrees with its own repeat
               by more than +-5 % (paired) and the repeat agrees with the other tool within +-5 %. Not a
               difference of method: the cell's figure depends on which mpiruns fell into the machine's slow
-              regime (Allreduce 1 MiB: 135-180 us or 740-890 us per mpirun, in both tools; lib/bench/README.md)
+              regime (Allreduce 1 MiB: 135-200 us or 740-960 us per mpirun, in both tools; lib/bench/README.md)
 
 --mode (one or a comma list, each a table of its own) chooses the synchronisation of both tools (issue 34, the agreement per method):
   barrier    ReproMPI --proc-sync=MPI_Barrier (local run-times)      pgmpi-bench --proc-sync=mpi_barrier
