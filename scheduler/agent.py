@@ -416,7 +416,10 @@ class Agent:
             try:
                 _, data = self.client.request("POST", "/api/v1/analyses", body)
             except Unreachable as exc:
-                self.log(f"analysis of {lib}: service unreachable, later: {exc}")
+                if exc.said:    # it answered: it cannot analyse now (e.g. its pgmpitune-check is missing)
+                    self.log(f"analysis of {lib}: the service cannot analyse it now, asked again later: {exc.said}")
+                else:
+                    self.log(f"analysis of {lib}: service unreachable, later: {exc}")
                 return {}
             except Rejected as exc:
                 results[lib] = {"error": str(exc)}
