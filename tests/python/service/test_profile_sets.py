@@ -94,6 +94,31 @@ def test_fsck_finds_disagreement(app, seeded, tmp_path, monkeypatch, database_ur
     assert code == 1 and "marked published" in problems[0]["problem"], problems
 
 
+def test_a_republish_supersedes_the_version_it_replaces(app, seeded, tmp_path, monkeypatch, database_url):
+    """Publishing version 2 of a set marks version 1 superseded in the same commit (one version is current), so
+    fsck agrees after every publish and rollback; a rollback makes the superseded version current again."""
+    monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    root = tmp_path / "profiles"
+    va, _ = _two_modules(app)
+    with app.app_context():
+        v1 = db.session.get(ProfileVersion, va)
+        v2 = ProfileVersion(profile_set_id=v1.profile_set_id, number=2, state="validated", files=PRF_B,
+                            validated_at=datetime.now(timezone.utc))
+        db.session.add(v2)
+        db.session.commit()
+        vb = v2.id
+        publishing.publish_candidate(v1, root, "test")
+        publishing.publish_candidate(db.session.get(ProfileVersion, vb), root, "test")
+        assert (db.session.get(ProfileVersion, va).state, db.session.get(ProfileVersion, vb).state) == \
+            ("superseded", "published")
+    assert _fsck(root, database_url) == (0, [])
+    with app.app_context():
+        publishing.rollback_set(db.session.get(ProfileVersion, va).profile_set, root, "test")
+        assert (db.session.get(ProfileVersion, va).state, db.session.get(ProfileVersion, vb).state) == \
+            ("published", "rolled-back")
+    assert _fsck(root, database_url) == (0, [])
+
+
 def test_publish_trusts_only_recorded_validation(app, seeded, tmp_path, monkeypatch, database_url):
     monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
     root, src = tmp_path / "profiles", tmp_path / "cand"
