@@ -109,6 +109,8 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
                       "--force --reason")
     # a carried file is live already (its own publication was the gate); one the candidate brings needs a record
     native = recorded_native_validation(*names, files)
+    # read before any change: a query after one would flush it outside _commit_or_undo's undo of the swap
+    replaced = [sv for sv in ps.versions if sv is not v and sv.state == "published"]
     res = pub.publish(root, *names, files, directory=directory, native_validated=native is not None or bool(carried),
                       actor=actor, validated=validated, force=force, reason=reason,
                       candidate=f"profile_version:{v.id}",
@@ -126,9 +128,8 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
             if sv.state in WAS_LIVE and (sv.files or {}) == {fate["file"]: live_files.get(fate["file"])}:
                 sv.notes = f"{sv.notes}; {said}"[-2000:]
         v.notes = f"{v.notes}; span {fate['file']} {said.split(' by candidate')[0]}: {fate['why']}"[-2000:]
-    for sv in ps.versions:      # one version is current; the one it replaces stays on disk as history
-        if sv is not v and sv.state == "published":
-            sv.state = "superseded"
+    for sv in replaced:         # one version is current; the one it replaces stays on disk as history
+        sv.state = "superseded"
     audit(actor, "publish-forced" if res.forced else "publish", "profile", str(v.id),
           {"set": ps.id, "fs_version": res.version, "previous": res.previous, "forced": res.forced,
            "reason": reason, "validated": validated, "path": v.published_path, "spans": span_fates})
