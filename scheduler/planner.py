@@ -108,13 +108,19 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
     argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}"]
     if module.name:
         argv.append(f"--module-name={module.name}")
-    sync = c.sync_for(nodes)
-    argv.append(f"--proc-sync={sync}")
-    if sync == "window" and c.window_size_us:
-        argv.append(f"--window-size={c.window_size_us:g}")
+    argv += sync_argv(c, nodes)
     argv += list(c.bench_args)
     argv.append(f"--output={output}")
     return argv
+
+
+def sync_argv(c: Campaign, nodes: int) -> list[str]:
+    """The campaign's sync: for a launch on `nodes` nodes (Campaign.sync_for), always written out: pgmpi-bench
+    and pgmpi-dtbench record it (#@procsync), and every launch of the campaign, its validations included,
+    measures with that one method (verdicts never mix methods)."""
+    sync = c.sync_for(nodes)
+    return [f"--proc-sync={sync}"] + ([f"--window-size={c.window_size_us:g}"]
+                                      if sync == "window" and c.window_size_us else [])
 
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
@@ -155,9 +161,10 @@ def campaign_nrep_from(c: Campaign, index: int, pilot: str, earlier=None) -> str
 DTBENCH = "pgmpi-dtbench"
 
 
-def dt_launches(c: Campaign, module: Module, mpiruns: int) -> list[Launch]:
+def dt_launches(c: Campaign, module: Module, mpiruns: int, nodes: int = 1) -> list[Launch]:
     """pgmpi-dtbench launches of the campaign's datatypes section: per mpirun index one launch per base type
-    (it measures one base type per run), every description of a case interleaved inside."""
+    (it measures one base type per run), every description of a case interleaved inside; nodes: of the job's
+    layout (the campaign's sync: for it)."""
     d = c.datatypes
     if d is None:
         return []
@@ -176,6 +183,7 @@ def dt_launches(c: Campaign, module: Module, mpiruns: int) -> list[Launch]:
             argv += [f"--mpirun-index={i}", f"--campaign={c.name}", f"--machine={c.machine}"]
             if module.name:
                 argv.append(f"--module-name={module.name}")
+            argv += sync_argv(c, nodes)
             argv.append(f"--output={name}")
             out.append(Launch(i, argv, name, program=DTBENCH))
     return out
@@ -374,7 +382,8 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
         for layout in c.layouts:
             launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)),
                                          layout.nodes) if calls else []) \
-                + ([] if intel else search_launches(c, module, layout.nodes)) + dt_launches(c, module, c.mpiruns)
+                + ([] if intel else search_launches(c, module, layout.nodes)) \
+                + dt_launches(c, module, c.mpiruns, layout.nodes)
             if module.native_file:
                 launches = [under_native_file(x, module) for x in launches]
             est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \

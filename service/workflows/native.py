@@ -162,7 +162,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
         db.session.flush()
     set_directory(ps)
     for v in ps.versions:       # asked again (an agent restarted): the same text is the same candidate
-        if (v.files or {}).get(name) == text and v.state in ("candidate", "validated", "published"):
+        if (v.files or {}).get(name) == text and v.state in ("candidate", "validated", "published", "superseded"):
             return v, "the same decision file is already candidate #%d (%s)" % (v.number, v.state)
     try:
         live = pub.status(root, machine, library, version, ps.directory)["files"]
@@ -234,7 +234,7 @@ def settle(v: ProfileVersion, verdict: dict, publish: bool, root: Path, actor: s
     """A candidate's native validation record -> its state; published when asked and it passed.  Returns
     {"state", "published": {version, path} | None, "why"}."""
     out = {"state": v.state, "published": None, "why": ""}
-    if v.state == "published":
+    if v.state in ("published", "superseded"):      # published before: a later publication decides what is live
         return out
     if not verdict.get("ok"):
         v.state = "failed"
