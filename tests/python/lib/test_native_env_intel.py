@@ -22,7 +22,7 @@ _spec.loader.exec_module(_root)
 pytestmark = pytest.mark.mpi
 
 FILE = ("# Intel MPI 2021.13 I_MPI_ADJUST variables, written by pgmpi-site: test\n"
-        "I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2   # decided and validated at 2 ranks\n")
+        "I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2;1:0-2147483647@5-6   # decided and validated at 2 (and 5-6) ranks\n")
 SIZES = "128,512,1024,65536"
 # more ranks than the 2 cores: ranks yield when idle (tests/c/CMakeLists.txt, PGMPI_OVERSUB_ENV)
 YIELD = {"I_MPI_PIN": "0", "I_MPI_THREAD_YIELD": "2", "I_MPI_SPIN_COUNT": "1"}
@@ -47,7 +47,7 @@ def default2(intel):
 
 
 def run(intel, np: int, name: str, **extra) -> tuple[dict, str]:
-    """{bytes: fingerprint of MPI_Allreduce} of one mpirun, and its stderr."""
+    """{bytes: fingerprint of MPI_Allreduce} of one mpirun, and its stdout + stderr."""
     lib, bench, env, work = intel
     out = work / f"{name}.txt"
     run_env = {**env, **(YIELD if np > 2 else {}), **extra}
@@ -63,20 +63,22 @@ def run(intel, np: int, name: str, **extra) -> tuple[dict, str]:
             _, _, _, size, _, hashes = line.split()
             fp[int(size)] = hashes
     assert sorted(fp) == [int(s) for s in SIZES.split(",")], out.read_text()[-800:]
-    return fp, p.stderr
+    return fp, p.stdout + p.stderr
 
 
 def test_a_2_rank_file_runs_its_preset_at_2_ranks_and_the_default_at_4(intel, default2):
     path = str(intel[3] / "native.impi")
     preset2, _ = run(intel, 2, "preset2", I_MPI_ADJUST_ALLREDUCE="3")
-    file2, err = run(intel, 2, "file2", PGMPITUNE_NATIVE_IMPI=path)
+    file2, out = run(intel, 2, "file2", PGMPITUNE_NATIVE_IMPI=path, I_MPI_DEBUG="6")
     assert preset2 != default2                     # preset 3 is told apart from the default at these sizes
-    assert file2 == preset2 and "pgmpitune: warning" not in err
+    assert file2 == preset2 and "pgmpitune: warning" not in out
+    # what Intel MPI read at MPI_Init (its own startup line): only the ranges of this job's size
+    assert "MPI startup(): I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in out, out[-1500:]
     default4, _ = run(intel, 4, "default4")
     old4, _ = run(intel, 4, "old4", I_MPI_ADJUST_ALLREDUCE="3:0-2147483647@2-2")   # the old module's export
-    file4, err = run(intel, 4, "file4", PGMPITUNE_NATIVE_IMPI=path)
+    file4, out = run(intel, 4, "file4", PGMPITUNE_NATIVE_IMPI=path, I_MPI_DEBUG="6")
     assert old4 != default4, "control: Intel MPI no longer changes a 4-rank job outside the ranges"
-    assert file4 == default4 and "pgmpitune: warning" not in err
+    assert file4 == default4 and "pgmpitune: warning" not in out and "I_MPI_ADJUST" not in out
 
 
 def test_the_users_own_variable_is_kept(intel):
