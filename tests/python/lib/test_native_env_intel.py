@@ -96,3 +96,19 @@ def test_a_bad_file_sets_nothing_and_says_so_once(intel, default2):
     assert warnings == [f"pgmpitune: warning: {bad}:3: I_MPI_ADJUST_BCAST: '1:0-1023@2' is not "
                         "<preset>:<lo>-<hi>@<pmin>-<pmax>; no I_MPI_ADJUST_* variable of it is set (the MPI "
                         "library's default is used instead)"], err
+
+
+def test_a_launch_without_a_job_size_sets_nothing_and_runs(intel):
+    """A singleton (no launcher: no PMI_SIZE) cannot tell its size from the launcher: nothing is set, one warning
+    line, the program runs (srun --mpi=pmix gives no PMI_SIZE either; the site starts Intel MPI with pmi2)."""
+    lib, bench, env, work = intel
+    p = subprocess.run([str(bench), "--calls=allreduce", "--sizes=128", "--nrep=2", "--no-barrier-rows",
+                        f"--output={work / 'single.txt'}"], env={**env, "PGMPITUNE_NATIVE_IMPI": str(work / "native.impi"),
+                                                               "I_MPI_DEBUG": "6"},
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-1500:]
+    assert [line for line in p.stderr.splitlines() if line.startswith("pgmpitune: warning:")] == [
+        f"pgmpitune: warning: {work / 'native.impi'}: the launcher gives no job size (PMI_SIZE), so it cannot tell "
+        "whether this job is one the file was decided for; no I_MPI_ADJUST_* variable of it is set (the MPI "
+        "library's default is used instead)"], p.stderr
+    assert "I_MPI_ADJUST" not in p.stdout
