@@ -136,13 +136,16 @@ int pgmpi_native_env_apply(pgmpi_diag_fn diag, void *ctx)
         return text_fail(&d, 0, "the launcher gives no job size (PMI_SIZE), so it cannot tell whether this job "
                                 "is one the file was decided for");
     }
-    static setting_t set[MAX_VARS];
-    int n = read_settings(path, size, set, diag, ctx);
-    if (n < 0) return -1;
-    int applied = 0;
+    setting_t *set = calloc(MAX_VARS, sizeof *set);
+    if (!set) {
+        diag_t d = {path, diag, ctx};
+        return text_fail(&d, 0, "out of memory");
+    }
+    int n = read_settings(path, size, set, diag, ctx), applied = n < 0 ? -1 : 0;
     for (int i = 0; i < n; i++) {
         if (!set[i].value[0] || getenv(set[i].name)) continue;   /* not this size / the user's own */
         if (setenv(set[i].name, set[i].value, 0) == 0) applied++;
     }
+    free(set);
     return applied;
 }
