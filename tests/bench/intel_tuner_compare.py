@@ -3,7 +3,7 @@
 the same machine, the same collectives and sizes at p = 2, then a user program under both results.
 
     .venv/bin/python tests/bench/intel_tuner_compare.py [--colls allreduce,bcast,reduce,allgather]
-        [--sizes 8,1024,65536,1048576] [--mpiruns 3] [--nrep 30] [--max-preset 8] [--rounds 6] [--iters 40] [--keep DIR]
+        [--sizes 8,1024,65536,1048576] [--mpiruns 3] [--nrep 30] [--max-preset 8] [--rounds 8] [--iters 40] [--keep DIR]
 
 Needs build/install/intelmpi (deploy/build-lib.sh intelmpi) and the intelmpi row of deploy/mpi-libraries.tsv.
   1. Intel's tuner: `mpitune_fast -hosts <this host> -n 1 -ppn 2 -c <colls> -d DIR`, its wall time, what it
@@ -20,7 +20,7 @@ Needs build/install/intelmpi (deploy/build-lib.sh intelmpi) and the intelmpi row
      native_validation.judge).  Its time: search + validation.
   3. A user program (tests/bench/intel_tuner_app.c: an iterative kernel, not a benchmark of either tool) under
      (a) the library's defaults, (b) Intel's file (I_MPI_TUNING_BIN=<it>), (c) our native.impi's variables,
-     `--rounds` rounds of three mpiruns in rotating order; per cell the paired ratio (a)/(x) per round,
+     and a control arm (the default again), `--rounds` rounds of one mpirun each in rotating order; per cell the paired ratio (a)/(x) per round,
      geometric mean and 95 % t-interval over the rounds; its checksum under every arm (the state holds exact
      integers: every algorithm must give the same bits) and rank 0's serial recomputation.
 Prints the figures and the machine load; asserts nothing.  A tuner that produced nothing is said to have
@@ -29,7 +29,6 @@ produced nothing: its file is still run as arm (b), as a user would load it.
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import re
 import socket
@@ -49,8 +48,8 @@ import native_libraries as nl  # noqa: E402  (its Intel search, modules and vali
 from pgmpi_formats import impi_adjust, native_file  # noqa: E402
 from service.analysis.native_decision import decide  # noqa: E402
 
-ARMS = ("a", "b", "c")
-ARM_NAMES = {"a": "(a) default", "b": "(b) Intel's file", "c": "(c) ours"}
+ARMS = ("a", "b", "c", "z")
+ARM_NAMES = {"a": "(a) default", "b": "(b) Intel's file", "c": "(c) ours", "z": "control: default again"}
 
 
 def load() -> str:
@@ -113,7 +112,13 @@ def ours(lib: nl.Lib, colls: list[str], sizes: list[int], a, work: Path) -> dict
     decs = res.native_decisions()
     chosen = [d for d in decs if d.label != "default"]
     r = {"search": line, "search_secs": secs, "chosen": chosen, "text": None, "verdict": "nothing to validate",
-         "validate_secs": 0.0}
+         "validate_secs": 0.0, "why": {}}
+    for cell, cd in sorted(res.decisions.items()):     # per cell: the fastest preset and what decided it
+        cands = [c for c in cd.candidates if c.label != "default" and c.run_ratios]
+        if cands:
+            best = max(cands, key=lambda c: c.paired_ratio)
+            r["why"][cell[:2]] = (f"{cd.choice}; fastest preset {best.label} {best.paired_ratio:.2f}x"
+                                  + (f" (refused: {best.refused})" if best.refused else ""))
     if not chosen:
         return r
     name, text = native_file.render("intelmpi", decs, version=lib.version)
@@ -150,7 +155,7 @@ def main() -> int:
     ap.add_argument("--mpiruns", type=int, default=3, help="rounds of our search")
     ap.add_argument("--nrep", type=int, default=30)
     ap.add_argument("--max-preset", type=int, default=8)
-    ap.add_argument("--rounds", type=int, default=6, help="rounds of the user program (three mpiruns each)")
+    ap.add_argument("--rounds", type=int, default=8, help="rounds of the user program (three mpiruns each)")
     ap.add_argument("--iters", type=int, default=40, help="kernel iterations per user-program mpirun")
     ap.add_argument("--keep", type=Path)
     a = ap.parse_args()
@@ -171,8 +176,8 @@ def main() -> int:
     it = intel_tuner(lib, colls, work, generic)
     print(f"\n## Intel's tuner (load {load()})\n  $ {it['argv']}\n  wall time {it['secs']:.1f} s, exit {it['rc']}, "
           f"'Tuning successfully completed': {'yes' if it['completed'] else 'no'}; log {it['log']}")
-    print(f"  collectives with no tuning result ('Missing file to merge'): {', '.join(it['missing']) or 'none'} "
-          f"of {', '.join(colls)}")
+    print(f"  collectives with no tuning result ('Missing file to merge'): {len(it['missing'])} of {len(colls)}"
+          + (f" ({', '.join(it['missing'])})" if it["missing"] else ""))
     if it["file"]:
         print(f"  its file: {it['file'].name} ({it['file'].stat().st_size} bytes); the library's own table {Path(generic).name}: "
               + ("byte-identical" if it.get("same_bytes") else "bytes differ (whether it selects differently: fingerprints below)"))
@@ -196,16 +201,21 @@ def main() -> int:
         if o["text"]:
             print("  " + "\n  ".join(ln for ln in o["text"].splitlines() if not ln.startswith("#")))
         print(f"  validation: {o['verdict']}")
+        for (coll, s), why in o["why"].items():
+            print(f"    {coll} {s} B: {why}")
     validated = bool(o.get("text")) and str(o.get("verdict", "")).startswith("passed")
+    # (c) only where ours wrote a file (else users keep the default, which (a) is); the control arm, the
+    # default in mpiruns of its own, gives each cell's null spread to read the other intervals against
     arm_env = {"a": {}, "b": {"I_MPI_TUNING_BIN": str(it["file"])} if it["file"] else None,
-               "c": o["adjust"].environment() if o.get("text") else None}
+               "c": o["adjust"].environment() if o.get("text") else None, "z": {}}
     arms = [x for x in ARMS if arm_env[x] is not None]
 
     # 3. the user program, interleaved
-    orders = list(itertools.permutations(arms))
     runs: dict[str, list[dict]] = {x: [] for x in arms}
     for i in range(a.rounds):
-        for x in orders[i % len(orders)]:
+        k = i % len(arms)               # each arm in each position in turn, then the same rotations reversed
+        order = arms[k:] + arms[:k]
+        for x in (order[::-1] if (i // len(arms)) % 2 else order):
             p = lib.run([*lib.mpirun, str(app), str(a.iters), ",".join(map(str, sizes))], env=arm_env[x])
             r = parse_app(p.stdout)
             if p.returncode or not r["cells"]:
@@ -213,10 +223,11 @@ def main() -> int:
             runs[x].append(r)
     print(f"\n## User program (tests/bench/intel_tuner_app.c, {a.iters} iterations per mpirun, {a.rounds} rounds of "
           f"{len(arms)} mpiruns in rotating order; load {load()})")
-    print("  speed-up = (a)'s median call time / the arm's, per round; geometric mean [95 % interval over rounds]")
+    print("  speed-up = (a)'s median call time / the arm's, per round; geometric mean [95 % interval over rounds]"
+          + ("" if "c" in arms else "; no arm (c): ours decided the default everywhere, so users keep (a)"))
     head = f"  {'cell':22} {'(a) us':>9}"
     for x in arms[1:]:
-        head += f"  {ARM_NAMES[x] + ' speed-up':>30}"
+        head += f"  {ARM_NAMES[x]:>30}"
     print(head + "  ours sets / fingerprint (b), (c) vs (a)")
     worse = []
     for coll in colls:
