@@ -114,7 +114,7 @@ class Lib:
         # Intel MPI: a preset is fixed at MPI_Init, so each runs alone; rounds pair them with the default
         presets = {k: list(range(1, min(self.disc.presets.get(k, 0), max_preset) + 1)) for k in grid}
         cells: dict = {}
-        n = 0
+        n, failed = 0, []
         for i in range(mpiruns):
             arms = [("default", {})] + [(f"native:{a}", {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k].upper()}": str(a)})
                                         for k in grid for a in presets[k]]
@@ -122,13 +122,15 @@ class Lib:
             for label, env in (arms if i % 2 == 0 else arms[::-1]):
                 keys = [k for k in grid if label == "default" or f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}" in env]
                 sizes = sorted({s for k in keys for s in grid[k]})
-                out = self.work / f"intel-{i}-{label.replace(':', '_')}.txt"
+                # one file per mpirun: a preset label names a preset of each collective
+                out = self.work / f"intel-{i}-{label.replace(':', '_')}{'' if label == 'default' else '-' + keys[0]}.txt"
                 p = self.run([*self.mpirun, str(self.bench), f"--calls={','.join(keys)}",
                               f"--sizes={','.join(map(str, sizes))}", "--algorithms=default", f"--nrep={nrep}",
                               "--no-barrier-rows", f"--output={out}"], env=env)
                 n += 1
-                if p.returncode:
-                    continue        # a preset that does not run at p = 2 (or fails its check): never chosen
+                if p.returncode:    # a preset that does not run at p = 2 (or fails its check): never chosen
+                    failed.append(f"{','.join(keys)} {label}: {(p.stderr.strip().splitlines() or ['exit ' + str(p.returncode)])[-1][:120]}")
+                    continue
                 run = read_file(out)
                 rows: dict = {}
                 for t, m, x in zip(run.test, run.msize, run.runtime):
@@ -139,7 +141,8 @@ class Lib:
                         per.setdefault((key, m, 2), {})[label] = statistics.median(xs)
             for cell, medians in per.items():
                 cells.setdefault(cell, []).append(Run(medians, alone=True))
-        return cells, f"exhaustive over presets 1-{max_preset}, {len(cells)} cells, {n} mpiruns (each alone)", time.time() - t0
+        return cells, (f"exhaustive over presets 1-{max_preset}, {len(cells)} cells, {n} mpiruns (each alone)"
+                       + (f", {len(failed)} failed ({'; '.join(failed[:4])})" if failed else "")), time.time() - t0
 
 
 def modules(work: Path, ids) -> Path:
