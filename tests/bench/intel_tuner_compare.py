@@ -3,7 +3,7 @@
 the same machine, the same collectives and sizes at p = 2, then a user program under both results.
 
     .venv/bin/python tests/bench/intel_tuner_compare.py [--colls allreduce,bcast,reduce,allgather]
-        [--sizes 8,1024,65536,1048576] [--mpiruns 3] [--nrep 30] [--max-preset 8] [--rounds 8] [--iters 40] [--keep DIR]
+        [--sizes 8,1024,65536,1048576] [--mpiruns 5] [--nrep 30] [--max-preset 8] [--rounds 8] [--iters 40] [--keep DIR]
 
 Needs build/install/intelmpi (deploy/build-lib.sh intelmpi) and the intelmpi row of deploy/mpi-libraries.tsv.
   1. Intel's tuner: `mpitune_fast -hosts <this host> -n 1 -ppn 2 -c <colls> -d DIR`, its wall time, what it
@@ -115,9 +115,11 @@ def ours(lib: nl.Lib, colls: list[str], sizes: list[int], a, work: Path) -> dict
          "validate_secs": 0.0, "why": {}}
     for cell, cd in sorted(res.decisions.items()):     # per cell: the fastest preset and what decided it
         cands = [c for c in cd.candidates if c.label != "default" and c.run_ratios]
-        if cands:
+        if cd.choice != "default":
+            r["why"][cell[:2]] = f"{cd.choice}: {cd.reason}"
+        elif cands:
             best = max(cands, key=lambda c: c.paired_ratio)
-            r["why"][cell[:2]] = (f"{cd.choice}; fastest preset {best.label} {best.paired_ratio:.2f}x"
+            r["why"][cell[:2]] = (f"default; fastest preset {best.label} {best.paired_ratio:.2f}x"
                                   + (f" (refused: {best.refused})" if best.refused else ""))
     if not chosen:
         return r
@@ -152,7 +154,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--colls", default="allreduce,bcast,reduce,allgather")
     ap.add_argument("--sizes", default="8,1024,65536,1048576")
-    ap.add_argument("--mpiruns", type=int, default=3, help="rounds of our search")
+    ap.add_argument("--mpiruns", type=int, default=5, help="rounds of our search (3 decided nothing at load 9)")
     ap.add_argument("--nrep", type=int, default=30)
     ap.add_argument("--max-preset", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=8, help="rounds of the user program (three mpiruns each)")
