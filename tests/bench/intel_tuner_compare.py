@@ -11,7 +11,7 @@ Needs build/install/intelmpi (deploy/build-lib.sh intelmpi) and the intelmpi row
      loads by itself, and (part 3) whether it changes any algorithm (fingerprints).  Then the reason it tunes
      nothing here, shown by the tuner's own tuning job re-run by hand (the environment mpitune_fast gives
      IMB-MPI1: I_MPI_TUNING_MODE=auto:cluster, I_MPI_TUNING_BIN_DUMP, I_MPI_TUNING_METADATA_DUMP=1): on a
-     processor whose cpuid vendor is not GenuineIntel the library's autotuner never runs (docs/native-intel.md,
+     processor whose cpuid vendor is not GenuineIntel the library's autotuner never runs (scheduler/README.md,
      "Intel's own tuner"), so the dump is the generic table and the metadata file the tool merges is missing.
   2. Ours: the Intel search of tests/bench/native_libraries.py (one pgmpi-bench mpirun per preset 1-max, each
      alone, and one for the default, `--mpiruns` rounds in alternating order; Intel MPI reads I_MPI_ADJUST_* once
