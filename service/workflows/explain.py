@@ -179,7 +179,10 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
         rs.sort()
         path_lines.append(f"search path in campaign {cname} (sweep {idx}): "
                           + " -> ".join(f"[{', '.join(a[len('native:'):] for a in algs)}]" for _, algs in rs))
-    path_lines.append(f"control arm: null spread {100 * result.spread:.1f} %; threshold {100 * result.threshold:.1f} %, mpirun loss tolerance {100 * result.tolerance:.1f} %")
+    here = result.at(size)
+    path_lines.append(f"control arm: null spread at this size class {100 * here.spread:.1f} % (per class: "
+                      f"{result.spread_line()}); threshold {100 * here.threshold:.1f} %, mpirun loss tolerance "
+                      f"{100 * here.tolerance:.1f} %")
     lines = [f"{machine} {', '.join(f'{x.name}-{x.version}' for x in mine)} {by_key(collective).mpi_name}: "
              f"{len(per_run[key])} mpirun(s) measured this cell"]
     lines += explain_lines(d, path_lines)

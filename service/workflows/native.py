@@ -135,7 +135,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     chosen = sorted((d for d in res.decisions.values() if d.kind == "native"), key=lambda d: (d.key, d.nprocs, d.size))
     if not chosen:
         return None, (f"no algorithm of {library}-{version}'s own beats its default anywhere ({len(res.decisions)} "
-                      f"cells, threshold {100 * res.threshold:.1f} %" + (f", {len(refusals)} refused by validation"
+                      f"cells, threshold up to {100 * res.threshold:.1f} %" + (f", {len(refusals)} refused by validation"
                                                                         if refusals else "") + ")")
     try:
         name, text = render(res.native_decisions())
@@ -176,6 +176,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     audit(actor, "native-candidate", "profile", str(v.id), {
         "campaign": campaign, "file": name, "digest": native.file_digest(text), "refused_by": list(refused),
         "threshold": res.threshold, "null_spread": res.spread,
+        "null_spread_per_size_class": {str(k): v for k, v in res.spreads.items()},
         "chosen": [{"collective": d.key, "msize": d.size, "nprocs": d.nprocs, "algorithm": d.choice,
                     "ratio": next((c.paired_ratio for c in d.candidates if c.label == d.choice), None),
                     "ci": list(next((c.ci for c in d.candidates if c.label == d.choice), None) or []),

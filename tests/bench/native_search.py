@@ -152,6 +152,24 @@ def cell_losses(table: dict, choices: dict) -> dict:
     return out
 
 
+# the control arm's spread per size class, printed next to each pipeline (what the decision's threshold was
+# made of): |default / default_control - 1| per mpirun, 95th percentile per class
+CLASSES = ((1024, "< 1 KiB"), (65536, "1-64 KiB"), (math.inf, ">= 64 KiB"))
+
+
+def spread_by_class(files) -> dict[str, tuple[float, int]]:
+    from service.analysis.native_decision import null_spread
+    out = {}
+    cells = runs_from_files(files)
+    lo = 0
+    for hi, name in CLASSES:
+        part = {c: runs for c, runs in cells.items() if lo <= c[1] < hi}
+        n = sum(1 for runs in part.values() for r in runs if "default_control" in r)
+        out[name] = (null_spread(part), n)
+        lo = hi
+    return out
+
+
 def summary(xs: list[float]) -> tuple[float, float, float]:
     xs = sorted(xs)
     if not xs:
@@ -177,6 +195,9 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             loads[search] = f"{l0}-{load()}"
             print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {loads[search]}", flush=True)
         table = exhaustive_table(got["exhaustive"]["files"])
+        # the independent re-measurement's table: every decision judged there too, so the part of the loss that
+        # is the exhaustive table's own noise shows (exhaustive's decision judged on it is the noise floor)
+        table2 = exhaustive_table(got["rerun"]["files"]) if "rerun" in got else {}
         ex = {(k, s): d.choice for (k, s, _p), d in decide(runs_from_files(got["exhaustive"]["files"])).decisions.items()}
         print(f"\n## {lib_id} ({got['exhaustive'].get('version', '')}): {len(table)} cells; loss = the chosen "
               "variant's time / the cell's best variant's - 1, both from the exhaustive sweeps")
@@ -186,6 +207,8 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
                 (k, s): d.choice for (k, s, _p), d in decide(runs_from_files(g["files"])).decisions.items()}
             losses = cell_losses(table, dec)
             mean, p95, mx = summary(list(losses.values()))
+            losses2 = cell_losses(table2, dec)
+            mean2, p95b, _ = summary(list(losses2.values()))
             differ = sorted(c for c in dec if c in ex and dec[c] != ex[c])
             # the pipeline's pick before the decision's statistics: a rerun's fastest variant of its own table; a
             # search's choice where it measured it faster than the default next to it, else the default
@@ -206,11 +229,16 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             # the load moves between pipelines: the same fraction against the rerun too, measured later
             rr = g["seconds"] / got["rerun"]["seconds"] if "rerun" in got else math.nan
             rows.append((lib_id, search, g.get("mpiruns", 0), g["seconds"], g["seconds"] / got["exhaustive"]["seconds"], rr,
-                         pm, pp, mean, p95, mx, len(differ), len(dec), g["confirmed"], loads[search]))
+                         pm, pp, mean, p95, mx, mean2, p95b, len(differ), len(dec), g["confirmed"], loads[search]))
             print(f"{search}: {g['experiments']} experiments, {g.get('mpiruns', 0)} mpiruns, {g['seconds']:.1f} s "
                   f"({g['confirm_seconds']:.1f} s confirming {g['confirmed']} cells), load {loads[search]}")
             print("  pick's loss per cell: " + ", ".join(f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(pl.items())))
             print("  decision's loss per cell: " + ", ".join(f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(losses.items())))
+            if losses2:
+                print("  decision's loss per cell on the rerun's table: "
+                      + ", ".join(f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(losses2.items())))
+            print("  control arm's null spread per size class (95th percentile, ratios): " + ", ".join(
+                f"{name} {100 * v:.1f} % ({n})" for name, (v, n) in spread_by_class(g["files"]).items()))
             left = [f"{k} {s} {dec[(k, s)]}" for (k, s) in sorted(dec) if dec[(k, s)] != "default"]
             print(f"  decision leaves the default in {len(left)} of {len(dec)} cells: {', '.join(left) or '-'}")
             if differ:
@@ -221,11 +249,15 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
           f"{time.time() - t_all:.0f} s, load now {load()}")
     print("# pick: the pipeline's choice before the decision's statistics (rerun: an independent exhaustive "
           "campaign's fastest variant -- the noise floor); decision: what it would write (decide over its own files)")
+    print("# decision (rerun's table): the same decision judged on the independent re-measurement's table; the "
+          "exhaustive row there and the rerun row on exhaustive's table are the noise floor of the loss")
     print(f"{'library':9} {'search':10} {'mpiruns':>7} {'seconds':>8} {'of exh.':>7} {'(rerun)':>7} {'pick mean':>9} "
-          f"{'p95':>6} {'decision mean':>13} {'p95':>6} {'max':>7} {'differ':>7} {'confirmed':>9}  load")
-    for lib_id, search, runs, secs, frac, rr, pm, pp, mean, p95, mx, nd, nc, conf, ld in rows:
+          f"{'p95':>6} {'decision mean':>13} {'p95':>6} {'max':>7} {'(rerun) mean':>12} {'p95':>6} {'differ':>7} "
+          f"{'confirmed':>9}  load")
+    for lib_id, search, runs, secs, frac, rr, pm, pp, mean, p95, mx, mean2, p95b, nd, nc, conf, ld in rows:
         print(f"{lib_id:9} {search:10} {runs:>7} {secs:>8.1f} {100 * frac:>6.1f}% {100 * rr:>6.1f}% {100 * pm:>8.2f}% {100 * pp:>5.1f}% "
-              f"{100 * mean:>12.2f}% {100 * p95:>5.1f}% {100 * mx:>6.1f}% {nd:>3}/{nc:<3} {conf:>9}  {ld}")
+              f"{100 * mean:>12.2f}% {100 * p95:>5.1f}% {100 * mx:>6.1f}% {100 * mean2:>11.2f}% {100 * p95b:>5.1f}% "
+              f"{nd:>3}/{nc:<3} {conf:>9}  {ld}")
 
 
 def main() -> None:

@@ -230,3 +230,28 @@ def test_a_native_choice_states_its_effect_with_the_interval_that_cleared_the_th
     c = next(x for x in d.candidates if x.label == d.choice)
     assert d.choice == "native:binomial" and c.ci[0] - 1 > 0.05 and c.ci[0] < c.paired_ratio < c.ci[1]
     assert f"95 % CI {c.ci[0]:.3f}-{c.ci[1]:.3f}x" in d.reason
+
+
+def test_the_threshold_is_the_control_arms_spread_at_the_cells_size_class():
+    # A race's control arm is measured only at the cells it confirms, mostly noisy small ones: one spread over
+    # every cell let their 25 % refuse a steady 1.15x at 256 KiB, where two medians of the default differ by 1 %.
+    def with_control(cell_runs, spread):
+        for i, r in enumerate(cell_runs):
+            r["default_control"] = r["default"] * (1 + (spread if i % 2 else -spread))
+        return cell_runs
+    cells = {("allreduce", 32, 2): with_control(runs(default=1.0, native__recursive_doubling=0.87), 0.25),
+             ("allreduce", 128, 2): with_control(runs(default=1.0, native__recursive_doubling=0.87), 0.25),
+             ("allreduce", 262144, 2): with_control(runs(default=100.0, native__recursive_doubling=87.0), 0.01)}
+    r = decide(cells)
+    assert r.decisions[("allreduce", 262144, 2)].choice == "native:recursive_doubling"
+    for size in (32, 128):          # the same 1.15x within the small class's own 25 % stays refused
+        d = r.decisions[("allreduce", size, 2)]
+        c = next(c for c in d.candidates if c.label == "native:recursive_doubling")
+        assert d.choice == "default" and "size class" in c.refused
+    assert r.spreads[0] > 0.2 and r.spreads[2] < 0.02 and r.spread == r.spreads[0]
+    # a class without any control arm takes the spread over every cell, never none
+    bare = {("bcast", 1 << 20, 2): [{k: v for k, v in x.items() if k != "default_control"}
+                                    for x in runs(default=100.0, native__binomial=87.0)],
+            ("bcast", 8, 2): with_control(runs(default=1.0, native__binomial=0.99), 0.25)}
+    rb = decide(bare)
+    assert rb.spreads[2] == rb.spreads[0] > 0.2 and rb.decisions[("bcast", 1 << 20, 2)].choice == "default"
