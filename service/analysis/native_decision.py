@@ -357,6 +357,30 @@ def alone_label(algorithms) -> str | None:
     return None
 
 
+class Blocks(dict):
+    """One cell's medians {label: seconds} of an mpirun that measured its algorithms one after the other, each
+    all its repetitions alone (pgmpi-bench --serve "cell ... alone": native_driver's confirmation round) --
+    paired within that mpirun, like an interleaved run, yet none measured next to another."""
+
+
+def mark_blocks(per_cell: dict, footer) -> dict:
+    """One mpirun's {(key, size, p): {label: median}} and its `#@pgmpi` lines -> the same, a cell as Blocks
+    where pgmpi-bench --serve measured it label by label alone: two or more commands there, each naming one
+    label, and nothing measured beyond the labels named (a plain "cell" command also measures the default
+    and the control arm next to its labels, interleaved)."""
+    from pgmpi_formats.collectives import by_key
+    from pgmpi_formats.footer import Served, records
+    served: dict = {}
+    for r in records(map(str, footer or ()), Served):
+        served.setdefault((r.call, r.msize), []).append(r.labels)
+    out = {}
+    for (key, size, p), medians in per_cell.items():
+        cmds = served.get((by_key(key).mpi_name, size), [])
+        one_by_one = len(cmds) >= 2 and all(len(ls) == 1 for ls in cmds) and set(medians) == {ls[0] for ls in cmds}
+        out[(key, size, p)] = Blocks(medians) if one_by_one else medians
+    return out
+
+
 def cells_of_mpiruns(mpiruns) -> dict:
     """[(pairing key, native file digest, {(key, size, p): {label: median}})] one per mpirun ->
     {(key, size, p): [Run]}.
@@ -365,13 +389,22 @@ def cells_of_mpiruns(mpiruns) -> dict:
     default at every cell in one mpirun, each cell's chosen variant in another -- one algorithm per cell, as
     under a decision file, different cells may have different ones -- all with the round's #@mpirun_index)
     is paired with the others of its round (same pairing key: campaign, module, p, #@mpirun_index; same
-    native file) into one Run per cell.
+    native file) into one Run per cell.  A cell given as Blocks (mark_blocks: a confirmation round in one
+    mpirun, the default, the variant and the control arm alone one after the other) is such a Run already.
     Where a label has such alone measurements at a cell, its interleaved measurements there are dropped: the
     search measured it next to other algorithms, which can make it look faster than an application will
     ever see it (tests/bench/native_interleave.py); the alone pairs decide."""
     cells: dict = {}
     alone: dict = {}            # (pairing key, digest) -> {cell: {label: median}}
+    confirmed: dict = {}
     for pair_key, digest, per_cell in mpiruns:
+        # a confirmation round in one mpirun (Blocks): default, variant and control arm alone one after the
+        # other at a cell -- the pair is within the mpirun, so no pairing across mpiruns is needed
+        for cell, medians in list(per_cell.items()):
+            if isinstance(medians, Blocks):
+                cells.setdefault(cell, []).append(Run(medians, digest, alone=True))
+                confirmed.setdefault(cell, set()).update(a for a in medians if a not in ("default", CONTROL))
+                per_cell = {c: m for c, m in per_cell.items() if c != cell}
         if per_cell and all(alone_label(medians) is not None for medians in per_cell.values()):
             pair = alone.setdefault((tuple(map(str, pair_key)), str(digest)), {})
             for cell, medians in per_cell.items():
@@ -379,7 +412,6 @@ def cells_of_mpiruns(mpiruns) -> dict:
         else:
             for cell, medians in per_cell.items():
                 cells.setdefault(cell, []).append(Run(medians, digest))
-    confirmed: dict = {}
     for (_, digest), per_cell in sorted(alone.items()):
         for cell, medians in per_cell.items():
             cells.setdefault(cell, []).append(Run(medians, None if digest == "None" else digest, alone=True))
@@ -410,6 +442,7 @@ def runs_from_files(files) -> dict:
             if c is None:
                 continue
             per_cell[(c.key, m, p)] = {a: statistics.median(xs) for a, xs in algs.items() if a != TUNED}   # no validation arm
+        per_cell = mark_blocks(per_cell, run.pgmpi_lines)
         h = run.header
         mpiruns.append(((h.get("campaign", ""), h.get("module", ""), p, h.get("mpirun_index", "")),
                         h.get("native_file_fnv1a64"), per_cell))

@@ -22,7 +22,7 @@ from pgmpi_formats import arms, native, native_file, ompi_rules
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 from pgmpi_formats.footer import Nrep, Served, records
 from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
-from service.analysis.native_decision import Run as RunMedians, cells_of_mpiruns, decide, explain_lines
+from service.analysis.native_decision import Run as RunMedians, cells_of_mpiruns, decide, explain_lines, mark_blocks
 from service.profiles import publish as pub
 from service.store.models import Campaign, Machine, MpiLibrary, Run, Series
 from service.analysis.reporting import nrep_source
@@ -61,8 +61,8 @@ def _cells(session, lib_ids, p, campaign_id):
         for rid, medians in runs.items():
             by_run.setdefault(rid, {})[cell] = medians
     h = heads
-    mpiruns = [((names[rid][1], h[rid].get("module", ""), p, h[rid].get("mpirun_index", "")), digests[rid], cells)
-               for rid, cells in by_run.items()]
+    mpiruns = [((names[rid][1], h[rid].get("module", ""), p, h[rid].get("mpirun_index", "")), digests[rid],
+                mark_blocks(cells, names[rid][2])) for rid, cells in by_run.items()]
     return cells_of_mpiruns(mpiruns), per_run, (names, heads)
 
 
