@@ -47,6 +47,7 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
 
 
 MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_gain
+CONFIRM_PASSES = 4    # a confirmation round measures each cell's arms in this many alternating passes (confirm)
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
 
 
@@ -64,7 +65,7 @@ class Session:
 
     def cell(self, mpi_name: str, size: int, labels: list[str], nrep: int | None = None,
              alone: bool = False) -> dict[str, float]:
-        more = f" nrep={nrep}" if nrep else (" alone" if alone else "")
+        more = (f" nrep={nrep}" if nrep else "") + (" alone" if alone else "")
         self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}{more}\n")
         self.proc.stdin.flush()
         out: dict[str, float] = {}
@@ -182,10 +183,13 @@ class Launcher:
         """One confirmation round (#@mpirun_index `index`) in one pgmpi-bench --serve mpirun over every cell to
         confirm: at each cell the default, the variant the search chose there and (when the campaign has one)
         the control arm, each alone -- all its repetitions, nothing next to it ("cell ... alone") -- one after
-        the other, the default in the middle, the variant after it in even rounds and before it in odd ones,
-        the control arm on the other side (so its ratio to the default sees the same distance in the other
-        direction: a position effect shows in the control arm's spread).  No cell interleaves two of its
-        algorithms (what made split_binary_tree look 5x faster), and the pair is within one mpirun, so an
+        the other, the default in the middle, the variant after it and the control arm before it, then the
+        other way round (so the control arm's ratio to the default sees the same distance in the other
+        direction: a position effect shows in the control arm's spread) -- in CONFIRM_PASSES passes of
+        nrep / CONFIRM_PASSES repetitions each, alternating, so a load that drifts during the cell moves both
+        sides alike (the fixed policy; otherwise one pass, the order alternating by round).  No cell
+        interleaves two of its algorithms repetition by repetition (what made split_binary_tree look 5x
+        faster: a pass is all its repetitions of one algorithm), and the pair is within one mpirun, so an
         mpirun that lands in a slower regime (2-3x at small messages here, whole mpiruns) moves both sides.
         Its wall time, start-up included, counts as measuring time.  Returns ({(key, size): default's
         median}, {(key, size): variant's median})."""
@@ -203,14 +207,22 @@ class Launcher:
         t0 = time.perf_counter()
         sess = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
         default, chosen = {}, {}
+        nrep = next((int(x.split("=", 1)[1]) for x in s["bench_args"] if x.startswith("--nrep=")), 0)
+        passes = CONFIRM_PASSES if nrep >= 2 * CONFIRM_PASSES and not any(
+            x.startswith("--time-budget") for x in s["bench_args"]) else 1
         try:
             for k in keys:
                 for size, label in sorted(cells[k].items()):
-                    order = [*control, "default", label] if index % 2 == 0 else [label, "default", *control]
-                    got = {}
-                    for lab in order:
-                        got.update(sess.cell(by_key(k).mpi_name, size, [lab], alone=True))
-                    default[(k, size)], chosen[(k, size)] = got.get("default", NEVER), got.get(label, NEVER)
+                    got: dict[str, list[float]] = {}
+                    for j in range(passes):
+                        order = [*control, "default", label] if (index + j) % 2 == 0 else [label, "default", *control]
+                        for lab in order:
+                            n = nrep // passes + (j < nrep % passes) if passes > 1 else None
+                            for a, x in sess.cell(by_key(k).mpi_name, size, [lab], nrep=n, alone=True).items():
+                                got.setdefault(a, []).append(x)
+                    # the driver's look (still_ahead) takes the passes' median; the decision reads all rows
+                    med = {a: statistics.median(xs) for a, xs in got.items()}
+                    default[(k, size)], chosen[(k, size)] = med.get("default", NEVER), med.get(label, NEVER)
         except RuntimeError as exc:
             sys.exit(str(exc))
         if sess.close() != 0:

@@ -11,7 +11,7 @@
 /* --serve (scheduler/native_driver.py): one mpirun for a whole search instead of one per round, whose
  * start-up cost more than the reduced searches saved.  After the header rank 0 reads commands from its
  * standard input and shares each with every rank:
- *   cell <MPI_Name or call> <bytes> <label>[,<label>...] [nrep=<n> | alone]
+ *   cell <MPI_Name or call> <bytes> <label>[,<label>...] [nrep=<n>] [alone]
  * measures that one (call, size) exactly as measure_all would (with nrep=: n repetitions instead of --nrep,
  * fixed policy only -- a race's second stage, one command instead of one per pass: each command costs its
  * check round and synchronisation) -- check round, interleaved rounds, rows in
@@ -47,21 +47,26 @@ void serve_all(void)
         }
         share_from_rank0(&len, 1);
         PMPI_Bcast(line, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
-        char cmd[16] = "", name[64] = "", labels[16000] = "", extra[32] = "";
+        char cmd[16] = "", name[64] = "", labels[16000] = "", ex[2][32] = {"", ""}, extra[32] = "";
         unsigned long long bytes = 0;
-        int got = sscanf(line, "%15s %63s %llu %15999s %31s", cmd, name, &bytes, labels, extra);
+        int got = sscanf(line, "%15s %63s %llu %15999s %31s %31s", cmd, name, &bytes, labels, ex[0], ex[1]);
         long nrep = O.nrep;
-        int alone = strcmp(extra, "alone") == 0;
+        /* "alone" and "nrep=<n>" in either order; extra: the nrep= token, or anything else left to refuse */
+        int alone = strcmp(ex[0], "alone") == 0 || strcmp(ex[1], "alone") == 0;
+        for (int e = 0; e < 2; e++)
+            if (strcmp(ex[e], "alone") != 0 && ex[e][0] && !extra[0]) strcpy(extra, ex[e]);
         if (got < 1 || strcmp(cmd, "quit") == 0) break;
         int i = -1, j = -1;
         char err[256] = "";
         if (strcmp(cmd, "cell") != 0 || got < 3) snprintf(err, sizeof err, "expected 'cell <call> <bytes> <labels>' or 'quit'");
         else if (!serve_find(name, &i)) snprintf(err, sizeof err, "%s is not among --calls", name);
+        else if (ex[1][0] && !(strcmp(ex[0], "alone") == 0) == !(strcmp(ex[1], "alone") == 0))
+            snprintf(err, sizeof err, "expected at most one nrep=<n> and one alone after the labels, got '%s %s'", ex[0], ex[1]);
         else if (alone && strchr(labels, ','))
             snprintf(err, sizeof err, "alone measures one label, got '%s'", labels);
-        else if (extra[0] && !alone && (strncmp(extra, "nrep=", 5) != 0 || (nrep = atol(extra + 5)) < 1))
+        else if (extra[0] && (strncmp(extra, "nrep=", 5) != 0 || (nrep = atol(extra + 5)) < 1))
             snprintf(err, sizeof err, "expected nrep=<n> (n >= 1) or alone after the labels, got '%s'", extra);
-        else if (extra[0] && !alone && (O.policy != P_FIXED || O.budget > 0))
+        else if (extra[0] && (O.policy != P_FIXED || O.budget > 0))
             snprintf(err, sizeof err, "nrep= needs a fixed --nrep (no --time-budget)");
         else {
             for (int k = 0; k < O.nsizes; k++) if (O.req_sizes[k] == (size_t)bytes) j = k;

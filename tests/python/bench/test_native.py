@@ -170,8 +170,8 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     out = tmp_path / "served.txt"
     script = (f"cell MPI_Allreduce 64 {rd}\ncell allreduce 4096 {rd},{other}\ncell MPI_Allreduce 128 {rd}\n"
               f"cell MPI_Allreduce 64 native:nosuch\ncell MPI_Allreduce 64 {rd} nrep=x\ncell MPI_Allreduce 64 {rd} nrep=9\n"
-              f"cell MPI_Allreduce 4096 {other} alone\ncell MPI_Allreduce 4096 default alone\n"
-              f"cell MPI_Allreduce 4096 {rd},{other} alone\nquit\n")
+              f"cell MPI_Allreduce 4096 {other} alone\ncell MPI_Allreduce 4096 default nrep=4 alone\n"
+              f"cell MPI_Allreduce 4096 {rd},{other} alone\ncell MPI_Allreduce 4096 default alone alone\nquit\n")
     p = bench.run(["--serve", "--calls=allreduce", "--sizes=64,4096", f"--algorithms=default,{rd},{other},default_control",
                    "--nrep=6", "--no-barrier-rows", f"--output={out}"], np=2, input=script, timeout=120)
     assert p.rc == 0, p.stderr
@@ -187,13 +187,14 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     assert [a[:2] for a in answers[12:16]] == [["result", "default"], ["result", rd], ["result", "default_control"], ["done"]]
     # alone (native_driver's confirmation round): exactly the one label named, nothing next to it
     assert [a[:2] for a in answers[16:20]] == [["result", other], ["done"], ["result", "default"], ["done"]]
-    assert " ".join(answers[20]) == f"error alone measures one label, got '{rd},{other}'" and len(answers) == 21
+    assert " ".join(answers[20]) == f"error alone measures one label, got '{rd},{other}'" and len(answers) == 22
+    assert " ".join(answers[21]) == "error expected at most one nrep=<n> and one alone after the labels, got 'alone alone'"
     run = reader.read_file(out)
     rows = defaultdict(int)
     for m, a in zip(run.msize, run.algorithm):
         rows[(int(m), run.algorithms[a])] += 1
     assert rows == {(64, "default"): 6 + 9, (64, rd): 6 + 9, (64, "default_control"): 6 + 9,
-                    (4096, "default"): 6 + 6, (4096, rd): 6, (4096, other): 6 + 6, (4096, "default_control"): 6}
+                    (4096, "default"): 6 + 4, (4096, rd): 6, (4096, other): 6 + 6, (4096, "default_control"): 6}
     served = list(footer.records(run.pgmpi_lines, footer.Served))
     assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other)),
                       footer.Served(3, "MPI_Allreduce", 64, (rd,)), footer.Served(4, "MPI_Allreduce", 4096, (other,)),
@@ -246,6 +247,7 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(be
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(native_driver, "MIN_GAIN", -1e9)       # every choice counts as faster
     monkeypatch.setattr(native_driver, "null_spread", lambda controls: -1e9)
+    monkeypatch.setattr(native_driver, "CONFIRM_PASSES", 2)    # 5 repetitions per arm: passes of 3 and 2
     entry = {"search": "race", "sizes": [8, 2048], "segments": [1024], "lookahead": 2, "prune": 0.5,
              "neighbour": "none", "first_nrep": 2}
     spec = {"prefix": "search-0", "control": True, "bench_args": ["--nrep=5", "--mpirun-index=0", "--campaign=rc"],
@@ -280,11 +282,15 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(be
         got = {(k, int(m), run.algorithms[a]) for t, m, a in zip(run.test, run.msize, run.algorithm)
                for k in ("bcast", "reduce") if run.tests[t] == MPI_NAME[k]}
         assert got == {(k, s, a) for (k, s), lab in cells_i.items() for a in ("default", lab, "default_control")}
+        rows = defaultdict(int)
+        for t, m, a in zip(run.test, run.msize, run.algorithm):
+            rows[(run.tests[t], int(m), run.algorithms[a])] += 1
+        assert set(rows.values()) == {5}                          # --nrep over the passes
         cmds = [(c.call, c.msize, c.labels) for c in footer.records(run.pgmpi_lines, footer.Served)]
-        # one label per command, the default in the middle, the variant after it in even rounds, before in odd
-        order = [("default_control", "default", "v"), ("v", "default", "default_control")][i % 2]
+        # one label per command, the default in the middle, the variant after it, then before it (two passes)
+        orders = [("default_control", "default", "v"), ("v", "default", "default_control")]
         assert cmds == [(MPI_NAME[k], s, (lab if a == "v" else a,)) for (k, s), lab in sorted(cells_i.items())
-                        for a in order]
+                        for j in (0, 1) for a in orders[(i + j) % 2]]
     cells = runs_from_files([tmp_path / f for f in rep["files"]])
     for (k, s), lab in chosen.items():
         alone = [x for x in cells[(k, s, 2)] if x.alone]
