@@ -47,7 +47,7 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
 
 
 MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_gain
-CONFIRM_PASSES = 4    # a confirmation round measures each cell's arms in this many alternating passes (confirm)
+CONFIRM_PASSES = 2    # a confirmation round measures each cell's arms in two passes, A B C then C B A (confirm)
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
 
 
@@ -185,7 +185,7 @@ class Launcher:
         the control arm, each alone -- all its repetitions, nothing next to it ("cell ... alone") -- one after
         the other, the default in the middle, the variant after it and the control arm before it, then the
         other way round (so the control arm's ratio to the default sees the same distance in the other
-        direction: a position effect shows in the control arm's spread) -- in CONFIRM_PASSES passes of
+        direction: a position effect shows in the control arm's spread) -- in CONFIRM_PASSES (2) passes of
         nrep / CONFIRM_PASSES repetitions each, alternating, so a load that drifts during the cell moves both
         sides alike (the fixed policy; otherwise one pass, the order alternating by round).  No cell
         interleaves two of its algorithms repetition by repetition (what made split_binary_tree look 5x
