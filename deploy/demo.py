@@ -335,7 +335,7 @@ def _facts(app, machine: str, campaign: str, profile_root: Path, versions: dict[
                     f["published_now"] = f"version {res.version} -> {res.target}/current"
                 except pub.PublishError as exc:
                     f["not_published"] = str(exc)
-            if cand.state == "published":
+            if cand.state in ("published", "superseded"):     # superseded: a later publication is current
                 f["published"] = []
                 for fname, text in sorted((cand.files or {}).items()):
                     prf = parse_prf(text, fname)
@@ -409,7 +409,7 @@ def native_step(app, work: Path, machine: str, campaign: str, versions: dict[str
                 break
             f["file"] = f"{name}: " + ", ".join(f"{c.key} {_size(c.msize)} {c.label}" for c in job.cells
                                                 if c.label != "default")
-            if state == "published":        # the same file was published before (a later .prf keeps it live)
+            if state in ("published", "superseded"):  # the same file was published before (a later .prf keeps it live)
                 if live.get(name) == text:
                     f["published"] = f"live already (candidate {vid}): {f['file']}"
                 else:

@@ -25,7 +25,7 @@ from pgmpi_formats.results import ResultsFormatError
 from . import nrep_history
 from .backends import Backend, BackendUnavailable, Status, collect_pairs
 from .campaign import Campaign, Layout, Module
-from .planner import JobSpec, Launch, plan
+from .planner import JobSpec, Launch, plan, sync_argv
 from .state import ACTIVE, FINAL, State
 from .uploader import Rejected, ServiceClient, Unreachable, drain, upload_id
 from .native_validation import FILE_FOR, NativeValidationJob, arm_figures
@@ -416,7 +416,10 @@ class Agent:
             try:
                 _, data = self.client.request("POST", "/api/v1/analyses", body)
             except Unreachable as exc:
-                self.log(f"analysis of {lib}: service unreachable, later: {exc}")
+                if exc.said:    # it answered: it cannot analyse now (e.g. its pgmpitune-check is missing)
+                    self.log(f"analysis of {lib}: the service cannot analyse it now, asked again later: {exc.said}")
+                else:
+                    self.log(f"analysis of {lib}: service unreachable, later: {exc}")
                 return {}
             except Rejected as exc:
                 results[lib] = {"error": str(exc)}
@@ -477,7 +480,7 @@ class Agent:
             module.name, self.c.native.tunelib_module, [*module.modulepath, *self.c.native.modulepath],
             nprocs=self.c.native_nprocs(), rounds=self.c.native.rounds, nrep=self.c.native.nrep,
             walltime_seconds=self.c.slurm.walltime_seconds, extra_lines=list(module.prologue), env=dict(module.env),
-            job_key=f"native-{module.key}-c{n}", decided_at=data.get("decided_at"))
+            job_key=f"native-{module.key}-c{n}", decided_at=data.get("decided_at"), sync_argv=sync_argv(self.c, 1))
         try:
             job.stage()
         except (ValueError, OSError) as exc:        # the agent's own readers refuse it: never submitted

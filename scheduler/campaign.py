@@ -488,13 +488,19 @@ class Campaign(_Strict):
                 raise ValueError(why)
         for m in self.modules:
             if m.family.name == "intelmpi":      # presets are forced at MPI_Init, one mpirun each (planner.py)
-                bad = [k for k in self.collectives if self.collectives[k].search is not None
-                       or "native:all" in self._alg_list(k)]
+                bad = [k for k in self.collectives if self.collectives[k].search not in (None, "exhaustive")]
                 if bad:
-                    raise ValueError(f"collectives.{bad[0]}: Intel MPI's presets are measured one mpirun each, as "
-                                     "listed (native:<preset>, e.g. [default, native:2, native:3]; impi_info -v "
-                                     "I_MPI_ADJUST_<COLL> lists them); no search: or native:all for "
-                                     f"module {m.key}")
+                    raise ValueError(
+                        f"collectives.{bad[0]}: search: {self.collectives[bad[0]].search} cannot search Intel MPI's "
+                        f"presets (module {m.key}): Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init, so a "
+                        "preset is measured in an mpirun of its own, while race and mgd/smgd change the variant "
+                        "between calls of one mpirun; and presets have no segment sizes for mgd/smgd to descend "
+                        "(valid: search: exhaustive, or algorithms [default, native:all] / native:<preset>: every "
+                        "preset, one mpirun each)")
+                seg = [k for k in self.collectives if self.collectives[k].segments is not None]
+                if seg:
+                    raise ValueError(f"collectives.{seg[0]}.segments: Intel MPI's presets have no segment size to "
+                                     f"sweep (module {m.key}); leave segments out")
             if m.launch == "srun" and self.backend != "slurm":
                 raise ValueError(f"modules: {m.key}: launch: srun needs backend: slurm (valid here: mpirun)")
         return self

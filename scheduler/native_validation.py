@@ -116,6 +116,9 @@ class NativeValidationJob:
     env: dict = field(default_factory=dict)      # the campaign module's environment for the launches
     job_key: str | None = None       # the agent's key of the job (default: native-validate-<mpi>)
     decided_at: list | None = None   # the candidate's [key, size, p] cells: each rule is measured there
+    # the campaign's sync: (planner.sync_argv; --proc-sync [--window-size]): both arms measure with the method
+    # the decision was measured with; empty: pgmpi-bench's default
+    sync_argv: list[str] = field(default_factory=list)
 
     @property
     def library(self) -> str:
@@ -149,7 +152,7 @@ class NativeValidationJob:
 
         def argv(keys, sizes):
             return [f"--calls={','.join(sorted(keys))}", f"--sizes={','.join(map(str, sorted(sizes)))}",
-                    f"--nrep={self.nrep}", "--no-barrier-rows", "--algorithms=default"]
+                    f"--nrep={self.nrep}", "--no-barrier-rows", "--algorithms=default", *self.sync_argv]
         arms = [("file", argv({c.key for c in self.cells}, {c.msize for c in self.cells}), {}, []),
                 ("forced", argv({c.key for c in self.cells}, {c.msize for c in self.cells}),
                  {"PGMPI_NATIVE_EVIDENCE": "1"}, variables)]
@@ -191,7 +194,7 @@ class NativeValidationJob:
         calls = ",".join(sorted({c.key for c in self.cells}))
         sizes = ",".join(str(s) for s in sorted({c.msize for c in self.cells}))
         labels = sorted({c.label for c in self.cells if c.label != "default"})
-        common = [f"--calls={calls}", f"--sizes={sizes}", f"--nrep={self.nrep}", "--no-barrier-rows"]
+        common = [f"--calls={calls}", f"--sizes={sizes}", f"--nrep={self.nrep}", "--no-barrier-rows", *self.sync_argv]
         arms = {"file": Launch(0, [*common, "--algorithms=default"], "", role="file"),
                 "forced": Launch(0, [*common, f"--algorithms={','.join(['default'] + labels)}"], "", role="forced",
                                  unset=list(FILE_VARS))}

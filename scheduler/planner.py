@@ -6,6 +6,7 @@ run-to-run variation is part of the data. `estimate()` gives node-hours before a
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import shlex
@@ -107,13 +108,19 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
     argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}"]
     if module.name:
         argv.append(f"--module-name={module.name}")
-    sync = c.sync_for(nodes)
-    argv.append(f"--proc-sync={sync}")
-    if sync == "window" and c.window_size_us:
-        argv.append(f"--window-size={c.window_size_us:g}")
+    argv += sync_argv(c, nodes)
     argv += list(c.bench_args)
     argv.append(f"--output={output}")
     return argv
+
+
+def sync_argv(c: Campaign, nodes: int) -> list[str]:
+    """The campaign's sync: for a launch on `nodes` nodes (Campaign.sync_for), always written out: pgmpi-bench
+    and pgmpi-dtbench record it (#@procsync), and every launch of the campaign, its validations included,
+    measures with that one method (verdicts never mix methods)."""
+    sync = c.sync_for(nodes)
+    return [f"--proc-sync={sync}"] + ([f"--window-size={c.window_size_us:g}"]
+                                      if sync == "window" and c.window_size_us else [])
 
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
@@ -154,9 +161,10 @@ def campaign_nrep_from(c: Campaign, index: int, pilot: str, earlier=None) -> str
 DTBENCH = "pgmpi-dtbench"
 
 
-def dt_launches(c: Campaign, module: Module, mpiruns: int) -> list[Launch]:
+def dt_launches(c: Campaign, module: Module, mpiruns: int, nodes: int = 1) -> list[Launch]:
     """pgmpi-dtbench launches of the campaign's datatypes section: per mpirun index one launch per base type
-    (it measures one base type per run), every description of a case interleaved inside."""
+    (it measures one base type per run), every description of a case interleaved inside; nodes: of the job's
+    layout (the campaign's sync: for it)."""
     d = c.datatypes
     if d is None:
         return []
@@ -175,6 +183,7 @@ def dt_launches(c: Campaign, module: Module, mpiruns: int) -> list[Launch]:
             argv += [f"--mpirun-index={i}", f"--campaign={c.name}", f"--machine={c.machine}"]
             if module.name:
                 argv.append(f"--module-name={module.name}")
+            argv += sync_argv(c, nodes)
             argv.append(f"--output={name}")
             out.append(Launch(i, argv, name, program=DTBENCH))
     return out
@@ -278,13 +287,26 @@ def intel_preset_launches(c: Campaign, module: Module, calls: dict[str, list[int
     --algorithms=native:<p>, which pgmpi-bench accepts only under that variable and writes as the rows'
     label), all with the same --mpirun-index, in alternating order (presets ascending in even rounds,
     descending first in odd ones).  The analysis pairs them by mpirun index (native_decision.cells_of_mpiruns):
-    a preset's figure is set against the default of its own round, never measured next to it.  None when the
-    campaign asks no preset of this module."""
+    a preset's figure is set against the default of its own round, never measured next to it.  native:all
+    (and search: exhaustive) is every preset 1-N the module's Intel MPI lists for the collective
+    (intel_presets).  The default mpirun runs under PGMPI_NATIVE_EVIDENCE=1, so its raw file carries the
+    default's reduction fingerprint per size next to each preset's (the evidence impi_adjust.trim rests on: the
+    default's matches several presets, so no preset can stand in for it).  None when the campaign asks no
+    preset of this module."""
     from pgmpi_formats import impi_adjust
-    algs = {k: c.algorithms_for(k) for k in calls}
+    # a searched collective measures the library's own algorithms against the default, no mock-ups
+    algs = {k: ["default", "native:all"] if c.collectives[k].search else c.algorithms_for(k) for k in calls}
     presets: dict[str, list[str]] = {}
     for k, v in algs.items():
-        for a in ([] if v == "all" else v):
+        listed = [] if v == "all" else v
+        if "native:all" in listed:
+            if k not in impi_adjust.VARIABLES:
+                raise ValueError(f"collectives.{k}: Intel MPI has no I_MPI_ADJUST variable for it, so native:all "
+                                 f"has no preset to measure (module {module.key}; variables: "
+                                 f"{', '.join(sorted(impi_adjust.VARIABLES))})")
+            top = intel_presets(module.mpi).presets.get(k, 0)
+            listed = [a for a in listed if a != "native:all"] + [f"native:{p}" for p in range(1, top + 1)]
+        for a in dict.fromkeys(listed):
             lab = native.parse_label(a) if a.startswith("native:") else None
             if lab is not None:
                 presets.setdefault(lab.name, []).append(k)
@@ -292,7 +314,7 @@ def intel_preset_launches(c: Campaign, module: Module, calls: dict[str, list[int
         return None
     rest = {k: (v if v == "all" else [a for a in v if not a.startswith("native:")]) for k, v in algs.items()}
     base = launches_for(c, module, c.mpiruns, calls=calls, algorithms=rest, control=c.control, earlier=earlier,
-                        nodes=nodes)
+                        nodes=nodes, env={"PGMPI_NATIVE_EVIDENCE": "1"})
     out = []
     for i in range(c.mpiruns):
         alone = []
@@ -310,6 +332,18 @@ def intel_preset_launches(c: Campaign, module: Module, calls: dict[str, list[int
         mine = [x for x in base if x.index == i] + alone
         out += mine if i % 2 == 0 else mine[::-1]
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def intel_presets(mpi: str):
+    """The presets of the Intel MPI of library id `mpi` (deploy/mpi-libraries.tsv; the site's module loads that
+    prefix): impi_adjust.Discovery from its own impi_info -v, asked once per planning process."""
+    from pgmpi_formats import impi_adjust, mpi_libraries
+    lib = mpi_libraries.mpi_library(mpi)
+    if not lib.installed:
+        raise ValueError(f"native:all on {mpi}: Intel MPI is not installed at {lib.prefix} here, so its presets "
+                         "(impi_info -v I_MPI_ADJUST_<COLL>) cannot be listed; list them (native:<preset>)")
+    return impi_adjust.discover(lib.environment())
 
 
 def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], earlier=None,
@@ -341,16 +375,21 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
         c = c.model_copy(update={"mpiruns": c.sequential.looks[0]})
     jobs = []
     searched = set(c.searched())
-    calls = {k: c.sizes_for(k) for k in c.collectives if k not in searched}
     for module in c.modules:
+        # Intel MPI's presets are fixed at MPI_Init: its exhaustive search is every preset, one mpirun each
+        intel = module.family.name == "intelmpi"
+        calls = {k: c.sizes_for(k) for k in c.collectives if intel or k not in searched}
         for layout in c.layouts:
             launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)),
                                          layout.nodes) if calls else []) \
-                + search_launches(c, module, layout.nodes) + dt_launches(c, module, c.mpiruns)
+                + ([] if intel else search_launches(c, module, layout.nodes)) \
+                + dt_launches(c, module, c.mpiruns, layout.nodes)
             if module.native_file:
                 launches = [under_native_file(x, module) for x in launches]
             est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \
                 + _dt_seconds_per_launch(c, layout) * c.mpiruns
+            if intel:       # each preset mpirun: another start-up (and its own measurements, about one variant)
+                est += sum(2.0 for x in launches if any(k.startswith("I_MPI_ADJUST_") for k in x.env))
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
                                 c.slurm.walltime_seconds, estimate_seconds=est))
     return jobs

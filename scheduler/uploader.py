@@ -19,7 +19,12 @@ from .state import State
 
 
 class Unreachable(RuntimeError):
-    """Connection refused, timeout, 5xx: try later."""
+    """Connection refused, timeout, 5xx: try later.  `said`: the service's own message when it answered (a 503
+    naming what it lacks, e.g. its pgmpitune-check); "" when nothing answered."""
+
+    def __init__(self, message: str, said: str = ""):
+        super().__init__(message)
+        self.said = said
 
 
 class Rejected(RuntimeError):
@@ -76,7 +81,10 @@ class ServiceClient:
         except ValueError:
             data = {"text": text[:500]}
         if status >= 500 or status in (408, 429, 502, 503, 504):
-            raise Unreachable(f"{method} {path}: HTTP {status}: {text[:300]}")
+            err = data.get("error") if isinstance(data, dict) else None
+            said = err.get("message") if isinstance(err, dict) else None
+            raise Unreachable(f"{method} {path}: HTTP {status}: {text[:300]}",
+                              f"HTTP {status}: {said}" if isinstance(said, str) and said else "")
         if status >= 400:
             raise Rejected(f"{method} {path}: HTTP {status}: {text[:500]}")
         return status, data

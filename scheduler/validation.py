@@ -17,7 +17,7 @@ from pgmpi_formats.prf import ProfileFormatError, parse_prf, profile_layout, red
 from pgmpi_formats.validation import figures as paired_figures
 
 from .campaign import Campaign, Layout
-from .planner import DTBENCH, JobSpec, Launch, launches_for, under_native_file
+from .planner import DTBENCH, JobSpec, Launch, launches_for, sync_argv, under_native_file
 
 
 def redirected_sizes(c: Campaign, prf: dict) -> tuple[str, list[int]] | None:
@@ -111,6 +111,7 @@ def dt_validation_job(c: Campaign, version: dict, profile_dir: Path, walltime_se
                                     f"--mpirun-index={i}", f"--campaign={c.name}", f"--machine={c.machine}"]
                 if module.name:
                     argv.append(f"--module-name={module.name}")
+                argv += sync_argv(c, layout.nodes)
                 argv.append(f"--output={name}")
                 launches.append(Launch(i, argv, name, dict(env) if role == "tuned" else {}, role,
                                        program=DTBENCH))

@@ -33,7 +33,8 @@ def parse_files(files) -> ResultSet:
 def run(data, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: bool | None = None, gain: float = 0.10,
         msg_budget: int | None = None, int_budget: int | None = None, cautious: bool = False,
         campaign: str | None = None, split_tolerance: float = 0.05, confirmations: int = 1,
-        confirmed_before: dict | None = None) -> dict:
+        confirmed_before: dict | None = None, memory=None) -> dict:
+    """memory: the profiles' memory.MemoryModel (default: MemoryModel.auto(), the library's checker)."""
     rs = data if isinstance(data, ResultSet) else ResultSet.from_runs(list(data))
     if fdr is None:
         fdr = bool(campaign)
@@ -41,7 +42,7 @@ def run(data, alpha: float = 0.05, test: str = DEFAULT_TEST, fdr: bool | None = 
     refused: list[dict] = []
     profs = generate_profiles(a, gain=gain, msg_budget=msg_budget, int_budget=int_budget, cautious=cautious,
                               campaign=campaign, confirmations=confirmations, confirmed_before=confirmed_before,
-                              refused=refused)
+                              refused=refused, memory=memory)
     out = a.to_dict()
     out["quality"] = quality(a)
     out["profiles"] = [p.to_dict() for p in profs]

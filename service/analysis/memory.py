@@ -5,8 +5,8 @@ decides its fallback at run time; read by pgmpi_formats.mockups), never from a c
 
 `msize` is the n of collectives.def (bytes). The message pool is PGMPITuneLib's size_msg_buffer_bytes, the
 int pool size_int_buffer_bytes (the library's pools, lib/src/core/runtime.c). Without a built library
-MemoryModel.auto() raises RuntimeError saying how to build it: a profile must not be judged on figures
-the library does not use.
+MemoryModel.auto() raises pgmpi_formats.checker.CheckerError (a RuntimeError) saying how to build it: a
+profile must not be judged on figures the library does not use.
 """
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ class MemoryModel:
         if checker is None:
             library_listing(None, 1, 1)          # raises: how to get the library
         return cls(checker)
+
+    def probe(self) -> "MemoryModel":
+        """One listing now: a checker that cannot run says so before an analysis reads any run."""
+        self.listing(2, 1)
+        return self
 
     def listing(self, p: int, msize: int, elem: int = 1) -> Listing:
         key = (p, msize, elem)

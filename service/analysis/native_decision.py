@@ -315,17 +315,31 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
     return res
 
 
-def validation_refusals(verdict: dict, cells: dict, source: str) -> dict:
+def validation_refusals(verdict: dict, cells: dict, source: str, gap_refuses_collective: bool = False) -> dict:
     """A native file's validation verdict (service/analysis/native_validation.judge) -> the `refused` of
     decide(): every campaign cell inside a failed rule's range [lo, hi] of that collective at that p, for the
     rule's label, with the job's reason.  The search measured the label interleaved with the others in one
-    mpirun; the job measured the file alone, as users run it, and that decides."""
+    mpirun; the job measured the file alone, as users run it, and that decides.
+    gap_refuses_collective (Intel MPI's native.impi): a failed "default" cell (a gap between or after the
+    ranges) is the variable's doing, not a range's -- once I_MPI_ADJUST_<COLL> is set, Intel MPI changes its
+    choice outside every range -- so every native choice of that collective at that p is refused; otherwise
+    nothing would change and the next candidate would be the same file."""
     out = {}
     for c in verdict.get("cells", []):
-        if not c.get("problems") or c.get("label") in (None, "default"):
+        if not c.get("problems") or c.get("label") is None:
             continue
         lo, hi = c["range"]
         why = f"failed validation ({source}: {c['msize']} B): " + "; ".join(c["problems"])
+        if c["label"] == "default":
+            if not gap_refuses_collective:
+                continue
+            why = (f"failed validation ({source}: {c['msize']} B, a size the file leaves to the library, where "
+                   "the set variable changed the library's choice): " + "; ".join(c["problems"]))
+            for (key, size, p), runs in cells.items():
+                if key == c["collective"] and p == c["nprocs"]:
+                    for label in sorted({a for r in runs for a in r if str(a).startswith("native:")}):
+                        out.setdefault((key, size, p, label), why)
+            continue
         for (key, size, p) in cells:
             if key == c["collective"] and p == c["nprocs"] and lo <= size and (hi is None or size <= hi):
                 out[(key, size, p, c["label"])] = why

@@ -23,7 +23,8 @@ def post_analysis():
     try:
         a = run_analysis(m, data, g.principal.name)
     except AnalysisInputError as e:
-        raise ApiError(e.status, "invalid_analysis", str(e), field=e.field) from None
+        raise ApiError(e.status, "analysis_unavailable" if e.status == 503 else "invalid_analysis", str(e),
+                       field=e.field) from None
     audit(g.principal.name, "create", "analysis", str(a.id),
           {"machine": m.name, "library": data.library, "violations": a.n_violations})
     commit()

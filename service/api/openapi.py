@@ -29,7 +29,7 @@ def _resp(desc: str, schema=None) -> dict:
 def _errors(*codes: int) -> dict:
     text = {400: "bad request", 401: "no or unknown token", 403: "role or machine not allowed", 404: "not found",
             409: "conflict", 413: "body larger than the upload limit", 415: "not JSON", 422: "invalid input",
-            503: "analysis modules not available"}
+            503: "the service cannot analyse: no pgmpitune-check it can run"}
     return {str(c): _resp(text[c], _ref("Error")) for c in codes}
 
 

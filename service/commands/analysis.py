@@ -150,7 +150,7 @@ def profile_cmd(files, alpha, test, fdr, split_tolerance, out_dir, min_gain, mem
     try:
         profs = generate_profiles(a, gain=min_gain, msg_budget=memory_budget, int_budget=int_budget,
                                   cautious=cautious, campaign=campaign)
-    except ValueError as exc:   # e.g. runs of two synchronisation methods for one (library, p, layout)
+    except (ValueError, RuntimeError) as exc:   # two synchronisation methods for one config; no checker
         raise click.ClickException(str(exc)) from None
     paths = write_profiles(profs, out_dir)
     for p, path in zip(profs, paths):

@@ -23,7 +23,7 @@ ROLES = ("viewer", "agent", "admin")
 ROLE_RANK = {r: i for i, r in enumerate(ROLES)}
 JOB_STATES = ("PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED")
 CAMPAIGN_STATES = ("planned", "running", "completed", "failed", "cancelled")
-PROFILE_STATES = ("candidate", "validated", "published", "rolled-back")
+PROFILE_STATES = ("candidate", "validated", "published", "superseded", "rolled-back")
 # what a stored violation is worth (service/analysis/README.md, "One truth on every page"): verified by its
 # campaign's analysis; unconfirmed: found, but by fewer campaigns (nights) than the candidate rule requires;
 # contradicted: the paired validation measured its range slower or not faster

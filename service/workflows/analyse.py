@@ -12,7 +12,9 @@ from typing import Optional
 import numpy as np
 from sqlalchemy import select
 
+from pgmpi_formats.checker import CheckerError
 from service.analysis import api as analysis_api, datatypes
+from service.analysis.memory import MemoryModel
 from service.analysis.stats import TESTS
 from service.store.analyses import load_resultset, nights, store_result
 from service.store.db import db
@@ -21,6 +23,8 @@ from service.workflows.publish import set_directory
 
 
 class AnalysisInputError(ValueError):
+    """Refused with `status`: 404 / 422 for the request, 503 when the service cannot analyse (its checker)."""
+
     def __init__(self, message: str, field: Optional[str] = None, status: int = 422):
         super().__init__(message)
         self.field, self.status = field, status
@@ -55,9 +59,13 @@ def run_analysis(machine: Machine, data, actor: str) -> Analysis:
     lib, campaign, runs = select_runs(machine, data)
     if data.test not in TESTS:
         raise AnalysisInputError(f"unknown test {data.test!r}; valid: {', '.join(TESTS)}", field="test")
+    try:
+        memory = MemoryModel.auto().probe()     # the profiles' memory figures are the library's: said up front
+    except CheckerError as e:
+        raise AnalysisInputError(f"the service cannot analyse: {e}", status=503) from None
     rs = load_resultset(runs)
     try:
-        out = analysis_api.run(rs, alpha=data.alpha, test=data.test, fdr=data.fdr,
+        out = analysis_api.run(rs, alpha=data.alpha, test=data.test, fdr=data.fdr, memory=memory,
                                gain=getattr(data, "min_gain", 0.10), campaign=campaign.name if campaign else None,
                                confirmations=getattr(data, "confirmations", 1),
                                confirmed_before=nights(lib, campaign)[0] if campaign else {})
@@ -68,6 +76,8 @@ def run_analysis(machine: Machine, data, actor: str) -> Analysis:
                                created=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     except ValueError as e:
         raise AnalysisInputError(str(e)) from None
+    except CheckerError as e:       # a listing at another p or size failed
+        raise AnalysisInputError(f"the service cannot analyse: {e}", status=503) from None
     result = convert(out)
     if dt is not None:
         merge_datatypes(result, dt)

@@ -125,7 +125,8 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
         if rec is None or (rec.machine, rec.library, rec.version) != (machine, library, version):
             raise NativeChainError(f"refused: {rid} is no native validation record of {machine} "
                                    f"{library}-{version}", 422, "refused")
-        refusals.update(validation_refusals(rec.verdict or {}, cells, f"native validation {rec.id}"))
+        refusals.update(validation_refusals(rec.verdict or {}, cells, f"native validation {rec.id}",
+                                            gap_refuses_collective=library == "intelmpi"))
 
     def render(decisions):
         return native_file.render(library, decisions, version=version, comment=f"pgmpi nightly {campaign}")
@@ -142,6 +143,16 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
         return None, (f"no algorithm of {library}-{version}'s own beats its default anywhere ({len(res.decisions)} "
                       f"cells, threshold up to {100 * res.threshold:.1f} %" + (f", {len(refusals)} refused by validation"
                                                                         if refusals else "") + ")")
+    left: dict[str, str] = {}
+    if library == "intelmpi":
+        # a set I_MPI_ADJUST_<COLL> changes Intel MPI's choice outside its ranges: a collective where the default
+        # won anywhere is left to the library (impi_adjust.trim)
+        from pgmpi_formats import impi_adjust
+        _kept, left = impi_adjust.trim(res.native_decisions())
+        chosen = [d for d in chosen if d.key not in left]
+        if not chosen:
+            return None, (f"nothing of {library}-{version} native.impi can hold exactly: "
+                          + "; ".join(f"{k}: {w}" for k, w in sorted(left.items())))
     try:
         name, text = render(res.native_decisions())
         pub.check_native_file(name, text, library, version)     # the reader of exactly that version
@@ -156,7 +167,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
         db.session.flush()
     set_directory(ps)
     for v in ps.versions:       # asked again (an agent restarted): the same text is the same candidate
-        if (v.files or {}).get(name) == text and v.state in ("candidate", "validated", "published"):
+        if (v.files or {}).get(name) == text and v.state in ("candidate", "validated", "published", "superseded"):
             return v, "the same decision file is already candidate #%d (%s)" % (v.number, v.state)
     try:
         live = pub.status(root, machine, library, version, ps.directory)["files"]
@@ -169,6 +180,8 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     notes = (f"{NATIVE_NOTE} of campaign {campaign}: {name} changes {len(chosen)} of {len(res.decisions)} cells"
              + (f"; {len(refusals)} choice(s) refused by native validation {', '.join(map(str, refused))}"
                 if refusals else "")
+             + (f"; left to the library: {', '.join(sorted(left))} (the default won somewhere; Intel MPI changes "
+                "its choice outside every range of a set variable)" if left else "")
              + (f"; carries the live {', '.join(sorted(carried))}" if carried else "")
              + (f"; leaves out the live {', '.join(left)} (its mock-ups call a collective the file retunes)"
                 if left else ""))
@@ -227,7 +240,7 @@ def settle(v: ProfileVersion, verdict: dict, publish: bool, root: Path, actor: s
     """A candidate's native validation record -> its state; published when asked and it passed.  Returns
     {"state", "published": {version, path} | None, "why"}."""
     out = {"state": v.state, "published": None, "why": ""}
-    if v.state == "published":
+    if v.state in ("published", "superseded"):      # published before: a later publication decides what is live
         return out
     if not verdict.get("ok"):
         v.state = "failed"

@@ -27,6 +27,9 @@ from service.analysis import spans
 from service.workflows.validate import recorded_native_validation, span_version
 
 SPAN_DROPPED = "dropped from the live set"     # how a span version's notes say it is no longer live
+# a version the profile root has held: "published" is current (one per set at most), "superseded" was current
+# until a later publication, both in the same commit as the swap of ``current``
+WAS_LIVE = ("published", "superseded")
 
 
 # ----------------------------------------------------------------- publish, roll back, history
@@ -106,6 +109,8 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
                       "--force --reason")
     # a carried file is live already (its own publication was the gate); one the candidate brings needs a record
     native = recorded_native_validation(*names, files)
+    # read before any change: a query after one would flush it outside _commit_or_undo's undo of the swap
+    replaced = [sv for sv in ps.versions if sv is not v and sv.state == "published"]
     res = pub.publish(root, *names, files, directory=directory, native_validated=native is not None or bool(carried),
                       actor=actor, validated=validated, force=force, reason=reason,
                       candidate=f"profile_version:{v.id}",
@@ -120,9 +125,11 @@ def publish_candidate(v: ProfileVersion, root: Path, actor: str, force: bool = F
         said = (f"kept live by candidate #{v.number}" if fate["kept"] else
                 f"{SPAN_DROPPED} by candidate #{v.number}") + f": {fate['why']}"
         for sv in ps.versions:
-            if sv.state == "published" and (sv.files or {}) == {fate["file"]: live_files.get(fate["file"])}:
+            if sv.state in WAS_LIVE and (sv.files or {}) == {fate["file"]: live_files.get(fate["file"])}:
                 sv.notes = f"{sv.notes}; {said}"[-2000:]
         v.notes = f"{v.notes}; span {fate['file']} {said.split(' by candidate')[0]}: {fate['why']}"[-2000:]
+    for sv in replaced:         # one version is current; the one it replaces stays on disk as history
+        sv.state = "superseded"
     audit(actor, "publish-forced" if res.forced else "publish", "profile", str(v.id),
           {"set": ps.id, "fs_version": res.version, "previous": res.previous, "forced": res.forced,
            "reason": reason, "validated": validated, "path": v.published_path, "spans": span_fates})
@@ -145,8 +152,8 @@ def measured_under(v: ProfileVersion) -> set:
 
 
 def rollback_set(ps: ProfileSet, root: Path, actor: str, reason: str = "", to: int | None = None) -> pub.PublishResult:
-    """Make version `to` (default: the previous one) current again; the version that was current is
-    marked rolled-back."""
+    """Make version `to` (default: the previous one) current again (published; it was superseded); the
+    version that was current is marked rolled-back."""
     names, directory = _names(ps)
     res = pub.rollback(root, *names, actor=actor, reason=reason, to=to, directory=directory)
     old_path = str(res.target / "versions" / str(res.previous))
@@ -196,7 +203,9 @@ def history_of(ps: ProfileSet, root: Path) -> dict:
 
 def fsck(root: Path) -> list[dict]:
     """Database and profile root agree: every set's ``current`` is the version the database marks published
-    (none when it points at the empty version 0), with the same files; no two sets share a directory.
+    (none when it points at the empty version 0), with the same files; no two sets share a directory.  The
+    versions it replaced are superseded (publish_candidate), so a version still marked published elsewhere
+    is a disagreement.
     Returns the problems found ({set, directory, problem}); [] when all agree."""
     problems: list[dict] = []
     seen: dict[tuple[int, str], int] = {}
@@ -341,7 +350,7 @@ def campaign_report(campaign: str, machine: str | None = None) -> list[dict]:
             cands.append({"id": v.id, "number": v.number, "state": v.state, "notes": v.notes,
                           "ranges": ranges, "validation": validation,
                           "native": sorted(n for n in (v.files or {}) if n in pub.NATIVE_FILES)})
-            if v.state == "published":
+            if v.state in WAS_LIVE:     # what the campaign gave, current or superseded since
                 published = {"candidate": v.number, "path": v.published_path, "ranges": ranges,
                              "native": cands[-1]["native"]}
         out.append({"library": lib.name, "version": lib.version, "analysis_id": a.id, "test": a.test,

@@ -11,8 +11,9 @@ could read back or check what it says; the variables are text, documented, per c
 message-size and process-count ranges: `<preset>:<lo>-<hi>@<pmin>-<pmax>[;...]`.  Intel documents that calls
 outside every range keep the library's own choice; 2021.13 does not (with only 3:65536-... set, MPI_Allreduce
 at 64 B-32 KiB runs another algorithm than without the variable: fingerprints), which is why the validation
-measures every gap at both ends (native_validation.cells_of_impi).  Their message size (Intel's documentation) is count x type size for
-allreduce, bcast and reduce and one block for allgather, alltoall, gather and scatter -- collectives.def's size.
+measures every gap at both ends (native_validation.cells_of_impi) and why write() leaves no gap (trim).
+Their message size (Intel's documentation) is count x type size for allreduce, bcast and reduce and one block
+for allgather, alltoall, gather and scatter -- collectives.def's size.
 
 Intel MPI 2021.13 ignores a bad value with a message only under I_MPI_DEBUG ("Incorrect algorithm:
 ALLREDUCE=33, will be ignored"), and accepts inverted or overlapping ranges without a word, so the reader
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 from .native import parse_label
 
-__all__ = ["VARIABLES", "AdjustError", "Discovery", "Adjust", "discover", "write", "parse", "NAME"]
+__all__ = ["VARIABLES", "AdjustError", "Discovery", "Adjust", "discover", "trim", "write", "parse", "NAME"]
 
 NAME = "native.impi"
 # collectives.def key -> the variable's collective
@@ -98,17 +99,55 @@ def _preset(key: str, label: str, d: Discovery) -> int:
     return a
 
 
+def trim(decisions) -> tuple[list, dict[str, str]]:
+    """The decisions a native.impi can hold exactly, and {collective: why} for those it must leave to the
+    library.  Once I_MPI_ADJUST_<COLL> is set, Intel MPI 2021.13 runs another algorithm outside every range than
+    with the variable unset (fingerprints, 2 ranks: with only 3:4096-... set, MPI_Allreduce changes at 16 B and
+    64 B-2 KiB; with 0:0-4095 added, the same), so a range cannot leave a size to the library's default.  Nor can a
+    preset stand in for the default there: the default's fingerprint matches 7-19 of the 32 allreduce presets at
+    every size measured (8 B-1 MiB), fingerprints exist only for reductions, and between two measured sizes the
+    default may switch.  So a collective is written only where a preset was chosen at every size measured at
+    its process count (its ranges then cover 0-2147483647 there); a collective where the default won anywhere
+    gets no variable at all: the library's own choice, everywhere."""
+    by: dict[str, list] = {}
+    for dec in decisions:
+        by.setdefault(dec.key, []).append(dec)
+    keep, why = [], {}
+    for key, decs in sorted(by.items()):
+        if all(x.label == "default" for x in decs):
+            continue
+        left = sorted((x.nprocs, x.nbytes) for x in decs if x.label == "default")
+        if left:
+            why[key] = (f"the library's default won at {', '.join(f'{b} B (p={p})' for p, b in left[:6])}"
+                        f"{' ...' if len(left) > 6 else ''}; once I_MPI_ADJUST_{VARIABLES.get(key, key.upper())} is "
+                        "set, Intel MPI runs another algorithm outside every range, so no range can leave a size "
+                        "to the default")
+        else:
+            keep += decs
+    return keep, why
+
+
 def write(decisions, d: Discovery, comment: str = "pgmpi analyze native-files") -> str:
-    """Decisions (ompi_rules.Decision: key, nprocs, nbytes from which the label holds) -> native.impi text;
-    a "default" decision is left to the library (no range)."""
-    by: dict[str, dict[int, list]] = {}
+    """Decisions (ompi_rules.Decision: key, nprocs, nbytes from which the label holds) -> native.impi text.
+    Only collectives whose every decision is a preset are written (trim: a gap would not be the default); the
+    others are named in a comment with the reason.  ValueError when none is left."""
     for dec in decisions:
         if dec.key not in VARIABLES:
             raise ValueError(f"{dec.key}: Intel MPI has no I_MPI_ADJUST variable for it")
+    kept, left = trim(decisions)
+    if not kept:
+        raise ValueError("nothing Intel MPI can hold exactly: " + "; ".join(f"{k}: {w}" for k, w in left.items())
+                         if left else "no preset chosen anywhere")
+    by: dict[str, dict[int, list]] = {}
+    for dec in kept:
         by.setdefault(dec.key, {}).setdefault(dec.nprocs, []).append(dec)
     lines = [f"# Intel MPI {d.version} I_MPI_ADJUST variables, written by pgmpi-site: {comment}",
-             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>; calls outside every range: whatever the library "
-             "then picks (2021.13: not always its default; validation measures each gap)"]
+             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>.  Each variable's ranges cover every",
+             "# message size at the process counts measured: once a variable is set, Intel MPI 2021.13 runs",
+             "# another algorithm outside every range than without it, so a collective where the default won",
+             "# anywhere is left out (no variable: the library's own choice).  Other process counts are outside",
+             "# every range too: there Intel MPI may run another algorithm than its default (not measured)."]
+    lines += [f"# left to the library: {k}: {w}" for k, w in sorted(left.items())]
     for key in sorted(by):
         rows = []
         for p in sorted(by[key]):
@@ -116,15 +155,12 @@ def write(decisions, d: Discovery, comment: str = "pgmpi analyze native-files") 
             for i, dec in enumerate(decs):
                 hi = decs[i + 1].nbytes - 1 if i + 1 < len(decs) else _MAX
                 lo = 0 if i == 0 else dec.nbytes
-                if dec.label == "default":
-                    continue
                 a = _preset(key, dec.label, d)
                 if rows and rows[-1][0] == a and rows[-1][2] + 1 == lo and rows[-1][3] == p:
                     rows[-1] = (a, rows[-1][1], hi, p, p)
                 else:
                     rows.append((a, lo, hi, p, p))
-        if rows:
-            lines.append(f"I_MPI_ADJUST_{VARIABLES[key]}=" + ";".join(f"{a}:{lo}-{hi}@{p}-{q}" for a, lo, hi, p, q in rows))
+        lines.append(f"I_MPI_ADJUST_{VARIABLES[key]}=" + ";".join(f"{a}:{lo}-{hi}@{p}-{q}" for a, lo, hi, p, q in rows))
     text = "\n".join(lines) + "\n"
     parse(text, "<generated native.impi>", d)
     return text

@@ -14,6 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checker import BUILD_HINT, CheckerError, not_found
+
 
 @dataclass(frozen=True)
 class Algorithm:
@@ -82,16 +84,20 @@ def parse_listing(text: str, source: str = "<pgmpitune-check --list --json>") ->
 
 
 def library_listing(checker: Path | str | None, p: int, msize: int, elem: int = 1) -> Listing:
-    """Runs the library's checker; RuntimeError saying what to do when there is none or it fails."""
+    """Runs the library's checker; CheckerError (a RuntimeError) saying what to do when there is none, it cannot
+    run, fails or prints what parse_listing refuses."""
     if checker is None:
-        raise RuntimeError("pgmpitune-check not found: the mock-ups' memory needs come from the library itself; "
-                           "build it (deploy/build-lib.sh all) or set PGMPITUNE_CHECK to its path")
+        raise CheckerError(not_found() + " (the mock-ups' memory needs come from the library itself)")
     args = [str(checker), "--list", "--json", f"--p={p}", f"--bytes={msize}", f"--elem={elem}"]
     try:
         r = subprocess.run(args, capture_output=True, text=True, timeout=30)
     except OSError as e:
-        raise RuntimeError(f"{checker}: cannot run ({e.strerror}); build the library (deploy/build-lib.sh all) "
-                           "or set PGMPITUNE_CHECK to pgmpitune-check's path") from None
+        raise CheckerError(f"{checker}: cannot run ({e.strerror}); {BUILD_HINT}") from None
+    except subprocess.TimeoutExpired:
+        raise CheckerError(f"{' '.join(args)}: no answer within 30 s; {BUILD_HINT}") from None
     if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
-    return parse_listing(r.stdout, f"{checker} --list --json")
+        raise CheckerError(f"{' '.join(args)} failed ({r.returncode}): {r.stderr.strip()[:500]}; {BUILD_HINT}")
+    try:
+        return parse_listing(r.stdout, f"{checker} --list --json")
+    except ValueError as e:     # a checker of another build than this reader: rebuild it
+        raise CheckerError(f"{e}; {BUILD_HINT}") from None

@@ -80,6 +80,40 @@ def test_a_choice_its_validation_job_failed_is_refused_and_the_next_one_wins():
     assert r.decisions[("bcast", 4096, 2)].choice == "native:split_binary_tree"     # its rule passed
 
 
+def test_an_intel_candidate_failing_only_in_its_gaps_refuses_that_collectives_choices():
+    """Intel MPI's native.impi: a gap between ranges is measured as a "default" cell; once I_MPI_ADJUST_<COLL> is
+    set Intel MPI changes its choice there, so a failed gap is the variable's doing.  It goes back as a refusal
+    of every native choice of that collective at that p (else the next candidate is the same file, asked up to
+    `candidates` times); other collectives and other p keep theirs; other libraries' gaps refuse nothing."""
+    cells = {("allreduce", 8, 2): runs(default=2.0, native__3=1.0, native__8=1.5),
+             ("allreduce", 4096, 2): runs(default=2.0, native__3=3.0),
+             ("allreduce", 65536, 2): runs(default=2.0, native__3=1.0),
+             ("allreduce", 8, 4): runs(default=2.0, native__3=1.0),
+             ("bcast", 8, 2): runs(default=2.0, native__1=1.0)}
+    first = decide(cells)
+    assert [(x.key, x.nprocs, x.nbytes, x.label) for x in first.native_decisions() if x.key == "allreduce"
+            and x.nprocs == 2] == [("allreduce", 2, 8, "native:3"), ("allreduce", 2, 4096, "default"),
+                                   ("allreduce", 2, 65536, "native:3")]
+    verdict = {"id": 9, "cells": [
+        {"collective": "allreduce", "nprocs": 2, "msize": 8, "range": [0, 4095], "label": "native:3", "problems": []},
+        {"collective": "allreduce", "nprocs": 2, "msize": 4096, "range": [4096, 32767], "label": "default",
+         "problems": ["(b) the file keeps the default here, but the reduction's fingerprint under the file is not "
+                      "the default's"]},
+        {"collective": "allreduce", "nprocs": 2, "msize": 65536, "range": [65536, 2147483647], "label": "native:3",
+         "problems": []},
+        {"collective": "bcast", "nprocs": 2, "msize": 8, "range": [0, 2147483647], "label": "native:1",
+         "problems": []}]}
+    assert validation_refusals(verdict, cells, "record 9") == {}          # a gap of another library's file
+    refused = validation_refusals(verdict, cells, "record 9", gap_refuses_collective=True)
+    assert set(refused) == {("allreduce", 8, 2, "native:3"), ("allreduce", 8, 2, "native:8"),
+                            ("allreduce", 4096, 2, "native:3"), ("allreduce", 65536, 2, "native:3")}, refused
+    assert "a size the file leaves to the library" in refused[("allreduce", 8, 2, "native:3")]
+    again = decide(cells, refused=refused)
+    assert {(k, s, p): d.choice for (k, s, p), d in again.decisions.items()} == {
+        ("allreduce", 8, 2): "default", ("allreduce", 4096, 2): "default", ("allreduce", 65536, 2): "default",
+        ("allreduce", 8, 4): "native:3", ("bcast", 8, 2): "native:1"}
+
+
 def test_second_pass_a_mockup_with_retuned_parts_competes_on_runs_under_that_very_file():
     from pgmpi_formats import native
     from service.analysis.native_decision import Run

@@ -30,7 +30,7 @@ def intel(tmp_path_factory):
 
 
 DECS = [Decision("allreduce", 2, 8, "native:8"), Decision("allreduce", 2, 1024, "native:1"),
-        Decision("allreduce", 2, 65536, "default"), Decision("bcast", 2, 8, "native:1"),
+        Decision("allreduce", 2, 65536, "native:1"), Decision("bcast", 2, 8, "native:1"),
         Decision("allgather", 2, 8, "native:2"), Decision("allgather", 2, 4096, "native:2")]
 
 
@@ -38,13 +38,35 @@ def test_written_and_read_back(intel):
     _lib, _env, d, _probe = intel
     assert d.version == "2021.13" and d.presets["allreduce"] == 32 and d.presets["allgather"] == 6
     text = ia.write(DECS, d)
-    assert "I_MPI_ADJUST_ALLREDUCE=8:0-1023@2-2;1:1024-65535@2-2\n" in text
-    assert "I_MPI_ADJUST_ALLGATHER=2:0-2147483647@2-2\n" in text          # equal neighbours merge
+    assert "I_MPI_ADJUST_ALLREDUCE=8:0-1023@2-2;1:1024-2147483647@2-2\n" in text     # equal neighbours merge
+    assert "I_MPI_ADJUST_ALLGATHER=2:0-2147483647@2-2\n" in text
     adj = ia.parse(text, "gen.impi", d)
-    assert [adj.lookup("allreduce", 2, n) for n in (8, 1023, 1024, 65535, 65536)] == [8, 8, 1, 1, 0]
+    assert [adj.lookup("allreduce", 2, n) for n in (8, 1023, 1024, 65535, 65536)] == [8, 8, 1, 1, 1]
     assert adj.lookup("allreduce", 4, 8) == 0                            # only the measured process count
     with pytest.raises(ValueError, match="presets 1-6, not 7"):
         ia.write([Decision("allgather", 2, 8, "native:7")], d)
+
+
+def test_a_collective_where_the_default_won_is_left_to_the_library(intel):
+    """No gap: once I_MPI_ADJUST_ALLREDUCE is set, Intel MPI 2021.13 runs another algorithm outside every range
+    (fingerprints: 16 B, 64 B-2 KiB change with only 3:4096-... set), so a default cell cannot stay a gap; the
+    collective gets no variable, with the reason in the file, and a decision with nothing exact is refused."""
+    d = intel[2]
+    gapped = [Decision("allreduce", 2, 8, "native:3"), Decision("allreduce", 2, 4096, "default"),
+              Decision("allreduce", 2, 65536, "native:3")]
+    text = ia.write(gapped + [Decision("bcast", 2, 8, "native:1"), Decision("bcast", 2, 4096, "native:2")], d)
+    adj = ia.parse(text, "gen.impi", d)
+    assert set(adj.environment()) == {"I_MPI_ADJUST_BCAST"}, text
+    assert adj.environment()["I_MPI_ADJUST_BCAST"] == "1:0-4095@2-2;2:4096-2147483647@2-2"
+    assert "# left to the library: allreduce: the library's default won at 4096 B (p=2);" in text, text
+    kept, left = ia.trim(gapped)
+    assert kept == [] and set(left) == {"allreduce"}
+    with pytest.raises(ValueError, match=r"nothing Intel MPI can hold exactly: allreduce: the library's default won "
+                                         r"at 4096 B \(p=2\)"):
+        ia.write(gapped, d)
+    # a process count where the default won leaves the whole variable out too (one variable for every count)
+    assert set(ia.trim([Decision("allreduce", 2, 8, "native:3"), Decision("allreduce", 4, 8, "default")])[1]) \
+        == {"allreduce"}
 
 
 @pytest.mark.parametrize("line,why", [
@@ -95,7 +117,7 @@ def test_published_for_its_version_refused_otherwise_and_the_module_sets_it(inte
         return pub.publish(tmp_path, "m1", "intelmpi", ver, files, actor="t", validated=True,
                            checker=["/bin/true"], mpi="intelmpi", native_validated=True)
     publish({"native.impi": text}, "2021.13")
-    with pytest.raises(pub.PublishError, match=r"native.impi refused: bad.impi|native.impi refused: native.impi:3: "
+    with pytest.raises(pub.PublishError, match=r"native.impi refused: bad.impi|native.impi refused: native.impi:7: "
                                                r"I_MPI_ADJUST_ALLGATHER: preset 9 is outside 1-6"):
         publish({"native.impi": text.replace("I_MPI_ADJUST_ALLGATHER=2:", "I_MPI_ADJUST_ALLGATHER=9:")}, "2021.13")
     with pytest.raises(pub.PublishError, match="native.impi refused: native.impi:1: written for Intel MPI 2021.13, "

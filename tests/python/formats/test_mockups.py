@@ -46,3 +46,23 @@ def test_bad_listing_names_the_field():
         parse_listing("{", "x.json")
     with pytest.raises(RuntimeError, match="deploy/build-lib.sh"):
         library_listing(None, 4, 8)
+
+
+def test_the_checker_of_any_built_library_is_found_and_none_is_said(tmp_path, monkeypatch):
+    """A tree where only intelmpi's lib/ was built: its pgmpitune-check is found (the listing is the library's,
+    whatever MPI it was built on); with none, the message names the ids looked in and how to build one."""
+    from pgmpi_formats.checker import CheckerError, find_checker, not_found
+    from pgmpi_formats.mpi_libraries import read_mpi_libraries
+    monkeypatch.delenv("PGMPITUNE_CHECK", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert find_checker(root=tmp_path) is None
+    said = not_found()
+    assert all(lib.id in said for lib in read_mpi_libraries()) and "deploy/build-lib.sh" in said
+    with pytest.raises(CheckerError, match="build/install/<id>/bin/pgmpitune-check for openmpi, mpich"):
+        library_listing(None, 4, 8)
+    chk = tmp_path / "build" / "install" / "intelmpi" / "bin" / "pgmpitune-check"
+    chk.parent.mkdir(parents=True)
+    chk.write_text("#!/bin/sh\n")
+    chk.chmod(0o755)
+    assert find_checker(root=tmp_path) == chk
+    assert find_checker("mpich", root=tmp_path) is None        # a named build is that build's only

@@ -318,9 +318,11 @@ def test_sync_fields_and_bench_args_that_would_change_the_method(tmp_path, extra
 
 
 def test_intel_presets_are_planned_one_mpirun_each_and_searches_refused(tmp_path):
-    """An Intel MPI module's presets (native:<p>): per mpirun index the default mpirun and one per preset, the
-    same index, order alternating, the preset forced by its variable without ranges; native:all and search:
-    are refused with the reason (Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init)."""
+    """An Intel MPI module's presets (native:<p>): per mpirun index the default mpirun (fingerprinting its
+    reductions) and one per preset, the same index, order alternating, the preset forced by its variable
+    without ranges; native:all and search: exhaustive are every preset the installed Intel MPI lists
+    (impi_info -v: allreduce 1-32, bcast 1-22), one mpirun each; race / mgd / smgd are refused with the reason
+    (Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init)."""
     text = """name: ic
 machine: hydra
 modules: [{mpi: intelmpi}]
@@ -333,7 +335,8 @@ mpiruns: 2
 """
     (job,) = plan(load_campaign(write(tmp_path, text)))
     got = [(ln.index, ln.output, ln.env) for ln in job.launches]
-    first = [(0, "run-0-g0.txt", {}), (0, "run-0-g1.txt", {}),
+    ev = {"PGMPI_NATIVE_EVIDENCE": "1"}
+    first = [(0, "run-0-g0.txt", ev), (0, "run-0-g1.txt", ev),
              (0, "run-0-native-3-g0.txt", {"I_MPI_ADJUST_ALLREDUCE": "3"}),
              (0, "run-0-native-3-g1.txt", {"I_MPI_ADJUST_BCAST": "3"}),
              (0, "run-0-native-12.txt", {"I_MPI_ADJUST_ALLREDUCE": "12"})]
@@ -342,8 +345,25 @@ mpiruns: 2
     for ln in job.launches:
         algs = next(a for a in ln.argv if a.startswith("--algorithms="))
         assert f"--mpirun-index={ln.index}" in ln.argv
-        assert algs == ("--algorithms=default,default_control" if not ln.env
+        assert algs == ("--algorithms=default,default_control" if ln.env == ev
                         else f"--algorithms=native:{next(iter(ln.env.values()))}"), ln
-    for bad in ("algorithms: [default, native:all]", "search: exhaustive"):
-        with pytest.raises(CampaignError, match="Intel MPI's presets are measured one mpirun each"):
-            load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]", bad), "b.yaml"))
+    for every in ("algorithms: [default, native:all]", "search: exhaustive"):
+        (job,) = plan(load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]", every),
+                                          "a.yaml")))
+        mine = [ln for ln in job.launches if ln.index == 0]
+        forced = {}
+        for ln in mine[2:]:
+            for var, p in ln.env.items():
+                forced.setdefault(var, []).append(int(p))
+        # the default mpiruns first (two size groups), then presets 1-32 of allreduce; bcast keeps its native:3
+        assert [x.env for x in mine[:2]] == [ev, ev] and len(mine) == 2 + 33, [x.output for x in mine]
+        assert forced == {"I_MPI_ADJUST_ALLREDUCE": list(range(1, 33)), "I_MPI_ADJUST_BCAST": [3]}, forced
+        assert not [ln for ln in job.launches if ln.role == "search"]
+        assert job.estimate_seconds >= 2.0 * 33 * 2          # a start-up per preset mpirun, two rounds
+    with pytest.raises(CampaignError, match="segments: Intel MPI's presets have no segment size"):
+        load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
+                                                   "search: exhaustive, segments: [1024]"), "s.yaml"))
+    for bad in ("race", "mgd", "smgd"):
+        with pytest.raises(CampaignError, match=f"search: {bad} cannot search Intel MPI's presets .*once at MPI_Init"):
+            load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
+                                                       f"search: {bad}"), "b.yaml"))

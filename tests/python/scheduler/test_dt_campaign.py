@@ -3,6 +3,8 @@ control arm added to a description list), refused with file:line and the valid c
 datatype candidate validated by pgmpi-dtbench in separate launches without and with the profile."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from scheduler.campaign import CampaignError, load_campaign
@@ -18,6 +20,14 @@ layouts: [{nodes: 1, ppn: 2}]
 mpiruns: 2
 repetitions: {policy: fixed, nrep: 10}
 """
+
+
+# a datatype candidate: a .prf of the datatype campaign and a replacement rule
+DT_CANDIDATE = {
+    "bcast_p2.prf": "# pgtune profile\n#@pgmpi profile_version 1\n#@pgmpi source datatypes\nMPI_Bcast\n"
+    "2 # nb. of processes\n1 # nb. of mock-up impl.\n1 bcast_as_packed_bcast\n1 # nb. of ranges\n3200 3200 1\n",
+    "datatypes.dtprf": "#@pgmpi datatype_profile_version 1\nreplace 619a6cb1d5899959 indexed "
+    "evidence=dt_bcast_int_tiled_v1_a2:nested@3200\n"}
 
 
 def test_datatypes_section_plans_dtbench_launches(tmp_path):
@@ -45,12 +55,7 @@ def test_datatypes_section_plans_dtbench_launches(tmp_path):
     script = render_script(job, tmp_path / "out", "n", c.bench_for(job.module), False)
     assert f"{c.bench_for(job.module).parent / 'pgmpi-dtbench'} --patterns=bcast,allgather" in script
 
-    files = {"bcast_p2.prf": "# pgtune profile\n#@pgmpi profile_version 1\n#@pgmpi source datatypes\nMPI_Bcast\n"
-             "2 # nb. of processes\n1 # nb. of mock-up impl.\n1 bcast_as_packed_bcast\n1 # nb. of ranges\n"
-             "3200 3200 1\n",
-             "datatypes.dtprf": "#@pgmpi datatype_profile_version 1\nreplace 619a6cb1d5899959 indexed "
-             "evidence=dt_bcast_int_tiled_v1_a2:nested@3200\n"}
-    v = validation_job(c, {"id": 7, "library": "openmpi", "files": files}, tmp_path / "prof", 600)
+    v = validation_job(c, {"id": 7, "library": "openmpi", "files": DT_CANDIDATE}, tmp_path / "prof", 600)
     roles = [(ln.role, ln.program, ln.env.get("PGMPITUNE_PROFILE_DIR")) for ln in v.launches]
     assert roles[:2] == [("default", "pgmpi-dtbench", None), ("tuned", "pgmpi-dtbench", str(tmp_path / "prof"))]
     assert len(v.launches) == c.validation.mpiruns * 2 * 2       # validation mpiruns x base types x arms
@@ -72,3 +77,37 @@ def test_bad_datatypes_section_names_file_line_and_choices(tmp_path, section, wo
         load_campaign(f)
     for w in words:
         assert w in str(e.value), str(e.value)
+
+
+@pytest.mark.mpi
+def test_dtbench_measures_with_the_campaigns_sync(tmp_path, mpi, mpi_prefix):
+    """The campaign's sync: reaches pgmpi-dtbench (it used to measure with its default whatever the campaign
+    said): its launches and a datatype candidate's validation launches carry it (window with its size), and a
+    planned launch records the method in its raw file, where the analysis reads it (#@procsync)."""
+    section = """datatypes:
+  patterns: [bcast]
+  layouts: [tiled]
+  variants: [1]
+  blocksizes: [2]
+  basetypes: [MPI_INT]
+  sizes: [64]
+  descriptions: [typed, packed]
+"""
+    f = tmp_path / "c.yaml"
+    f.write_text(BASE + "sync: window\nwindow_size_us: 5000\n" + section)
+    (job,) = plan(load_campaign(f))
+    assert all({"--proc-sync=window", "--window-size=5000"} <= set(ln.argv) for ln in job.launches)
+    f.write_text(BASE + "sync: roundtime\n" + section)
+    c = load_campaign(f)
+    (job,) = plan(c)
+    assert all("--proc-sync=roundtime" in ln.argv for ln in job.launches), [ln.argv for ln in job.launches]
+    v = validation_job(c, {"id": 7, "library": "openmpi", "files": DT_CANDIDATE}, tmp_path / "prof", 600)
+    assert v.launches and all("--proc-sync=roundtime" in ln.argv for ln in v.launches)
+    out = tmp_path / "dt.txt"
+    argv = [a for a in job.launches[0].argv if not a.startswith("--output=")] + [f"--output={out}"]
+    launcher = (["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"] if mpi == "openmpi"
+                else ["mpirun.mpich"])
+    r = subprocess.run(launcher + ["-np", "2", str(mpi_prefix / "bin" / "pgmpi-dtbench"), *argv],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "#@procsync=roundtime\n" in out.read_text()

@@ -67,16 +67,22 @@ def test_nightly_intel_campaign_measures_presets_alone_and_publishes_native_impi
     # per mpirun index: the default mpirun and one per preset, the same index, the order alternating
     spec = json.loads(measure[0]["spec"])
     order = [(ln["index"], ln["output"], ln["env"]) for ln in spec["launches"]]
-    assert order == [(0, "run-0.txt", {}), (0, "run-0-native-2.txt", {"I_MPI_ADJUST_ALLREDUCE": "2"}),
+    ev = {"PGMPI_NATIVE_EVIDENCE": "1"}        # the default mpirun fingerprints its reductions too
+    assert order == [(0, "run-0.txt", ev), (0, "run-0-native-2.txt", {"I_MPI_ADJUST_ALLREDUCE": "2"}),
                      (0, "run-0-native-3.txt", {"I_MPI_ADJUST_ALLREDUCE": "3"}),
                      (1, "run-1-native-3.txt", {"I_MPI_ADJUST_ALLREDUCE": "3"}),
-                     (1, "run-1-native-2.txt", {"I_MPI_ADJUST_ALLREDUCE": "2"}), (1, "run-1.txt", {})], order
+                     (1, "run-1-native-2.txt", {"I_MPI_ADJUST_ALLREDUCE": "2"}), (1, "run-1.txt", ev)], order
     adir = tmp_path / "state"
+    default = next(p.read_text() for p in adir.rglob("run-1.txt"))
+    assert "#@pgmpi fingerprint MPI_Allreduce 65536 default " in default, default[-2000:]
     raw = {p.name: p.read_text() for p in adir.rglob("run-1-native-3.txt")}
     assert raw, "no preset mpirun's raw file"
     text = next(iter(raw.values()))
     # pgmpi-bench labelled the rows itself, under the variable Intel MPI read at MPI_Init
     assert "#@mpirun_index=1" in text and "#@native_switch=preset_at_mpi_init" in text, text[:2000]
+    # each preset's fingerprint per size, next to the default's: what shows a preset cannot stand in for the
+    # default in a gap (impi_adjust.trim)
+    assert "#@pgmpi fingerprint MPI_Allreduce 65536 native:3 " in text, text[-2000:]
     rows = [ln.split() for ln in text.splitlines() if ln.startswith("MPI_Allreduce ")]
     assert rows and {x[-1] for x in rows} == {"native:3"}, rows[:3]
 

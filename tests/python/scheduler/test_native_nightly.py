@@ -69,6 +69,8 @@ def test_nightly_campaign_ends_in_a_published_native_file(tmp_path, slurm_env, m
     assert all(x["module"]["name"] == "openmpi/4.1.4" and x["kind"] == "native-validate" for x in specs)  # as users load it
     first, vid = (x["native"]["profile_version"] for x in specs)
     assert specs[1]["native"]["refused"] and not specs[0]["native"]["refused"], specs
+    # both arms measure with the campaign's method (sync: auto on one node), as the decision was measured
+    assert all(ln["argv"].count("--proc-sync=dissem") == 1 for x in specs for ln in x["launches"]), specs
 
     # published without a command: the set's current version holds the native file, its rule at 64 KiB
     live = pub.published_files(root, "nightbox", "openmpi", "4.1.4")

@@ -540,3 +540,51 @@ def test_the_nightly_chain_pairs_a_reduced_searchs_alone_confirmations(client, s
     assert len(paired) == 3 and all(set(x) == {"default", sbt} for x in paired)
     assert all(abs(x[sbt] / x["default"] - 1.3) < 0.01 for x in paired)
     assert [set(x) for x in runs if not x.alone] == [{"default"}]
+
+
+def test_analysis_without_a_working_checker_is_503_and_the_agent_says_why(client, seeded, app, monkeypatch,
+                                                                          tmp_path):
+    """No pgmpitune-check the service can run (a tree where only another MPI's lib/ was built, a broken one):
+    POST /analyses answers 503 naming the checker and how to build it and stores nothing, never a 500; the
+    agent logs the service's reason, not "unreachable", and asks again later."""
+    from scheduler.agent import Agent
+    from scheduler.backends import make_backend
+    from scheduler.campaign import parse_campaign
+    from scheduler.uploader import ServiceClient
+    from service.analysis.synthetic import Design, simulate, to_text
+    from service.store.models import Analysis
+    d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
+               nruns=2, nrep=5, machine="m1", campaign="c1")
+    files = [{"name": f"run{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(3)))]
+    assert client.post("/api/v1/campaigns", headers=seeded["agent1"], json={
+        "name": "c1", "machine": "m1", "definition": {}, "schedule": "manual"}).status_code == 201
+    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
+                       json={"upload_id": "nochk", "files": files}).status_code == 201
+    body = {"machine": "m1", "library": "openmpi", "campaign": "c1"}
+    monkeypatch.setenv("PGMPITUNE_CHECK", str(tmp_path / "no-such-pgmpitune-check"))
+    r = client.post("/api/v1/analyses", headers=seeded["agent1"], json=body)
+    assert r.status_code == 503 and r.json["error"]["code"] == "analysis_unavailable", r.json
+    assert "no-such-pgmpitune-check: cannot run" in r.json["error"]["message"]
+    assert "deploy/build-lib.sh" in r.json["error"]["message"]
+    broken = tmp_path / "pgmpitune-check"
+    broken.write_text("#!/bin/sh\necho 'libmpi.so.12: cannot open shared object file' >&2\nexit 127\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("PGMPITUNE_CHECK", str(broken))
+    r = client.post("/api/v1/analyses", headers=seeded["agent1"], json=body)
+    assert r.status_code == 503 and "failed (127): libmpi.so.12: cannot open" in r.json["error"]["message"], r.json
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Analysis)) == 0
+    # the agent of the campaign: its measure job done, the analysis asked for
+    c = parse_campaign({"name": "c1", "machine": "m1", "backend": "local", "modules": [{"mpi": "openmpi"}],
+                        "layouts": [{"nodes": 1, "ppn": 2}], "collectives": {"allreduce": {"sizes": [8, 1024]}},
+                        "bench_root": str(tmp_path)})
+    said: list[str] = []
+    agent = Agent(c, tmp_path / "state", make_backend(c, "local"),
+                  ServiceClient(app=app, token=seeded["agent1"]["Authorization"].split()[1]), log=said.append)
+    with agent.state.tx():
+        for row in agent.state.jobs("c1"):
+            agent.state.update_job("c1", row["key"], state="COMPLETED", attempt_dir=str(tmp_path / "a"))
+    assert agent.analyse() == {} and agent.state.campaign("c1")["state"] == "ACTIVE"    # asked again later
+    assert len(said) == 1 and "unreachable" not in said[0], said
+    assert said[0].startswith("analysis of openmpi: the service cannot analyse it now, asked again later: HTTP 503: ")
+    assert "pgmpitune-check" in said[0] and "failed (127)" in said[0]

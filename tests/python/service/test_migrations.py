@@ -128,3 +128,45 @@ def test_layout_columns_are_filled_from_what_runs_recorded(empty_url, tmp_path):
         flask_migrate.downgrade(directory=MIGRATIONS, revision="0006_harden19")
         assert "layout" not in _columns("runs") and "layout" not in _columns("violations")
         db.engine.dispose()
+
+
+def test_earlier_published_versions_become_superseded(empty_url, tmp_path):
+    """0015_mends_superseded: of a set's several published versions the one its last publish / rollback in the
+    audit log made current stays published (set 1: rolled back to version 1, older than version 2), else the
+    newest (set 2, no audit rows); the others are superseded.  Down: published again."""
+    app = make_app(empty_url, tmp_path / "inst")
+    with app.app_context():
+        flask_migrate.upgrade(directory=MIGRATIONS, revision="0014_nativesizes35")
+        with db.engine.begin() as conn:
+            conn.execute(text("INSERT INTO machines (id, name, nodes, cores_per_node, interconnect, notes, created_at) "
+                              "VALUES (1, 'm', 1, 2, '', '', CURRENT_TIMESTAMP)"))
+            for sid in (1, 2):
+                conn.execute(text("INSERT INTO mpi_libraries (id, machine_id, name, version, module, created_at) "
+                                  f"VALUES ({sid}, 1, 'openmpi', '4.1.4', 'm{sid}', CURRENT_TIMESTAMP)"))
+                conn.execute(text("INSERT INTO profile_sets (id, machine_id, library_id, created_at) "
+                                  f"VALUES ({sid}, 1, {sid}, CURRENT_TIMESTAMP)"))
+            for vid, sid, n, state, day in ((1, 1, 1, "published", 1), (2, 1, 2, "published", 2),
+                                            (3, 1, 3, "rolled-back", 3), (4, 2, 1, "published", 1),
+                                            (5, 2, 2, "published", 2), (6, 2, 3, "candidate", None)):
+                conn.execute(text(
+                    "INSERT INTO profile_versions (id, profile_set_id, number, state, files, created_at, published_at, "
+                    f"published_path, actor, notes) VALUES ({vid}, {sid}, {n}, '{state}', '{{}}', CURRENT_TIMESTAMP, "
+                    + (f"'2026-11-0{day} 02:00:00', '/p/m/s{sid}/versions/{n}'" if day else "NULL, NULL")
+                    + ", 'a', '')"))
+            for aid, action, details in ((1, "publish", '{"set": 1, "fs_version": 1}'),
+                                         (2, "publish", '{"set": 1, "fs_version": 2}'),
+                                         (3, "publish-forced", '{"set": 1, "fs_version": 3}'),
+                                         (4, "rollback", '{"set": 1, "fs_version": 1, "previous": 3}')):
+                conn.execute(text("INSERT INTO audit_log (id, at, actor, action, entity, entity_id, details) VALUES "
+                                  f"({aid}, CURRENT_TIMESTAMP, 'a', '{action}', 'profile', 'x', '{details}')"))
+        flask_migrate.upgrade(directory=MIGRATIONS, revision="0015_mends_superseded")
+
+        def states():
+            with db.engine.connect() as conn:
+                return dict(conn.execute(text("SELECT id, state FROM profile_versions")).all())
+        assert states() == {1: "published", 2: "superseded", 3: "rolled-back", 4: "superseded", 5: "published",
+                            6: "candidate"}
+        flask_migrate.downgrade(directory=MIGRATIONS, revision="0014_nativesizes35")
+        assert states() == {1: "published", 2: "published", 3: "rolled-back", 4: "published", 5: "published",
+                            6: "candidate"}
+        db.engine.dispose()

@@ -7,8 +7,9 @@ import json
 import os
 from datetime import datetime, timezone
 
+import pytest
 from click.testing import CliRunner
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from service.workflows import publish as publishing
 from service.commands.profile import profile
@@ -92,6 +93,49 @@ def test_fsck_finds_disagreement(app, seeded, tmp_path, monkeypatch, database_ur
     os.symlink("versions/0", res.target / "current")
     code, problems = _fsck(root, database_url)
     assert code == 1 and "marked published" in problems[0]["problem"], problems
+
+
+def test_a_republish_supersedes_the_version_it_replaces(app, seeded, tmp_path, monkeypatch, database_url):
+    """Publishing version 2 of a set marks version 1 superseded in the same commit (one version is current), so
+    fsck agrees after every publish and rollback; a database that refuses the superseded state leaves version
+    1 current on disk and published; a rollback makes the superseded version current again."""
+    monkeypatch.setenv("PGMPITUNE_CHECK", "/bin/true")
+    root = tmp_path / "profiles"
+    va, _ = _two_modules(app)
+    with app.app_context():
+        v1 = db.session.get(ProfileVersion, va)
+        v2 = ProfileVersion(profile_set_id=v1.profile_set_id, number=2, state="validated", files=PRF_B,
+                            validated_at=datetime.now(timezone.utc))
+        db.session.add(v2)
+        db.session.commit()
+        vb = v2.id
+        res = publishing.publish_candidate(v1, root, "test")
+        sqlite = db.engine.dialect.name == "sqlite"
+        refuse, allow = (("CREATE TRIGGER refuse_superseded BEFORE UPDATE OF state ON profile_versions WHEN "
+                          "NEW.state = 'superseded' BEGIN SELECT RAISE(ABORT, 'refused by test'); END",
+                          "DROP TRIGGER refuse_superseded") if sqlite else
+                         ("ALTER TABLE profile_versions ADD CONSTRAINT refuse_superseded CHECK "
+                          "(state <> 'superseded') NOT VALID",
+                          "ALTER TABLE profile_versions DROP CONSTRAINT refuse_superseded"))
+        with db.engine.begin() as conn:
+            conn.execute(text(refuse))
+        with pytest.raises(publishing.pub.PublishError, match="database refused to record the publish"):
+            publishing.publish_candidate(db.session.get(ProfileVersion, vb), root, "test")
+        with db.engine.begin() as conn:
+            conn.execute(text(allow))
+        assert _visible(res.target / "current") == PRF_A
+        assert db.session.get(ProfileVersion, va).state == "published"
+    assert _fsck(root, database_url) == (0, [])
+    with app.app_context():
+        publishing.publish_candidate(db.session.get(ProfileVersion, vb), root, "test")
+        assert (db.session.get(ProfileVersion, va).state, db.session.get(ProfileVersion, vb).state) == \
+            ("superseded", "published")
+    assert _fsck(root, database_url) == (0, [])
+    with app.app_context():
+        publishing.rollback_set(db.session.get(ProfileVersion, va).profile_set, root, "test")
+        assert (db.session.get(ProfileVersion, va).state, db.session.get(ProfileVersion, vb).state) == \
+            ("published", "rolled-back")
+    assert _fsck(root, database_url) == (0, [])
 
 
 def test_publish_trusts_only_recorded_validation(app, seeded, tmp_path, monkeypatch, database_url):
