@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pgmpi_formats import native
 from pgmpi_formats.results import read_file
-from pgmpi_formats.native_search import REFERENCE, SEGMENTED, grid, run_sizes
+from pgmpi_formats.native_search import REFERENCE, SEGMENTED, WARMUP_BYTES, grid, run_sizes
 
 NEVER = float("inf")
 CONTROL = "default_control"
@@ -198,7 +198,9 @@ class Launcher:
         control = ["default_control"] if s.get("control") else []
         algs = ["default", *sorted({lab for per in cells.values() for lab in per.values()}), *control]
         keys = sorted(cells)
-        sizes = sorted({size for k in keys for size in cells[k]})
+        # WARMUP_BYTES: the default alone there first, so the mpirun's first calls (milliseconds each on MPICH
+        # under load) fall on no cell's arm; the decision leaves its rows out (native_decision.mark_blocks)
+        sizes = sorted({size for k in keys for size in cells[k]} | {WARMUP_BYTES})
         argv = shlex.split(s["launcher"]) + [s["bench"], "--serve", f"--calls={','.join(keys)}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *s["bench_args"], f"--mpirun-index={index}",
@@ -207,6 +209,10 @@ class Launcher:
         t0 = time.perf_counter()
         sess = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
         default, chosen = {}, {}
+        try:
+            sess.cell(by_key(keys[0]).mpi_name, WARMUP_BYTES, ["default"], alone=True)
+        except RuntimeError as exc:
+            sys.exit(str(exc))
         nrep = next((int(x.split("=", 1)[1]) for x in s["bench_args"] if x.startswith("--nrep=")), 0)
         passes = CONFIRM_PASSES if nrep >= 2 * CONFIRM_PASSES and not any(
             x.startswith("--time-budget") for x in s["bench_args"]) else 1

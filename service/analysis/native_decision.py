@@ -41,6 +41,7 @@ import numpy as np
 from pgmpi_formats.arms import TUNED
 from pgmpi_formats.collectives import KEYS
 from pgmpi_formats.native import parse_label
+from pgmpi_formats.native_search import WARMUP_BYTES
 
 from .regimes import split_regimes
 from .stats import pvalues_paired_greater, ratio_ci
@@ -381,7 +382,8 @@ def mark_blocks(per_cell: dict, footer) -> dict:
     """One mpirun's {(key, size, p): {label: median}} and its `#@pgmpi` lines -> the same, a cell as Blocks
     where pgmpi-bench --serve measured it label by label alone: two or more commands there, each naming one
     label, and nothing measured beyond the labels named (a plain "cell" command also measures the default
-    and the control arm next to its labels, interleaved)."""
+    and the control arm next to its labels, interleaved).  A round's warm-up cell (WARMUP_BYTES, the default
+    alone in one command) is left out."""
     from pgmpi_formats.collectives import by_key
     from pgmpi_formats.footer import Served, records
     served: dict = {}
@@ -390,6 +392,8 @@ def mark_blocks(per_cell: dict, footer) -> dict:
     out = {}
     for (key, size, p), medians in per_cell.items():
         cmds = served.get((by_key(key).mpi_name, size), [])
+        if size == WARMUP_BYTES and cmds == [("default",)] and set(medians) == {"default"}:
+            continue            # a confirmation round's warm-up (native_driver.Launcher.confirm): no cell
         one_by_one = len(cmds) >= 2 and all(len(ls) == 1 for ls in cmds) and set(medians) == {ls[0] for ls in cmds}
         out[(key, size, p)] = Blocks(medians) if one_by_one else medians
     return out

@@ -321,8 +321,10 @@ def test_a_confirmation_round_in_one_mpirun_pairs_each_cell_within_it(tmp_path):
             t = 1e-6 if size == 512 else 4e-6
             blocks += [(size, {"default_control": t * k * 1.004}), (size, {"default": t * k}),
                        (size, {label: t * k * factor})]
-        files.append(_raw_served(tmp_path / f"search-0-confirm-{i}.txt", i, blocks))
+        # the round's warm-up first (1 B, the default alone): its milliseconds belong to no cell
+        files.append(_raw_served(tmp_path / f"search-0-confirm-{i}.txt", i, [(1, {"default": 3e-3})] + blocks))
     cells = runs_from_files(files)
+    assert ("bcast", 1, 2) not in cells
     for size, label in ((512, bin_), (4096, sbt)):
         paired = [r for r in cells[("bcast", size, 2)] if r.alone]
         assert len(paired) == 3 and all(set(r) == {"default", "default_control", label} for r in paired)
