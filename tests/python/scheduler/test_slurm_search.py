@@ -61,9 +61,11 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
         assert per - {(1, "default")} == {(int(s), a) for s, lab in cells["bcast"].items()
                                           for a in ("default", lab, "default_control")}
         served = [(c.msize, c.labels) for c in records(one.pgmpi_lines, Served)]   # each alone, in its own command
+        # after a warm-up, two passes (nrep 5: 3 and 2 repetitions), the default in the middle of each
         assert served == [(1, ("default",))] + [(int(s), (a,)) for s, lab in sorted(cells["bcast"].items(),
                                                                                     key=lambda x: int(x[0]))
-                                                for a in ("default_control", "default", lab)]   # after a warm-up
+                                                for a in ("default_control", "default", lab,
+                                                          lab, "default", "default_control")]
     # the decision and its evidence, from what the service stored
     from service.commands.analysis import explain_cmd
     monkeypatch.setenv("DATABASE_URL", service.app.config["SQLALCHEMY_DATABASE_URI"])
