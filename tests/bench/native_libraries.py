@@ -89,8 +89,10 @@ class Lib:
         return (f"presets of {len(d.presets)} collectives (impi_info -v {d.version}; allreduce 1-{d.presets.get('allreduce')}, "
                 f"bcast 1-{d.presets.get('bcast')})"), d
 
-    def search(self, mpiruns: int, nrep: int) -> tuple[dict, str, float]:
-        """{(key, size, 2): [Run]}, a line, launch seconds."""
+    def search(self, mpiruns: int, nrep: int, sizes: dict | None = None, max_preset: int = 8) -> tuple[dict, str, float]:
+        """{(key, size, 2): [Run]}, a line, launch seconds.  `sizes` ({collective: [bytes]}, SIZES by default)
+        and `max_preset` (Intel MPI: presets 1-max_preset) for tests/bench/intel_tuner_compare.py."""
+        grid = sizes or SIZES
         t0 = time.time()
         if self.family != "intelmpi":
             (self.work / "native-algorithms.txt").write_text(
@@ -100,7 +102,7 @@ class Lib:
                 spec = {"prefix": f"search-{i}", "control": True, "confirm": 0,
                         "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", "--campaign=five"],
                         "collectives": {k: {"search": "exhaustive", "sizes": s, "segments": [1024], "lookahead": 2,
-                                            "prune": 0.5, "neighbour": "none"} for k, s in SIZES.items()}}
+                                            "prune": 0.5, "neighbour": "none"} for k, s in grid.items()}}
                 out = self.work / f"search-{i}.json"
                 p = self.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec), "--launcher",
                               shlex.join(self.mpirun), "--bench", str(self.bench), "--output", str(out)], cwd=ROOT)
@@ -110,34 +112,37 @@ class Lib:
             cells = runs_from_files(files)
             return cells, f"exhaustive, {len(cells)} cells, {len(files)} mpiruns", time.time() - t0
         # Intel MPI: a preset is fixed at MPI_Init, so each runs alone; rounds pair them with the default
-        presets = {k: list(range(1, min(self.disc.presets.get(k, 0), 8) + 1)) for k in SIZES}
+        presets = {k: list(range(1, min(self.disc.presets.get(k, 0), max_preset) + 1)) for k in grid}
         cells: dict = {}
-        n = 0
+        n, failed = 0, []
         for i in range(mpiruns):
             arms = [("default", {})] + [(f"native:{a}", {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k].upper()}": str(a)})
-                                        for k in SIZES for a in presets[k]]
+                                        for k in grid for a in presets[k]]
             per: dict = {}
             for label, env in (arms if i % 2 == 0 else arms[::-1]):
-                keys = [k for k in SIZES if label == "default" or f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}" in env]
-                sizes = sorted({s for k in keys for s in SIZES[k]})
-                out = self.work / f"intel-{i}-{label.replace(':', '_')}.txt"
+                keys = [k for k in grid if label == "default" or f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}" in env]
+                sizes = sorted({s for k in keys for s in grid[k]})
+                # one file per mpirun: a preset label names a preset of each collective
+                out = self.work / f"intel-{i}-{label.replace(':', '_')}{'' if label == 'default' else '-' + keys[0]}.txt"
                 p = self.run([*self.mpirun, str(self.bench), f"--calls={','.join(keys)}",
                               f"--sizes={','.join(map(str, sizes))}", "--algorithms=default", f"--nrep={nrep}",
                               "--no-barrier-rows", f"--output={out}"], env=env)
                 n += 1
-                if p.returncode:
-                    continue        # a preset that does not run at p = 2 (or fails its check): never chosen
+                if p.returncode:    # a preset that does not run at p = 2 (or fails its check): never chosen
+                    failed.append(f"{','.join(keys)} {label}: {(p.stderr.strip().splitlines() or ['exit ' + str(p.returncode)])[-1][:120]}")
+                    continue
                 run = read_file(out)
                 rows: dict = {}
                 for t, m, x in zip(run.test, run.msize, run.runtime):
                     rows.setdefault((run.tests[t], int(m)), []).append(float(x))
                 for (name, m), xs in rows.items():
                     key = name.removeprefix("MPI_").lower()
-                    if key in SIZES and m in SIZES[key]:
+                    if key in grid and m in grid[key]:
                         per.setdefault((key, m, 2), {})[label] = statistics.median(xs)
             for cell, medians in per.items():
                 cells.setdefault(cell, []).append(Run(medians, alone=True))
-        return cells, f"exhaustive over presets 1-8, {len(cells)} cells, {n} mpiruns (each alone)", time.time() - t0
+        return cells, (f"exhaustive over presets 1-{max_preset}, {len(cells)} cells, {n} mpiruns (each alone)"
+                       + (f", {len(failed)} failed ({'; '.join(failed[:4])})" if failed else "")), time.time() - t0
 
 
 def modules(work: Path, ids) -> Path:

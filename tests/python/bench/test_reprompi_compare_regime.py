@@ -1,0 +1,74 @@
+"""The regime control of tests/bench/reprompi_compare.py (issue 34): it may name a cell outside +-5 % only
+where a tool disagrees with its own repeat in the same rounds and the repeat agrees with the other tool; a
+systematic difference (both pgmpi-bench mpiruns of a round equally far from ReproMPI) must stay without a
+reason. Per-round medians are planted; no MPI runs."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+KEY = ("MPI_Allreduce", 1048576)
+
+
+def load_compare():
+    spec = importlib.util.spec_from_file_location("reprompi_compare", ROOT / "tests/bench/reprompi_compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod          # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def medians(pgmpi, again, reprompi, reprompi_again):
+    """arm -> {cell: per-round medians (seconds)}, as run_mode collects them."""
+    return {"pgmpi": {KEY: pgmpi}, "pgmpi/again": {KEY: again},
+            "ReproMPI": {KEY: reprompi}, "ReproMPI/again": {KEY: reprompi_again}}
+
+
+RP = [160e-6, 158e-6, 162e-6, 159e-6]
+
+
+def test_a_slow_level_in_some_mpiruns_of_one_tool_is_the_regime():
+    m = load_compare()
+    # the quiet rerun's shape: 2 of 4 pgmpi-bench mpiruns at the slow level, its repeat never
+    med = medians([165e-6, 760e-6, 150e-6, 740e-6], [152e-6, 160e-6, 150e-6, 158e-6], RP, RP)
+    reason, _ = m.regime(med, "pgmpi", KEY)
+    assert reason is not None and reason.startswith("regime:")
+    assert "pgmpi-bench's repeat" in reason
+
+
+def test_the_slow_level_in_reprompis_mpiruns_is_the_regime_too():
+    m = load_compare()
+    slow_rp = [160e-6, 780e-6, 790e-6, 159e-6]
+    med = medians([160e-6] * 4, [161e-6] * 4, slow_rp, RP)
+    reason, _ = m.regime(med, "pgmpi", KEY)
+    assert reason is not None and "ReproMPI's repeat" in reason
+
+
+def test_a_systematic_difference_is_not_called_a_regime():
+    m = load_compare()
+    # both pgmpi-bench mpiruns of every round 16 % above ReproMPI: a difference of method
+    med = medians([x * 1.16 for x in RP], [x * 1.17 for x in RP], RP, [x * 1.01 for x in RP])
+    reason, shown = m.regime(med, "pgmpi", KEY)
+    assert reason is None
+    assert "pgmpi/pgmpi-again 0.99" in shown
+
+
+def test_a_repeat_that_happens_to_agree_does_not_name_a_cell_its_tool_reproduces():
+    m = load_compare()
+    # pgmpi-bench 1.08, its repeat 1.04: the repeat is within +-5 % by luck of the draw, but the tool
+    # agrees with itself (1.04), so nothing shows that the cell follows the mpiruns
+    med = medians([x * 1.08 for x in RP], [x * 1.04 for x in RP], RP, RP)
+    reason, _ = m.regime(med, "pgmpi", KEY)
+    assert reason is None
+
+
+def test_the_agreement_table_counts_regime_cells_apart(capsys):
+    m = load_compare()
+    med = medians([165e-6, 760e-6, 150e-6, 740e-6], [152e-6, 160e-6, 150e-6, 158e-6], RP, RP)
+    paired = {("pgmpi", KEY): m.paired_ratio(med["pgmpi"][KEY], RP)}
+    m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
+    out = capsys.readouterr().out
+    assert "| roundtime | Allreduce 1048576 B |" in out and "| no | regime:" in out
+    assert "outside with a measured reason 1 (of which the machine's regime, no difference of method: 1)" in out
