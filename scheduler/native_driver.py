@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pgmpi_formats import native
 from pgmpi_formats.results import read_file
-from pgmpi_formats.native_search import REFERENCE, SEGMENTED, grid, run_sizes
+from pgmpi_formats.native_search import REFERENCE, SEGMENTED, WARMUP_BYTES, grid, run_sizes
 
 NEVER = float("inf")
 CONTROL = "default_control"
@@ -47,6 +47,7 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
 
 
 MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_gain
+CONFIRM_PASSES = 2    # a confirmation round measures each cell's arms in two passes, A B C then C B A (confirm)
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
 
 
@@ -62,8 +63,9 @@ class Session:
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-800:]
 
-    def cell(self, mpi_name: str, size: int, labels: list[str], nrep: int | None = None) -> dict[str, float]:
-        more = f" nrep={nrep}" if nrep else ""
+    def cell(self, mpi_name: str, size: int, labels: list[str], nrep: int | None = None,
+             alone: bool = False) -> dict[str, float]:
+        more = (f" nrep={nrep}" if nrep else "") + (" alone" if alone else "")
         self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}{more}\n")
         self.proc.stdin.flush()
         out: dict[str, float] = {}
@@ -177,22 +179,28 @@ class Launcher:
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *args, f"--output={name}"]
 
-    def confirm(self, which: str, cells: dict[str, dict[int, str]], index: int, name: str) -> dict:
-        """One confirmation mpirun of a round (#@mpirun_index `index`) over every cell to confirm, each cell
-        measuring exactly one algorithm: which="default", the library's default (and the control arm when
-        the campaign has one); which="chosen", the variant the search chose there.  One pgmpi-bench --serve
-        mpirun per arm, not one per variant: the cells follow each other (all repetitions of one before the
-        next), so no cell's algorithm is interleaved with another algorithm of the same cell -- what a job
-        under the decision file does, one algorithm per (call, size).  Its wall time, start-up included,
-        counts as measuring time.  Returns {(key, size): median} of the arm measured."""
+    def confirm(self, cells: dict[str, dict[int, str]], index: int, name: str) -> tuple[dict, dict]:
+        """One confirmation round (#@mpirun_index `index`) in one pgmpi-bench --serve mpirun over every cell to
+        confirm: at each cell the default, the variant the search chose there and (when the campaign has one)
+        the control arm, each alone -- all its repetitions, nothing next to it ("cell ... alone") -- one after
+        the other, the default in the middle, the variant after it and the control arm before it, then the
+        other way round (so the control arm's ratio to the default sees the same distance in the other
+        direction: a position effect shows in the control arm's spread) -- in CONFIRM_PASSES (2) passes of
+        nrep / CONFIRM_PASSES repetitions each, alternating, so a load that drifts during the cell moves both
+        sides alike (the fixed policy; otherwise one pass, the order alternating by round).  No cell
+        interleaves two of its algorithms repetition by repetition (what made split_binary_tree look 5x
+        faster: a pass is all its repetitions of one algorithm), and the pair is within one mpirun, so an
+        mpirun that lands in a slower regime (2-3x at small messages here, whole mpiruns) moves both sides.
+        Its wall time, start-up included, counts as measuring time.  Returns ({(key, size): default's
+        median}, {(key, size): variant's median})."""
         s = self.spec
         from pgmpi_formats.collectives import by_key
-        if which == "default":
-            algs = ["default"] + (["default_control"] if s.get("control") else [])
-        else:
-            algs = sorted({lab for per in cells.values() for lab in per.values()})
+        control = ["default_control"] if s.get("control") else []
+        algs = ["default", *sorted({lab for per in cells.values() for lab in per.values()}), *control]
         keys = sorted(cells)
-        sizes = sorted({size for k in keys for size in cells[k]})
+        # WARMUP_BYTES: the default alone there first, so the mpirun's first calls (milliseconds each on MPICH
+        # under load) fall on no cell's arm; the decision leaves its rows out (native_decision.mark_blocks)
+        sizes = sorted({size for k in keys for size in cells[k]} | {WARMUP_BYTES})
         argv = shlex.split(s["launcher"]) + [s["bench"], "--serve", f"--calls={','.join(keys)}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *s["bench_args"], f"--mpirun-index={index}",
@@ -200,19 +208,34 @@ class Launcher:
         self.n += 1
         t0 = time.perf_counter()
         sess = Session(argv, self.outdir, self.outdir / (name[:-4] + ".log"))
-        out = {}
+        default, chosen = {}, {}
+        try:
+            sess.cell(by_key(keys[0]).mpi_name, WARMUP_BYTES, ["default"], alone=True)
+        except RuntimeError as exc:
+            sys.exit(str(exc))
+        nrep = next((int(x.split("=", 1)[1]) for x in s["bench_args"] if x.startswith("--nrep=")), 0)
+        passes = CONFIRM_PASSES if nrep >= 2 * CONFIRM_PASSES and not any(
+            x.startswith("--time-budget") for x in s["bench_args"]) else 1
         try:
             for k in keys:
                 for size, label in sorted(cells[k].items()):
-                    lab = "default" if which == "default" else label
-                    out[(k, size)] = sess.cell(by_key(k).mpi_name, size, [lab]).get(lab, NEVER)
+                    got: dict[str, list[float]] = {}
+                    for j in range(passes):
+                        order = [*control, "default", label] if (index + j) % 2 == 0 else [label, "default", *control]
+                        for lab in order:
+                            n = nrep // passes + (j < nrep % passes) if passes > 1 else None
+                            for a, x in sess.cell(by_key(k).mpi_name, size, [lab], nrep=n, alone=True).items():
+                                got.setdefault(a, []).append(x)
+                    # the driver's look (still_ahead) takes the passes' median; the decision reads all rows
+                    med = {a: statistics.median(xs) for a, xs in got.items()}
+                    default[(k, size)], chosen[(k, size)] = med.get("default", NEVER), med.get(label, NEVER)
         except RuntimeError as exc:
             sys.exit(str(exc))
         if sess.close() != 0:
-            sys.exit(f"pgmpi-bench --serve confirming {which} exited with {sess.proc.returncode}: {sess.tail()}")
+            sys.exit(f"pgmpi-bench --serve confirming round {index} exited with {sess.proc.returncode}: {sess.tail()}")
         self.seconds += time.perf_counter() - t0
         self.files.append(name)
-        return out
+        return default, chosen
 
     def launch(self, key: str, sizes: list[int], labels: list[str], name: str):
         argv = self.argv([key], sizes, labels, name)
@@ -321,13 +344,15 @@ def main(argv=None) -> int:
     # algorithm can cost what it never costs in an application (Open MPI's split_binary_tree at 512 B:
     # tests/bench/native_interleave.py).  So every chosen variant is measured again without any other
     # algorithm of its cell next to it, as an application under the decision file runs it, paired with the
-    # default alone: per round two mpiruns over all the cells to confirm (Launcher.confirm: the default at
-    # every cell; each cell's own chosen variant), not one per variant -- an mpirun's start-up costs more than
-    # the few cells it measures.  Different cells may run different variants in that mpirun: so does a job
-    # under the file; what the artefact needs, two algorithms of one cell alternating repetition by
-    # repetition, never happens there.  Rounds after the first go on only for the cells whose variant alone
-    # beat the default alone (still_ahead).  The decision pairs them per cell by #@mpirun_index
-    # (service/analysis/native_decision.cells_of_mpiruns) and no longer takes the search's interleaved
+    # default alone: per round one mpirun over all the cells to confirm (Launcher.confirm: at each cell the
+    # default, its own chosen variant and the control arm, each alone, one after the other), not one per
+    # variant or arm -- an mpirun's start-up costs more than the few cells it measures, and a pair split over
+    # two mpiruns carries the mpiruns' regimes (MPICH here: a whole mpirun 2-3x slower at small messages).
+    # Different cells may run different variants in that mpirun, and the default follows the variant at a
+    # cell: so does a job under the file; what the artefact needs, two algorithms of one cell alternating
+    # repetition by repetition, never happens there.  Rounds after the first go on only for the cells whose
+    # variant alone beat the default alone (still_ahead).  The decision pairs them within the mpirun
+    # (service/analysis/native_decision.mark_blocks) and no longer takes the search's interleaved
     # measurement of a variant it has an alone measurement of.
     searched_runs, searched_secs = launcher.n, launcher.seconds
     # Only a choice the search measured faster than the default by the decision's minimum gain is confirmed:
@@ -341,11 +366,9 @@ def main(argv=None) -> int:
         if not cells:
             break
         rounds.append({k: {str(size): lab for size, lab in per.items()} for k, per in cells.items()})
-        got = {}
-        for which in (("default", "chosen") if i % 2 == 0 else ("chosen", "default")):
-            got[which] = launcher.confirm(which, cells, i, f"{spec['prefix']}-confirm-{i}-{which}.txt")
+        default, chosen = launcher.confirm(cells, i, f"{spec['prefix']}-confirm-{i}.txt")
         if i == 0:
-            cells = still_ahead(cells, got["default"], got["chosen"])
+            cells = still_ahead(cells, default, chosen)
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
                          "cells": rounds[0] if rounds else {}, "rounds": rounds}
     report["mpiruns"] = searched_runs

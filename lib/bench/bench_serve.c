@@ -11,13 +11,16 @@
 /* --serve (scheduler/native_driver.py): one mpirun for a whole search instead of one per round, whose
  * start-up cost more than the reduced searches saved.  After the header rank 0 reads commands from its
  * standard input and shares each with every rank:
- *   cell <MPI_Name or call> <bytes> <label>[,<label>...] [nrep=<n>]
+ *   cell <MPI_Name or call> <bytes> <label>[,<label>...] [nrep=<n>] [alone]
  * measures that one (call, size) exactly as measure_all would (with nrep=: n repetitions instead of --nrep,
  * fixed policy only -- a race's second stage, one command instead of one per pass: each command costs its
  * check round and synchronisation) -- check round, interleaved rounds, rows in
  * the output -- with only the given labels (plus default and default_control when the command line asked
  * for them: each experiment keeps its paired reference and the control arm), and rank 0 answers on stdout
  * "result <label> <median seconds>" (or "result <label> failed": its check failed) per label, then "done".
+ * With "alone" it measures exactly the one label named, nothing next to it (the native search's confirmations,
+ * scheduler/native_driver.py: per cell the default, the chosen variant and the control arm one after the
+ * other, each all its repetitions alone, as a job under a decision file runs one algorithm per cell).
  * A command it cannot serve gets "error <why>" and changes nothing.  "quit" or end of input ends the run.
  * Labels and sizes must be among --algorithms and --sizes: the native variants' communicators and the
  * buffer plan are made before the first command. */
@@ -44,17 +47,25 @@ void serve_all(void)
         }
         share_from_rank0(&len, 1);
         PMPI_Bcast(line, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
-        char cmd[16] = "", name[64] = "", labels[16000] = "", extra[32] = "";
+        char cmd[16] = "", name[64] = "", labels[16000] = "", ex[2][32] = {"", ""}, extra[32] = "";
         unsigned long long bytes = 0;
-        int got = sscanf(line, "%15s %63s %llu %15999s %31s", cmd, name, &bytes, labels, extra);
+        int got = sscanf(line, "%15s %63s %llu %15999s %31s %31s", cmd, name, &bytes, labels, ex[0], ex[1]);
         long nrep = O.nrep;
+        /* "alone" and "nrep=<n>" in either order; extra: the nrep= token, or anything else left to refuse */
+        int alone = strcmp(ex[0], "alone") == 0 || strcmp(ex[1], "alone") == 0;
+        for (int e = 0; e < 2; e++)
+            if (strcmp(ex[e], "alone") != 0 && ex[e][0] && !extra[0]) strcpy(extra, ex[e]);
         if (got < 1 || strcmp(cmd, "quit") == 0) break;
         int i = -1, j = -1;
         char err[256] = "";
         if (strcmp(cmd, "cell") != 0 || got < 3) snprintf(err, sizeof err, "expected 'cell <call> <bytes> <labels>' or 'quit'");
         else if (!serve_find(name, &i)) snprintf(err, sizeof err, "%s is not among --calls", name);
+        else if (ex[1][0] && !(strcmp(ex[0], "alone") == 0) == !(strcmp(ex[1], "alone") == 0))
+            snprintf(err, sizeof err, "expected at most one nrep=<n> and one alone after the labels, got '%s %s'", ex[0], ex[1]);
+        else if (alone && strchr(labels, ','))
+            snprintf(err, sizeof err, "alone measures one label, got '%s'", labels);
         else if (extra[0] && (strncmp(extra, "nrep=", 5) != 0 || (nrep = atol(extra + 5)) < 1))
-            snprintf(err, sizeof err, "expected nrep=<n> (n >= 1) after the labels, got '%s'", extra);
+            snprintf(err, sizeof err, "expected nrep=<n> (n >= 1) or alone after the labels, got '%s'", extra);
         else if (extra[0] && (O.policy != P_FIXED || O.budget > 0))
             snprintf(err, sizeof err, "nrep= needs a fixed --nrep (no --time-budget)");
         else {
@@ -68,7 +79,7 @@ void serve_all(void)
             sub.nalg = 0;
             for (int a = 0; a < c->nalg; a++) {
                 const char *lab = alg_label(c, c->alg[a]);
-                int want = c->alg[a] == 0 || c->alg[a] == ALG_CONTROL;
+                int want = !alone && (c->alg[a] == 0 || c->alg[a] == ALG_CONTROL);
                 for (char *p = labels; *p && !want; ) {
                     size_t n = strcspn(p, ",");
                     if (n == strlen(lab) && strncmp(p, lab, n) == 0) want = 1;

@@ -11,7 +11,9 @@ verdicts.py, regimes.py), written as the library's own decision file *or* a `.pr
 
 A candidate wins only when (1) the one-sided paired t-test of log(default / candidate) over the mpiruns that
 measured both is significant at alpha, (2) its paired ratio beats the default by more than both min_gain and
-the campaign's null spread (the control arm: default / default_control per mpirun, 95th percentile of |r - 1|),
+the campaign's null spread at the cell's size class (the control arm: default / default_control per mpirun,
+95th percentile of |r - 1| over the campaign's cells of that class, SIZE_CLASSES: < 1 KiB, < 64 KiB, larger;
+a class where the campaign measured no control arm takes the spread over all its cells),
 (3) no mpirun regime of it loses by more than that tolerance (regimes.split_regimes), (4) the lower bound of
 its 95 % interval over mpiruns (stats.ratio_ci) beats that threshold too, and (5) it passed
 pgmpi-bench's results check (a failed variant has no rows: it is no candidate).  The fastest winner by paired
@@ -39,6 +41,7 @@ import numpy as np
 from pgmpi_formats.arms import TUNED
 from pgmpi_formats.collectives import KEYS
 from pgmpi_formats.native import parse_label
+from pgmpi_formats.native_search import WARMUP_BYTES
 
 from .regimes import split_regimes
 from .stats import pvalues_paired_greater, ratio_ci
@@ -95,6 +98,29 @@ def null_spread(cells: dict) -> float:
     return dev[-1] if len(dev) < 20 else float(np.quantile(dev, QUANTILE))
 
 
+# Size classes of the threshold (rule 2): the control arm's spread is taken per class, since two medians of
+# the same algorithm at a few hundred nanoseconds differ far more than at a few milliseconds, and a campaign
+# measures its control arm where its design puts it -- every cell (exhaustive) or only the cells it confirms
+# (a race: mostly the noisy small ones).  One spread over all cells made the threshold depend on that mix.
+SIZE_CLASSES = (1024, 65536)            # < 1 KiB, 1 KiB - < 64 KiB, >= 64 KiB
+
+
+def size_class(size: int) -> int:
+    return sum(size >= b for b in SIZE_CLASSES)
+
+
+def null_spreads(cells: dict) -> dict[int, float]:
+    """{size class: null_spread of the cells of that class}; a class without a control-arm ratio takes the
+    spread over every cell (the campaign's), so no class is judged without one."""
+    every = null_spread(cells)
+    out = {}
+    for k in range(len(SIZE_CLASSES) + 1):
+        part = {c: runs for c, runs in cells.items() if size_class(c[1]) == k}
+        has = any(CONTROL in r and "default" in r for runs in part.values() for r in runs)
+        out[k] = null_spread(part) if has else every
+    return out
+
+
 def _candidate(label: str, runs: list[dict]) -> Candidate:
     mine = [r[label] for r in runs if label in r and math.isfinite(r[label])]
     c = Candidate(label, kind_of(label), statistics.median(mine) if mine else math.inf, len(mine))
@@ -117,10 +143,21 @@ class Result:
     decisions: dict = field(default_factory=dict)      # (key, size, p) -> CellDecision
     tolerance: float = RUN_LOSS_FLOOR
     threshold: float = 0.0
-    spread: float = 0.0                                # the control arm's null spread
+    spread: float = 0.0                                # the control arm's null spread, largest of the classes
+    spreads: dict = field(default_factory=dict)        # size class -> its null spread (null_spreads)
+    min_gain: float = 0.05
     file: list = field(default_factory=list)           # [ompi_rules.Decision]: the native file's choices
     file_digest: str | None = None                     # the digest its text has (decide's file_digest)
     spread_under_file: float = 0.0                     # the second pass's control arm null spread
+
+    def at(self, size: int) -> "Result":
+        """The thresholds that judge a cell of this size: its size class's spread (rule 2)."""
+        sp = self.spreads.get(size_class(size), self.spread)
+        return Result(tolerance=max(RUN_LOSS_FLOOR, sp), threshold=max(self.min_gain, sp), spread=sp)
+
+    def spread_line(self) -> str:
+        names = ("< 1 KiB", "1-64 KiB", ">= 64 KiB")
+        return ", ".join(f"{names[k]} {100 * v:.1f} %" for k, v in sorted(self.spreads.items()))
 
     def native_decisions(self):
         """The native file: per cell the fastest winning native algorithm, else "default" -- fixed before the
@@ -161,7 +198,7 @@ def _judge(c: Candidate, alpha: float, res: Result, why_refused: str | None = No
         c.refused = f"not significant: p = {c.p_value:.3g} > alpha {alpha}"
     elif c.paired_ratio - 1 <= res.threshold:
         c.refused = (f"gain {100 * (c.paired_ratio - 1):.1f} % <= {100 * res.threshold:.1f} % "
-                     f"(max of min_gain and the control arm's null spread)")
+                     f"(max of min_gain and the control arm's null spread at this size class)")
     else:
         rg = split_regimes(c.run_ratios, res.tolerance)
         c.regimes = rg.line()
@@ -187,8 +224,11 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
     pass, module doc); without it, or without such runs, no mock-up with retuned parts can win."""
     refused = refused or {}
     # each pass is judged against its own runs' control arm (their conditions may differ)
-    spread = null_spread({c: [r for r in runs if native_file_of(r) is None] for c, runs in cells.items()})
-    res = Result(tolerance=max(RUN_LOSS_FLOOR, spread), threshold=max(min_gain, spread), spread=spread)
+    # (rule 2: per size class, null_spreads; res.spread / threshold: the largest class's, for the summaries)
+    spreads = null_spreads({c: [r for r in runs if native_file_of(r) is None] for c, runs in cells.items()})
+    spread = max(spreads.values())
+    res = Result(tolerance=max(RUN_LOSS_FLOOR, spread), threshold=max(min_gain, spread), spread=spread,
+                 spreads=spreads, min_gain=min_gain)
     # first pass: every candidate on the runs under no decision file (the library's own default)
     staged = {}
     for (key, size, p), runs in cells.items():
@@ -196,7 +236,7 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
         labels = sorted({a for r in plain for a in r if a != CONTROL} | {"default"})
         cands = [_candidate(a, plain) for a in labels]
         for c in cands:
-            _judge(c, alpha, res, refused.get((key, size, p, c.label)))
+            _judge(c, alpha, res.at(size), refused.get((key, size, p, c.label)))
         staged[(key, size, p)] = cands
     # the native file: per cell the fastest winning native algorithm, unless a mock-up whose parts no native
     # choice touches beats it there (then the cell is the .prf's and the file keeps the default: never both)
@@ -229,9 +269,11 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
                 if any(c.kind == "native" for c in staged[(k, size, p)])]
     res.file_digest = file_digest(res.file) if (file_digest and best_native) else None
     # second pass: a mock-up whose parts the file retunes competes only on runs measured under that very file
-    spread2 = null_spread({c: [r for r in runs if res.file_digest and native_file_of(r) == res.file_digest]
-                           for c, runs in cells.items()})
-    pass2 = Result(tolerance=max(RUN_LOSS_FLOOR, spread2), threshold=max(min_gain, spread2), spread=spread2)
+    spreads2 = null_spreads({c: [r for r in runs if res.file_digest and native_file_of(r) == res.file_digest]
+                             for c, runs in cells.items()})
+    spread2 = max(spreads2.values())
+    pass2 = Result(tolerance=max(RUN_LOSS_FLOOR, spread2), threshold=max(min_gain, spread2), spread=spread2,
+                   spreads=spreads2, min_gain=min_gain)
     res.spread_under_file = spread2
     for (key, size, p), cands in staged.items():
         under = [r for r in cells[(key, size, p)] if res.file_digest and native_file_of(r) == res.file_digest]
@@ -244,7 +286,7 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
             if under and any(c.label in r for r in under):
                 u = _candidate(c.label, under)
                 u.under = res.file_digest
-                _judge(u, alpha, pass2, refused.get((key, size, p, c.label)))
+                _judge(u, alpha, pass2.at(size), refused.get((key, size, p, c.label)))
                 cands[i] = u
                 continue
             parts = mockup_parts(c.label) & retuned.get(p, set())
@@ -330,6 +372,33 @@ def alone_label(algorithms) -> str | None:
     return None
 
 
+class Blocks(dict):
+    """One cell's medians {label: seconds} of an mpirun that measured its algorithms one after the other, each
+    all its repetitions alone (pgmpi-bench --serve "cell ... alone": native_driver's confirmation round) --
+    paired within that mpirun, like an interleaved run, yet none measured next to another."""
+
+
+def mark_blocks(per_cell: dict, footer) -> dict:
+    """One mpirun's {(key, size, p): {label: median}} and its `#@pgmpi` lines -> the same, a cell as Blocks
+    where pgmpi-bench --serve measured it label by label alone: two or more commands there, each naming one
+    label, and nothing measured beyond the labels named (a plain "cell" command also measures the default
+    and the control arm next to its labels, interleaved).  A round's warm-up cell (WARMUP_BYTES, the default
+    alone in one command) is left out."""
+    from pgmpi_formats.collectives import by_key
+    from pgmpi_formats.footer import Served, records
+    served: dict = {}
+    for r in records(map(str, footer or ()), Served):
+        served.setdefault((r.call, r.msize), []).append(r.labels)
+    out = {}
+    for (key, size, p), medians in per_cell.items():
+        cmds = served.get((by_key(key).mpi_name, size), [])
+        if size == WARMUP_BYTES and cmds == [("default",)] and set(medians) == {"default"}:
+            continue            # a confirmation round's warm-up (native_driver.Launcher.confirm): no cell
+        one_by_one = len(cmds) >= 2 and all(len(ls) == 1 for ls in cmds) and set(medians) == {ls[0] for ls in cmds}
+        out[(key, size, p)] = Blocks(medians) if one_by_one else medians
+    return out
+
+
 def cells_of_mpiruns(mpiruns) -> dict:
     """[(pairing key, native file digest, {(key, size, p): {label: median}})] one per mpirun ->
     {(key, size, p): [Run]}.
@@ -338,13 +407,22 @@ def cells_of_mpiruns(mpiruns) -> dict:
     default at every cell in one mpirun, each cell's chosen variant in another -- one algorithm per cell, as
     under a decision file, different cells may have different ones -- all with the round's #@mpirun_index)
     is paired with the others of its round (same pairing key: campaign, module, p, #@mpirun_index; same
-    native file) into one Run per cell.
+    native file) into one Run per cell.  A cell given as Blocks (mark_blocks: a confirmation round in one
+    mpirun, the default, the variant and the control arm alone one after the other) is such a Run already.
     Where a label has such alone measurements at a cell, its interleaved measurements there are dropped: the
     search measured it next to other algorithms, which can make it look faster than an application will
     ever see it (tests/bench/native_interleave.py); the alone pairs decide."""
     cells: dict = {}
     alone: dict = {}            # (pairing key, digest) -> {cell: {label: median}}
+    confirmed: dict = {}
     for pair_key, digest, per_cell in mpiruns:
+        # a confirmation round in one mpirun (Blocks): default, variant and control arm alone one after the
+        # other at a cell -- the pair is within the mpirun, so no pairing across mpiruns is needed
+        for cell, medians in list(per_cell.items()):
+            if isinstance(medians, Blocks):
+                cells.setdefault(cell, []).append(Run(medians, digest, alone=True))
+                confirmed.setdefault(cell, set()).update(a for a in medians if a not in ("default", CONTROL))
+                per_cell = {c: m for c, m in per_cell.items() if c != cell}
         if per_cell and all(alone_label(medians) is not None for medians in per_cell.values()):
             pair = alone.setdefault((tuple(map(str, pair_key)), str(digest)), {})
             for cell, medians in per_cell.items():
@@ -352,7 +430,6 @@ def cells_of_mpiruns(mpiruns) -> dict:
         else:
             for cell, medians in per_cell.items():
                 cells.setdefault(cell, []).append(Run(medians, digest))
-    confirmed: dict = {}
     for (_, digest), per_cell in sorted(alone.items()):
         for cell, medians in per_cell.items():
             cells.setdefault(cell, []).append(Run(medians, None if digest == "None" else digest, alone=True))
@@ -383,6 +460,7 @@ def runs_from_files(files) -> dict:
             if c is None:
                 continue
             per_cell[(c.key, m, p)] = {a: statistics.median(xs) for a, xs in algs.items() if a != TUNED}   # no validation arm
+        per_cell = mark_blocks(per_cell, run.pgmpi_lines)
         h = run.header
         mpiruns.append(((h.get("campaign", ""), h.get("module", ""), p, h.get("mpirun_index", "")),
                         h.get("native_file_fnv1a64"), per_cell))

@@ -382,8 +382,8 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     for (key, size, p, label), why in sorted(refused.items()):
         click.echo(f"{key:10} {size:>8} p={p}: {label} refused, {why[:160]}")
     n = sum(d.choice != "default" for d in res.decisions.values())
-    click.echo(f"{n} of {len(res.decisions)} cells leave the default (control arm null spread "
-               f"{100 * res.spread:.1f} %, threshold {100 * res.threshold:.1f} %)")
+    click.echo(f"{n} of {len(res.decisions)} cells leave the default (control arm null spread per size class "
+               f"{res.spread_line()}; threshold max(min_gain, the class's spread))")
 
 
 COMMANDS = [analyze, explain_cmd]

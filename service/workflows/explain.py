@@ -22,7 +22,7 @@ from pgmpi_formats import arms, native, native_file, ompi_rules
 from pgmpi_formats.collectives import KEYS, by_key, by_mpi_name
 from pgmpi_formats.footer import Nrep, Served, records
 from pgmpi_formats.prf import parse_prf, profile_filename, redirected_ranges
-from service.analysis.native_decision import Run as RunMedians, cells_of_mpiruns, decide, explain_lines
+from service.analysis.native_decision import Run as RunMedians, cells_of_mpiruns, decide, explain_lines, mark_blocks
 from service.profiles import publish as pub
 from service.store.models import Campaign, Machine, MpiLibrary, Run, Series
 from service.analysis.reporting import nrep_source
@@ -61,8 +61,8 @@ def _cells(session, lib_ids, p, campaign_id):
         for rid, medians in runs.items():
             by_run.setdefault(rid, {})[cell] = medians
     h = heads
-    mpiruns = [((names[rid][1], h[rid].get("module", ""), p, h[rid].get("mpirun_index", "")), digests[rid], cells)
-               for rid, cells in by_run.items()]
+    mpiruns = [((names[rid][1], h[rid].get("module", ""), p, h[rid].get("mpirun_index", "")), digests[rid],
+                mark_blocks(cells, names[rid][2])) for rid, cells in by_run.items()]
     return cells_of_mpiruns(mpiruns), per_run, (names, heads)
 
 
@@ -179,7 +179,10 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
         rs.sort()
         path_lines.append(f"search path in campaign {cname} (sweep {idx}): "
                           + " -> ".join(f"[{', '.join(a[len('native:'):] for a in algs)}]" for _, algs in rs))
-    path_lines.append(f"control arm: null spread {100 * result.spread:.1f} %; threshold {100 * result.threshold:.1f} %, mpirun loss tolerance {100 * result.tolerance:.1f} %")
+    here = result.at(size)
+    path_lines.append(f"control arm: null spread at this size class {100 * here.spread:.1f} % (per class: "
+                      f"{result.spread_line()}); threshold {100 * here.threshold:.1f} %, mpirun loss tolerance "
+                      f"{100 * here.tolerance:.1f} %")
     lines = [f"{machine} {', '.join(f'{x.name}-{x.version}' for x in mine)} {by_key(collective).mpi_name}: "
              f"{len(per_run[key])} mpirun(s) measured this cell"]
     lines += explain_lines(d, path_lines)

@@ -31,7 +31,8 @@ from sqlalchemy import select
 from pgmpi_formats import arms, native, native_file
 from pgmpi_formats.collectives import by_mpi_name
 from pgmpi_formats.prf import ProfileFormatError, parse_prf, redirected_ranges
-from service.analysis.native_decision import cells_of_mpiruns, decide, mockup_parts, validation_refusals
+from service.analysis.native_decision import (cells_of_mpiruns, decide, mark_blocks, mockup_parts,
+                                              validation_refusals)
 from service.auth import audit
 from service.profiles import publish as pub
 from service.store.db import db
@@ -51,9 +52,12 @@ class NativeChainError(ValueError):
 def campaign_cells(lib_id: int, campaign_id: int) -> dict:
     """{(key, size, p): [per-mpirun native_decision.Run]} of a campaign's stored measurement runs of one library
     (validation launches and the tuned arm left out)."""
-    heads = {rid: (p, h if isinstance(h, dict) else {}) for rid, p, h in db.session.execute(
-        select(Run.id, Run.nprocs, Run.headers).where(Run.library_id == lib_id, Run.campaign_id == campaign_id,
-                                                      Run.validation.is_(None)))}
+    heads, footers = {}, {}
+    for rid, p, h, f in db.session.execute(
+            select(Run.id, Run.nprocs, Run.headers, Run.footer).where(
+                Run.library_id == lib_id, Run.campaign_id == campaign_id, Run.validation.is_(None))):
+        heads[rid] = (p, h if isinstance(h, dict) else {})
+        footers[rid] = f if isinstance(f, list) else []
     per: dict = {}
     if heads:
         q = select(Series.run_id, Series.call, Series.msize, Series.algorithm, Series.median) \
@@ -66,7 +70,8 @@ def campaign_cells(lib_id: int, campaign_id: int) -> dict:
             per.setdefault(rid, {}).setdefault((c.key, msize, p), {})[alg] = med
     # a reduced search's confirmations measured each choice alone: paired per round (cells_of_mpiruns)
     return cells_of_mpiruns([((campaign_id, heads[rid][1].get("module", ""), heads[rid][0],
-                               heads[rid][1].get("mpirun_index", "")), heads[rid][1].get("native_file_fnv1a64"), cells)
+                               heads[rid][1].get("mpirun_index", "")), heads[rid][1].get("native_file_fnv1a64"),
+                              mark_blocks(cells, footers[rid]))
                              for rid, cells in per.items()])
 
 
@@ -136,7 +141,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     chosen = sorted((d for d in res.decisions.values() if d.kind == "native"), key=lambda d: (d.key, d.nprocs, d.size))
     if not chosen:
         return None, (f"no algorithm of {library}-{version}'s own beats its default anywhere ({len(res.decisions)} "
-                      f"cells, threshold {100 * res.threshold:.1f} %" + (f", {len(refusals)} refused by validation"
+                      f"cells, threshold up to {100 * res.threshold:.1f} %" + (f", {len(refusals)} refused by validation"
                                                                         if refusals else "") + ")")
     left: dict[str, str] = {}
     if library == "intelmpi":
@@ -189,6 +194,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     audit(actor, "native-candidate", "profile", str(v.id), {
         "campaign": campaign, "file": name, "digest": native.file_digest(text), "refused_by": list(refused),
         "threshold": res.threshold, "null_spread": res.spread,
+        "null_spread_per_size_class": {str(k): v for k, v in res.spreads.items()},
         "chosen": [{"collective": d.key, "msize": d.size, "nprocs": d.nprocs, "algorithm": d.choice,
                     "ratio": next((c.paired_ratio for c in d.candidates if c.label == d.choice), None),
                     "ci": list(next((c.ci for c in d.candidates if c.label == d.choice), None) or []),

@@ -53,6 +53,11 @@ REFERENCE: Variant = ("default", None)
 # is measured (the driver repeats the round: `repeat` x the campaign's first-stage nrep)
 RACE_KEEP = 2
 RACE_REPEAT = 3
+# A confirmation round (scheduler/native_driver.py) first measures the default alone at this size, its rows
+# left out of every cell (service/analysis/native_decision.mark_blocks): the first calls of an mpirun can cost
+# milliseconds (MPICH at load 7: 2.8 ms a call at allgather 8 B, then 1 us), and measured alone, unlike
+# interleaved, they would fall on one arm of the first cell only.
+WARMUP_BYTES = 1
 
 
 class Batch(list):

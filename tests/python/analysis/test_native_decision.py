@@ -264,3 +264,75 @@ def test_a_native_choice_states_its_effect_with_the_interval_that_cleared_the_th
     c = next(x for x in d.candidates if x.label == d.choice)
     assert d.choice == "native:binomial" and c.ci[0] - 1 > 0.05 and c.ci[0] < c.paired_ratio < c.ci[1]
     assert f"95 % CI {c.ci[0]:.3f}-{c.ci[1]:.3f}x" in d.reason
+
+
+def test_the_threshold_is_the_control_arms_spread_at_the_cells_size_class():
+    # A race's control arm is measured only at the cells it confirms, mostly noisy small ones: one spread over
+    # every cell let their 25 % refuse a steady 1.15x at 256 KiB, where two medians of the default differ by 1 %.
+    def with_control(cell_runs, spread):
+        for i, r in enumerate(cell_runs):
+            r["default_control"] = r["default"] * (1 + (spread if i % 2 else -spread))
+        return cell_runs
+    cells = {("allreduce", 32, 2): with_control(runs(default=1.0, native__recursive_doubling=0.87), 0.25),
+             ("allreduce", 128, 2): with_control(runs(default=1.0, native__recursive_doubling=0.87), 0.25),
+             ("allreduce", 262144, 2): with_control(runs(default=100.0, native__recursive_doubling=87.0), 0.01)}
+    r = decide(cells)
+    assert r.decisions[("allreduce", 262144, 2)].choice == "native:recursive_doubling"
+    for size in (32, 128):          # the same 1.15x within the small class's own 25 % stays refused
+        d = r.decisions[("allreduce", size, 2)]
+        c = next(c for c in d.candidates if c.label == "native:recursive_doubling")
+        assert d.choice == "default" and "size class" in c.refused
+    assert r.spreads[0] > 0.2 and r.spreads[2] < 0.02 and r.spread == r.spreads[0]
+    # a class without any control arm takes the spread over every cell, never none
+    bare = {("bcast", 1 << 20, 2): [{k: v for k, v in x.items() if k != "default_control"}
+                                    for x in runs(default=100.0, native__binomial=87.0)],
+            ("bcast", 8, 2): with_control(runs(default=1.0, native__binomial=0.99), 0.25)}
+    rb = decide(bare)
+    assert rb.spreads[2] == rb.spreads[0] > 0.2 and rb.decisions[("bcast", 1 << 20, 2)].choice == "default"
+
+
+def _raw_served(path, index, blocks, campaign="ns"):
+    """A raw file of one --serve mpirun: [(bytes, {label: seconds})] one served command each, in order."""
+    lines = ["#@pgmpi_format=1", "#@machine=m1", "#@mpi_library=openmpi", "#@mpi_version=4.1.4",
+             "#@module=openmpi/4.1.4", "#@nodes=1", "#@ppn=2", "#@nprocs=2", f"#@mpirun_index={index}",
+             f"#@campaign={campaign}", "#@clock=MPI_Wtime", "test nrep msize runtime_sec algorithm"]
+    foot = []
+    for n, (size, medians) in enumerate(blocks, 1):
+        for label, t in medians.items():
+            lines += [f"MPI_Bcast {r} {size} {t * (1 + 0.01 * ((r * 7) % 5 - 2) / 2):.10e} {label}" for r in range(8)]
+        foot.append(f"#@pgmpi served {n} MPI_Bcast {size} {next(iter(medians))}")
+    path.write_text("\n".join(lines + foot) + "\n")
+    return path
+
+
+def test_a_confirmation_round_in_one_mpirun_pairs_each_cell_within_it(tmp_path):
+    """native_driver confirms a round in one mpirun: at each cell the control arm, the default and the chosen
+    variant, each alone (one served command each, nothing next to it).  The pair is within the mpirun, so a
+    round whose whole mpirun ran 2.5x slower (MPICH here) moves both sides: binomial, 1.5x faster alone, wins
+    over 3 rounds; split_binary_tree, 5x faster in the interleaved search, is 1.3x slower alone and the default
+    stays.  A plain "cell" command naming one label but measuring the default next to it is no such block."""
+    from service.analysis.native_decision import Blocks, mark_blocks, runs_from_files
+    bin_, sbt = "native:binomial", "native:split_binary_tree:seg=1024"
+    files = [_raw_cells(tmp_path / "search-0-bcast.txt", 0,
+                        {512: {"default": 1e-6, bin_: 0.7e-6}, 4096: {"default": 4e-6, sbt: 0.8e-6}})]
+    for i, k in enumerate([2.5, 1.0, 1.03]):
+        blocks = []
+        for size, label, factor in ((512, bin_, 1 / 1.5), (4096, sbt, 1.3)):
+            t = 1e-6 if size == 512 else 4e-6
+            blocks += [(size, {"default_control": t * k * 1.004}), (size, {"default": t * k}),
+                       (size, {label: t * k * factor})]
+        # the round's warm-up first (1 B, the default alone): its milliseconds belong to no cell
+        files.append(_raw_served(tmp_path / f"search-0-confirm-{i}.txt", i, [(1, {"default": 3e-3})] + blocks))
+    cells = runs_from_files(files)
+    assert ("bcast", 1, 2) not in cells
+    for size, label in ((512, bin_), (4096, sbt)):
+        paired = [r for r in cells[("bcast", size, 2)] if r.alone]
+        assert len(paired) == 3 and all(set(r) == {"default", "default_control", label} for r in paired)
+        assert not any(label in r for r in cells[("bcast", size, 2)] if not r.alone)
+    res = decide(cells).decisions
+    assert res[("bcast", 512, 2)].choice == bin_ and "paired over 3 mpiruns" in res[("bcast", 512, 2)].reason
+    assert res[("bcast", 4096, 2)].choice == "default"
+    plain = {("bcast", 512, 2): {"default": 1.0, bin_: 0.7, "default_control": 1.0}}
+    assert not isinstance(mark_blocks(plain, ["#@pgmpi served 1 MPI_Bcast 512 native:binomial"])[("bcast", 512, 2)], Blocks)
+    assert not isinstance(mark_blocks(plain, ["#@pgmpi served 1 MPI_Bcast 512 native:binomial",
+                                              "#@pgmpi served 2 MPI_Bcast 512 default"])[("bcast", 512, 2)], Blocks)

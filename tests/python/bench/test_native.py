@@ -170,7 +170,8 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     out = tmp_path / "served.txt"
     script = (f"cell MPI_Allreduce 64 {rd}\ncell allreduce 4096 {rd},{other}\ncell MPI_Allreduce 128 {rd}\n"
               f"cell MPI_Allreduce 64 native:nosuch\ncell MPI_Allreduce 64 {rd} nrep=x\ncell MPI_Allreduce 64 {rd} nrep=9\n"
-              "quit\n")
+              f"cell MPI_Allreduce 4096 {other} alone\ncell MPI_Allreduce 4096 default nrep=4 alone\n"
+              f"cell MPI_Allreduce 4096 {rd},{other} alone\ncell MPI_Allreduce 4096 default alone alone\nquit\n")
     p = bench.run(["--serve", "--calls=allreduce", "--sizes=64,4096", f"--algorithms=default,{rd},{other},default_control",
                    "--nrep=6", "--no-barrier-rows", f"--output={out}"], np=2, input=script, timeout=120)
     assert p.rc == 0, p.stderr
@@ -182,17 +183,22 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     assert [" ".join(a) for a in answers[9:11]] == ["error 128 B is not among --sizes",
                                                     "error native:nosuch is not among --algorithms for MPI_Allreduce"]
     # nrep=N (a race's second stage): that many repetitions instead of --nrep; anything else refused
-    assert " ".join(answers[11]) == "error expected nrep=<n> (n >= 1) after the labels, got 'nrep=x'"
-    assert [a[:2] for a in answers[12:]] == [["result", "default"], ["result", rd], ["result", "default_control"], ["done"]]
+    assert " ".join(answers[11]) == "error expected nrep=<n> (n >= 1) or alone after the labels, got 'nrep=x'"
+    assert [a[:2] for a in answers[12:16]] == [["result", "default"], ["result", rd], ["result", "default_control"], ["done"]]
+    # alone (native_driver's confirmation round): exactly the one label named, nothing next to it
+    assert [a[:2] for a in answers[16:20]] == [["result", other], ["done"], ["result", "default"], ["done"]]
+    assert " ".join(answers[20]) == f"error alone measures one label, got '{rd},{other}'" and len(answers) == 22
+    assert " ".join(answers[21]) == "error expected at most one nrep=<n> and one alone after the labels, got 'alone alone'"
     run = reader.read_file(out)
     rows = defaultdict(int)
     for m, a in zip(run.msize, run.algorithm):
         rows[(int(m), run.algorithms[a])] += 1
     assert rows == {(64, "default"): 6 + 9, (64, rd): 6 + 9, (64, "default_control"): 6 + 9,
-                    (4096, "default"): 6, (4096, rd): 6, (4096, other): 6, (4096, "default_control"): 6}
+                    (4096, "default"): 6 + 4, (4096, rd): 6, (4096, other): 6 + 6, (4096, "default_control"): 6}
     served = list(footer.records(run.pgmpi_lines, footer.Served))
     assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other)),
-                      footer.Served(3, "MPI_Allreduce", 64, (rd,))]
+                      footer.Served(3, "MPI_Allreduce", 64, (rd,)), footer.Served(4, "MPI_Allreduce", 4096, (other,)),
+                      footer.Served(5, "MPI_Allreduce", 4096, ("default",))]
 
 
 def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):
@@ -222,12 +228,13 @@ def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tm
         assert set(run.algorithms) == {"default", *rnd}
 
 
-def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(bench, tmp_path, monkeypatch):
+def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(bench, tmp_path, monkeypatch):
     """scheduler/native_driver.py, search: race over two collectives: one --serve mpirun for both, its first
     stage with first_nrep repetitions and no control arm, a second stage repeated only where a variant beat the
-    default.  Then the confirmations batched over the cells (here every cell: MIN_GAIN and the control arm's spread planted below -100 %): per
-    round one mpirun measuring the default alone at every cell and one measuring at each cell its own chosen
-    variant alone -- one algorithm per cell -- which the decision pairs per cell by #@mpirun_index."""
+    default.  Then the confirmations batched over the cells (here every cell: MIN_GAIN and the control arm's
+    spread planted below -100 %): per round one mpirun measuring at each cell the default, its own chosen
+    variant and the control arm, each alone ("cell ... alone", one command each, never interleaved), which
+    the decision pairs per cell within the mpirun (native_decision.mark_blocks)."""
     import json
     import shlex
 
@@ -240,6 +247,7 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(be
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(native_driver, "MIN_GAIN", -1e9)       # every choice counts as faster
     monkeypatch.setattr(native_driver, "null_spread", lambda controls: -1e9)
+    monkeypatch.setattr(native_driver, "CONFIRM_PASSES", 2)    # 5 repetitions per arm: passes of 3 and 2
     entry = {"search": "race", "sizes": [8, 2048], "segments": [1024], "lookahead": 2, "prune": 0.5,
              "neighbour": "none", "first_nrep": 2}
     spec = {"prefix": "search-0", "control": True, "bench_args": ["--nrep=5", "--mpirun-index=0", "--campaign=rc"],
@@ -267,13 +275,24 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_two_per_round(be
     assert len(cmds) == sum(len(p["rounds"]) for key in ("bcast", "reduce") for p in rep["paths"][key].values())
     conf = rep["confirm"]
     chosen = {(k, int(s)): lab for k, per in conf["rounds"][0].items() for s, lab in per.items()}
-    assert len(chosen) == 4 and conf["mpiruns"] == 2 * len(conf["rounds"])
-    for which in ("default", "chosen"):
-        run = reader.read_file(tmp_path / f"search-0-confirm-0-{which}.txt")
+    assert len(chosen) == 4 and conf["mpiruns"] == len(conf["rounds"])
+    for i in range(len(conf["rounds"])):
+        run = reader.read_file(tmp_path / f"search-0-confirm-{i}.txt")
+        cells_i = {(k, int(s)): lab for k, per in conf["rounds"][i].items() for s, lab in per.items()}
         got = {(k, int(m), run.algorithms[a]) for t, m, a in zip(run.test, run.msize, run.algorithm)
                for k in ("bcast", "reduce") if run.tests[t] == MPI_NAME[k]}
-        want = {(k, s, "default" if which == "default" else lab) for (k, s), lab in chosen.items()}
-        assert {x for x in got if x[2] != "default_control"} == want        # one algorithm per cell
+        got.discard((min(k for k, _ in cells_i), 1, "default"))              # the warm-up's rows
+        assert got == {(k, s, a) for (k, s), lab in cells_i.items() for a in ("default", lab, "default_control")}
+        rows = defaultdict(int)
+        for t, m, a in zip(run.test, run.msize, run.algorithm):
+            rows[(run.tests[t], int(m), run.algorithms[a])] += 1
+        assert set(rows.values()) == {5}                          # --nrep over the passes (the warm-up too)
+        cmds = [(c.call, c.msize, c.labels) for c in footer.records(run.pgmpi_lines, footer.Served)]
+        # one label per command, the default in the middle, the variant after it, then before it (two passes)
+        orders = [("default_control", "default", "v"), ("v", "default", "default_control")]
+        warm = (MPI_NAME[min(k for k, _ in cells_i)], 1, ("default",))      # the warm-up first, on no cell
+        assert cmds == [warm] + [(MPI_NAME[k], s, (lab if a == "v" else a,)) for (k, s), lab in sorted(cells_i.items())
+                                 for j in (0, 1) for a in orders[(i + j) % 2]]
     cells = runs_from_files([tmp_path / f for f in rep["files"]])
     for (k, s), lab in chosen.items():
         alone = [x for x in cells[(k, s, 2)] if x.alone]
