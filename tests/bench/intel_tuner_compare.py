@@ -33,7 +33,6 @@ import math
 import re
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ from pathlib import Path
 from scipy import stats
 
 HERE = Path(__file__).resolve().parent
+PRELOAD = HERE.parents[1] / "build" / "install" / "intelmpi" / "lib" / "libpgmpitune.so"
 sys.path.insert(0, str(HERE))
 import native_libraries as nl  # noqa: E402  (its Intel search, modules and validation job)
 
@@ -123,7 +123,11 @@ def ours(lib: nl.Lib, colls: list[str], sizes: list[int], a, work: Path) -> dict
                                   + (f" (refused: {best.refused})" if best.refused else ""))
     if not chosen:
         return r
-    name, text = native_file.render("intelmpi", decs, version=lib.version)
+    try:
+        name, text = native_file.render("intelmpi", decs, version=lib.version)
+    except ValueError as exc:       # the writer leaves every collective where the default won somewhere
+        r["verdict"] = f"no file: {exc}"
+        return r
     (work / name).write_text(text)
     r["text"], r["file"] = text, work / name
     r["adjust"] = impi_adjust.parse(text, name, lib.disc)
@@ -209,7 +213,10 @@ def main() -> int:
     # (c) only where ours wrote a file (else users keep the default, which (a) is); the control arm, the
     # default in mpiruns of its own, gives each cell's null spread to read the other intervals against
     arm_env = {"a": {}, "b": {"I_MPI_TUNING_BIN": str(it["file"])} if it["file"] else None,
-               "c": o["adjust"].environment() if o.get("text") else None, "z": {}}
+               # as users load it: the module names the file, libpgmpitune (preloaded here, the program is
+               # not linked with it) sets the variables at MPI_Init for the job sizes the file was decided at
+               "c": {"PGMPITUNE_NATIVE_IMPI": str(o["file"]), "LD_PRELOAD": str(PRELOAD)} if o.get("text") else None,
+               "z": {}}
     arms = [x for x in ARMS if arm_env[x] is not None]
 
     # 3. the user program, interleaved
