@@ -241,6 +241,16 @@ def _seconds_per_launch(c: Campaign, module: Module, layout: Layout) -> float:
     return total
 
 
+def search_nrep(c: Campaign) -> int:
+    """A search's fixed count per variant and cell: the policy's nrep, under predict / time-rule its max_nrep
+    (the count the prediction never exceeds, what dt_launches and the estimates take).  A search cannot
+    predict: `pgmpi-bench --serve` measures each cell it is sent with a fixed count, a race's stages are
+    fractions of one, and the searched cells are in no pilot's or earlier night's counts (their mpiruns
+    measure the other collectives)."""
+    rep = c.repetitions
+    return rep.nrep if rep.policy == "fixed" else rep.max_nrep
+
+
 def search_launches(c: Campaign, module: Module, nodes: int = 1) -> list[Launch]:
     """The searched collectives (search: set) of one job: one search driver run per mpirun index for
     exhaustive, one in all for mgd / smgd (a sequential search is one search; scheduler/native_driver.py)."""
@@ -250,7 +260,9 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1) -> list[Launch]
     out = []
     sequential = any(c.collectives[k].search != "exhaustive" for k in keys)
     for i in range(1 if sequential else c.mpiruns):
-        common = bench_argv(c, module, i, "x", keys, [1], "default", nodes=nodes)[3:-1]   # nrep policy, index, campaign...
+        common = bench_argv(c, module, i, "x", keys, [1], "default", search_nrep(c), nodes=nodes)[3:-1]
+        if c.repetitions.policy != "fixed" and c.repetitions.time_budget:
+            common.append(f"--time-budget={c.repetitions.time_budget:g}")
         spec = {"prefix": f"search-{i}", "control": c.control, "bench_args": common,
                 "confirm": c.mpiruns if sequential else 0,
                 "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),

@@ -226,3 +226,27 @@ def test_next_night_measures_with_the_previous_nights_repetitions(tmp_path, benc
     other = load_campaign(campaign_file(tmp_path / "o.yaml", **{**one, "name": "other",
                                                                  "repetitions": {**rep, "max_nrep": 80}}))
     assert nrep_history.find(State(state), other, tmp_path / "o") == {}
+
+
+def test_search_under_predict_measures_the_policys_max_nrep(tmp_path, bench_root):
+    """A native search in a `repetitions: predict` campaign (scheduler/README.md "Searches and the
+    repetition policy"): pgmpi-bench --serve measures each cell with a fixed count and a race's stages are
+    fractions of one, so the search gets --nrep=max_nrep (its race first stage a sixth of it), never the
+    predict options (with which every --serve mpirun, and so the whole job, failed); the other collectives
+    keep the pilot and campaign-wide NREP."""
+    from pgmpi_formats.results import read_file
+    rep = {"policy": "predict", "rules": ["rse"], "min_nrep": 10, "max_nrep": 24, "step": 2}
+    c = local_campaign("psr", bench_root, modules=[{"mpi": "mpich"}], repetitions=rep, control=False,
+                       collectives={"allreduce": {"sizes": [1024], "search": "race"},
+                                    "bcast": {"sizes": [1024], "search": "smgd", "segments": [4096]},
+                                    "allgather": {"sizes": [64]}})
+    agent = make_agent(campaign_file(tmp_path / "psr.yaml", **c), tmp_path / "state", log=None)
+    s = agent.run(interval=0.3, timeout=120)
+    assert s["done"] and s["states"] == {"COMPLETED": 1}, s
+    adir = Path(agent.state.jobs("psr")[0]["attempt_dir"])
+    policy = {p.name: read_file(p).header["nrep_policy"] for p in sorted(adir.glob("*.txt"))
+              if p.name != "native-algorithms.txt"}
+    assert policy.pop("run-0.txt").startswith("predict:") and policy.pop("run-1.txt") == "from:run-0.txt"
+    assert policy.pop("search-0-allreduce.txt") == "fixed:4"                  # the race's first stage: 24 // 6
+    assert policy.pop("search-0-bcast.txt") == "fixed:24"                     # smgd's rounds
+    assert set(policy.values()) <= {"fixed:24"}, policy                         # the confirmations, if any
