@@ -138,11 +138,15 @@ class Launcher:
         sess = self.sessions.get(key)
         got: dict[str, list[float]] = {}
         repeat = max(1, getattr(batch, "repeat", 1))
+        entry = self.spec["collectives"][key]
+        n = cell_nrep(self.spec, key, size)
+        base = first_nrep(self.spec, entry, size) if entry.get("search") == "race" else n or bench_nrep(self.spec)
         for _ in range(1 if sess is not None else repeat):
             if sess is not None:
                 from pgmpi_formats.collectives import by_key
+                # the session's --nrep unless the cell has its campaign-wide count or is a race's second stage
                 one = sess.cell(by_key(key).mpi_name, size, labels,
-                                repeat * first_nrep(self.spec, self.spec["collectives"][key]) if repeat > 1 else None)
+                                repeat * base if repeat > 1 else (base if n else None))
             else:
                 run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
                 rows: dict[str, list[float]] = {}
@@ -173,8 +177,10 @@ class Launcher:
         race = entry.get("search") == "race"
         algs = ["default", *labels] + (["default_control"] if s.get("control") and not race else [])
         args = list(s["bench_args"])
-        if race:
-            args = [x for x in args if not x.startswith("--nrep=")] + [f"--nrep={first_nrep(s, entry)}"]
+        one = sizes[0] if len(sizes) == 1 else None       # a round's own mpirun: its cell's count
+        n = first_nrep(s, entry, one) if race else (cell_nrep(s, keys[0], one) if one is not None else None)
+        if n:
+            args = [x for x in args if not x.startswith("--nrep=")] + [f"--nrep={n}"]
         return shlex.split(s["launcher"]) + [s["bench"], *extra, f"--calls={','.join(keys)}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={','.join(algs)}",
                                              "--no-barrier-rows", *args, f"--output={name}"]
@@ -213,17 +219,18 @@ class Launcher:
             sess.cell(by_key(keys[0]).mpi_name, WARMUP_BYTES, ["default"], alone=True)
         except RuntimeError as exc:
             sys.exit(str(exc))
-        nrep = next((int(x.split("=", 1)[1]) for x in s["bench_args"] if x.startswith("--nrep=")), 0)
-        passes = CONFIRM_PASSES if nrep >= 2 * CONFIRM_PASSES and not any(
-            x.startswith("--time-budget") for x in s["bench_args"]) else 1
+        budget = any(x.startswith("--time-budget") for x in s["bench_args"])
         try:
             for k in keys:
                 for size, label in sorted(cells[k].items()):
+                    own = cell_nrep(s, k, size)              # the cell's campaign-wide count, else --nrep
+                    nrep = own or bench_nrep(s)
+                    passes = CONFIRM_PASSES if nrep >= 2 * CONFIRM_PASSES and not budget else 1
                     got: dict[str, list[float]] = {}
                     for j in range(passes):
                         order = [*control, "default", label] if (index + j) % 2 == 0 else [label, "default", *control]
                         for lab in order:
-                            n = nrep // passes + (j < nrep % passes) if passes > 1 else None
+                            n = nrep // passes + (j < nrep % passes) if passes > 1 else own
                             for a, x in sess.cell(by_key(k).mpi_name, size, [lab], nrep=n, alone=True).items():
                                 got.setdefault(a, []).append(x)
                     # the driver's look (still_ahead) takes the passes' median; the decision reads all rows
@@ -252,15 +259,27 @@ class Launcher:
         return read_file(self.outdir / name)
 
 
-def first_nrep(spec: dict, entry: dict) -> int:
-    """A race's first-stage repetitions: the entry's first_nrep, else a sixth of the campaign's --nrep (at
-    least 2): with RACE_REPEAT 3 its second stage gives the two kept variants and the default half of --nrep
-    more, and on MPICH (4-7 methods, no segment sizes) the whole race stays near 15 % of an exhaustive
-    campaign's repetitions."""
+def bench_nrep(spec: dict, default: int = 0) -> int:
+    """The search's --nrep (scheduler/planner.search_nrep: the fixed policy's, or predict's max_nrep)."""
+    return next((int(x.split("=", 1)[1]) for x in spec["bench_args"] if x.startswith("--nrep=")), default)
+
+
+def cell_nrep(spec: dict, key: str, size: int | None) -> int | None:
+    """The cell's campaign-wide count (the planner's `nrep` per size: campaign nrep_from files or the previous
+    night's counts, issue 34), None when the campaign has none for it."""
+    n = spec["collectives"].get(key, {}).get("nrep", {}).get(str(size))
+    return int(n) if n else None
+
+
+def first_nrep(spec: dict, entry: dict, size: int | None = None) -> int:
+    """A race's first-stage repetitions: the entry's first_nrep, else a sixth of the cell's campaign-wide
+    count or of the campaign's --nrep (at least 2): with RACE_REPEAT 3 its second stage gives the two kept
+    variants and the default half of that count more, and on MPICH (4-7 methods, no segment sizes) the whole
+    race stays near 15 % of an exhaustive campaign's repetitions."""
     if entry.get("first_nrep"):
         return int(entry["first_nrep"])
-    nrep = next((int(x.split("=", 1)[1]) for x in spec["bench_args"] if x.startswith("--nrep=")), 12)
-    return max(2, nrep // 6)
+    nrep = (entry.get("nrep", {}).get(str(size)) if size is not None else None) or bench_nrep(spec, 12)
+    return max(2, int(nrep) // 6)
 
 
 def null_spread(controls: dict) -> float:

@@ -251,12 +251,38 @@ def search_nrep(c: Campaign) -> int:
     return rep.nrep if rep.policy == "fixed" else rep.max_nrep
 
 
-def search_launches(c: Campaign, module: Module, nodes: int = 1) -> list[Launch]:
+def search_counts(c: Campaign, earlier=None) -> dict[tuple[str, int], int]:
+    """Campaign-wide NREP (issue 34) a search can take: the counts per (MPI name, bytes) of the campaign's
+    nrep_from files, else of the earlier night (nrep_history.Earlier); the pilot's never cover a searched
+    cell (no measurement mpirun measures it).  {} under the fixed policy."""
+    rep = c.repetitions
+    if rep.policy == "fixed":
+        return {}
+    if rep.nrep_from:       # pgmpi-bench --nrep-from's rule: the largest count of a cell over the files
+        from pgmpi_formats.footer import Nrep, records
+        from pgmpi_formats.results import ResultsFormatError, read_file
+        out: dict[tuple[str, int], int] = {}
+        for f in rep.nrep_from:
+            try:
+                lines = read_file(Path(f)).pgmpi_lines
+            except (OSError, ResultsFormatError):
+                continue        # the measurement mpiruns' --nrep-from reports it
+            for r in records(lines, Nrep):
+                out[(r.call, r.msize)] = max(out.get((r.call, r.msize), 0), r.n)
+        return out
+    return dict(earlier.counts) if earlier is not None else {}
+
+
+def search_launches(c: Campaign, module: Module, nodes: int = 1, earlier=None) -> list[Launch]:
     """The searched collectives (search: set) of one job: one search driver run per mpirun index for
-    exhaustive, one in all for mgd / smgd (a sequential search is one search; scheduler/native_driver.py)."""
+    exhaustive, one in all for mgd / smgd (a sequential search is one search; scheduler/native_driver.py).
+    A searched cell with a campaign-wide count (search_counts) is measured with it (the entry's `nrep` per
+    size), the others with search_nrep."""
     keys = c.searched()
     if not keys:
         return []
+    from pgmpi_formats.collectives import by_key
+    counts = search_counts(c, earlier)
     out = []
     sequential = any(c.collectives[k].search != "exhaustive" for k in keys)
     for i in range(1 if sequential else c.mpiruns):
@@ -269,6 +295,9 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1) -> list[Launch]
                                     "segments": c.collectives[k].segment_sizes,
                                     "lookahead": c.collectives[k].lookahead, "prune": c.collectives[k].prune,
                                     "neighbour": c.collectives[k].neighbour,
+                                    **({"nrep": per} if (per := {str(s): counts[(by_key(k).mpi_name, s)]
+                                                                 for s in c.sizes_for(k)
+                                                                 if (by_key(k).mpi_name, s) in counts}) else {}),
                                     **({"first_nrep": c.collectives[k].first_nrep}
                                        if c.collectives[k].first_nrep else {})}
                                 for k in keys}}
@@ -394,7 +423,8 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
         for layout in c.layouts:
             launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)),
                                          layout.nodes) if calls else []) \
-                + ([] if intel else search_launches(c, module, layout.nodes)) \
+                + ([] if intel else search_launches(c, module, layout.nodes,
+                                                    (earlier or {}).get(job_key(module, layout)))) \
                 + dt_launches(c, module, c.mpiruns, layout.nodes)
             if module.native_file:
                 launches = [under_native_file(x, module) for x in launches]

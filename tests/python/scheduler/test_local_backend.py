@@ -228,25 +228,40 @@ def test_next_night_measures_with_the_previous_nights_repetitions(tmp_path, benc
     assert nrep_history.find(State(state), other, tmp_path / "o") == {}
 
 
-def test_search_under_predict_measures_the_policys_max_nrep(tmp_path, bench_root):
-    """A native search in a `repetitions: predict` campaign (scheduler/README.md "Searches and the
-    repetition policy"): pgmpi-bench --serve measures each cell with a fixed count and a race's stages are
-    fractions of one, so the search gets --nrep=max_nrep (its race first stage a sixth of it), never the
-    predict options (with which every --serve mpirun, and so the whole job, failed); the other collectives
-    keep the pilot and campaign-wide NREP."""
+
+def test_search_under_predict_takes_the_campaign_wide_counts_else_max_nrep(tmp_path, bench_root):
+    """Native searches in a `repetitions: predict` campaign (scheduler/README.md "Searches under predict"):
+    pgmpi-bench --serve measures each cell with a fixed count, so a searched cell takes its campaign-wide
+    count (here nrep_from: an earlier run's 24 per cell) and one without any the policy's max_nrep; a race's
+    first stage is a sixth of that count, its second stage 3 times the first.  Before, the search got the
+    predict options, with which every --serve mpirun refused to start and the whole job failed."""
+    from collections import Counter
+
     from pgmpi_formats.results import read_file
-    rep = {"policy": "predict", "rules": ["rse"], "min_nrep": 10, "max_nrep": 24, "step": 2}
-    c = local_campaign("psr", bench_root, modules=[{"mpi": "mpich"}], repetitions=rep, control=False,
-                       collectives={"allreduce": {"sizes": [1024], "search": "race"},
-                                    "bcast": {"sizes": [1024], "search": "smgd", "segments": [4096]},
-                                    "allgather": {"sizes": [64]}})
-    agent = make_agent(campaign_file(tmp_path / "psr.yaml", **c), tmp_path / "state", log=None)
-    s = agent.run(interval=0.3, timeout=120)
-    assert s["done"] and s["states"] == {"COMPLETED": 1}, s
-    adir = Path(agent.state.jobs("psr")[0]["attempt_dir"])
-    policy = {p.name: read_file(p).header["nrep_policy"] for p in sorted(adir.glob("*.txt"))
-              if p.name != "native-algorithms.txt"}
-    assert policy.pop("run-0.txt").startswith("predict:") and policy.pop("run-1.txt") == "from:run-0.txt"
-    assert policy.pop("search-0-allreduce.txt") == "fixed:4"                  # the race's first stage: 24 // 6
-    assert policy.pop("search-0-bcast.txt") == "fixed:24"                     # smgd's rounds
-    assert set(policy.values()) <= {"fixed:24"}, policy                         # the confirmations, if any
+
+    def job(cdef):
+        agent = make_agent(campaign_file(tmp_path / f"{cdef['name']}.yaml", **cdef), tmp_path / "state", log=None)
+        s = agent.run(interval=0.3, timeout=120)
+        assert s["done"] and s["states"] == {"COMPLETED": 1}, s
+        adir = Path(agent.state.jobs(cdef["name"])[0]["attempt_dir"])
+        agent.state.close()
+        return adir
+
+    earlier = job(local_campaign("pse", bench_root, modules=[{"mpi": "mpich"}], repetitions={"nrep": 24},
+                                 mpiruns=1, control=False,
+                                 collectives={"allreduce": {"sizes": [1024]}, "bcast": {"sizes": [1024]}}))
+    rep = {"policy": "predict", "rules": ["rse"], "min_nrep": 10, "max_nrep": 300, "step": 5,
+           "nrep_from": [str(earlier / "run-0.txt")]}
+    adir = job(local_campaign("psr", bench_root, modules=[{"mpi": "mpich"}], repetitions=rep, control=False,
+                              collectives={"allreduce": {"sizes": [1024], "search": "race"},
+                                           "bcast": {"sizes": [1024, 2048], "search": "smgd"}}))  # 2048 B: no count
+
+    def rows(name):
+        r = read_file(adir / name)
+        return Counter((int(m), r.algorithms[a]) for m, a in zip(r.msize, r.algorithm))
+    race = rows("search-0-allreduce.txt")       # every variant 24 // 6 = 4; the (up to) two kept 4 + 3 x 4
+    assert 4 in race.values() and set(race.values()) <= {4, 16}, race
+    smgd = rows("search-0-bcast.txt")           # each round: 24 repetitions at 1024 B, max_nrep 300 at 2048 B
+    assert {n % 24 for (size, _), n in smgd.items() if size == 1024} == {0}, smgd
+    assert all(n < 300 for (size, lab), n in smgd.items() if size == 1024 and lab != "default"), smgd
+    assert {n % 300 for (size, _), n in smgd.items() if size == 2048} == {0}, smgd
