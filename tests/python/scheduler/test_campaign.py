@@ -174,7 +174,9 @@ def test_search_runs_in_one_driver_per_job_and_only_there(tmp_path):
     spec = json.loads(search[0].argv[1])
     assert spec["collectives"]["allgather"] == {"search": "smgd", "sizes": SMALL_SIZES, "segments": [1024, 4096],
                                                 "lookahead": 2, "prune": 0.5, "neighbour": "none"}
-    assert spec["confirm"] == 3 and "--nrep=500" not in spec["bench_args"]
+    # under predict (max_nrep 500) a search measures a fixed count: --serve and the race need one
+    assert spec["confirm"] == 3 and "--nrep=500" in spec["bench_args"] \
+        and not any(a.startswith("--predict") for a in spec["bench_args"])
     script = render_script(job, tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=True)
     assert "-m scheduler.native_driver --spec" in script and "--list-native" in script
     ex = load_campaign(write(tmp_path, GOOD.replace("  allgather: {}", "  allgather: {search: exhaustive}")))
