@@ -125,7 +125,7 @@ class CollectiveSpec(_Strict):
         "exhaustive | mgd | smgd | race (every variant with first_nrep repetitions, the two fastest that beat "
         "the default again); unset: measure the algorithms listed, nothing searched")
     first_nrep: int | None = Field(None, ge=1, description="race: repetitions of its first stage (default: a "
-                                   "sixth of the campaign's nrep, at least 2)")
+                                   "sixth of the cell's campaign-wide count, else of nrep / max_nrep, at least 2)")
     segments: list[int] | None = Field(None, description="segment sizes (bytes) a search sweeps below each "
                                        "message size (default: powers of two 1 KiB - 512 KiB)")
     lookahead: int = Field(2, ge=0, le=20, description="mgd/smgd: steps past a minimum before a descent stops (2: at 1, bcast curves with a second, deeper minimum lost up to 98 %; scheduler/README.md)")

@@ -287,8 +287,6 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1, earlier=None) -
     sequential = any(c.collectives[k].search != "exhaustive" for k in keys)
     for i in range(1 if sequential else c.mpiruns):
         common = bench_argv(c, module, i, "x", keys, [1], "default", search_nrep(c), nodes=nodes)[3:-1]
-        if c.repetitions.policy != "fixed" and c.repetitions.time_budget:
-            common.append(f"--time-budget={c.repetitions.time_budget:g}")
         spec = {"prefix": f"search-{i}", "control": c.control, "bench_args": common,
                 "confirm": c.mpiruns if sequential else 0,
                 "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),
