@@ -286,7 +286,10 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1, earlier=None) -
     out = []
     sequential = any(c.collectives[k].search != "exhaustive" for k in keys)
     for i in range(1 if sequential else c.mpiruns):
-        common = bench_argv(c, module, i, "x", keys, [1], "default", search_nrep(c), nodes=nodes)[3:-1]
+        # fixed: the policy's own options (its time_budget too); otherwise search_nrep, no time budget:
+        # --serve refuses `cell ... nrep=` next to --time-budget
+        common = bench_argv(c, module, i, "x", keys, [1], "default",
+                            None if c.repetitions.policy == "fixed" else search_nrep(c), nodes=nodes)[3:-1]
         spec = {"prefix": f"search-{i}", "control": c.control, "bench_args": common,
                 "confirm": c.mpiruns if sequential else 0,
                 "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),
