@@ -66,8 +66,9 @@ void serve_all(void)
             snprintf(err, sizeof err, "alone measures one label, got '%s'", labels);
         else if (extra[0] && (strncmp(extra, "nrep=", 5) != 0 || (nrep = atol(extra + 5)) < 1))
             snprintf(err, sizeof err, "expected nrep=<n> (n >= 1) or alone after the labels, got '%s'", extra);
-        else if (extra[0] && (O.policy != P_FIXED || O.budget > 0))
-            snprintf(err, sizeof err, "nrep= needs a fixed --nrep (no --time-budget)");
+        /* nrep= replaces --nrep for this cell; a --time-budget still stops it early, as it does a fixed count */
+        else if (extra[0] && O.policy != P_FIXED)
+            snprintf(err, sizeof err, "nrep= needs a fixed --nrep");
         else {
             for (int k = 0; k < O.nsizes; k++) if (O.req_sizes[k] == (size_t)bytes) j = k;
             if (j < 0) snprintf(err, sizeof err, "%llu B is not among --sizes", bytes);

@@ -161,6 +161,24 @@ def test_the_decision_file_a_run_ran_under_is_recorded_byte_for_byte(bench, tmp_
     assert "native_file" not in header({}, "none.txt")
 
 
+def test_serve_takes_nrep_per_cell_under_a_time_budget(bench, tmp_path):
+    """A race's second stage and a confirmation pass ask for their repetitions per cell (nrep=); a campaign with
+    a fixed count and a time budget gave its searches both, and --serve refused every nrep= command, so the
+    race's job failed.  The count now replaces --nrep for that cell and the budget still caps it."""
+    rd = "native:recursive_doubling"
+    out = tmp_path / "budget.txt"
+    p = bench.run(["--serve", "--calls=allreduce", "--sizes=64", f"--algorithms=default,{rd}", "--nrep=6",
+                   "--time-budget=60", "--no-barrier-rows", f"--output={out}"], np=2,
+                  input=f"cell MPI_Allreduce 64 {rd} nrep=9\nquit\n", timeout=120)
+    assert p.rc == 0, p.stderr
+    assert [a.split()[:2] for a in p.stdout.strip().splitlines()] == [["result", "default"], ["result", rd], ["done"]]
+    run = reader.read_file(out)
+    rows = defaultdict(int)
+    for m, a in zip(run.msize, run.algorithm):
+        rows[(int(m), run.algorithms[a])] += 1
+    assert rows == {(64, "default"): 9, (64, rd): 9}
+
+
 def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     """--serve (the native search's one mpirun per collective, scheduler/native_driver.py): each 'cell' command
     measures only its labels with the default and the control arm, answers the medians, and a command it
