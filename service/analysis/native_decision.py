@@ -381,21 +381,25 @@ class Blocks(dict):
 def mark_blocks(per_cell: dict, footer) -> dict:
     """One mpirun's {(key, size, p): {label: median}} and its `#@pgmpi` lines -> the same, a cell as Blocks
     where pgmpi-bench --serve measured it label by label alone: two or more commands there, each naming one
-    label, and nothing measured beyond the labels named (a plain "cell" command also measures the default
-    and the control arm next to its labels, interleaved).  A round's warm-up cell (WARMUP_BYTES, the default
+    label ("cell ... alone"), or one command measuring its labels each alone in alternating short blocks
+    ("cell ... blocks=<k>"), and nothing measured beyond the labels named (a plain "cell" command also
+    measures the default and the control arm next to its labels, interleaved).  A round's warm-up cell (WARMUP_BYTES, the default
     alone in one command) is left out."""
     from pgmpi_formats.collectives import by_key
     from pgmpi_formats.footer import Served, records
     served: dict = {}
     for r in records(map(str, footer or ()), Served):
-        served.setdefault((r.call, r.msize), []).append(r.labels)
+        served.setdefault((r.call, r.msize), []).append(r)
     out = {}
     for (key, size, p), medians in per_cell.items():
         cmds = served.get((by_key(key).mpi_name, size), [])
-        if size == WARMUP_BYTES and cmds == [("default",)] and set(medians) == {"default"}:
+        if size == WARMUP_BYTES and [c.labels for c in cmds] == [("default",)] and set(medians) == {"default"}:
             continue            # a confirmation round's warm-up (native_driver.Launcher.confirm): no cell
-        one_by_one = len(cmds) >= 2 and all(len(ls) == 1 for ls in cmds) and set(medians) == {ls[0] for ls in cmds}
-        out[(key, size, p)] = Blocks(medians) if one_by_one else medians
+        one_by_one = (len(cmds) >= 2 and all(len(c.labels) == 1 and not c.blocks for c in cmds)
+                      and set(medians) == {c.labels[0] for c in cmds})
+        # one "cell ... blocks=<k>" command: its labels alone in alternating short blocks, nothing else there
+        in_blocks = len(cmds) == 1 and cmds[0].blocks > 0 and set(medians) == set(cmds[0].labels)
+        out[(key, size, p)] = Blocks(medians) if one_by_one or in_blocks else medians
     return out
 
 
