@@ -231,15 +231,12 @@ class Launcher:
                     nrep = own or bench_nrep(s)
                     got: dict[str, list[float]] = {}
                     order = [*control, "default", label] if index % 2 == 0 else [label, "default", *control]
-                    if nrep >= 2 * CONFIRM_BLOCK:
-                        # one command: pgmpi-bench alternates the arms in blocks of CONFIRM_BLOCK itself
-                        for a, x in sess.cell(by_key(k).mpi_name, size, order, nrep=nrep, blocks=CONFIRM_BLOCK).items():
-                            got[a] = [x]
-                    else:                                    # too few repetitions for two blocks: one each
-                        for lab in order:
-                            for a, x in sess.cell(by_key(k).mpi_name, size, [lab], nrep=own, alone=True).items():
-                                got[a] = [x]
-                    # the driver's look (still_ahead) takes the passes' median; the decision reads all rows
+                    # one command: pgmpi-bench alternates the arms in blocks itself; a count below two blocks
+                    # of CONFIRM_BLOCK still gets two passes (blocks of nrep / 2)
+                    block = max(1, min(CONFIRM_BLOCK, nrep // 2))
+                    for a, x in sess.cell(by_key(k).mpi_name, size, order, nrep=nrep, blocks=block).items():
+                        got[a] = [x]
+                    # the driver's look (still_ahead) takes each arm's median; the decision reads all rows
                     med = {a: statistics.median(xs) for a, xs in got.items()}
                     default[(k, size)], chosen[(k, size)] = med.get("default", NEVER), med.get(label, NEVER)
         except RuntimeError as exc:
