@@ -48,8 +48,9 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
 
 MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_gain
 # a confirmation round measures each cell's arms alone in alternating blocks of this many repetitions, A B C
-# C B A A B C ..., in one pgmpi-bench command (confirm; tests/bench/confirm_blocks.py)
-CONFIRM_BLOCK = 5
+# C B A A B C ..., in one pgmpi-bench command (confirm; tests/bench/confirm_blocks.py measured 2, 5, 10, 50);
+# even, so no block needs pgmpi-bench's untimed evening-out call (an odd count gets one more)
+CONFIRM_BLOCK = 4
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
 
 
@@ -190,15 +191,15 @@ class Launcher:
     def confirm(self, cells: dict[str, dict[int, str]], index: int, name: str) -> tuple[dict, dict]:
         """One confirmation round (#@mpirun_index `index`) in one pgmpi-bench --serve mpirun over every cell to
         confirm: at each cell the default, the variant the search chose there and (when the campaign has one)
-        the control arm, each alone in blocks of CONFIRM_BLOCK (5) consecutive repetitions, the blocks
+        the control arm, each alone in blocks of CONFIRM_BLOCK (4) consecutive repetitions, the blocks
         alternating -- control, default, variant, then variant, default, control, and so on until each has
-        the cell's count -- in one command ("cell ... blocks=5"; the order starts the other way in odd
+        the cell's count -- in one command ("cell ... blocks=4"; the order starts the other way in odd
         rounds).  Short alternating blocks let a load that drifts during the cell move all arms alike (2
         passes of nrep / 2, the way until 2026-11-26, left MPICH's control arm 4-36 % off the default at
         sub-microsecond cells: tests/bench/confirm_blocks.py), and one command per cell costs one round trip
         through the driver instead of one per block.  No cell interleaves two of its algorithms repetition
-        by repetition (what made split_binary_tree look faster than it runs alone): 4 of every 5
-        measurements follow a call of their own algorithm, and at Open MPI's bcast 512 B the blocks of 5
+        by repetition (what made split_binary_tree look faster than it runs alone): 3 of every 4
+        measurements follow a call of their own algorithm, and at Open MPI's bcast 512 B blocks of 2 and 5
         measured split_binary_tree as slow as its own mpirun did while interleaving made it look 10 % faster.
         The pair is within one mpirun, so an mpirun that lands in a slower regime (2-3x at small messages
         here, whole mpiruns) moves both sides.

@@ -45,7 +45,7 @@ static long g_served;
 /* "cell ... blocks=<k>": each algorithm of sub alone in blocks of k repetitions, the order reversed after each
  * pass, until each has nrep; then its rows' median answered as for any cell.  A block is measure_cells on a
  * call holding that one algorithm (its check round only in its first block: a check between two blocks
- * would put another call between them). */
+ * would put another call between them), all on the buffers the cell's first block installed. */
 static void serve_blocks(const call_t *sub, cplan_t plan, long nrep, long k)
 {
     int n = sub->nalg, ok[MAXALGS];
@@ -56,7 +56,7 @@ static void serve_blocks(const call_t *sub, cplan_t plan, long nrep, long k)
     char why[1][256] = {""};
     double tnrep1 = 0;
     long saved_nrep = O.nrep;
-    int saved_check = O.check;
+    int saved_check = O.check, saved_buf_cell = O.buf_cell;
     for (int a = 0; a < n; a++) { ok[a] = 1; done[a] = 0; series_init(&all[a]); }
     for (int a = 0; a < MAXALGS; a++) series_init(&cs.s[a]);
     for (int pass = 0, left = 1; left; pass++) {
@@ -73,6 +73,7 @@ static void serve_blocks(const call_t *sub, cplan_t plan, long nrep, long k)
             O.check = done[a] == 0 ? saved_check : 0;
             int passed[1][MAXALGS];
             measure_cells(&cs, 1, why, &tnrep1, passed);
+            O.buf_cell = 0;     /* --buffers=cell: one pair for the cell, as for an interleaved one, not per block */
             if (!passed[0][0] || cs.s[0].n == 0) { ok[a] = 0; continue; }
             /* the block's values are its two heaps (bench_stats.h): their union, in any order */
             for (size_t m = 0; m < cs.s[0].nlo + cs.s[0].nhi; m++) {
@@ -85,6 +86,7 @@ static void serve_blocks(const call_t *sub, cplan_t plan, long nrep, long k)
     }
     O.nrep = saved_nrep;
     O.check = saved_check;
+    O.buf_cell = saved_buf_cell;
     for (int a = 0; a < n; a++) footer_add("#@pgmpi nrep %s %zu %ld\n", sub->mpi_name, plan.n, done[a]);
     if (g_rank == 0) {
         if (fflush(g_out)) out_fail();

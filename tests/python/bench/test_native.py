@@ -221,6 +221,8 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
         rows[(int(m), run.algorithms[a])] += 1
     assert rows == {(64, "default"): 6 + 9 + 5, (64, rd): 6 + 9 + 5, (64, "default_control"): 6 + 9 + 5,
                     (4096, "default"): 6 + 4, (4096, rd): 6, (4096, other): 6 + 6, (4096, "default_control"): 6}
+    # one buffer pair per command (--buffers=cell), the blocks command's too: not one per block
+    assert sum(str(x).startswith("#@pgmpi buffers MPI_Allreduce 64 ") for x in run.pgmpi_lines) == 3
     served = list(footer.records(run.pgmpi_lines, footer.Served))
     assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other)),
                       footer.Served(3, "MPI_Allreduce", 64, (rd,)), footer.Served(4, "MPI_Allreduce", 4096, (other,)),
