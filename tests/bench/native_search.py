@@ -68,7 +68,10 @@ SIZES = [8 * 4 ** k for k in range(9)]
 SEGMENTS = [1024 * 4 ** k for k in range(5)]
 # --grid site: the grid pgmpi_formats/native_search.py says a site sweeps (powers of two 8 B - 1 MiB,
 # segments 1 KiB - 512 KiB)
-GRIDS = {"night": (SIZES, SEGMENTS), "site": (SITE_SIZES, SITE_SEGMENTS)}
+GRIDS = {"night": (SIZES, SEGMENTS), "site": (SITE_SIZES, SITE_SEGMENTS),
+         # --grid intel: Intel MPI runs one mpirun per preset (allreduce lists 32) and round, so a grid of 4 sizes
+         # 8 B - 256 KiB in powers of 64 keeps exhaustive's 3 x 33 mpiruns within minutes on this machine
+         "intel": ([8, 512, 32768, 262144], [1024])}
 
 
 def load() -> str:
@@ -92,12 +95,29 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         for rep_file in sorted(d.glob("search-*.json")):
             _account(out, json.loads(rep_file.read_text()), d)
         return out
+    kind = "exhaustive" if search == "rerun" else search      # rerun: a second, independent exhaustive campaign
+    if lib.family.name == "intelmpi":
+        # presets fixed at MPI_Init: the driver's Intel rounds (scheduler/intel_race.py), exhaustive and race alike,
+        # `mpiruns` rounds in one driver run; the presets from the library's own impi_info -v
+        from pgmpi_formats import impi_adjust
+        top = impi_adjust.discover(env).presets
+        entry = {"search": kind, "sizes": GRIDS[grid][0], "segments": [], **({"first_nrep": first_nrep} if first_nrep else {})}
+        spec = {"prefix": "search-0", "control": True, "confirm": mpiruns, "intel": {"presets": {k: top[k] for k in CALLS}},
+                "bench_args": [f"--nrep={nrep}", f"--campaign=ns-{search}", f"--module-name={lib_id}"],
+                "collectives": {k: dict(entry) for k in CALLS}}
+        rep_file = d / "search-0.json"
+        p = subprocess.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec),
+                            "--launcher", launcher, "--bench", str(bench), "--output", str(rep_file)],
+                           cwd=ROOT, env=env, capture_output=True, text=True)
+        if p.returncode:
+            sys.exit(f"{lib_id} {search}: the search driver failed ({p.returncode}): {p.stderr[-1500:]}")
+        _account(out, json.loads(rep_file.read_text()), d)
+        return out
     listing = subprocess.run(shlex.split(launcher.replace("-np 2", "-np 1")) + [str(bench), "--list-native"],
                              capture_output=True, text=True, env=env, timeout=120)
     if listing.returncode:
         sys.exit(f"{lib_id}: pgmpi-bench --list-native failed: {listing.stderr[-500:]}")
     (d / "native-algorithms.txt").write_text(listing.stdout)
-    kind = "exhaustive" if search == "rerun" else search      # rerun: a second, independent exhaustive campaign
     sweeps = mpiruns if kind == "exhaustive" else 1
     for i in range(sweeps):
         entry = {"search": kind, "sizes": GRIDS[grid][0], "segments": GRIDS[grid][1], "lookahead": 2, "prune": 0.5,
@@ -116,6 +136,28 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
             sys.exit(f"{lib_id} {search}: the search driver failed ({p.returncode}): {p.stderr[-1500:]}")
         _account(out, json.loads(rep_file.read_text()), d)
     return out
+
+
+def startup_seconds(lib_id: str, work: Path, n: int = 3) -> float:
+    """An mpirun's fixed cost on this library: the median wall time of `n` pgmpi-bench mpiruns that measure one
+    repetition of one 8 B cell (start-up, MPI_Init, the check round, exit); the rest of a pipeline's mpirun time
+    is measuring."""
+    from scheduler import launchers
+    lib = launchers.library(lib_id)
+    env = lib.row.environment()
+    env.update(lib.family.job_env(1, 2, False, os.geteuid() == 0, os.cpu_count() or 2))
+    bench = ROOT / "build" / "install" / lib_id / "bin" / "pgmpi-bench"
+    work.mkdir(parents=True, exist_ok=True)
+    secs = []
+    for i in range(n):
+        out = work / f"startup-{i}.txt"
+        out.unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        subprocess.run([lib.mpirun, "-np", "2", *lib.family.mpirun_args(1, 2, False), str(bench), "--calls=allreduce",
+                        "--sizes=8", "--nrep=1", "--algorithms=default", "--no-barrier-rows", f"--output={out}"],
+                       env=env, capture_output=True, check=True)
+        secs.append(time.perf_counter() - t0)
+    return statistics.median(secs)
 
 
 def _account(out: dict, rep: dict, d: Path) -> None:
@@ -197,6 +239,9 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse, first_nrep, grid)
             loads[search] = f"{l0}-{load()}"
             print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {loads[search]}", flush=True)
+        up = startup_seconds(lib_id, work / "startup")
+        print(f"# {lib_id}: an mpirun's start-up (pgmpi-bench, one repetition of one cell, median of 3): {up:.2f} s, "
+              f"load {load()}", flush=True)
         table = exhaustive_table(got["exhaustive"]["files"])
         # the independent re-measurement's table: every decision judged there too, so the part of the loss that
         # is the exhaustive table's own noise shows (exhaustive's decision judged on it is the noise floor)
@@ -231,7 +276,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             pm, pp, _ = summary(list(pl.values()))
             # the load moves between pipelines: the same fraction against the rerun too, measured later
             rr = g["seconds"] / got["rerun"]["seconds"] if "rerun" in got else math.nan
-            rows.append((lib_id, search, g.get("mpiruns", 0), g["seconds"], g["seconds"] / got["exhaustive"]["seconds"], rr,
+            rows.append((lib_id, search, g.get("mpiruns", 0), g["seconds"], g.get("mpiruns", 0) * up / g["seconds"], g["seconds"] / got["exhaustive"]["seconds"], rr,
                          pm, pp, mean, p95, mx, mean2, p95b, len(differ), len(dec), g["confirmed"], loads[search]))
             print(f"{search}: {g['experiments']} experiments, {g.get('mpiruns', 0)} mpiruns, {g['seconds']:.1f} s "
                   f"({g['confirm_seconds']:.1f} s confirming {g['confirmed']} cells), load {loads[search]}")
@@ -254,11 +299,13 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
           "campaign's fastest variant -- the noise floor); decision: what it would write (decide over its own files)")
     print("# decision (rerun's table): the same decision judged on the independent re-measurement's table; the "
           "exhaustive row there and the rerun row on exhaustive's table are the noise floor of the loss")
-    print(f"{'library':9} {'search':10} {'mpiruns':>7} {'seconds':>8} {'of exh.':>7} {'(rerun)':>7} {'pick mean':>9} "
+    print("# start-up: the pipeline's mpiruns x one mpirun's start-up, as a share of its seconds (the rest is "
+          "measuring)")
+    print(f"{'library':9} {'search':10} {'mpiruns':>7} {'seconds':>8} {'start-up':>8} {'of exh.':>7} {'(rerun)':>7} {'pick mean':>9} "
           f"{'p95':>6} {'decision mean':>13} {'p95':>6} {'max':>7} {'(rerun) mean':>12} {'p95':>6} {'differ':>7} "
           f"{'confirmed':>9}  load")
-    for lib_id, search, runs, secs, frac, rr, pm, pp, mean, p95, mx, mean2, p95b, nd, nc, conf, ld in rows:
-        print(f"{lib_id:9} {search:10} {runs:>7} {secs:>8.1f} {100 * frac:>6.1f}% {100 * rr:>6.1f}% {100 * pm:>8.2f}% {100 * pp:>5.1f}% "
+    for lib_id, search, runs, secs, su, frac, rr, pm, pp, mean, p95, mx, mean2, p95b, nd, nc, conf, ld in rows:
+        print(f"{lib_id:9} {search:10} {runs:>7} {secs:>8.1f} {100 * min(su, 1.0):>7.0f}% {100 * frac:>6.1f}% {100 * rr:>6.1f}% {100 * pm:>8.2f}% {100 * pp:>5.1f}% "
               f"{100 * mean:>12.2f}% {100 * p95:>5.1f}% {100 * mx:>6.1f}% {100 * mean2:>11.2f}% {100 * p95b:>5.1f}% "
               f"{nd:>3}/{nc:<3} {conf:>9}  {ld}")
 
