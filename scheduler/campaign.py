@@ -488,15 +488,15 @@ class Campaign(_Strict):
                 raise ValueError(why)
         for m in self.modules:
             if m.family.name == "intelmpi":      # presets are forced at MPI_Init, one mpirun each (planner.py)
-                bad = [k for k in self.collectives if self.collectives[k].search not in (None, "exhaustive")]
+                bad = [k for k in self.collectives if self.collectives[k].search not in (None, "exhaustive", "race")]
                 if bad:
                     raise ValueError(
                         f"collectives.{bad[0]}: search: {self.collectives[bad[0]].search} cannot search Intel MPI's "
                         f"presets (module {m.key}): Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init, so a "
-                        "preset is measured in an mpirun of its own, while race and mgd/smgd change the variant "
-                        "between calls of one mpirun; and presets have no segment sizes for mgd/smgd to descend "
-                        "(valid: search: exhaustive, or algorithms [default, native:all] / native:<preset>: every "
-                        "preset, one mpirun each)")
+                        "preset is measured in an mpirun of its own, while mgd/smgd descend segment sizes, which "
+                        "presets do not have (valid: search: exhaustive, every preset in every round; search: race, "
+                        "presets dropped between mpirun rounds, scheduler/intel_race.py; or algorithms "
+                        "[default, native:all] / native:<preset>)")
                 seg = [k for k in self.collectives if self.collectives[k].segments is not None]
                 if seg:
                     raise ValueError(f"collectives.{seg[0]}.segments: Intel MPI's presets have no segment size to "
