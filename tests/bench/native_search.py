@@ -19,6 +19,13 @@ Locally, the whole pipeline per library (the search driver itself, scheduler/nat
 library's own mpirun at 2 ranks, no scheduler):
 
     .venv/bin/python tests/bench/native_search.py --local mpich openmpi [--grid night|site] [--searches race,rerun]
+    .venv/bin/python tests/bench/native_search.py --local intelmpi --grid intel
+
+Intel MPI (presets fixed at MPI_Init) runs through the driver's Intel rounds (scheduler/intel_race.py): exhaustive
+is every preset in an mpirun of its own next to the round's default mpirun, `mpiruns` rounds (the planner's
+intel_preset_launches, driven from there so one clock times both), race drops presets between the rounds;
+rounds are its confirmations, so its "confirmed" column is 0.  Every library's table also prints the start-up
+share: the pipeline's mpiruns x one mpirun's start-up (startup_seconds) over its seconds.
 
 Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
 (up to `mpiruns` rounds, each round one mpirun measuring at every cell to confirm the default, the chosen
