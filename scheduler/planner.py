@@ -451,6 +451,9 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
                 + _dt_seconds_per_launch(c, layout) * c.mpiruns
             if intel:       # each preset mpirun: another start-up (and its own measurements, about one variant)
                 est += sum(2.0 for x in launches if any(k.startswith("I_MPI_ADJUST_") for k in x.env))
+                # a race: round 0's default and preset mpiruns, then at least the default and a survivor per round
+                est += 2.0 * sum(1 + max(json.loads(x.argv[1])["intel"]["presets"].values()) + 2 * (c.mpiruns - 1)
+                                 for x in launches if x.role == "search")
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
                                 c.slurm.walltime_seconds, estimate_seconds=est))
     return jobs
