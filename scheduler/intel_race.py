@@ -12,9 +12,9 @@ intel_preset_launches).  The race keeps that pairing and drops presets between r
              every raced collective that has it) and one default mpirun, no control arm (a control measured with
              a few repetitions would set the decision's null spread, as native_driver's race says);
   drop       per cell only the KEEP fastest presets that beat the default of the round stay;
-  rounds 1-  the survivors at the campaign's repetitions, one mpirun per surviving preset number (measuring only
-             the collectives where it survived, at the union of its cells' sizes), the default mpirun with the
-             control arm; after round 1 a survivor stays only while its paired ratio (median over its rounds) beats
+  rounds 1-  the survivors at the campaign's repetitions: mpirun j forces the j-th survivor of each collective
+             (each collective its own variable), measuring at the union of those survivors' cells' sizes, and the
+             default mpirun with the control arm; after round 1 a survivor stays only while its paired ratio (median over its rounds) beats
              the default by the minimum gain; rounds up to the campaign's mpiruns, so a survivor has as many paired
              ratios as under exhaustive and the decision (the same rules as for exhaustive) confirms or refuses it.
 
@@ -90,11 +90,18 @@ class Rounds:
         sizes = sorted({s for k in keys for s in alive[k]})
         launches = [("default", keys, sizes, "default" + (",default_control" if control else ""),
                      {"PGMPI_NATIVE_EVIDENCE": "1"})]
-        for p in sorted({p for k in keys for ps in alive[k].values() for p in ps}):
-            mine = [k for k in keys if any(p in ps for ps in alive[k].values())]
-            at = sorted({s for k in mine for s, ps in alive[k].items() if p in ps})
-            launches.append((f"native-{p}", mine, at, f"native:{p}",
-                             {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}": str(p) for k in mine}))
+        # mpirun j forces the j-th surviving preset of each collective (its own variable each: pgmpi-bench labels
+        # a call native:<p> only where its variable is p), so a round is 1 + the most survivors of one collective
+        # mpiruns, not 1 + all collectives' survivors together; a collective's sizes within an mpirun cannot take
+        # different presets (pgmpi-bench accepts only a bare preset, no ranges)
+        per = {k: sorted({p for ps in alive[k].values() for p in ps}) for k in keys}
+        for j in range(max((len(v) for v in per.values()), default=0)):
+            chosen = {k: v[j] for k, v in per.items() if j < len(v)}
+            at = sorted({s for k, p in chosen.items() for s, ps in alive[k].items() if p in ps})
+            tag = (f"native-{next(iter(chosen.values()))}" if len(set(chosen.values())) == 1
+                   else "native-" + "-".join(f"{k}{p}" for k, p in chosen.items()))
+            launches.append((tag, list(chosen), at, ",".join(sorted({f"native:{p}" for p in chosen.values()})),
+                             {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}": str(p) for k, p in chosen.items()}))
         out: dict = {}
         for tag, ks, ss, algs, env in (launches if index % 2 == 0 else launches[::-1]):
             run = self._run(f"{prefix}-r{index}-{tag}.txt", ks, ss, algs, env, nrep, index)
