@@ -178,7 +178,8 @@ def race(spec: dict, outdir: Path) -> dict:
                 "reference": med.get("default"),
                 "choice": f"native:{best[0]}" if best and best[1] > 1 + MIN_GAIN else None,
                 "ratios": {f"native:{p}": v for (k2, s2, p), v in ratios.items() if (k2, s2) == (k, s)}}
-    return {"search": {k: e["search"] for k, e in spec["collectives"].items()}, "library": "intelmpi", "files": r.files,
+    return {"search": {k: e["search"] for k, e in spec["collectives"].items()}, "library": "intelmpi", "version": spec["intel"].get("version", ""),
+            "files": r.files,
             "paths": paths, "grid": {k: {str(s): len(presets[k]) for s in e["sizes"]}
                                      for k, e in spec["collectives"].items()},
             "mode": {k: "intel rounds" for k in spec["collectives"]},

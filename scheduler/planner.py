@@ -307,7 +307,8 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1, earlier=None) -
                             None if c.repetitions.policy == "fixed" else search_nrep(c), nodes=nodes)[3:-1]
         spec = {"prefix": f"search-{i}", "control": c.control, "bench_args": common,
                 "confirm": c.mpiruns if sequential else 0,
-                **({"intel": {"presets": {k: intel_presets(module.mpi).presets.get(k, 0) for k in keys}}}
+                **({"intel": {"version": intel_presets(module.mpi).version,
+                              "presets": {k: intel_presets(module.mpi).presets.get(k, 0) for k in keys}}}
                    if intel else {}),
                 "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),
                                     "segments": c.collectives[k].segment_sizes,

@@ -107,9 +107,10 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         # presets fixed at MPI_Init: the driver's Intel rounds (scheduler/intel_race.py), exhaustive and race alike,
         # `mpiruns` rounds in one driver run; the presets from the library's own impi_info -v
         from pgmpi_formats import impi_adjust
-        top = impi_adjust.discover(env).presets
+        disc = impi_adjust.discover(env)
+        top = disc.presets
         entry = {"search": kind, "sizes": GRIDS[grid][0], "segments": [], **({"first_nrep": first_nrep} if first_nrep else {})}
-        spec = {"prefix": "search-0", "control": True, "confirm": mpiruns, "intel": {"presets": {k: top[k] for k in CALLS}},
+        spec = {"prefix": "search-0", "control": True, "confirm": mpiruns, "intel": {"version": disc.version, "presets": {k: top[k] for k in CALLS}},
                 "bench_args": [f"--nrep={nrep}", f"--campaign=ns-{search}", f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry) for k in CALLS}}
         rep_file = d / "search-0.json"

@@ -390,7 +390,7 @@ mpiruns: 3
     (job,) = plan(load_campaign(write(tmp_path, text)))
     (search,) = [ln for ln in job.launches if ln.role == "search"]
     spec = json.loads(search.argv[1])
-    assert spec["intel"] == {"presets": {"allreduce": 32}} and spec["confirm"] == 3, spec
+    assert spec["intel"] == {"version": "2021.13", "presets": {"allreduce": 32}} and spec["confirm"] == 3, spec
     assert spec["collectives"]["allreduce"]["search"] == "race" and list(spec["collectives"]) == ["allreduce"]
     assert "--nrep=30" in spec["bench_args"]
     forced = {v for ln in job.launches for v in ln.env if v.startswith("I_MPI_ADJUST_")}
