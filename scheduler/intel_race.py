@@ -9,8 +9,11 @@ intel_preset_launches).  The race keeps that pairing and drops presets between r
 
   round 0    every preset 1-N the module's Intel MPI lists (impi_info -v, in the spec) at every cell, with the
              race's first-stage repetitions (first_nrep), one mpirun per preset number (it forces that preset on
-             every raced collective that has it) and one default mpirun, no control arm (a control measured with
-             a few repetitions would set the decision's null spread, as native_driver's race says);
+             every raced collective that has it), and one default mpirun at the campaign's repetitions in the
+             middle of the round (the reference of every preset: at 16 repetitions, first in the round, it ran
+             bcast 256 KiB at 1158 us against 44-59 us in the later rounds, and every preset "beat" it), no
+             control arm (a control measured with a few repetitions would set the decision's null spread, as
+             native_driver's race says);
   drop       per cell only the KEEP fastest presets that beat the default of the round stay;
   rounds 1-  the survivors at the campaign's repetitions: mpirun j forces the j-th survivor of each collective
              (each collective its own variable), measuring at the union of those survivors' cells' sizes, and the
@@ -80,7 +83,8 @@ class Rounds:
         self.files.append(name)
         return read_file(self.outdir / name)
 
-    def round(self, index: int, alive: dict[str, dict[int, list[int]]], nrep: int | None, control: bool) -> dict:
+    def round(self, index: int, alive: dict[str, dict[int, list[int]]], nrep: int | None, control: bool,
+              default_nrep: int | None = None) -> dict:
         """One round: the default mpirun over every cell still raced and one mpirun per surviving preset number.
         Returns {(key, size): {label: median seconds}} ("default" and "native:<p>")."""
         from pgmpi_formats import impi_adjust
@@ -103,8 +107,14 @@ class Rounds:
             launches.append((tag, list(chosen), at, ",".join(sorted({f"native:{p}" for p in chosen.values()})),
                              {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}": str(p) for k, p in chosen.items()}))
         out: dict = {}
-        for tag, ks, ss, algs, env in (launches if index % 2 == 0 else launches[::-1]):
-            run = self._run(f"{prefix}-r{index}-{tag}.txt", ks, ss, algs, env, nrep, index)
+        order = launches if index % 2 == 0 else launches[::-1]
+        if default_nrep is not None:
+            # round 0: the default, the one reference of 1 + N mpiruns, in the middle of the round (the first mpirun
+            # of a library after a pause runs slow here, and the load drifts over the round) and at full count
+            order = launches[1:len(launches) // 2 + 1] + launches[:1] + launches[len(launches) // 2 + 1:]
+        for tag, ks, ss, algs, env in order:
+            run = self._run(f"{prefix}-r{index}-{tag}.txt", ks, ss, algs, env,
+                            default_nrep if tag == "default" and default_nrep is not None else nrep, index)
             if run is None and tag == "default":
                 sys.exit(f"pgmpi-bench's default mpirun of round {index} failed: no preset can be paired")
             if run is None:
@@ -143,7 +153,8 @@ def race(spec: dict, outdir: Path) -> dict:
             for s, ps in alive[k].items():
                 path_rounds.setdefault((k, s), []).append([f"native:{p}" for p in ps])
         got = r.round(i, alive, first if i == 0 else full,
-                      control=bool(spec.get("control")) and (i > 0 or exhaustive))
+                      control=bool(spec.get("control")) and (i > 0 or exhaustive),
+                      default_nrep=full if i == 0 and not exhaustive else None)
         for (k, s), med in got.items():
             for lab, x in med.items():
                 times.setdefault((k, s, lab), []).append(x)
