@@ -17,8 +17,8 @@ intel_preset_launches).  The race keeps that pairing and drops presets between r
   drop       per cell only the KEEP fastest presets that beat the default of the round stay;
   rounds 1-  the survivors at the campaign's repetitions: mpirun j forces the j-th survivor of each collective
              (each collective its own variable), measuring at the union of those survivors' cells' sizes, and the
-             default mpirun with the control arm; after round 1 a survivor stays only while its paired ratio (median over its rounds) beats
-             the default by the minimum gain; rounds up to the campaign's mpiruns, so a survivor has as many paired
+             default mpirun with the control arm; after round 1 a survivor stays only while its paired ratio
+             (median over its rounds) beats the default by the minimum gain; rounds up to the campaign's mpiruns, so a survivor has as many paired
              ratios as under exhaustive and the decision (the same rules as for exhaustive) confirms or refuses it.
 
 Order within a round alternates (presets ascending after the default in even rounds, the reverse in odd ones),
@@ -67,8 +67,8 @@ class Rounds:
         s = self.spec
         argv = shlex.split(s["launcher"]) + [s["bench"], f"--calls={','.join(keys)}",
                                              f"--sizes={','.join(map(str, sizes))}", f"--algorithms={algs}",
-                                             "--no-barrier-rows", *_nrep_args(list(s["bench_args"]), nrep), f"--mpirun-index={index}",
-                                             f"--output={name}"]
+                                             "--no-barrier-rows", *_nrep_args(list(s["bench_args"]), nrep),
+                                             f"--mpirun-index={index}", f"--output={name}"]
         t0 = time.perf_counter()
         p = subprocess.run(argv, cwd=self.outdir, capture_output=True, text=True, env={**os.environ, **env})
         dt = time.perf_counter() - t0
@@ -85,8 +85,9 @@ class Rounds:
 
     def round(self, index: int, alive: dict[str, dict[int, list[int]]], nrep: int | None, control: bool,
               default_nrep: int | None = None) -> dict:
-        """One round: the default mpirun over every cell still raced and one mpirun per surviving preset number.
-        Returns {(key, size): {label: median seconds}} ("default" and "native:<p>")."""
+        """One round: the default mpirun over every cell still raced and the surviving presets' mpiruns (default_nrep:
+        round 0's default at that count, mid-round).  Returns {(key, size): {label: median seconds}} ("default"
+        and "native:<p>")."""
         from pgmpi_formats import impi_adjust
         from pgmpi_formats.collectives import by_mpi_name
         prefix = self.spec["prefix"]
@@ -189,8 +190,8 @@ def race(spec: dict, outdir: Path) -> dict:
                 "reference": med.get("default"),
                 "choice": f"native:{best[0]}" if best and best[1] > 1 + MIN_GAIN else None,
                 "ratios": {f"native:{p}": v for (k2, s2, p), v in ratios.items() if (k2, s2) == (k, s)}}
-    return {"search": {k: e["search"] for k, e in spec["collectives"].items()}, "library": "intelmpi", "version": spec["intel"].get("version", ""),
-            "files": r.files,
+    return {"search": {k: e["search"] for k, e in spec["collectives"].items()}, "library": "intelmpi",
+            "version": spec["intel"].get("version", ""), "files": r.files,
             "paths": paths, "grid": {k: {str(s): len(presets[k]) for s in e["sizes"]}
                                      for k, e in spec["collectives"].items()},
             "mode": {k: "intel rounds" for k in spec["collectives"]},

@@ -109,8 +109,10 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         from pgmpi_formats import impi_adjust
         disc = impi_adjust.discover(env)
         top = disc.presets
-        entry = {"search": kind, "sizes": GRIDS[grid][0], "segments": [], **({"first_nrep": first_nrep} if first_nrep else {})}
-        spec = {"prefix": "search-0", "control": True, "confirm": mpiruns, "intel": {"version": disc.version, "presets": {k: top[k] for k in CALLS}},
+        entry = {"search": kind, "sizes": GRIDS[grid][0], "segments": [],
+                 **({"first_nrep": first_nrep} if first_nrep else {})}
+        spec = {"prefix": "search-0", "control": True, "confirm": mpiruns,
+                "intel": {"version": disc.version, "presets": {k: top[k] for k in CALLS}},
                 "bench_args": [f"--nrep={nrep}", f"--campaign=ns-{search}", f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry) for k in CALLS}}
         rep_file = d / "search-0.json"

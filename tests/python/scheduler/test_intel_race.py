@@ -68,7 +68,8 @@ def test_intel_race_drops_presets_between_mpirun_rounds_and_the_decision_pairs_t
         assert run.header["mpirun_index"] == name.split("-r")[1][0], name
         if name.startswith("search-0-r1"):
             assert sorted({int(m) for m in run.msize}) == [8, 65536], name
-    assert rep["paths"]["allreduce"]["8"]["choice"] == "native:3" and rep["paths"]["allreduce"]["1024"]["choice"] is None
+    paths = rep["paths"]["allreduce"]
+    assert paths["8"]["choice"] == "native:3" and paths["1024"]["choice"] is None, paths
     res = decide(runs_from_files([out / f for f in files]))
     got = {size: d.choice for (k, size, _p), d in res.decisions.items()}
     assert got == {8: "native:3", 1024: "default", 65536: "native:3"}, {c: d.reason for c, d in res.decisions.items()}
