@@ -148,26 +148,33 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
     return out
 
 
-def startup_seconds(lib_id: str, work: Path, n: int = 3) -> float:
-    """An mpirun's fixed cost on this library: the median wall time of `n` pgmpi-bench mpiruns that measure one
-    repetition of one 8 B cell (start-up, MPI_Init, the check round, exit); the rest of a pipeline's mpirun time
-    is measuring."""
+def mpirun_costs(lib_id: str, work: Path, sizes: list[int], nrep: int, first: int, rounds: int = 3) -> dict:
+    """What an mpirun of this library costs, from interleaved pgmpi-bench mpiruns (rounds x 3 arms, the arms'
+    order rotating): "start-up" measures one repetition of one 8 B cell (launch, MPI_Init, the check round, exit),
+    "first" the grid (CALLS x sizes) at the race's first-stage count, "full" the grid at nrep; the median wall
+    time of each.  What repetitions buy is full - first; what no count changes is start-up (and the grid's
+    per-cell fixed cost: first - start-up)."""
     from scheduler import launchers
     lib = launchers.library(lib_id)
     env = lib.row.environment()
     env.update(lib.family.job_env(1, 2, False, os.geteuid() == 0, os.cpu_count() or 2))
     bench = ROOT / "build" / "install" / lib_id / "bin" / "pgmpi-bench"
     work.mkdir(parents=True, exist_ok=True)
-    secs = []
-    for i in range(n):
-        out = work / f"startup-{i}.txt"
-        out.unlink(missing_ok=True)
-        t0 = time.perf_counter()
-        subprocess.run([lib.mpirun, "-np", "2", *lib.family.mpirun_args(1, 2, False), str(bench), "--calls=allreduce",
-                        "--sizes=8", "--nrep=1", "--algorithms=default", "--no-barrier-rows", f"--output={out}"],
-                       env=env, capture_output=True, check=True)
-        secs.append(time.perf_counter() - t0)
-    return statistics.median(secs)
+    grid = [f"--calls={','.join(CALLS)}", f"--sizes={','.join(map(str, sizes))}"]
+    arms = {"start-up": ["--calls=allreduce", "--sizes=8", "--nrep=1"], "first": [*grid, f"--nrep={first}"],
+            "full": [*grid, f"--nrep={nrep}"]}
+    secs: dict = {a: [] for a in arms}
+    for i in range(rounds):
+        names = list(arms)[i % 3:] + list(arms)[:i % 3]
+        for a in names:
+            out = work / f"cost-{a}-{i}.txt"
+            out.unlink(missing_ok=True)
+            t0 = time.perf_counter()
+            subprocess.run([lib.mpirun, "-np", "2", *lib.family.mpirun_args(1, 2, False), str(bench), *arms[a],
+                            "--algorithms=default", "--no-barrier-rows", f"--output={out}"],
+                           env=env, capture_output=True, check=True)
+            secs[a].append(time.perf_counter() - t0)
+    return {a: statistics.median(v) for a, v in secs.items()}
 
 
 def _account(out: dict, rep: dict, d: Path) -> None:
@@ -249,9 +256,13 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse, first_nrep, grid)
             loads[search] = f"{l0}-{load()}"
             print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {loads[search]}", flush=True)
-        up = startup_seconds(lib_id, work / "startup")
-        print(f"# {lib_id}: an mpirun's start-up (pgmpi-bench, one repetition of one cell, median of 3): {up:.2f} s, "
-              f"load {load()}", flush=True)
+        l0 = load()
+        cost = mpirun_costs(lib_id, work / "cost", sizes, nrep, first_nrep or max(2, nrep // 6))
+        up = cost["start-up"]
+        print(f"# {lib_id}: an mpirun's wall time (pgmpi-bench, default only, 3 interleaved rounds, medians): "
+              f"start-up (one repetition of one 8 B cell) {up:.2f} s; the grid ({len(CALLS) * len(sizes)} cells) at "
+              f"the race's first-stage count {cost['first']:.2f} s, at nrep {nrep} {cost['full']:.2f} s; "
+              f"load {l0}-{load()}", flush=True)
         table = exhaustive_table(got["exhaustive"]["files"])
         # the independent re-measurement's table: every decision judged there too, so the part of the loss that
         # is the exhaustive table's own noise shows (exhaustive's decision judged on it is the noise floor)
