@@ -644,6 +644,10 @@ def parse_campaign(data: Any, source: str = "<campaign>", text: str | None = Non
             clean = tuple(p for p in loc if isinstance(p, int) or not str(p).startswith(
                 ("function-", "literal[", "union[", "nullable[", "list[", "str", "int", "dict[")))
             where = source
+            if not clean and err["type"] == "value_error":
+                # a check over the whole campaign names its field first ("collectives.allreduce: ..."): its line
+                m = re.match(r"Value error, ([A-Za-z_][\w.]*):", err["msg"])
+                clean = tuple(m.group(1).split(".")) if m else clean
             if text is not None:
                 ln = _yaml_line(text, clean)
                 if ln:

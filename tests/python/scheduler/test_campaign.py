@@ -367,7 +367,9 @@ mpiruns: 2
         load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
                                                    "search: exhaustive, segments: [1024]"), "s.yaml"))
     for bad in ("mgd", "smgd"):
-        with pytest.raises(CampaignError, match=f"search: {bad} cannot search Intel MPI's presets .*once at MPI_Init"):
+        # the line of the collective that asks it (a check over the whole campaign used to give line 1)
+        with pytest.raises(CampaignError, match=f"b.yaml:6: collectives.allreduce: .*search: {bad} cannot search "
+                                                "Intel MPI's presets .*once at MPI_Init"):
             load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
                                                        f"search: {bad}"), "b.yaml"))
 
