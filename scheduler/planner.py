@@ -399,7 +399,7 @@ def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], e
     """The measurement launches.  With a native_file the library's own algorithms go to launches of their own
     (run-native-*), so that the default and the mock-ups can run under the file and the forced algorithms
     without it (under_native_file).  Intel MPI's presets: intel_preset_launches."""
-    if module.family.name == "intelmpi":
+    if module.family.native_at_init:
         intel = intel_preset_launches(c, module, calls, earlier, nodes)
         if intel is not None:
             return intel
@@ -425,7 +425,7 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
     searched = set(c.searched())
     for module in c.modules:
         # Intel MPI's presets are fixed at MPI_Init: its exhaustive search is every preset, one mpirun each
-        intel = module.family.name == "intelmpi"
+        intel = module.family.native_at_init
         calls = {k: c.sizes_for(k) for k in c.collectives if intel or k not in searched}
         for layout in c.layouts:
             launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)),
