@@ -72,3 +72,27 @@ def test_native_files_writes_a_native_impi_through_the_nightly_writer(tmp_path):
     assert "allreduce         8 p=2: native:3 refused, failed validation (verdict.json record 7: 1024 B, a size " \
            "the file leaves to the library" in out.output, out.output
     assert "0 of 4 cells leave the default" in out.output, out.output
+
+
+def test_explain_says_what_a_published_native_impi_runs(tmp_path):
+    """`pgmpi explain` reads a published native.impi as libpgmpitune applies it (the job's size first): the
+    preset where a range holds the call, the library's own choice at a process count without ranges and for a
+    collective without a variable.  It used to say "published native file: none"."""
+    from types import SimpleNamespace
+
+    from pgmpi_formats import native_file
+    from pgmpi_formats.ompi_rules import Decision
+    from service.profiles import publish as pub
+    from service.workflows.explain import _published
+    name, text = native_file.render("intelmpi", [Decision("allreduce", 2, 8, "native:3")], version=VERSION)
+    root = tmp_path / "profiles"
+    pub.publish(root, "m1", "intelmpi", VERSION, {name: text}, actor="t", validated=True, checker=["/bin/true"],
+                mpi="intelmpi", native_validated=True)
+    lib = SimpleNamespace(name="intelmpi", version=VERSION)
+    assert _published(root, "m1", lib, "allreduce", 1024, 2)[-1] == \
+        "published native.impi (version 1): I_MPI_ADJUST_ALLREDUCE preset 3 at 1024 B, p=2"
+    assert _published(root, "m1", lib, "allreduce", 1024, 4)[-1] == (
+        "published native.impi (version 1): I_MPI_ADJUST_ALLREDUCE has no range for p=4: libpgmpitune sets nothing "
+        "in such a job (the library's own choice)")
+    assert _published(root, "m1", lib, "bcast", 8, 2)[-1] == \
+        "published native.impi (version 1): no I_MPI_ADJUST_BCAST: the library's own choice"
