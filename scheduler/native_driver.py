@@ -47,11 +47,6 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
 
 
 MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_gain
-# A race's choice is confirmed only where its second stage measured it this much faster than the default: that
-# stage's ratio is the best of the variants it kept (biased upwards), and over 12 race runs here (191 confirmed
-# cells, MPICH 4.0.2 and Open MPI 4.1.4, both grids, load 1-12, 2026-11-26) no choice the race saw below 10 %
-# was chosen by the decision (the smallest chosen: 15.5 %), while 69 of the 191 confirmations were such cells
-RACE_CONFIRM_GAIN = 0.10
 # a confirmation round measures each cell's arms alone in alternating blocks of this many repetitions, A B C
 # C B A A B C ..., in one pgmpi-bench command (confirm; tests/bench/confirm_blocks.py measured 2, 5, 10, 50);
 # even, so no block needs pgmpi-bench's untimed evening-out call (an odd count gets one more)
@@ -306,14 +301,13 @@ def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]],
     """The cells whose choice the search measured faster than the default by more than the decision's minimum
     gain and `threshold` (the search's control-arm spread) ({key: {size: label}}): one that is not cannot win
     its cell -- the decision refuses a gain within the minimum or the control arm's spread -- so it costs no
-    confirmation.  A race's choice needs RACE_CONFIRM_GAIN (10 %): below it none was ever chosen here."""
+    confirmation."""
     out: dict[str, dict[int, str]] = {}
     for k, per in paths.items():
         for size, p in per.items():
-            race = p.get("kind") == "race"
             # a race judges its choice against the default of the same (second-stage) round
-            ref = p.get("reference") if race and p.get("reference") else defaults[k].get(size, 0.0)
-            gain = max(MIN_GAIN, threshold, RACE_CONFIRM_GAIN if race else 0.0)
+            ref = p.get("reference") if p.get("kind") == "race" and p.get("reference") else defaults[k].get(size, 0.0)
+            gain = max(MIN_GAIN, threshold)
             if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + gain) < ref:
                 out.setdefault(k, {})[int(size)] = p["choice"]
     return out

@@ -208,12 +208,6 @@ def test_the_cells_to_confirm_are_those_the_search_saw_beat_the_default_by_the_m
     assert to_confirm({"bcast": {"8": paths["bcast"]["8"]}}, defaults) == {}
     # a gain within the search's own control-arm spread (here 15 %) is not confirmed either
     assert to_confirm(paths, defaults, 0.15) == {"bcast": {4096: "native:split_binary_tree:seg=1024"}}
-    # a race's choice (its second stage's ratio, the best of the variants it kept) needs 10 %: 1.08x is not
-    # confirmed, 1.11x is; an mgd choice at 1.08x still is
-    race = {"allreduce": {"128": {"kind": "race", "choice": "native:rd", "times": {"native:rd": 1 / 1.08}, "reference": 1.0},
-                          "512": {"kind": "race", "choice": "native:rd", "times": {"native:rd": 1 / 1.11}, "reference": 1.0},
-                          "32": {"kind": "mgd", "choice": "native:rd", "times": {"native:rd": 1 / 1.08}}}}
-    assert to_confirm(race, {"allreduce": {"32": 1.0}}) == {"allreduce": {512: "native:rd", 32: "native:rd"}}
 
 
 def test_later_confirmation_rounds_only_where_the_first_alone_pair_showed_the_minimum_gain():

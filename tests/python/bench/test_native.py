@@ -276,7 +276,6 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(be
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(native_driver, "MIN_GAIN", -1e9)       # every choice counts as faster
     monkeypatch.setattr(native_driver, "null_spread", lambda controls: -1e9)
-    monkeypatch.setattr(native_driver, "RACE_CONFIRM_GAIN", -1e9)
     monkeypatch.setattr(native_driver, "CONFIRM_BLOCK", 2)     # 5 repetitions per arm: blocks of 2, 2 and 1
     entry = {"search": "race", "sizes": [8, 2048], "segments": [1024], "lookahead": 2, "prune": 0.5,
              "neighbour": "none", "first_nrep": 2}
