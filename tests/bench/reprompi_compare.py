@@ -40,6 +40,10 @@ a control whose paired ratio is within +-5 % where the plain comparison is not n
               difference of method: the cell's figure depends on which mpiruns fell into the machine's slow
               regime (Allreduce 1 MiB: 135-200 us or 740-960 us per mpirun, in both tools; lib/bench/README.md)
 
+A cell that nothing names is "undecided (A/A)" when a tool against its own repeat (the same command in the
+same rounds) is itself outside +-5 % and at least as far from 1 as the two tools are from each other: the
+machine's mpiruns cannot decide it to +-5 %; counted apart from the reasons (aa_spread).
+
 --mode (one or a comma list, each a table of its own) chooses the synchronisation of both tools (issue 34, the agreement per method):
   barrier    ReproMPI --proc-sync=MPI_Barrier (local run-times)      pgmpi-bench --proc-sync=mpi_barrier
   window     ReproMPI --clock-sync=HCA --proc-sync=window --window-size=W --runtime-type=global
@@ -64,6 +68,7 @@ Use `uptime` before: figures taken under load > 1.2 are noise of other jobs.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import statistics
@@ -239,6 +244,28 @@ def regime(med: dict, main: str, key) -> tuple[str | None, str]:
         return None, shown
     return ("regime: the machine's per-mpirun regime, not the method (a tool disagrees with its own repeat "
             "in the same rounds): " + "; ".join(found)), shown
+
+
+def aa_spread(med: dict, main: str, key) -> str | None:
+    """The A/A verdict on a cell that no control and no regime names: "undecided" when a tool, against its own
+    repeat in the same rounds (the same command: an A/A comparison), is itself outside +-5 % (paired) and at
+    least as far from 1 as the two tools are from each other.  Then this machine's mpiruns cannot decide the
+    cell to +-5 %: not a reason, and not agreement; counted apart.  A systematic difference (each tool
+    reproducing itself) is never undecided."""
+    if REPRO_AGAIN not in med or PGMPI_AGAIN not in med:
+        return None
+    pg, rp = med[main].get(key, []), med["ReproMPI"].get(key, [])
+    cross = paired_ratio(pg, rp)
+    pg_self, rp_self = paired_ratio(pg, med[PGMPI_AGAIN].get(key, [])), paired_ratio(rp, med[REPRO_AGAIN].get(key, []))
+    far = [x for x in (pg_self, rp_self) if x == x and x > 0 and not within(x)]
+    if not far or not (cross == cross and cross > 0):
+        return None
+    worst = max(abs(math.log(x)) for x in far)
+    if abs(math.log(cross)) > worst:
+        return None
+    return (f"undecided (A/A): a tool against its own repeat in the same rounds is as far from 1 as the two "
+            f"tools are from each other (pgmpi/pgmpi-again {pg_self:.2f}, ReproMPI/ReproMPI-again {rp_self:.2f}, "
+            f"pgmpi/ReproMPI {cross:.2f}): this machine's mpiruns do not decide the cell to +-5 %")
 
 
 def clockcheck(text: str) -> dict[tuple[str, int], float]:
@@ -520,7 +547,7 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
     print(f"\n### Agreement with ReproMPI, mode {mode} ({main_label} / ReproMPI, paired)")
     print("| method | call, size | ReproMPI us | pgmpi-bench us | paired | within ±5 % | reason (control: paired) |")
     print("|---|---|---|---|---|---|---|")
-    within_n = explained = by_regime = 0
+    within_n = explained = by_regime = n_undecided = 0
     for c in calls:
         for n in sizes:
             key = (CALLS[c], n)
@@ -550,9 +577,15 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                 if reg:
                     found.append(reg)
                     by_regime += 1
+                undecided = aa_spread(med, main_label, key) if not found else None
                 if found:
                     explained += 1
                     why = "; ".join(found)
+                elif undecided:
+                    n_undecided += 1
+                    why = undecided + " (" + ", ".join(
+                        f"{rs.name} {paired.get((rs.arm, key), float('nan')):.2f}"
+                        + ("" if rs.applies(*key) else " n/a") for rs in reasons) + ")"
                 else:
                     why = "no measured reason (" + ", ".join(
                         f"{rs.name} {paired.get((rs.arm, key), float('nan')):.2f}"
@@ -566,7 +599,8 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
     total = len(calls) * len(sizes)
     print(f"# {mode}: within ±5 % {within_n} of {total}; outside with a measured reason {explained} "
           f"(of which the machine's regime, no difference of method: {by_regime}); "
-          f"without {total - within_n - explained}")
+          f"undecided by the A/A spread (no reason, no agreement) {n_undecided}; "
+          f"without {total - within_n - explained - n_undecided}")
 
 
 def fmt(xs: list) -> str:
