@@ -116,3 +116,24 @@ def test_the_clock_control_reads_both_tools_offsets_and_the_true_one(tmp_path):
     # a clock error taken off each mpirun's median: 1.2 us vs 1.0 us with pgmpi's clock 0.2 us off -> 1.00
     assert abs(m.corrected_ratio([1.2e-6], [0.2e-6], [1.0e-6], [0.0]) - 1.0) < 1e-9
     assert m.clock_material([0.2e-6], [0.0], 1.0e-6) and not m.clock_material([0.02e-6], [0.0], 1.0e-6)
+
+
+def test_the_margin_control_names_only_a_reproducible_cell_whose_margins_differ(capsys):
+    m = load_compare()
+    margin = m.Reason("margin", "round-time's margin", "pgmpi/rp-margin")
+    med = medians([x * 1.20 for x in RP], [x * 1.21 for x in RP], RP, RP)
+    med["pgmpi/rp-margin"] = {KEY: list(RP)}
+    paired = {("pgmpi", KEY): 1.20, ("pgmpi/rp-margin", KEY): 1.00}
+    # margins 11 us against 5 us, pgmpi-bench reproduces itself: named
+    m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
+                      {"ReproMPI": [11e-6] * 4, "pgmpi": [5e-6] * 4})
+    assert "| no | margin:" in capsys.readouterr().out
+    # the same margins on both sides: the control arm is one more draw, not the mechanism
+    m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
+                      {"ReproMPI": [6e-6] * 4, "pgmpi": [5e-6] * 4})
+    assert "| no | margin:" not in capsys.readouterr().out
+    # pgmpi-bench against its own repeat 1.20 / 0.90: not reproducible, so not named either
+    med["pgmpi/again"] = {KEY: [x * 0.90 for x in RP]}
+    m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
+                      {"ReproMPI": [11e-6] * 4, "pgmpi": [5e-6] * 4})
+    assert "| no | margin:" not in capsys.readouterr().out
