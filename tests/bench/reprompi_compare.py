@@ -10,7 +10,7 @@ inside an mpirun shows as a quarter outside ±10 %).
 
   tests/bench/reprompi_compare.py --reprompi /path/to/mpibenchmark [--mpi openmpi] [--runs 5]
       [--mode barrier,roundtime,window] [--window-us 3000] [--arm 'label=extra pgmpi-bench args' ...]
-      [--no-reasons]
+      [--no-reasons] [--no-clock]
 
 The last table per method is the agreement table of issue 34: per (call, size) the paired ratio
 pgmpi-bench / ReproMPI, whether it is within +-5 %, and for a cell outside the measured reason: the reason
