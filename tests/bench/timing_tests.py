@@ -54,8 +54,6 @@ TESTS = [  # (node id, what its outcome rests on)
      "rule: nrep >= t_nrep1 / slowest row (the pilot's minimum latency is no slower than the rows' maximum)"),
     ("tests/python/bench/test_pgmpi_bench.py::test_time_budget_stops_early",
      "rule: >= 10 Allreduce of 1 KiB in a 0.2 s budget (needs < 20 ms per call)"),
-    ("tests/python/bench/test_bench_vs_min_loop.py::test_pgmpi_bench_agrees_with_a_minimal_timing_loop",
-     "effect: a systematic 20 % in 6 of 7 pairs (the artefact it guards against is 1.42-1.52x)"),
     ("tests/python/scheduler/test_cluster.py::test_campaign_on_2x2_gives_a_layout_profile_the_library_applies_on_2x2_not_1x4",
      "virtual clock: a 2x2 campaign on the virtual cluster -> layout profile -> applied on 2x2 only"),
     ("tests/python/packaging/test_pip_install.py::test_installed_copy_runs_a_campaign_end_to_end",
