@@ -8,7 +8,7 @@ reference arm (the median of the per-round ratios, with how many rounds lie abov
 Asserts nothing: this is where the timing figure of tests/python/bench/test_bench_vs_min_loop.py went.
 
   .venv/bin/python tests/bench/bench_vs_loop.py [--mpi mpich] [--rounds 10] [--nrep 400]
-      [--calls bcast] [--sizes 8,65536] [--arm 'label=bench ARGS' | 'label=loop' | 'label=loop+lib'
+      [--calls bcast] [--sizes 8,65536] [--stat median|trimmed] [--bind] [--arm 'label=bench ARGS' | 'label=loop' | 'label=loop+lib'
       | 'label=env:VAR=VALUE,... bench ARGS' ...] [--ref loop]
 
 Arm kinds: `bench ARGS` runs build/install/<mpi>/bin/pgmpi-bench with the test's options
@@ -38,10 +38,12 @@ DEFAULT_ARMS = ["loop=loop", "loop+lib=loop+lib", "bench=bench --calls=allreduce
                 "bench-method=bench --calls=allreduce,bcast,allgather --method=reprompi"]
 
 
-def mpirun(mpi: str) -> list[str]:
+def mpirun(mpi: str, bind: bool = False) -> list[str]:
+    """The test suite's launch line; bind=True: each rank on a core of its own (Open MPI's default without
+    --oversubscribe, which also switches off its yield when idle, as reprompi_compare.py launches)."""
     if mpi == "openmpi":
-        return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
-    return ["mpirun.mpich", "-np", "2"]
+        return ["mpirun.openmpi", "--allow-run-as-root"] + ([] if bind else ["--oversubscribe"]) + ["-np", "2"]
+    return ["mpirun.mpich"] + (["-bind-to", "core"] if bind else []) + ["-np", "2"]
 
 
 def uptime() -> str:
@@ -97,11 +99,11 @@ class Arm:
         else:
             sys.exit(f"bench_vs_loop: arm {spec!r}: kind must be bench, loop, loop+lib or loop:FILE.c")
 
-    def run(self, mpi: str, stat) -> dict[tuple[str, int], float]:
+    def run(self, mpi: str, stat, bind: bool) -> dict[tuple[str, int], float]:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "rows.txt"
             cmd = [str(out) if w == "@FILE" else w.replace("=@FILE", f"={out}") for w in self.cmd]
-            p = subprocess.run(mpirun(mpi) + cmd, capture_output=True, text=True, env=self.env, timeout=600)
+            p = subprocess.run(mpirun(mpi, bind) + cmd, capture_output=True, text=True, env=self.env, timeout=600)
             if p.returncode:
                 sys.exit(f"bench_vs_loop: arm {self.label} failed ({p.returncode}): {p.stderr[-2000:]}")
             return medians(out.read_text() if out.exists() else p.stdout, self.reprompi_layout, stat)
@@ -117,6 +119,8 @@ def main() -> None:
     ap.add_argument("--arm", action="append", help="label=KIND [ARGS] (see above); repeatable")
     ap.add_argument("--stat", default="median", choices=sorted(STATS),
                     help="per mpirun: the median (the test's former figure) or the 10-90 %% trimmed mean")
+    ap.add_argument("--bind", action="store_true",
+                    help="ranks bound to cores (Open MPI without --oversubscribe; MPICH -bind-to core)")
     ap.add_argument("--ref", default=None, help="the arm every other is paired with (default: the first)")
     a = ap.parse_args()
     a.calls = a.calls.split(",")
@@ -126,13 +130,13 @@ def main() -> None:
     arms = [Arm(s, a, work) for s in specs]
     ref = a.ref or arms[0].label
     cells = [(CALLS[c], s) for c in a.calls for s in a.sizes]
-    print(f"# {a.mpi}, 2 ranks, nrep {a.nrep}, MPI_Barrier, per mpirun the {a.stat}; arms: " + "; ".join(specs))
+    print(f"# {a.mpi}, 2 ranks{' bound' if a.bind else ''}, nrep {a.nrep}, MPI_Barrier, per mpirun the {a.stat}; arms: " + "; ".join(specs))
     med: dict[str, list[dict]] = {arm.label: [] for arm in arms}
     for r in range(a.rounds):
         order = arms[r % len(arms):] + arms[:r % len(arms)]
         load = uptime()
         for arm in order:
-            med[arm.label].append(arm.run(a.mpi, STATS[a.stat]))
+            med[arm.label].append(arm.run(a.mpi, STATS[a.stat], a.bind))
         print(f"round {r + 1} ({load}): " + "  ".join(
             f"{arm.label} " + "/".join(f"{med[arm.label][-1].get(c, float('nan')) * 1e6:.3f}" for c in cells)
             for arm in arms), flush=True)
