@@ -12,7 +12,8 @@ Asserts nothing: this is where the timing figure of tests/python/bench/test_benc
       | 'label=env:VAR=VALUE,... bench ARGS' ...] [--ref loop]
 
 Arm kinds: `bench ARGS` runs build/install/<mpi>/bin/pgmpi-bench with the test's options
-(--algorithms=default --nrep=N --sync=mpi_barrier --no-barrier-rows, the calls and sizes) and then ARGS;
+(--algorithms=default --nrep=N --sync=mpi_barrier --no-barrier-rows, the calls and sizes) and then ARGS
+(`bench@PREFIX ARGS`: the pgmpi-bench of another installation, e.g. a copy of an older build);
 `loop` runs min_loop.c (the listed calls, one cell at a time, sizes ascending); `loop+lib` the same loop with
 libpgmpitune preloaded; a `loop:FILE.c` arm compiles another loop of the same command line and output
 (a control). An `env:VAR=VALUE,...` prefix sets variables for that arm's mpirun; `--output=@FILE` in a bench arm
@@ -83,7 +84,9 @@ class Arm:
         kind, args = words[0], words[1:]
         prefix = ROOT / "build" / "install" / a.mpi
         sizes = ",".join(map(str, a.sizes))
-        if kind == "bench":
+        if kind == "bench" or kind.startswith("bench@"):
+            if kind != "bench":                                       # another installation (an older build)
+                prefix = Path(kind.split("@", 1)[1])
             self.cmd = [str(prefix / "bin" / "pgmpi-bench"), f"--calls={','.join(a.calls)}", "--algorithms=default",
                         f"--sizes={sizes}", f"--nrep={a.nrep}", "--sync=mpi_barrier", "--no-barrier-rows"] + args
             self.reprompi_layout = False
