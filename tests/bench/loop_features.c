@@ -27,6 +27,7 @@ static const char *arm_name[NARMS] = {"plain", "pmpi", "bench", "check", "after-
 static const char *g_call;
 static char *g_s, *g_r, *g_ar_r;
 static int g_n;
+static volatile double g_sink;
 
 static int cmp(const void *x, const void *y)
 {
@@ -57,8 +58,8 @@ int main(int argc, char **argv)
     g_s = calloc((size_t)g_n, 1); g_r = calloc((size_t)g_n * (size_t)p, 1); g_ar_r = calloc((size_t)g_n, 1);
     memset(g_s, 1, (size_t)g_n); memset(g_r, 1, (size_t)g_n * (size_t)p);
     double *t = malloc((size_t)nrep * sizeof *t), *tmax = malloc((size_t)nrep * sizeof *tmax);
-    double *loc = malloc((size_t)nrep * sizeof *loc);
-    int *jc = malloc((size_t)nrep * sizeof *jc), *ja = malloc((size_t)nrep * sizeof *ja);
+    double *loc = calloc((size_t)nrep, sizeof *loc);
+    int *jc = calloc((size_t)nrep, sizeof *jc), *ja = calloc((size_t)nrep, sizeof *ja);
     double (*med)[NARMS] = calloc((size_t)rounds, sizeof *med);
     long runs = 0;
     for (int r = 0; r < rounds; r++) {
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
                 }
                 t[i] = t1 - t0;
             }
+            g_sink += el + (double)runs + jc[nrep - 1] + ja[nrep - 1] + loc[nrep - 1];   /* keep the bookkeeping */
             if (arm == CHECK) {
                 PMPI_Allreduce(t, tmax, nrep, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
                 if ((nrep + 1) % 2) { PMPI_Barrier(MPI_COMM_WORLD); call(0); }
@@ -105,7 +107,7 @@ int main(int argc, char **argv)
                 double sum = 0;
                 int lo = nrep / 10, hi = nrep - nrep / 10;
                 for (int i = lo; i < hi; i++) sum += tmax[i];
-                med[r][arm] = sum / (hi - lo) * 1e6 + 0 * el * (double)runs * (double)jc[0] * (double)ja[0] * loc[0];
+                med[r][arm] = sum / (hi - lo) * 1e6;
             }
         }
         if (!rank) {
