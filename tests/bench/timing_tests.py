@@ -13,9 +13,10 @@ the mean seconds per run and the first line of each failure. Asserts nothing: th
 The list: every test of tests/python whose verdict depends on times pgmpi-bench (or pgmpi-dtbench) measured,
 and what each rests on. "virtual clock": tests/python/delay_interposer.py replaces MPI_Wtime by a tick
 counter, so every mpirun gives the same figures whatever the load; "rule": a repetition or time-budget rule
-whose bounds hold for any timing the machine can give; "effect": a real measurement whose planted or
-guarded effect is far above the machine's noise. The tests on seeded synthetic data (tests/python/analysis,
-dashboards) measure nothing and are not listed.
+whose bounds hold for any timing the machine can give; "effect-free": the test asserts a chain, not a
+measured verdict. (The one "effect" test, pgmpi-bench against tests/bench/min_loop.c, checks calls instead of
+times now and is not listed: tests/python/bench/test_bench_vs_min_loop.py; its figure: tests/bench/bench_vs_loop.py.)
+The tests on seeded synthetic data (tests/python/analysis, dashboards) measure nothing and are not listed.
 """
 from __future__ import annotations
 
