@@ -8,15 +8,17 @@ reference arm (the median of the per-round ratios, with how many rounds lie abov
 Asserts nothing: this is where the timing figure of tests/python/bench/test_bench_vs_min_loop.py went.
 
   .venv/bin/python tests/bench/bench_vs_loop.py [--mpi mpich] [--rounds 10] [--nrep 400]
-      [--calls bcast] [--sizes 8,65536] [--stat median|trimmed] [--bind] [--arm 'label=bench ARGS' | 'label=loop' | 'label=loop+lib'
+      [--calls bcast] [--sizes 8,65536] [--stat median|trimmed] [--bind]
+      [--arm 'label=bench ARGS' | 'label=loop' | 'label=loop+lib'
       | 'label=env:VAR=VALUE,... bench ARGS' ...] [--ref loop]
 
 Arm kinds: `bench ARGS` runs build/install/<mpi>/bin/pgmpi-bench with the test's options
 (--algorithms=default --nrep=N --sync=mpi_barrier --no-barrier-rows, the calls and sizes) and then ARGS
 (`bench@PREFIX ARGS`: the pgmpi-bench of another installation, e.g. a copy of an older build);
 `loop` runs min_loop.c (the listed calls, one cell at a time, sizes ascending); `loop+lib` the same loop with
-libpgmpitune preloaded; a `loop:FILE.c` arm compiles another loop of the same command line and output
-(a control). An `env:VAR=VALUE,...` prefix sets variables for that arm's mpirun; `--output=@FILE` in a bench arm
+libpgmpitune preloaded; words after a loop kind are compiler flags (`loop -DDELAY_MS=50`, `-DPRINT_BYTES=N`,
+`-DSPLIT_START`: min_loop.c's start-up controls); a `loop:FILE.c` arm compiles another loop of the same
+command line and output (a control). An `env:VAR=VALUE,...` prefix sets variables for that arm's mpirun; `--output=@FILE` in a bench arm
 writes its rows into a file (read afterwards) instead of stdout.
 Without --arm: loop, loop+lib, bench (the test's three calls), bench-bcast (--calls=bcast alone),
 bench-nocheck (--check=no), bench-method (--method=reprompi).
@@ -133,7 +135,8 @@ def main() -> None:
     arms = [Arm(s, a, work) for s in specs]
     ref = a.ref or arms[0].label
     cells = [(CALLS[c], s) for c in a.calls for s in a.sizes]
-    print(f"# {a.mpi}, 2 ranks{' bound' if a.bind else ''}, nrep {a.nrep}, MPI_Barrier, per mpirun the {a.stat}; arms: " + "; ".join(specs))
+    print(f"# {a.mpi}, 2 ranks{' bound' if a.bind else ''}, nrep {a.nrep}, MPI_Barrier, per mpirun the {a.stat}; "
+          "arms: " + "; ".join(specs))
     med: dict[str, list[dict]] = {arm.label: [] for arm in arms}
     for r in range(a.rounds):
         order = arms[r % len(arms):] + arms[:r % len(arms)]

@@ -43,7 +43,8 @@ static int call(int direct)
     if (!strcmp(g_call, "allgather"))
         return direct ? PMPI_Allgather(g_s, g_n, MPI_BYTE, g_r, g_n, MPI_BYTE, MPI_COMM_WORLD)
                       : MPI_Allgather(g_s, g_n, MPI_BYTE, g_r, g_n, MPI_BYTE, MPI_COMM_WORLD);
-    return direct ? PMPI_Bcast(g_s, g_n, MPI_BYTE, 0, MPI_COMM_WORLD) : MPI_Bcast(g_s, g_n, MPI_BYTE, 0, MPI_COMM_WORLD);
+    return direct ? PMPI_Bcast(g_s, g_n, MPI_BYTE, 0, MPI_COMM_WORLD)
+                  : MPI_Bcast(g_s, g_n, MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
 int main(int argc, char **argv)
@@ -118,7 +119,8 @@ int main(int argc, char **argv)
         }
     }
     if (!rank) {
-        printf("%s %d B, %d rounds x %d; arm: median over rounds of the 10-90 %% trimmed mean (us), median of per-round ratios to plain [min-max]\n",
+        printf("%s %d B, %d rounds x %d; arm: median over rounds of the 10-90 %% trimmed mean (us), "
+               "median of per-round ratios to plain [min-max]\n",
                g_call, g_n, rounds, nrep);
         for (int a = 0; a < NARMS; a++) {
             double *v = malloc((size_t)rounds * sizeof *v), *q = malloc((size_t)rounds * sizeof *q);
