@@ -33,6 +33,8 @@ SMALL_SIZES = [1, 2, 4, 8, 32, 64, 512, 1024, 2048, 4096, 8192, 16384]
 LARGE_SIZES = [1, 2, 8, 64, 512, 1024, 8192, 16384, 65536, 131072, 1048576, 8388608]
 SCALING = {"allgather", "alltoall", "gather", "scatter"}
 JOB_STATES = ("PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED")
+# a campaign's `sync:` (pgmpi agent native-validate --sync takes the same): proc_sync() makes it --proc-sync
+SyncMethod = Literal["auto", "dissem", "mpi_barrier", "window", "roundtime"]
 
 
 
@@ -394,7 +396,7 @@ class Campaign(_Strict):
                                        "job, publication (needs validation.enabled and a service)")
     bench_root: str | None = Field(None, description="folder with <mpi>/bin/pgmpi-bench (default: build/install)")
     bench_args: list[str] = Field(default_factory=list, description="extra pgmpi-bench options")
-    sync: Literal["auto", "dissem", "mpi_barrier", "window", "roundtime"] = Field(
+    sync: SyncMethod = Field(
         "auto", description="the measurement method (pgmpi-bench --proc-sync): auto = dissem on one node and "
         "MULTI_NODE_SYNC across nodes (the measured choice, lib/bench/README.md 'Synchronisation'); every run "
         "records it (#@procsync) and verdicts never mix methods")
@@ -554,9 +556,7 @@ class Campaign(_Strict):
 
     def sync_for(self, nodes: int) -> str:
         """The --proc-sync of a launch on `nodes` nodes."""
-        if self.sync != "auto":
-            return self.sync
-        return "dissem" if nodes <= 1 else MULTI_NODE_SYNC
+        return proc_sync(self.sync, nodes)
 
     def bench_for(self, module: Module) -> Path:
         if module.bench:
@@ -577,6 +577,14 @@ SYNC_OPTIONS = {"--sync", "--proc-sync", "--window-size", "--wait-time", "--fitp
                 "--rt-multiplier", "--method"}
 # sync: auto across nodes: measured in tests/bench/sync_methods.py (lib/bench/README.md, "Synchronisation")
 MULTI_NODE_SYNC = "dissem"
+
+
+def proc_sync(sync: str, nodes: int) -> str:
+    """pgmpi-bench's --proc-sync for a campaign's `sync:` (or `pgmpi agent native-validate --sync`) on `nodes`
+    nodes: auto is dissem on one node and MULTI_NODE_SYNC across nodes."""
+    if sync != "auto":
+        return sync
+    return "dissem" if nodes <= 1 else MULTI_NODE_SYNC
 
 
 def _is_native(alg: str) -> bool:

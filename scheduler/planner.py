@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgmpi_formats import native
-from .campaign import DT_DESCRIPTIONS as DT_ALL, Campaign, Layout, Module, collectives
+from .campaign import DT_DESCRIPTIONS as DT_ALL, Campaign, Layout, Module, collectives, proc_sync
 
 # pgmpi-bench's reserved label for the default measured a second time (lib/bench/bench_options.c); the
 # analysis reads it as the control arm (service/analysis/verdicts.py)
@@ -118,9 +118,15 @@ def sync_argv(c: Campaign, nodes: int) -> list[str]:
     """The campaign's sync: for a launch on `nodes` nodes (Campaign.sync_for), always written out: pgmpi-bench
     and pgmpi-dtbench record it (#@procsync), and every launch of the campaign, its validations included,
     measures with that one method (verdicts never mix methods)."""
-    sync = c.sync_for(nodes)
-    return [f"--proc-sync={sync}"] + ([f"--window-size={c.window_size_us:g}"]
-                                      if sync == "window" and c.window_size_us else [])
+    return proc_sync_argv(c.sync, c.window_size_us, nodes)
+
+
+def proc_sync_argv(sync: str, window_size_us: float | None, nodes: int) -> list[str]:
+    """--proc-sync [--window-size] of a `sync:` value on `nodes` nodes (campaign.proc_sync); the one place
+    that writes them, for campaigns and for `pgmpi agent native-validate --sync`."""
+    method = proc_sync(sync, nodes)
+    return [f"--proc-sync={method}"] + ([f"--window-size={window_size_us:g}"]
+                                        if method == "window" and window_size_us else [])
 
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
@@ -393,7 +399,7 @@ def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], e
     """The measurement launches.  With a native_file the library's own algorithms go to launches of their own
     (run-native-*), so that the default and the mock-ups can run under the file and the forced algorithms
     without it (under_native_file).  Intel MPI's presets: intel_preset_launches."""
-    if module.family.name == "intelmpi":
+    if module.family.native_at_init:
         intel = intel_preset_launches(c, module, calls, earlier, nodes)
         if intel is not None:
             return intel
@@ -419,7 +425,7 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
     searched = set(c.searched())
     for module in c.modules:
         # Intel MPI's presets are fixed at MPI_Init: its exhaustive search is every preset, one mpirun each
-        intel = module.family.name == "intelmpi"
+        intel = module.family.native_at_init
         calls = {k: c.sizes_for(k) for k in c.collectives if intel or k not in searched}
         for layout in c.layouts:
             launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)),
