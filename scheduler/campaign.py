@@ -490,15 +490,15 @@ class Campaign(_Strict):
                 raise ValueError(why)
         for m in self.modules:
             if m.family.name == "intelmpi":      # presets are forced at MPI_Init, one mpirun each (planner.py)
-                bad = [k for k in self.collectives if self.collectives[k].search not in (None, "exhaustive")]
+                bad = [k for k in self.collectives if self.collectives[k].search not in (None, "exhaustive", "race")]
                 if bad:
                     raise ValueError(
                         f"collectives.{bad[0]}: search: {self.collectives[bad[0]].search} cannot search Intel MPI's "
                         f"presets (module {m.key}): Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init, so a "
-                        "preset is measured in an mpirun of its own, while race and mgd/smgd change the variant "
-                        "between calls of one mpirun; and presets have no segment sizes for mgd/smgd to descend "
-                        "(valid: search: exhaustive, or algorithms [default, native:all] / native:<preset>: every "
-                        "preset, one mpirun each)")
+                        "preset is measured in an mpirun of its own, while mgd/smgd descend segment sizes, which "
+                        "presets do not have (valid: search: exhaustive, every preset in every round; search: race, "
+                        "presets dropped between mpirun rounds, scheduler/intel_race.py; or algorithms "
+                        "[default, native:all] / native:<preset>)")
                 seg = [k for k in self.collectives if self.collectives[k].segments is not None]
                 if seg:
                     raise ValueError(f"collectives.{seg[0]}.segments: Intel MPI's presets have no segment size to "
@@ -652,6 +652,10 @@ def parse_campaign(data: Any, source: str = "<campaign>", text: str | None = Non
             clean = tuple(p for p in loc if isinstance(p, int) or not str(p).startswith(
                 ("function-", "literal[", "union[", "nullable[", "list[", "str", "int", "dict[")))
             where = source
+            if not clean and err["type"] == "value_error":
+                # a check over the whole campaign names its field first ("collectives.allreduce: ..."): its line
+                m = re.match(r"Value error, ([A-Za-z_][\w.]*):", err["msg"])
+                clean = tuple(m.group(1).split(".")) if m else clean
             if text is not None:
                 ln = _yaml_line(text, clean)
                 if ln:
