@@ -638,12 +638,13 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                 # the repeats only where no control of a mechanism names the cell
                 reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
                 if reg:
-                    found.append(("regime", reg))
+                    found.append(("regime", reg.removeprefix("regime: ")))
                 undecided = aa_spread(med, main_label, key) if not found else None
                 if found:
                     by = "+".join(name for name, _ in found)
                     counts["named"][by] += 1
-                    why = f"named by {by}: " + "; ".join(f"{name}: {text}" for name, text in found)
+                    why = f"named by {by}: " + (found[0][1] if len(found) == 1 else
+                                                 "; ".join(f"{name}: {text}" for name, text in found))
                     refused = [x for x in shown if "(not named" in x]
                     if refused:
                         why += " (refused: " + ", ".join(refused) + ")"

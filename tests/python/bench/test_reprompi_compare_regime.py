@@ -72,7 +72,7 @@ def test_the_agreement_table_counts_regime_cells_apart(capsys):
     paired = {("pgmpi", KEY): m.paired_ratio(med["pgmpi"][KEY], RP)}
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
     out = capsys.readouterr().out
-    assert "| roundtime | Allreduce 1048576 B |" in out and "| no | named by regime: regime:" in out
+    assert "| roundtime | Allreduce 1048576 B |" in out and "| no | named by regime: the machine's per-mpirun regime" in out
     assert "outside, named 1 (regime 1); undecided (A/A) 0; no measured reason 0" in out
 
 
@@ -129,7 +129,7 @@ def test_the_margin_control_names_only_a_reproducible_cell_whose_margins_differ(
     # margins 11 us against 5 us, pgmpi-bench reproduces itself: named
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
                       {"ReproMPI": [11e-6] * 4, "pgmpi": [5e-6] * 4})
-    assert "| no | named by margin: margin:" in capsys.readouterr().out
+    assert "| no | named by margin: round-time's margin: 1.00" in capsys.readouterr().out
     # the same margins on both sides: the control arm is one more draw, not the mechanism
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
                       {"ReproMPI": [6e-6] * 4, "pgmpi": [5e-6] * 4})
