@@ -306,6 +306,52 @@ def test_searches_and_native_arms_measure_the_librarys_default_whatever_the_modu
 
 
 @pytest.mark.mpi
+def test_a_search_and_intel_preset_rounds_run_without_the_published_file_the_module_names(tmp_path, bench_root):
+    """The same in real jobs (local backend, 2 ranks): the module names a published native.json (MPICH) or
+    native.impi (Intel MPI, whose bcast preset libpgmpitune's MPI_Init would set), and pgmpi-bench's header
+    (#@native_file, #@native_impi: what Intel MPI read) shows that no mpirun of the MPICH search driver nor of
+    Intel MPI's default and preset rounds ran under it.  On the old planner every raw file named the file and the
+    Intel default mpirun ran I_MPI_ADJUST_BCAST=1:0-2147483647@2-2."""
+    from pgmpi_formats import native_file
+    from pgmpi_formats.ompi_rules import Decision
+    from pgmpi_formats.results import read_file
+    from scheduler.backends import make_backend, wait
+    if not (bench_root / "intelmpi" / "bin" / "pgmpi-bench").exists():
+        pytest.fail(f"{bench_root}/intelmpi/bin/pgmpi-bench missing: deploy/build-lib.sh intelmpi (make test does)")
+    (tmp_path / "native.json").write_text(native_file.render(
+        "mpich", [Decision("allreduce", 2, 8, "native:recursive_doubling")], version="4.0.2")[1])
+    (tmp_path / "native.impi").write_text(native_file.render(
+        "intelmpi", [Decision("bcast", 2, 8, "native:1")], version="2021.13")[1])
+    for mpi, var, coll in (("mpich", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "{sizes: [8], search: exhaustive}"),
+                           ("intelmpi", "PGMPITUNE_NATIVE_IMPI", "{sizes: [8], algorithms: [default, native:3]}")):
+        path = tmp_path / ("native.json" if mpi == "mpich" else "native.impi")
+        c = load_campaign(write(tmp_path, f"""name: arms-{mpi}
+machine: box
+backend: local
+bench_root: {bench_root}
+modules: [{{mpi: {mpi}, env: {{{var}: {path}}}}}]
+layouts: [{{nodes: 1, ppn: 2}}]
+collectives: {{allreduce: {coll}, bcast: {{sizes: [16], algorithms: [default]}}}}
+repetitions: {{nrep: 5}}
+mpiruns: 2
+validation: {{enabled: false}}
+""", f"{mpi}.yaml"))
+        job = plan(c)[0]
+        d = tmp_path / mpi
+        d.mkdir()
+        be = make_backend(c)
+        st = wait(be, be.submit(job, d, f"arms-{mpi}", c.bench_for(job.module)), d, 300)
+        assert st.state == "COMPLETED", (st, (d / "local.out").read_text()[-2000:])
+        runs = {f.name: read_file(f) for f in sorted(d.glob("*.txt")) if f.name != "native-algorithms.txt"}
+        arms = {n: r.header for n, r in runs.items() if "MPI_Allreduce" in r.tests}
+        assert len(arms) == (2 if mpi == "mpich" else 4), sorted(runs)
+        assert all("native_file" not in h and "native_impi" not in h for h in arms.values()), arms
+        # bcast measured alone (no preset of it asked): under the file, as users get it
+        under = [r.header for n, r in runs.items() if n not in arms]
+        assert under and all(h.get("native_file") == str(path) for h in under), runs
+
+
+@pytest.mark.mpi
 def test_campaign_wide_nrep_every_mpirun_measures_the_pilots_counts(tmp_path, mpi, mpi_prefix):
     """The planned launches of a predict campaign run as the job runs them (in order, in one directory): the
     pilot predicts a count per cell, the other mpiruns measure exactly that count and say where it came from."""
