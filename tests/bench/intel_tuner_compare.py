@@ -108,7 +108,7 @@ def tuning_job_evidence(lib: nl.Lib, app: Path, work: Path, generic: str) -> str
 def ours(lib: nl.Lib, colls: list[str], sizes: list[int], a, work: Path) -> dict:
     lib.disc = impi_adjust.discover(lib.env)
     cells, line, secs = lib.search(a.mpiruns, a.nrep, sizes={c: sizes for c in colls}, max_preset=a.max_preset)
-    res = decide(cells)
+    res = decide(cells, library="intelmpi")
     decs = res.native_decisions()
     chosen = [d for d in decs if d.label != "default"]
     r = {"search": line, "search_secs": secs, "chosen": chosen, "text": None, "verdict": "nothing to validate",

@@ -248,7 +248,7 @@ def main() -> int:
             row["discovered"], lib.disc = lib.discover()
             cells, row["searched"], secs = lib.search(a.mpiruns, a.nrep)
             row["searched"] += f", {secs:.0f} s"
-            res = decide(cells)
+            res = decide(cells, library=lib.family)
             decs = res.native_decisions()
             chosen = [d for d in decs if d.label != "default"]
             forced = False

@@ -241,6 +241,7 @@ def summary(xs: list[float]) -> tuple[float, float, float]:
 
 def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: bool = False,
           searches: tuple[str, ...] = ("race", "rerun"), first_nrep: int = 0, grid: str = "night") -> None:
+    from scheduler import launchers
     sizes, segments = GRIDS[grid]
     print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} confirmation "
           f"rounds per reduced one, nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
@@ -267,13 +268,16 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
         # the independent re-measurement's table: every decision judged there too, so the part of the loss that
         # is the exhaustive table's own noise shows (exhaustive's decision judged on it is the noise floor)
         table2 = exhaustive_table(got["rerun"]["files"]) if "rerun" in got else {}
-        ex = {(k, s): d.choice for (k, s, _p), d in decide(runs_from_files(got["exhaustive"]["files"])).decisions.items()}
+        # the family's file decides what can be written (an Intel collective the gapless file leaves to the library)
+        family = launchers.library(lib_id).family.name
+        ex = {(k, s): d.choice for (k, s, _p), d in
+              decide(runs_from_files(got["exhaustive"]["files"]), library=family).decisions.items()}
         print(f"\n## {lib_id} ({got['exhaustive'].get('version', '')}): {len(table)} cells; loss = the chosen "
               "variant's time / the cell's best variant's - 1, both from the exhaustive sweeps")
         for search in ("exhaustive", *searches):
             g = got[search]
             dec = ex if search == "exhaustive" else {
-                (k, s): d.choice for (k, s, _p), d in decide(runs_from_files(g["files"])).decisions.items()}
+                (k, s): d.choice for (k, s, _p), d in decide(runs_from_files(g["files"]), library=family).decisions.items()}
             losses = cell_losses(table, dec)
             mean, p95, mx = summary(list(losses.values()))
             losses2 = cell_losses(table2, dec)
