@@ -33,6 +33,8 @@ SMALL_SIZES = [1, 2, 4, 8, 32, 64, 512, 1024, 2048, 4096, 8192, 16384]
 LARGE_SIZES = [1, 2, 8, 64, 512, 1024, 8192, 16384, 65536, 131072, 1048576, 8388608]
 SCALING = {"allgather", "alltoall", "gather", "scatter"}
 JOB_STATES = ("PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED")
+# a campaign's `sync:` (pgmpi agent native-validate --sync takes the same): proc_sync() makes it --proc-sync
+SyncMethod = Literal["auto", "dissem", "mpi_barrier", "window", "roundtime"]
 
 
 
@@ -394,7 +396,7 @@ class Campaign(_Strict):
                                        "job, publication (needs validation.enabled and a service)")
     bench_root: str | None = Field(None, description="folder with <mpi>/bin/pgmpi-bench (default: build/install)")
     bench_args: list[str] = Field(default_factory=list, description="extra pgmpi-bench options")
-    sync: Literal["auto", "dissem", "mpi_barrier", "window", "roundtime"] = Field(
+    sync: SyncMethod = Field(
         "auto", description="the measurement method (pgmpi-bench --proc-sync): auto = dissem on one node and "
         "MULTI_NODE_SYNC across nodes (the measured choice, lib/bench/README.md 'Synchronisation'); every run "
         "records it (#@procsync) and verdicts never mix methods")
@@ -488,15 +490,15 @@ class Campaign(_Strict):
                 raise ValueError(why)
         for m in self.modules:
             if m.family.name == "intelmpi":      # presets are forced at MPI_Init, one mpirun each (planner.py)
-                bad = [k for k in self.collectives if self.collectives[k].search not in (None, "exhaustive")]
+                bad = [k for k in self.collectives if self.collectives[k].search not in (None, "exhaustive", "race")]
                 if bad:
                     raise ValueError(
                         f"collectives.{bad[0]}: search: {self.collectives[bad[0]].search} cannot search Intel MPI's "
                         f"presets (module {m.key}): Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init, so a "
-                        "preset is measured in an mpirun of its own, while race and mgd/smgd change the variant "
-                        "between calls of one mpirun; and presets have no segment sizes for mgd/smgd to descend "
-                        "(valid: search: exhaustive, or algorithms [default, native:all] / native:<preset>: every "
-                        "preset, one mpirun each)")
+                        "preset is measured in an mpirun of its own, while mgd/smgd descend segment sizes, which "
+                        "presets do not have (valid: search: exhaustive, every preset in every round; search: race, "
+                        "presets dropped between mpirun rounds, scheduler/intel_race.py; or algorithms "
+                        "[default, native:all] / native:<preset>)")
                 seg = [k for k in self.collectives if self.collectives[k].segments is not None]
                 if seg:
                     raise ValueError(f"collectives.{seg[0]}.segments: Intel MPI's presets have no segment size to "
@@ -554,9 +556,7 @@ class Campaign(_Strict):
 
     def sync_for(self, nodes: int) -> str:
         """The --proc-sync of a launch on `nodes` nodes."""
-        if self.sync != "auto":
-            return self.sync
-        return "dissem" if nodes <= 1 else MULTI_NODE_SYNC
+        return proc_sync(self.sync, nodes)
 
     def bench_for(self, module: Module) -> Path:
         if module.bench:
@@ -577,6 +577,14 @@ SYNC_OPTIONS = {"--sync", "--proc-sync", "--window-size", "--wait-time", "--fitp
                 "--rt-multiplier", "--method"}
 # sync: auto across nodes: measured in tests/bench/sync_methods.py (lib/bench/README.md, "Synchronisation")
 MULTI_NODE_SYNC = "dissem"
+
+
+def proc_sync(sync: str, nodes: int) -> str:
+    """pgmpi-bench's --proc-sync for a campaign's `sync:` (or `pgmpi agent native-validate --sync`) on `nodes`
+    nodes: auto is dissem on one node and MULTI_NODE_SYNC across nodes."""
+    if sync != "auto":
+        return sync
+    return "dissem" if nodes <= 1 else MULTI_NODE_SYNC
 
 
 def _is_native(alg: str) -> bool:
@@ -644,6 +652,10 @@ def parse_campaign(data: Any, source: str = "<campaign>", text: str | None = Non
             clean = tuple(p for p in loc if isinstance(p, int) or not str(p).startswith(
                 ("function-", "literal[", "union[", "nullable[", "list[", "str", "int", "dict[")))
             where = source
+            if not clean and err["type"] == "value_error":
+                # a check over the whole campaign names its field first ("collectives.allreduce: ..."): its line
+                m = re.match(r"Value error, ([A-Za-z_][\w.]*):", err["msg"])
+                clean = tuple(m.group(1).split(".")) if m else clean
             if text is not None:
                 ln = _yaml_line(text, clean)
                 if ln:

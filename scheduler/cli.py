@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+import typing
 from pathlib import Path
 
 import click
 
 from . import backends
-from .campaign import Campaign, CampaignError, load_campaign
+from .campaign import Campaign, CampaignError, SyncMethod, load_campaign
 
 STATE_OPT = click.option("--state-dir", type=click.Path(file_okay=False), default=None, envvar="PGMPI_AGENT_STATE",
                          help="agent state (SQLite + job folders); default $PGMPI_AGENT_STATE or /var/lib/pgmpi-agent")
@@ -414,20 +415,30 @@ COMMANDS = [agent, campaign]
 @click.option("--token-file", required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--backend", "backend_name", default="slurm", show_default=True,
               help="where the job runs: a backend of scheduler/backends/")
+@click.option("--sync", type=click.Choice(typing.get_args(SyncMethod)), default="auto", show_default=True,
+              help="the measurement method of both arms, as a campaign's sync: (pgmpi-bench --proc-sync; auto = "
+                   "dissem on the job's one node): give the method the decision was measured with")
+@click.option("--window-size-us", type=click.FloatRange(0, min_open=True), default=None,
+              help="--sync window only: the window in microseconds (a campaign's window_size_us)")
 def native_validate(file, machine, mpi, mpi_version, mpi_module, tunelib_module, modulepath, nprocs, rounds, nrep,
-                    workdir, service_url, token_file, backend_name):
+                    workdir, service_url, token_file, backend_name, sync, window_size_us):
     """Validate a native decision file (native.rules / native.json / native.impi) in a Slurm job that loads it
     through the module, and have the service judge and record it.  A file its readers refuse is not submitted.
+    Both arms measure with --sync, as the nightly chain's validation measures with the campaign's sync:.
     Exit 0 passed, 4 failed."""
     from .native_validation import NativeValidationJob, post, precheck
+    from .planner import proc_sync_argv
     from .uploader import Rejected, ServiceClient, Unreachable, read_token
+    if window_size_us is not None and sync != "window":
+        raise click.BadParameter(f"belongs to --sync window (--sync is {sync})", param_hint="--window-size-us")
     name, text = Path(file).name, Path(file).read_text()
     try:
         cells = precheck(name, text, mpi, nprocs, mpi_version)
     except ValueError as exc:
         raise click.ClickException(f"refused before submitting: {exc}") from None
     job = NativeValidationJob(Path(workdir), machine, mpi, mpi_version, name, text, mpi_module, tunelib_module,
-                              list(modulepath), nprocs=nprocs, rounds=rounds, nrep=nrep, cells=cells)
+                              list(modulepath), nprocs=nprocs, rounds=rounds, nrep=nrep, cells=cells,
+                              sync_argv=proc_sync_argv(sync, window_size_us, 1))     # the job runs on one node
     from .backends import make_backend
     try:
         backend = make_backend(None, backend_name)

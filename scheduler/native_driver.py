@@ -331,6 +331,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     spec = dict(json.loads(a.spec), launcher=a.launcher, bench=a.bench)
     outdir = a.output.resolve().parent
+    if "intel" in spec:     # Intel MPI: presets fixed at MPI_Init, one mpirun each (scheduler/intel_race.py)
+        from .intel_race import race
+        _write(a.output, race(spec, outdir))
+        return 0
     listing = outdir / spec.get("listing", "native-algorithms.txt")
     d = native.parse_listing(listing.read_text())
     launcher = Launcher(spec, outdir)
@@ -394,10 +398,14 @@ def main(argv=None) -> int:
     report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)
     report["wall_seconds"] = round(time.perf_counter() - t0, 3)
-    tmp = a.output.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=1) + "\n")
-    os.replace(tmp, a.output)
+    _write(a.output, report)
     return 0
+
+
+def _write(output: Path, report: dict) -> None:
+    tmp = output.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    os.replace(tmp, output)
 
 
 if __name__ == "__main__":

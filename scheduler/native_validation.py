@@ -36,7 +36,7 @@ from .planner import JobSpec, Launch
 
 BENCH = Path("pgmpi-bench")      # the one the pgmpitunelib module puts on PATH, as a user runs it
 # the decision file of each native vocabulary (a family's `native`, scheduler/launchers/)
-FILE_FOR = {"openmpi": "native.rules", "mpich": "native.json", "intelmpi": "native.impi"}
+FILE_FOR = native_file.NAMES
 FILE_VARS = tuple(v for vs in native.FILE_VARS.values() for v in vs)
 
 
@@ -51,7 +51,7 @@ def precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None = 
 
 
 def _precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None) -> list[nv.Cell]:
-    if launchers.library(mpi).family.name == "intelmpi":
+    if launchers.library(mpi).family.native_at_init:        # Intel MPI: presets fixed at MPI_Init
         return _precheck_impi(name, text, nprocs, version)
     kind = launchers.library(mpi).family.native
     if FILE_FOR.get(kind) != name:
@@ -137,7 +137,7 @@ class NativeValidationJob:
 
     @property
     def intel(self) -> bool:
-        return launchers.library(self.mpi).family.name == "intelmpi"
+        return launchers.library(self.mpi).family.native_at_init
 
     def _intel_spec(self, mod_of) -> JobSpec:
         """Intel MPI: per round the file arm, the default arm and one mpirun per preset label, order

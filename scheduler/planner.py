@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgmpi_formats import native
-from .campaign import DT_DESCRIPTIONS as DT_ALL, Campaign, Layout, Module, collectives
+from .campaign import DT_DESCRIPTIONS as DT_ALL, Campaign, Layout, Module, collectives, proc_sync
 
 # pgmpi-bench's reserved label for the default measured a second time (lib/bench/bench_options.c); the
 # analysis reads it as the control arm (service/analysis/verdicts.py)
@@ -118,9 +118,15 @@ def sync_argv(c: Campaign, nodes: int) -> list[str]:
     """The campaign's sync: for a launch on `nodes` nodes (Campaign.sync_for), always written out: pgmpi-bench
     and pgmpi-dtbench record it (#@procsync), and every launch of the campaign, its validations included,
     measures with that one method (verdicts never mix methods)."""
-    sync = c.sync_for(nodes)
-    return [f"--proc-sync={sync}"] + ([f"--window-size={c.window_size_us:g}"]
-                                      if sync == "window" and c.window_size_us else [])
+    return proc_sync_argv(c.sync, c.window_size_us, nodes)
+
+
+def proc_sync_argv(sync: str, window_size_us: float | None, nodes: int) -> list[str]:
+    """--proc-sync [--window-size] of a `sync:` value on `nodes` nodes (campaign.proc_sync); the one place
+    that writes them, for campaigns and for `pgmpi agent native-validate --sync`."""
+    method = proc_sync(sync, nodes)
+    return [f"--proc-sync={method}"] + ([f"--window-size={window_size_us:g}"]
+                                        if method == "window" and window_size_us else [])
 
 
 def launches_for(c: Campaign, module: Module, mpiruns: int, calls=None, algorithms=None, nrep=None,
@@ -273,14 +279,29 @@ def search_counts(c: Campaign, earlier=None) -> dict[tuple[str, int], int]:
     return dict(earlier.counts) if earlier is not None else {}
 
 
+def intel_raced(c: Campaign, module: Module) -> list[str]:
+    """The collectives an Intel MPI module races (search: race): the search driver's Intel rounds
+    (scheduler/intel_race.py); its other searched collectives are exhaustive, intel_preset_launches."""
+    return [k for k in c.searched() if c.collectives[k].search == "race"] if module.family.native_at_init else []
+
+
 def search_launches(c: Campaign, module: Module, nodes: int = 1, earlier=None) -> list[Launch]:
     """The searched collectives (search: set) of one job: one search driver run per mpirun index for
     exhaustive, one in all for mgd / smgd (a sequential search is one search; scheduler/native_driver.py).
     A searched cell with a campaign-wide count (search_counts) is measured with it (the entry's `nrep` per
-    size), the others with search_nrep."""
-    keys = c.searched()
+    size), the others with search_nrep.  Intel MPI: only its raced collectives, one driver run whose spec
+    carries the presets impi_info -v lists (intel_presets), rounds up to the campaign's mpiruns."""
+    intel = module.family.native_at_init
+    keys = intel_raced(c, module) if intel else c.searched()
     if not keys:
         return []
+    if intel:
+        from pgmpi_formats import impi_adjust
+        for k in keys:
+            if k not in impi_adjust.VARIABLES:
+                raise ValueError(f"collectives.{k}: Intel MPI has no I_MPI_ADJUST variable for it, so search: race "
+                                 f"has no preset to measure (module {module.key}; variables: "
+                                 f"{', '.join(sorted(impi_adjust.VARIABLES))})")
     from pgmpi_formats.collectives import by_key
     counts = search_counts(c, earlier)
     out = []
@@ -292,6 +313,9 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1, earlier=None) -
                             None if c.repetitions.policy == "fixed" else search_nrep(c), nodes=nodes)[3:-1]
         spec = {"prefix": f"search-{i}", "control": c.control, "bench_args": common,
                 "confirm": c.mpiruns if sequential else 0,
+                **({"intel": {"version": intel_presets(module.mpi).version,
+                              "presets": {k: intel_presets(module.mpi).presets.get(k, 0) for k in keys}}}
+                   if intel else {}),
                 "collectives": {k: {"search": c.collectives[k].search, "sizes": c.sizes_for(k),
                                     "segments": c.collectives[k].segment_sizes,
                                     "lookahead": c.collectives[k].lookahead, "prune": c.collectives[k].prune,
@@ -393,7 +417,7 @@ def measure_launches(c: Campaign, module: Module, calls: dict[str, list[int]], e
     """The measurement launches.  With a native_file the library's own algorithms go to launches of their own
     (run-native-*), so that the default and the mock-ups can run under the file and the forced algorithms
     without it (under_native_file).  Intel MPI's presets: intel_preset_launches."""
-    if module.family.name == "intelmpi":
+    if module.family.native_at_init:
         intel = intel_preset_launches(c, module, calls, earlier, nodes)
         if intel is not None:
             return intel
@@ -418,14 +442,15 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
     jobs = []
     searched = set(c.searched())
     for module in c.modules:
-        # Intel MPI's presets are fixed at MPI_Init: its exhaustive search is every preset, one mpirun each
-        intel = module.family.name == "intelmpi"
-        calls = {k: c.sizes_for(k) for k in c.collectives if intel or k not in searched}
+        # Intel MPI's presets are fixed at MPI_Init: its exhaustive search is every preset, one mpirun each; its
+        # race the search driver's rounds of such mpiruns (scheduler/intel_race.py)
+        intel = module.family.native_at_init
+        raced = set(intel_raced(c, module))
+        calls = {k: c.sizes_for(k) for k in c.collectives if (intel or k not in searched) and k not in raced}
         for layout in c.layouts:
             launches = (measure_launches(c, module, calls, (earlier or {}).get(job_key(module, layout)),
                                          layout.nodes) if calls else []) \
-                + ([] if intel else search_launches(c, module, layout.nodes,
-                                                    (earlier or {}).get(job_key(module, layout)))) \
+                + search_launches(c, module, layout.nodes, (earlier or {}).get(job_key(module, layout))) \
                 + dt_launches(c, module, c.mpiruns, layout.nodes)
             if module.native_file:
                 launches = [under_native_file(x, module) for x in launches]
@@ -433,6 +458,9 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
                 + _dt_seconds_per_launch(c, layout) * c.mpiruns
             if intel:       # each preset mpirun: another start-up (and its own measurements, about one variant)
                 est += sum(2.0 for x in launches if any(k.startswith("I_MPI_ADJUST_") for k in x.env))
+                # a race: round 0's default and preset mpiruns, then at least the default and a survivor per round
+                est += 2.0 * sum(1 + max(json.loads(x.argv[1])["intel"]["presets"].values()) + 2 * (c.mpiruns - 1)
+                                 for x in launches if x.role == "search")
             jobs.append(JobSpec(job_key(module, layout), module, layout, launches,
                                 c.slurm.walltime_seconds, estimate_seconds=est))
     return jobs

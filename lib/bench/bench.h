@@ -219,6 +219,7 @@ double global_time(double local);
 void clock_sync(void);
 void clock_prepare(void);
 double clock_check(void);
+void clock_footer(const char *mpi_name, size_t n);
 void window_begin(void);
 int window_wait(long k);
 int window_expired(long k, double t);

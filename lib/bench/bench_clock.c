@@ -1,21 +1,24 @@
 /* pgmpi-bench: the synchronised global clock and the two clock-based process synchronisations
  * (--proc-sync=window, --proc-sync=roundtime; lib/bench/README.md, "Synchronisation").
  *
- * Clock model (the linear model of HCA, Hunold & Carpen-Amarie): every rank r > 0 estimates the offset of
- * rank 0's clock against its own at several moments ("fit points"); each fit point is the ping-pong with
- * the smallest round trip among `exchanges` (the offset of that exchange is rank 0's time minus the
- * midpoint of r's send and receive times).  A least-squares line through the fit points gives
- *     global(t) = t + a + b * t
+ * Clock model (HCA's offsets, as ReproMPI's --clock-sync=HCA writes it: #@clocksync=HCA3O, no drift):
+ * every rank r > 0 estimates the offset of rank 0's clock against its own at several moments ("fit
+ * points"); each fit point is the ping-pong with the smallest round trip among `exchanges` (the offset of
+ * that exchange is rank 0's time minus the midpoint of r's send and receive times).  The model is
+ *     global(t) = t + a,   a = the median offset of the fit points
  * Rules:
- *   1. Rank 0 is the reference: its a = b = 0.
+ *   1. Rank 0 is the reference: its a = 0.
  *   2. The ranks are fitted one after the other against rank 0 (HCA merges models along a tree in
  *      log2(p) rounds; at the few ranks measured here the flat order costs (p-1) x fitpoints x exchanges
  *      round trips, a few milliseconds, and has no error propagation).
- *   3. The slope b is kept only when it differs from 0 by more than twice its standard error and is below
- *      MAX_DRIFT (1e-4, more than real clocks drift): fitted over a millisecond, a slope is mostly noise
- *      (50 ns of offset noise / 1 ms = 5e-5, i.e. 50 us after one second), and ranks sharing one physical
- *      clock (one node, the virtual cluster's containers) have no drift to fit.  Without a slope, a is the
- *      median offset of the fit points.
+ *   3. No slope (HCA's line, t + a + b t, was fitted here until 2026-11-26): the fit points span about a
+ *      millisecond, over which a real drift of 10 ppm moves the offset by 10 ns, below the 20-50 ns noise
+ *      of one fit point, so a fitted slope is noise; the old rule kept one when it passed 2 standard errors,
+ *      which noise does in about 1 fit of 20, and extrapolated over the cell it put the model 1-157 us
+ *      off in 4 of 96 cells on one node, each with a kept slope (the true offset from one CLOCK_MONOTONIC,
+ *      tests/bench/wtime_truth.c; ReproMPI's offsets stayed within 0.09 us).  A median (one ping-pong
+ *      delayed by a descheduled rank moves a mean, not a median).  Real drift across nodes builds up only
+ *      inside a cell: rule 4 bounds it and clock_check shows it.
  *   5. No rank waits longer than its window (or margin) plus WAIT_SLACK_SEC for a start: beyond that the
  *      model is wrong, and the measurement is invalid rather than the run hung.
  *   4. The model is fitted again before every cell (measure_cells), so it never extrapolates further than
@@ -40,18 +43,15 @@
 
 #include "bench.h"
 
-static double g_a, g_b;              /* this rank's model: global(t) = t + a + b t */
+static double g_a;                   /* this rank's model: global(t) = t + a (rule 3) */
 static double g_T0;                  /* window: start of the batch's first window (global seconds) */
 static double g_margin = -1;         /* round-time: the agreement's margin, seconds */
 static long g_fits;                  /* models fitted in this run */
 static int g_yield = -1;             /* 1: more ranks on this node than its cores (wait_until) */
 
-double global_time(double local) { return local + g_a + g_b * local; }
+double global_time(double local) { return local + g_a; }
 
 enum { TAG_PING = 0x5048, TAG_PONG = 0x5049 };
-/* Clocks of real nodes drift by tens of ppm; a fitted slope above 1e-4 is noise of a loaded machine (a fit
- * over 2 ms under load 16 gave one that put a rank minutes behind within a long cell: it waited for ever). */
-#define MAX_DRIFT 1e-4
 /* The longest a rank waits for a start beyond the window or margin: past it the model is wrong, the
  * measurement is invalid and the rank goes on (the others may be inside the call already). */
 #define WAIT_SLACK_SEC 1.0
@@ -83,27 +83,16 @@ static int cmp_double(const void *p, const void *q)
     return (a > b) - (a < b);
 }
 
-/* Least squares through (x, y); rule 3 decides whether the slope stays. Without it, a = the median offset
- * (one ping-pong delayed by a descheduled rank moves a mean, not a median). */
-static void fit_line(const double *x, const double *y, int n, double *a, double *b)
+/* Rule 3: the median offset of the fit points. */
+static double median_offset(const double *y, int n)
 {
-    double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
-    for (int i = 0; i < n; i++) { mx += x[i]; my += y[i]; }
-    mx /= n; my /= n;
-    for (int i = 0; i < n; i++) {
-        sxx += (x[i] - mx) * (x[i] - mx); sxy += (x[i] - mx) * (y[i] - my); syy += (y[i] - my) * (y[i] - my);
-    }
     double *ys = malloc((size_t)n * sizeof *ys);
     if (!ys) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
     memcpy(ys, y, (size_t)n * sizeof *ys);
     qsort(ys, (size_t)n, sizeof *ys, cmp_double);
-    *b = 0; *a = n % 2 ? ys[n / 2] : 0.5 * (ys[n / 2 - 1] + ys[n / 2]);
+    double a = n % 2 ? ys[n / 2] : 0.5 * (ys[n / 2 - 1] + ys[n / 2]);
     free(ys);
-    if (n < 3 || sxx <= 0) return;
-    double slope = sxy / sxx;
-    double resid = syy - slope * sxy;
-    double se = sqrt((resid > 0 ? resid : 0) / (n - 2) / sxx);
-    if (fabs(slope) > 2 * se && fabs(slope) < MAX_DRIFT) { *b = slope; *a = my - slope * mx; }
+    return a;
 }
 
 void clock_sync(void)
@@ -111,30 +100,52 @@ void clock_sync(void)
     int nf = (int)O.fitpoints, ne = (int)O.exchanges;
     double *x = malloc((size_t)nf * sizeof *x), *y = malloc((size_t)nf * sizeof *y);
     if (!x || !y) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
-    g_a = g_b = 0;
+    g_a = 0;
     PMPI_Barrier(MPI_COMM_WORLD);
     for (int r = 1; r < g_size; r++) {
         if (g_rank != 0 && g_rank != r) continue;
         for (int f = 0; f < nf; f++) fit_point(r, ne, &x[f], &y[f]);
-        if (g_rank == r) fit_line(x, y, nf, &g_a, &g_b);
+        if (g_rank == r) g_a = median_offset(y, nf);
     }
     PMPI_Barrier(MPI_COMM_WORLD);
     free(x); free(y);
     g_fits++;
 }
 
-/* The model against one fresh fit point per rank: the largest |model - measured offset| over ranks. */
+/* The model against one fresh fit point per rank: the largest |model - measured offset| over ranks.
+ * Also gathers every rank's model offset (global - local at the check) for clock_footer: on one node a
+ * control that knows the true offset (tests/bench/wtime_truth.c) turns it into the model's error. */
+static double *g_offsets;            /* the model offsets of ranks 0..p-1 at the last check */
 double clock_check(void)
 {
-    double err = 0, gerr = 0;
+    double err = 0, gerr = 0, off_now = 0;
     for (int r = 1; r < g_size; r++) {
         if (g_rank != 0 && g_rank != r) continue;
         double x = 0, off = 0;
         fit_point(r, (int)O.exchanges, &x, &off);
-        if (g_rank == r) err = fabs((g_a + g_b * x) - off);
+        if (g_rank == r) { err = fabs(g_a - off); off_now = g_a; }
     }
     PMPI_Allreduce(&err, &gerr, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    /* a SUM over each rank's own slot, not a Gather: no one-way message (share_from_rank0, bench_measure.c) */
+    double *mine = calloc((size_t)g_size, sizeof *mine);
+    if (!g_offsets) g_offsets = calloc((size_t)g_size, sizeof *g_offsets);
+    if (!mine || !g_offsets) { fprintf(stderr, "pgmpi-bench: error: out of memory\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    mine[g_rank] = off_now;
+    PMPI_Allreduce(mine, g_offsets, g_size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    free(mine);
     return gerr;
+}
+
+/* "# clockmodel <MPI_Name> <bytes> <offset of rank 1> ... <offset of rank p-1>" (seconds, global - local
+ * after the cell): a plain comment, which readers ignore; tests/bench/reprompi_compare.py reads it. */
+void clock_footer(const char *mpi_name, size_t n)
+{
+    if (g_rank != 0 || !g_offsets) return;
+    char line[900];
+    int o = snprintf(line, sizeof line, "# clockmodel %s %zu", mpi_name, n);
+    for (int r = 1; r < g_size && o > 0 && (size_t)o < sizeof line - 24; r++)
+        o += snprintf(line + o, sizeof line - (size_t)o, " %.9e", g_offsets[r]);
+    footer_add("%s\n", line);
 }
 
 static double agree_later(double margin)

@@ -489,6 +489,7 @@ void measure_cells(cstate_t *cs, int nc, char (*why)[256], const double *tnrep1,
         double err = clock_check();
         for (int i = 0; i < nc; i++) {
             footer_add("#@pgmpi clockcheck %s %zu %.3e\n", cs[i].call->mpi_name, cs[i].plan.n, err);
+            clock_footer(cs[i].call->mpi_name, cs[i].plan.n);
             for (int a = 0; a < cs[i].call->nalg; a++)
                 if (cs[i].invalid[a])
                     footer_add("#@pgmpi invalid %s %zu %s %ld %ld\n", cs[i].call->mpi_name, cs[i].plan.n,

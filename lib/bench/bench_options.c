@@ -162,7 +162,7 @@ static void usage(FILE *f)
 "                        measurement.  dissem (default): dissemination barrier with PMPI_Sendrecv;\n"
 "                        mpi_barrier: MPI_Barrier; both: run-time = max over ranks of the local\n"
 "                        durations.  window: ReproMPI's window-based synchronisation on a global clock\n"
-"                        (HCA's linear model fitted against rank 0 before every cell): measurement k\n"
+"                        (HCA offsets against rank 0, fitted before every cell): measurement k\n"
 "                        starts when the global clock reaches T0 + k x window; roundtime: ReproMPI\n"
 "                        1.1's round-time synchronisation (a start time agreed before every\n"
 "                        measurement).  Both: run-time = max global end - min global start; a\n"

@@ -250,17 +250,41 @@ int open_output(void)
     return ok;
 }
 
+/* The I_MPI_ADJUST_<COLL> variables of the environment, "NAME=value" space-separated, into buf: what Intel
+ * MPI read at MPI_Init (libpgmpitune's MPI_Init sets those of a native.impi before PMPI_Init, rule 8, and
+ * nothing changes them afterwards); "" when there are none. */
+static void impi_variables(char *buf, size_t cap)
+{
+    extern char **environ;
+    size_t o = 0;
+    buf[0] = '\0';
+    for (char **v = environ; *v && o + 1 < cap; v++)
+        if (strncmp(*v, "I_MPI_ADJUST_", 13) == 0 && strchr(*v, '='))
+            o += (size_t)snprintf(buf + o, cap - o, "%s%s", o ? " " : "", *v);
+}
+
 /* The MPI library's own decision file the environment names (Open MPI's dynamic rules file, MPICH's JSON
- * selection file; the pgmpitunelib module or a campaign's native_file sets them): a mock-up measured under it
+ * selection file; the pgmpitunelib module or a campaign's native_file sets them; Intel MPI's native.impi,
+ * which the module names in PGMPITUNE_NATIVE_IMPI for libpgmpitune's MPI_Init): a mock-up measured under it
  * competes with what the file makes of its parts, so the analysis must know which file, byte for byte.
  * "#@native_file=<path>" and "#@native_file_fnv1a64=<16 hex digits of FNV-1a 64 over its bytes>|unreadable"
- * (service/analysis/native_decision.py compares it with the file it writes); nothing when none is named. */
+ * (service/analysis/native_decision.py compares it with the file it writes); nothing when none is named.
+ * For a native.impi also "#@native_impi=<the I_MPI_ADJUST_* variables Intel MPI read>", empty when the
+ * file set nothing (a job of a size it was not decided for, no size from the launcher, a bad file,
+ * PGMPITUNE_DISABLE): the file names the candidate, this line says what of it this job ran. */
 static void put_native_file(void)
 {
     const char *path = getenv("OMPI_MCA_coll_tuned_dynamic_rules_filename");
     if (!path || !*path) path = getenv("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE");
+    int impi = 0;
+    if (!path || !*path) { path = getenv("PGMPITUNE_NATIVE_IMPI"); impi = 1; }
     if (!path || !*path) return;
     put("native_file", path);
+    if (impi) {
+        char vars[4096];
+        impi_variables(vars, sizeof vars);
+        put("native_impi", vars);
+    }
     FILE *f = fopen(path, "rb");
     if (!f) { put("native_file_fnv1a64", "unreadable"); return; }
     unsigned long long h = 1469598103934665603ULL;
@@ -314,7 +338,7 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     put("procsync", sync_names[O.proc_sync]);
     if (SYNC_ON_CLOCK(O.proc_sync)) {
         put("clocktype", "global");
-        put("clocksync", "HCA_linear_ref0");
+        put("clocksync", "HCA_offset_ref0");   /* bench_clock.c rule 3: offsets, no slope */
         putl("fitpoints", O.fitpoints);
         putl("exchanges", O.exchanges);
         put("runtime_type", "global");

@@ -9,8 +9,9 @@
 
 A family (Open MPI, MPICH, Intel MPI) is what decides the launcher's flags, how environment variables
 reach the ranks, what running as root needs, which `srun --mpi=` plugin starts its ranks, how its
-MPI_Get_library_version string names it, and which native decision files it reads (pgmpi_formats.native
-holds their readers and writers).  A *library* is one installed MPI (deploy/mpi-libraries.tsv: id,
+MPI_Get_library_version string names it, which native decision files it reads (pgmpi_formats.native
+holds their readers and writers; what each file can hold: pgmpi_formats.native_file.FORMATS), and whether it
+reads its own algorithm choice only at MPI_Init (native_at_init).  A *library* is one installed MPI (deploy/mpi-libraries.tsv: id,
 family, version, prefix): openmpi (Debian 4.1.4) and openmpi5 (5.0.11) are both of the openmpi family.
 MPICH-derived libraries share MPICH's ABI but not its launcher flags or variables: Intel MPI is a family.
 
@@ -50,6 +51,10 @@ class Family:
     # None: no native files yet (the `native` engineer's vocabulary)
     native: str | None = None
     native_doc = ""               # where its native knobs are documented / read
+    # True: the library reads its own algorithm choice once, at MPI_Init (Intel MPI's I_MPI_ADJUST_<COLL>), so a
+    # forced algorithm is measured in an mpirun of its own (planner.intel_preset_launches) and a validation
+    # round is one mpirun per arm (native_validation); False: it can be changed between calls of one mpirun
+    native_at_init = False
 
     def mpirun_args(self, nodes: int, ppn: int, in_slurm: bool) -> list[str]:
         """Launcher options beyond `-np N`: the placement of ppn ranks per node, oversubscription."""

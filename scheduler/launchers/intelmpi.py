@@ -10,6 +10,7 @@ class IntelMPI(Family):
     name = "intelmpi"
     title = "Intel MPI"
     native = None
+    native_at_init = True     # I_MPI_ADJUST_<COLL> is read at MPI_Init: one mpirun per preset
     native_doc = ("I_MPI_ADJUST_<COLL> (presets per message-size range; `impi_info -v I_MPI_ADJUST_ALLREDUCE`), "
                   "read and written by pgmpi_formats.impi_adjust as native.impi, validated by "
                   "scheduler/native_validation.py; I_MPI_TUNING_BIN / mpitune_fast's output is not read")

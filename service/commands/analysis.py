@@ -299,7 +299,10 @@ def explain_cmd(machine, library, collective, size, p, campaign, profile_root, a
 def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     """One decision per (collective, size, p) over FILES of one MPI library (default, its own algorithms,
     mock-ups; service/analysis/native_decision.py), written as the library's own file (native.rules for Open
-    MPI, native.json for MPICH, each checked by its reader) and .prf profiles for the cells a mock-up wins."""
+    MPI, native.json for MPICH, native.impi for Intel MPI, each checked by its reader) and .prf profiles for the
+    cells a mock-up wins.  Intel MPI changes its choice outside the ranges of a set I_MPI_ADJUST_<COLL>, so
+    native.impi holds a collective only where one of its presets won at every size measured; the others are
+    named as left to the library (and no file is written when none is left)."""
     from pathlib import Path
 
     from pgmpi_formats import native, native_file
@@ -310,9 +313,9 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
     from service.analysis.native_decision import decide, runs_from_files, validation_refusals
     heads = [read_file(f).header for f in files]
     libs = {(h.get("mpi_library"), h.get("mpi_version", "")) for h in heads}
-    if len(libs) != 1 or not {lib for lib, _ in libs} <= {"openmpi", "mpich"}:
-        raise click.ClickException("FILES must be of one MPI library and version, openmpi or mpich; got "
-                                   + ", ".join(sorted(f"{name}-{ver}" for name, ver in libs)))
+    if len(libs) != 1 or not {lib for lib, _ in libs} <= set(native_file.NAMES):
+        raise click.ClickException(f"FILES must be of one MPI library and version, {', '.join(native_file.NAMES)}; "
+                                   "got " + ", ".join(sorted(f"{name}-{ver}" for name, ver in libs)))
     lib, version = libs.pop()
     # Open MPI 5's coll/han serves communicators that span nodes; a tuned rules file then reaches only han's
     # sub-communicators (measured on the virtual cluster, 2 nodes x 2 ranks: the file's allreduce choice left
@@ -334,10 +337,16 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
                 raise ValueError("no 'cells' list")
         except (ValueError, AttributeError) as exc:
             raise click.ClickException(f"{v}: not a validation verdict ({exc})") from None
-        refused.update(validation_refusals(verdict, cells, f"{Path(v).name} record {verdict.get('id')}"))
-    def render(decs) -> tuple[str, str]:
+        refused.update(validation_refusals(verdict, cells, f"{Path(v).name} record {verdict.get('id')}",
+                                           gap_refuses_collective=native_file.gap_refuses_collective(lib)))
+
+    def render(decs) -> tuple[str, str] | None:
         # the exact version the results were measured on (#@mpi_version): Open MPI 5's rules file is checked
-        # against 5's algorithms, MPICH 5's JSON against 5's selection code
+        # against 5's algorithms, MPICH 5's JSON against 5's selection code, native.impi against that Intel
+        # MPI's presets; None: a gapless file (native.impi) with nothing it can hold exactly
+        fmt = native_file.FORMATS[lib]
+        if fmt.gapless and not any(d.label != "default" for d in fmt.trim(decs)[0]):
+            return None
         try:
             return native_file.render(lib, decs, version=version or None)
         except (ValueError, FileNotFoundError, native.DiscoveryError) as exc:
@@ -345,13 +354,20 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
 
     # the file's digest lets the mock-ups measured under exactly this file compete (second pass)
     res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refused,
-                 file_digest=lambda decs: native.file_digest(render(decs)[1]))
+                 file_digest=lambda decs: native.file_digest(r[1]) if (r := render(decs)) else None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    name, text = render(res.native_decisions())
-    (out / name).write_text(text)
-    click.echo(f"wrote {out / name} (" + ("read back by ompi_rules.parse_rules" if lib == "openmpi"
-                                           else "complete: mpich_json.check_tree") + f"; fnv1a64 {native.file_digest(text)})")
+    untuned = native_file.left_to_library(lib, res.native_decisions())
+    written = render(res.native_decisions())
+    if written is None:
+        click.echo(f"no {native_file.NAMES[lib]} written: nothing its variables can hold exactly")
+    else:
+        name, text = written
+        (out / name).write_text(text)
+        click.echo(f"wrote {out / name} (read back by {native_file.FORMATS[lib].reader}; "
+                   f"fnv1a64 {native.file_digest(text)})")
+    for key, why in sorted(untuned.items()):
+        click.echo(f"{key:10} left to the library: {why}")
     under = sum(1 for runs in cells.values() for r in runs if getattr(r, "native_file", None))
     if under:
         same = sum(1 for runs in cells.values() for r in runs if getattr(r, "native_file", None) == res.file_digest)
@@ -363,7 +379,8 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
         click.echo(f"wrote {out / name}: {len(ranges)} mock-up range(s)")
     for (key, size, p), d in sorted(res.decisions.items()):
         if d.choice != "default":
-            click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}")
+            held = " -- not held, left to the library" if key in untuned and d.kind == "native" else ""
+            click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}{held}")
     judged = [(d, c) for d in res.decisions.values() for c in d.candidates if c.under]
     if judged:
         from service.analysis.native_decision import mockup_parts
@@ -381,7 +398,7 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
                        + (f" -- refused: {c.refused[:100]}" if c.refused else " -- wins"))
     for (key, size, p, label), why in sorted(refused.items()):
         click.echo(f"{key:10} {size:>8} p={p}: {label} refused, {why[:160]}")
-    n = sum(d.choice != "default" for d in res.decisions.values())
+    n = sum(d.choice != "default" and not (d.kind == "native" and d.key in untuned) for d in res.decisions.values())
     click.echo(f"{n} of {len(res.decisions)} cells leave the default (control arm null spread per size class "
                f"{res.spread_line()}; threshold max(min_gain, the class's spread))")
 

@@ -42,13 +42,14 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+from pgmpi_formats import native_file
 from pgmpi_formats.checker import CHECKER_NAME, find_checker
 from service.profiles import nofollow
 
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 _FILE_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,123}\.(prf|dtprf)$")   # .dtprf: datatype profiles
 # the library's own decision file, one per set (pgmpi_formats.ompi_rules / mpich_json)
-NATIVE_FILES = {"native.rules": "openmpi", "native.json": "mpich", "native.impi": "intelmpi"}
+NATIVE_FILES = {name: lib for lib, name in native_file.NAMES.items()}   # file -> the library family it is for
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
 # Test hook: called with a step name between the steps of publish/rollback so that

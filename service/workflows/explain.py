@@ -96,6 +96,25 @@ def _digest_of(library: str, version: str | None = None):
     return digest
 
 
+def _impi_choice(text: str, version: str, key: str, size: int, p: int) -> str:
+    """What a published native.impi makes Intel MPI run for one call: libpgmpitune sets a variable only with
+    its ranges of the job's size (rule 8), and once one is set Intel MPI leaves its default outside them."""
+    from pgmpi_formats import impi_adjust
+    try:
+        adj = impi_adjust.parse(text, "native.impi", native_file.intel_target(version))
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        return f"not read here ({exc})"
+    var = f"I_MPI_ADJUST_{impi_adjust.VARIABLES.get(key, key.upper())}"
+    rows = adj.table.get(key, [])
+    if not rows:
+        return f"no {var}: the library's own choice"
+    if not any(pmin <= p <= pmax for _a, _lo, _hi, pmin, pmax in rows):
+        return f"{var} has no range for p={p}: libpgmpitune sets nothing in such a job (the library's own choice)"
+    preset = adj.lookup(key, p, size)
+    return (f"{var} preset {preset} at {size} B, p={p}" if preset else
+            f"{var} is set at p={p} but no range holds {size} B: Intel MPI runs another algorithm than its default")
+
+
 def _published(profile_root, machine, lib, key, size, p) -> list[str]:
     out = []
     try:
@@ -128,6 +147,9 @@ def _published(profile_root, machine, lib, key, size, p) -> list[str]:
         out.append(f"published native.rules (version {cur}): {what} at {size} B, p={p}")
     elif "native.json" in files and lib.name == "mpich":
         out.append(f"published native.json (version {cur}): present")
+    elif "native.impi" in files and lib.name == "intelmpi":
+        what = _impi_choice(files["native.impi"], lib.version, key, size, p)
+        out.append(f"published native.impi (version {cur}): {what}")
     else:
         out.append(f"published native file (version {cur}): none")
     return out

@@ -126,7 +126,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
             raise NativeChainError(f"refused: {rid} is no native validation record of {machine} "
                                    f"{library}-{version}", 422, "refused")
         refusals.update(validation_refusals(rec.verdict or {}, cells, f"native validation {rec.id}",
-                                            gap_refuses_collective=library == "intelmpi"))
+                                            gap_refuses_collective=native_file.gap_refuses_collective(library)))
 
     def render(decisions):
         return native_file.render(library, decisions, version=version, comment=f"pgmpi nightly {campaign}")
@@ -143,16 +143,13 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
         return None, (f"no algorithm of {library}-{version}'s own beats its default anywhere ({len(res.decisions)} "
                       f"cells, threshold up to {100 * res.threshold:.1f} %" + (f", {len(refusals)} refused by validation"
                                                                         if refusals else "") + ")")
-    left: dict[str, str] = {}
-    if library == "intelmpi":
-        # a set I_MPI_ADJUST_<COLL> changes Intel MPI's choice outside its ranges: a collective where the default
-        # won anywhere is left to the library (impi_adjust.trim)
-        from pgmpi_formats import impi_adjust
-        _kept, left = impi_adjust.trim(res.native_decisions())
-        chosen = [d for d in chosen if d.key not in left]
-        if not chosen:
-            return None, (f"nothing of {library}-{version} native.impi can hold exactly: "
-                          + "; ".join(f"{k}: {w}" for k, w in sorted(left.items())))
+    # a file whose set variables change the library's choice outside their ranges (Intel MPI's native.impi)
+    # leaves a collective where the default won anywhere to the library (native_file.FORMATS)
+    untuned = native_file.left_to_library(library, res.native_decisions())
+    chosen = [d for d in chosen if d.key not in untuned]
+    if not chosen:
+        return None, (f"nothing of {library}-{version} {native_file.NAMES[library]} can hold exactly: "
+                      + "; ".join(f"{k}: {w}" for k, w in sorted(untuned.items())))
     try:
         name, text = render(res.native_decisions())
         pub.check_native_file(name, text, library, version)     # the reader of exactly that version
@@ -173,18 +170,18 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
         live = pub.status(root, machine, library, version, ps.directory)["files"]
     except (OSError, ValueError, KeyError, pub.PublishError):
         live = {}
-    carried, left = _carried(live, {d.key for d in chosen})
+    carried, dropped = _carried(live, {d.key for d in chosen})
     analysis = db.session.scalars(select(Analysis).where(Analysis.campaign_id == camp.id,
                                                          Analysis.library_id == lib.id)
                                   .order_by(Analysis.id.desc())).first()
     notes = (f"{NATIVE_NOTE} of campaign {campaign}: {name} changes {len(chosen)} of {len(res.decisions)} cells"
              + (f"; {len(refusals)} choice(s) refused by native validation {', '.join(map(str, refused))}"
                 if refusals else "")
-             + (f"; left to the library: {', '.join(sorted(left))} (the default won somewhere; Intel MPI changes "
-                "its choice outside every range of a set variable)" if left else "")
+             + (f"; left to the library: {', '.join(sorted(untuned))} (the default won at some size, and a set "
+                "variable changes the library's choice outside its ranges)" if untuned else "")
              + (f"; carries the live {', '.join(sorted(carried))}" if carried else "")
-             + (f"; leaves out the live {', '.join(left)} (its mock-ups call a collective the file retunes)"
-                if left else ""))
+             + (f"; leaves out the live {', '.join(dropped)} (its mock-ups call a collective the file retunes)"
+                if dropped else ""))
     v = ProfileVersion(profile_set_id=ps.id, number=1 + max((x.number for x in ps.versions), default=0),
                        state="candidate", analysis_id=analysis.id if analysis else None,
                        files={name: text, **carried}, actor=actor, notes=notes[:2000],
@@ -201,7 +198,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
                     "why": d.reason[:200]} for d in chosen[:200]],
         "refused": [{"collective": k, "msize": s, "nprocs": p, "algorithm": a, "why": w[:200]}
                     for (k, s, p, a), w in sorted(refusals.items())[:200]],
-        "carried": sorted(carried), "left_out": left})
+        "carried": sorted(carried), "left_out": dropped, "left_to_library": sorted(untuned)})
     db.session.commit()
     return v, notes
 

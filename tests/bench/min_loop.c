@@ -4,7 +4,11 @@
  * Output: ReproMPI's row layout, `<MPI_Name> <i> <bytes> <seconds>`, so tests/bench/reprompi_compare.py
  * and tests/python/bench/test_bench_vs_min_loop.py read it like ReproMPI's.
  *   mpirun -np 2 min_loop NREP CALL[,CALL...] SIZE[,SIZE...]     (CALL: allreduce, bcast, allgather)
- * MPI_BYTE, MPI_BOR, root 0: pgmpi-bench's defaults. */
+ * MPI_BYTE, MPI_BOR, root 0: pgmpi-bench's defaults.
+ * Controls for tests/bench/bench_vs_loop.py (off unless compiled in; each adds one thing pgmpi-bench's
+ * process does before its cells): -DDELAY_MS=N starts measuring N ms after MPI_Init; -DPRINT_BYTES=N has
+ * rank 0 write N bytes to stdout first (the launcher forwards them while the first cell runs);
+ * -DSPLIT_START runs pgmpi-bench's start-up traffic (a node communicator, an Allgather, Allreduces). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +25,26 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int nrep = atoi(argv[1]);
+#ifdef DELAY_MS
+    for (double t0 = MPI_Wtime(); MPI_Wtime() - t0 < DELAY_MS * 1e-3;) continue;
+#endif
+#ifdef PRINT_BYTES
+    if (!rank) {
+        for (int i = 0; i < PRINT_BYTES / 40; i++) printf("# %036d\n", i);
+        fflush(stdout);
+    }
+#endif
+#ifdef SPLIT_START
+    {
+        MPI_Comm node;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_free(&node);
+        char mine[128] = {0}, all[256];
+        MPI_Allgather(mine, 128, MPI_CHAR, all, 128, MPI_CHAR, MPI_COMM_WORLD);
+        unsigned long long v[8] = {0}, w[8];
+        for (int i = 0; i < 4; i++) MPI_Allreduce(v, w, 8, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    }
+#endif
     double *t = malloc((size_t)nrep * sizeof *t), *tmax = malloc((size_t)nrep * sizeof *tmax);
     char sizes[4096];
     snprintf(sizes, sizeof sizes, "%s", argv[3]);

@@ -19,6 +19,13 @@ Locally, the whole pipeline per library (the search driver itself, scheduler/nat
 library's own mpirun at 2 ranks, no scheduler):
 
     .venv/bin/python tests/bench/native_search.py --local mpich openmpi [--grid night|site] [--searches race,rerun]
+    .venv/bin/python tests/bench/native_search.py --local intelmpi --grid intel
+
+Intel MPI (presets fixed at MPI_Init) runs through the driver's Intel rounds (scheduler/intel_race.py): exhaustive
+is every preset in an mpirun of its own next to the round's default mpirun, `mpiruns` rounds (the planner's
+intel_preset_launches, driven from there so one clock times both), race drops presets between the rounds;
+rounds are its confirmations, so its "confirmed" column is 0.  Every library's table also prints the start-up
+share: the pipeline's mpiruns x one mpirun's start-up (startup_seconds) over its seconds.
 
 Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
 (up to `mpiruns` rounds, each round one mpirun measuring at every cell to confirm the default, the chosen
@@ -68,7 +75,10 @@ SIZES = [8 * 4 ** k for k in range(9)]
 SEGMENTS = [1024 * 4 ** k for k in range(5)]
 # --grid site: the grid pgmpi_formats/native_search.py says a site sweeps (powers of two 8 B - 1 MiB,
 # segments 1 KiB - 512 KiB)
-GRIDS = {"night": (SIZES, SEGMENTS), "site": (SITE_SIZES, SITE_SEGMENTS)}
+GRIDS = {"night": (SIZES, SEGMENTS), "site": (SITE_SIZES, SITE_SEGMENTS),
+         # --grid intel: Intel MPI runs one mpirun per preset (allreduce lists 32) and round, so a grid of 4 sizes
+         # 8 B - 256 KiB in powers of 64 keeps exhaustive's 3 x 33 mpiruns within minutes on this machine
+         "intel": ([8, 512, 32768, 262144], [1024])}
 
 
 def load() -> str:
@@ -92,12 +102,32 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         for rep_file in sorted(d.glob("search-*.json")):
             _account(out, json.loads(rep_file.read_text()), d)
         return out
+    kind = "exhaustive" if search == "rerun" else search      # rerun: a second, independent exhaustive campaign
+    if lib.family.name == "intelmpi":
+        # presets fixed at MPI_Init: the driver's Intel rounds (scheduler/intel_race.py), exhaustive and race alike,
+        # `mpiruns` rounds in one driver run; the presets from the library's own impi_info -v
+        from pgmpi_formats import impi_adjust
+        disc = impi_adjust.discover(env)
+        top = disc.presets
+        entry = {"search": kind, "sizes": GRIDS[grid][0], "segments": [],
+                 **({"first_nrep": first_nrep} if first_nrep else {})}
+        spec = {"prefix": "search-0", "control": True, "confirm": mpiruns,
+                "intel": {"version": disc.version, "presets": {k: top[k] for k in CALLS}},
+                "bench_args": [f"--nrep={nrep}", f"--campaign=ns-{search}", f"--module-name={lib_id}"],
+                "collectives": {k: dict(entry) for k in CALLS}}
+        rep_file = d / "search-0.json"
+        p = subprocess.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec),
+                            "--launcher", launcher, "--bench", str(bench), "--output", str(rep_file)],
+                           cwd=ROOT, env=env, capture_output=True, text=True)
+        if p.returncode:
+            sys.exit(f"{lib_id} {search}: the search driver failed ({p.returncode}): {p.stderr[-1500:]}")
+        _account(out, json.loads(rep_file.read_text()), d)
+        return out
     listing = subprocess.run(shlex.split(launcher.replace("-np 2", "-np 1")) + [str(bench), "--list-native"],
                              capture_output=True, text=True, env=env, timeout=120)
     if listing.returncode:
         sys.exit(f"{lib_id}: pgmpi-bench --list-native failed: {listing.stderr[-500:]}")
     (d / "native-algorithms.txt").write_text(listing.stdout)
-    kind = "exhaustive" if search == "rerun" else search      # rerun: a second, independent exhaustive campaign
     sweeps = mpiruns if kind == "exhaustive" else 1
     for i in range(sweeps):
         entry = {"search": kind, "sizes": GRIDS[grid][0], "segments": GRIDS[grid][1], "lookahead": 2, "prune": 0.5,
@@ -116,6 +146,35 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
             sys.exit(f"{lib_id} {search}: the search driver failed ({p.returncode}): {p.stderr[-1500:]}")
         _account(out, json.loads(rep_file.read_text()), d)
     return out
+
+
+def mpirun_costs(lib_id: str, work: Path, sizes: list[int], nrep: int, first: int, rounds: int = 3) -> dict:
+    """What an mpirun of this library costs, from interleaved pgmpi-bench mpiruns (rounds x 3 arms, the arms'
+    order rotating): "start-up" measures one repetition of one 8 B cell (launch, MPI_Init, the check round, exit),
+    "first" the grid (CALLS x sizes) at the race's first-stage count, "full" the grid at nrep; the median wall
+    time of each.  What repetitions buy is full - first; what no count changes is start-up (and the grid's
+    per-cell fixed cost: first - start-up)."""
+    from scheduler import launchers
+    lib = launchers.library(lib_id)
+    env = lib.row.environment()
+    env.update(lib.family.job_env(1, 2, False, os.geteuid() == 0, os.cpu_count() or 2))
+    bench = ROOT / "build" / "install" / lib_id / "bin" / "pgmpi-bench"
+    work.mkdir(parents=True, exist_ok=True)
+    grid = [f"--calls={','.join(CALLS)}", f"--sizes={','.join(map(str, sizes))}"]
+    arms = {"start-up": ["--calls=allreduce", "--sizes=8", "--nrep=1"], "first": [*grid, f"--nrep={first}"],
+            "full": [*grid, f"--nrep={nrep}"]}
+    secs: dict = {a: [] for a in arms}
+    for i in range(rounds):
+        names = list(arms)[i % 3:] + list(arms)[:i % 3]
+        for a in names:
+            out = work / f"cost-{a}-{i}.txt"
+            out.unlink(missing_ok=True)
+            t0 = time.perf_counter()
+            subprocess.run([lib.mpirun, "-np", "2", *lib.family.mpirun_args(1, 2, False), str(bench), *arms[a],
+                            "--algorithms=default", "--no-barrier-rows", f"--output={out}"],
+                           env=env, capture_output=True, check=True)
+            secs[a].append(time.perf_counter() - t0)
+    return {a: statistics.median(v) for a, v in secs.items()}
 
 
 def _account(out: dict, rep: dict, d: Path) -> None:
@@ -197,6 +256,13 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse, first_nrep, grid)
             loads[search] = f"{l0}-{load()}"
             print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {loads[search]}", flush=True)
+        l0 = load()
+        cost = mpirun_costs(lib_id, work / "cost", sizes, nrep, first_nrep or max(2, nrep // 6))
+        up = cost["start-up"]
+        print(f"# {lib_id}: an mpirun's wall time (pgmpi-bench, default only, 3 interleaved rounds, medians): "
+              f"start-up (one repetition of one 8 B cell) {up:.2f} s; the grid ({len(CALLS) * len(sizes)} cells) at "
+              f"the race's first-stage count {cost['first']:.2f} s, at nrep {nrep} {cost['full']:.2f} s; "
+              f"load {l0}-{load()}", flush=True)
         table = exhaustive_table(got["exhaustive"]["files"])
         # the independent re-measurement's table: every decision judged there too, so the part of the loss that
         # is the exhaustive table's own noise shows (exhaustive's decision judged on it is the noise floor)
@@ -231,7 +297,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             pm, pp, _ = summary(list(pl.values()))
             # the load moves between pipelines: the same fraction against the rerun too, measured later
             rr = g["seconds"] / got["rerun"]["seconds"] if "rerun" in got else math.nan
-            rows.append((lib_id, search, g.get("mpiruns", 0), g["seconds"], g["seconds"] / got["exhaustive"]["seconds"], rr,
+            rows.append((lib_id, search, g.get("mpiruns", 0), g["seconds"], g.get("mpiruns", 0) * up / g["seconds"], g["seconds"] / got["exhaustive"]["seconds"], rr,
                          pm, pp, mean, p95, mx, mean2, p95b, len(differ), len(dec), g["confirmed"], loads[search]))
             print(f"{search}: {g['experiments']} experiments, {g.get('mpiruns', 0)} mpiruns, {g['seconds']:.1f} s "
                   f"({g['confirm_seconds']:.1f} s confirming {g['confirmed']} cells), load {loads[search]}")
@@ -254,11 +320,13 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
           "campaign's fastest variant -- the noise floor); decision: what it would write (decide over its own files)")
     print("# decision (rerun's table): the same decision judged on the independent re-measurement's table; the "
           "exhaustive row there and the rerun row on exhaustive's table are the noise floor of the loss")
-    print(f"{'library':9} {'search':10} {'mpiruns':>7} {'seconds':>8} {'of exh.':>7} {'(rerun)':>7} {'pick mean':>9} "
+    print("# start-up: the pipeline's mpiruns x one mpirun's start-up, as a share of its seconds (the rest is "
+          "measuring)")
+    print(f"{'library':9} {'search':10} {'mpiruns':>7} {'seconds':>8} {'start-up':>8} {'of exh.':>7} {'(rerun)':>7} {'pick mean':>9} "
           f"{'p95':>6} {'decision mean':>13} {'p95':>6} {'max':>7} {'(rerun) mean':>12} {'p95':>6} {'differ':>7} "
           f"{'confirmed':>9}  load")
-    for lib_id, search, runs, secs, frac, rr, pm, pp, mean, p95, mx, mean2, p95b, nd, nc, conf, ld in rows:
-        print(f"{lib_id:9} {search:10} {runs:>7} {secs:>8.1f} {100 * frac:>6.1f}% {100 * rr:>6.1f}% {100 * pm:>8.2f}% {100 * pp:>5.1f}% "
+    for lib_id, search, runs, secs, su, frac, rr, pm, pp, mean, p95, mx, mean2, p95b, nd, nc, conf, ld in rows:
+        print(f"{lib_id:9} {search:10} {runs:>7} {secs:>8.1f} {100 * min(su, 1.0):>7.0f}% {100 * frac:>6.1f}% {100 * rr:>6.1f}% {100 * pm:>8.2f}% {100 * pp:>5.1f}% "
               f"{100 * mean:>12.2f}% {100 * p95:>5.1f}% {100 * mx:>6.1f}% {100 * mean2:>11.2f}% {100 * p95b:>5.1f}% "
               f"{nd:>3}/{nc:<3} {conf:>9}  {ld}")
 

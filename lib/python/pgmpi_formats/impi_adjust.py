@@ -110,7 +110,9 @@ def trim(decisions) -> tuple[list, dict[str, str]]:
     64 B-2 KiB; with 0:0-4095 added, the same), so a range cannot leave a size to the library's default.  Nor can a
     preset stand in for the default there: the default's fingerprint matches 7-19 of the 32 allreduce presets at
     every size measured (8 B-1 MiB), fingerprints exist only for reductions, and between two measured sizes the
-    default may switch.  So a collective is written only where a preset was chosen at every size measured at
+    default may switch; at 4 ranks 4-5 of the 9 presets with the default's fingerprint give other result bits
+    on a sum of doubles (tests/bench/intel_fill_probe.py; scheduler/README.md, "Filling the default's sizes:
+    not exact, not done").  So a collective is written only where a preset was chosen at every size measured at
     its process count (its ranges then cover 0-2147483647 there); a collective where the default won anywhere
     gets no variable at all: the library's own choice, everywhere."""
     by: dict[str, list] = {}

@@ -7,16 +7,55 @@ against the exact library version it is for.
     name, text = render("mpich", decisions, version="5.0.2")   # ("native.json", from that MPICH's own tree)
     t = mpich_target("4.0.2")                     # MpichTarget(lib, version, base, known); FileNotFoundError
     problems = t.check(tree)                      # mpich_json.check_tree with that version's table
+    left = left_to_library("intelmpi", decisions) # {collective: why} the file cannot hold exactly (none for
+                                                  # openmpi / mpich: a range there leaves the rest to the default)
+    gap_refuses_collective("intelmpi")            # True: a failed gap refuses the collective's choices
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from . import mpich_json, native, ompi_rules
+from . import impi_adjust, mpich_json, native, ompi_rules
 
-NAMES = {"openmpi": "native.rules", "mpich": "native.json", "intelmpi": "native.impi"}
+
+@dataclass(frozen=True)
+class FileFormat:
+    """What a library family's own decision file is, and what it can hold.  trim: None when a rule's ranges
+    leave every other size to the library's default (Open MPI's rules file, MPICH's JSON); else the library
+    changes its choice outside the ranges of a set variable (Intel MPI 2021.13's I_MPI_ADJUST_<COLL>), so a
+    collective can be written only where a native choice won at every size measured, and trim(decisions) ->
+    (kept, {collective: why it is left to the library}) says which."""
+    name: str
+    reader: str                       # the strict reader render() checks the written text with
+    trim: Callable | None = None
+
+    @property
+    def gapless(self) -> bool:
+        return self.trim is not None
+
+
+# one entry per family with a native decision file (scheduler/launchers/ names the families)
+FORMATS = {"openmpi": FileFormat("native.rules", "ompi_rules.parse_rules"),
+           "mpich": FileFormat("native.json", "mpich_json.check_tree"),
+           "intelmpi": FileFormat(impi_adjust.NAME, "impi_adjust.parse", trim=impi_adjust.trim)}
+NAMES = {lib: f.name for lib, f in FORMATS.items()}
+
+
+def left_to_library(library: str, decisions) -> dict[str, str]:
+    """{collective: why} of the decisions the library's file cannot hold exactly: each such collective gets no
+    setting at all (the library's own choice everywhere); {} for a format whose ranges leave gaps to the default."""
+    f = FORMATS[library]
+    return f.trim(decisions)[1] if f.gapless else {}
+
+
+def gap_refuses_collective(library: str) -> bool:
+    """A validation failure at a size the file leaves to the library (a gap) is the file's doing: with a gapless
+    format the set variable changed the choice there, so the collective's native choices are refused
+    (service/analysis/native_decision.validation_refusals); elsewhere the default there is the library's own."""
+    return FORMATS[library].gapless
 
 
 @dataclass(frozen=True)
@@ -80,7 +119,7 @@ def ompi_target(version: str | None = None) -> native.Discovery:
 def intel_target(version: str | None = None):
     """The installed Intel MPI whose version starts with `version` ("2021.13" matches 2021.13.1) as
     impi_adjust.Discovery; FileNotFoundError when none is."""
-    from . import impi_adjust, mpi_libraries
+    from . import mpi_libraries
     rows = [r for r in mpi_libraries.read_mpi_libraries() if r.family == "intelmpi" and r.installed
             and (version is None or r.version.startswith(version) or version.startswith(r.version))]
     if not rows:
@@ -102,6 +141,5 @@ def render(library: str, decisions, discovery: native.Discovery | None = None,
             raise ValueError(f"generated JSON refused for MPICH {t.version}: " + "; ".join(problems))
         return NAMES[library], mpich_json.dumps(tree)
     if library == "intelmpi":
-        from . import impi_adjust
         return NAMES[library], impi_adjust.write(decisions, intel_target(version), comment=comment)
     raise ValueError(f"no decision file for {library!r}; valid: {', '.join(NAMES)}")

@@ -4,8 +4,8 @@
  * lines: once such a variable is set, Intel MPI 2021.13 runs another algorithm than its default even outside
  * every range of it (fingerprints: 3:0-2147483647@2-2 changes allreduce at 4 ranks), so a file decided at 2
  * ranks must not reach a job of 4.  Before PMPI_Init (Intel MPI reads the variables there) this unit takes
- * the job's size from the launcher (PMI_SIZE: Intel's hydra and Slurm's PMI set it per launch; SLURM_NTASKS
- * is the allocation's, not an mpirun's) and sets each variable only when some range of it holds that size,
+ * the job's size from the launcher (launcher_size: PMI_SIZE, else Slurm's PMIx step; never SLURM_NTASKS,
+ * the allocation's, not an mpirun's) and sets each variable only when some range of it holds that size,
  * with only those ranges.  A variable already in the environment is the user's: never overwritten.  A file
  * that does not read, or an unknown size, sets nothing (the library's default) and says why once.
  *
@@ -30,13 +30,43 @@ typedef struct {
     char value[MAX_VALUE];   /* the ranges that hold the job's size, ';'-joined; "" = none */
 } setting_t;
 
-/* The job's size as the launcher gives it to this process; 0 when it gives none. */
-static long long launcher_size(void)
+/* A positive count from the environment variable `name`; 0 when unset or not one. */
+static long long env_count(const char *name)
 {
-    const char *v = getenv("PMI_SIZE");
+    const char *v = getenv(name);
     long long n = 0;
     if (!v || text_int(v, strlen(v), &n) != 0 || n < 1) return 0;
     return n;
+}
+
+/* The job's size as the launcher gives it to this process, read in this order (what each launcher sets was
+ * measured on deploy/slurm.sh with Intel MPI 2021.13; lib/docs/library.md):
+ *  1. PMI_SIZE: set by the PMI server the ranks talk to -- Intel's (and MPICH's) hydra mpirun, srun --mpi=pmi2.
+ *  2. SLURM_STEP_NUM_TASKS, only when PMIX_NAMESPACE is "slurm.pmix.<SLURM_JOB_ID>.<SLURM_STEP_ID>": srun
+ *     --mpi=pmix sets neither PMI_SIZE nor PMIX_SIZE, and that namespace shows the ranks' PMIx server is
+ *     Slurm's for this very step, whose task count is then the job's size.
+ * Never read: SLURM_NTASKS (the allocation's under mpirun: 4 in an -n 4 allocation running mpirun -np 2);
+ * SLURM_STEP_NUM_TASKS without that namespace (1 under hydra's mpirun in Slurm, whose proxies are the step;
+ * 2 under srun -n 2 --mpi=none, which starts two singletons of size 1); MPI_LOCALNRANKS (this node's ranks).
+ * Returns 0 and says why in `why` when no size is known, or when 1 and 2 both give one and they differ. */
+static long long launcher_size(char *why, size_t cap)
+{
+    long long pmi = env_count("PMI_SIZE"), step = 0;
+    const char *ns = getenv("PMIX_NAMESPACE"), *job = getenv("SLURM_JOB_ID"), *id = getenv("SLURM_STEP_ID");
+    if (ns && job && id) {
+        char own[160];
+        snprintf(own, sizeof own, "slurm.pmix.%s.%s", job, id);
+        if (strcmp(ns, own) == 0) step = env_count("SLURM_STEP_NUM_TASKS");
+    }
+    if (pmi && step && pmi != step) {
+        snprintf(why, cap, "the launcher's job sizes disagree (PMI_SIZE=%lld, SLURM_STEP_NUM_TASKS=%lld of Slurm's "
+                 "PMIx step), so it cannot tell whether this job is one the file was decided for", pmi, step);
+        return 0;
+    }
+    if (!pmi && !step)
+        snprintf(why, cap, "the launcher gives no job size (PMI_SIZE; under srun --mpi=pmix SLURM_STEP_NUM_TASKS "
+                 "with Slurm's PMIX_NAMESPACE), so it cannot tell whether this job is one the file was decided for");
+    return pmi ? pmi : step;
 }
 
 static int valid_name(const char *s, size_t len)
@@ -130,11 +160,11 @@ int pgmpi_native_env_apply(pgmpi_diag_fn diag, void *ctx)
 {
     const char *path = getenv("PGMPITUNE_NATIVE_IMPI");
     if (!path || !*path) return 0;
-    long long size = launcher_size();
+    char why[400];
+    long long size = launcher_size(why, sizeof why);
     if (size == 0) {
         diag_t d = {path, diag, ctx};
-        return text_fail(&d, 0, "the launcher gives no job size (PMI_SIZE), so it cannot tell whether this job "
-                                "is one the file was decided for");
+        return text_fail(&d, 0, "%s", why);
     }
     setting_t *set = calloc(MAX_VARS, sizeof *set);
     if (!set) {

@@ -33,8 +33,8 @@ typedef void (*pgmpi_diag_fn)(void *ctx, int is_error, const char *file, int lin
 
 /* ---- the MPI library's own decision file (native_env.c, rule 8) ----------------------------------- */
 /* Before PMPI_Init: the I_MPI_ADJUST_<COLL> variables of $PGMPITUNE_NATIVE_IMPI whose ranges hold this job's
- * size (PMI_SIZE), only those ranges, never over a variable already set.  Returns how many it set, -1 after
- * one message through diag (nothing set). */
+ * size (the launcher's: PMI_SIZE, else Slurm's PMIx step; launcher_size), only those ranges, never over a
+ * variable already set.  Returns how many it set, -1 after one message through diag (nothing set). */
 int  pgmpi_native_env_apply(pgmpi_diag_fn diag, void *ctx);
 
 /* ---- datatype profiles (profile_dtprf.c reads *.dtprf files, datatypes.c applies them) ---------- */

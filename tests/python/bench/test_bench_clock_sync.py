@@ -25,7 +25,7 @@ def test_clock_methods_write_valid_output(bench, method, np_):
     run = parse_text(r.stdout, f"{method}.txt")
     h = run.header
     assert run.sync == method and h["sync"] == method
-    assert (h["clocktype"], h["runtime_type"], h["clocksync"]) == ("global", "global", "HCA_linear_ref0")
+    assert (h["clocktype"], h["runtime_type"], h["clocksync"]) == ("global", "global", "HCA_offset_ref0")
     assert int(h["nprocs"]) == np_ and (method != "window" or float(h["window_size_sec"]) == 0.02)
     lines = [ln.split() for ln in run.pgmpi_lines]
     for call in ("MPI_Allreduce", "MPI_Bcast"):
@@ -39,6 +39,9 @@ def test_clock_methods_write_valid_output(bench, method, np_):
             # the model was checked after the cell: a finite error under a window
             err = [float(x[4]) for x in lines if x[1] == "clockcheck" and x[2:4] == [call, str(s)]]
             assert len(err) == 1 and 0 <= err[0] < 0.02, err
+            # the model's offset of every rank > 0 after the cell (the clock control of reprompi_compare.py)
+            offs = [ln.split()[4:] for ln in r.stdout.splitlines() if ln.startswith(f"# clockmodel {call} {s} ")]
+            assert len(offs) == 1 and len(offs[0]) == np_ - 1 and all(math.isfinite(float(v)) for v in offs[0]), offs
     if method == "roundtime":       # a start agreed before each measurement: late ones are the exception
         assert len(run) > 0
 

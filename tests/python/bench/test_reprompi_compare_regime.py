@@ -72,3 +72,68 @@ def test_the_agreement_table_counts_regime_cells_apart(capsys):
     out = capsys.readouterr().out
     assert "| roundtime | Allreduce 1048576 B |" in out and "| no | regime:" in out
     assert "outside with a measured reason 1 (of which the machine's regime, no difference of method: 1)" in out
+
+
+def test_a_tool_as_far_from_its_own_repeat_as_from_the_other_tool_is_undecided(capsys):
+    m = load_compare()
+    # pgmpi-bench 1.30 against ReproMPI, but 0.74 against its own repeat in the same rounds, and the repeat
+    # does not land within +-5 % of ReproMPI either (so the regime rule does not name it)
+    med = medians([x * 1.30 for x in RP], [x * 1.75 for x in RP], RP, [x * 0.80 for x in RP])
+    assert m.regime(med, "pgmpi", KEY)[0] is None
+    verdict = m.aa_spread(med, "pgmpi", KEY)
+    assert verdict is not None and verdict.startswith("undecided (A/A)")
+    paired = {("pgmpi", KEY): m.paired_ratio(med["pgmpi"][KEY], RP)}
+    m.agreement_table("window", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
+    out = capsys.readouterr().out
+    assert "| no | undecided (A/A)" in out
+    assert "outside with a measured reason 0" in out and "undecided by the A/A spread (no reason, no agreement) 1" in out
+
+
+def test_a_systematic_difference_is_never_undecided():
+    m = load_compare()
+    # both tools reproduce themselves (0.99-1.01), pgmpi-bench 16 % above: a difference of method stays one
+    med = medians([x * 1.16 for x in RP], [x * 1.17 for x in RP], RP, [x * 1.01 for x in RP])
+    assert m.aa_spread(med, "pgmpi", KEY) is None
+    # a tool that varies against itself by less than the tools differ does not hide the difference either
+    med = medians([x * 1.30 for x in RP], [x * 1.20 for x in RP], RP, RP)
+    assert m.aa_spread(med, "pgmpi", KEY) is None
+
+
+def test_the_clock_control_reads_both_tools_offsets_and_the_true_one(tmp_path):
+    m = load_compare()
+    truth = tmp_path / "truth.txt"
+    truth.write_text("0 -45634.060698143\n1 -45634.060641413\n")    # MPI_Wtime - CLOCK_MONOTONIC per rank
+    true = m.true_offsets(truth)[1]
+    assert abs(true - (-56.73e-6)) < 1e-9
+    pgmpi = "#@pgmpi clockcheck MPI_Allreduce 8 1.0e-08\n# clockmodel MPI_Allreduce 8 -5.6760e-05\n"
+    reprompi = ("process test nrep count loc_tstart_sec loc_tend_sec gl_tstart_sec gl_tend_sec\n"
+                "      0 MPI_Allreduce 0 8 0.0010 0.0011 0.0010 0.0011\n"
+                "      1 MPI_Allreduce 0 8 0.0020 0.0021 0.00194322 0.00204322\n"
+                "      1 MPI_Allreduce 1 8 0.0030 0.0031 0.00294322 0.00304322\n")
+    e_pg = m.clock_errors(pgmpi, {1: true})[KEY[0], 8]
+    e_rp = m.clock_errors(reprompi, {1: true})[KEY[0], 8]
+    assert abs(e_pg - 0.03e-6) < 1e-9 and abs(e_rp - 0.05e-6) < 1e-9
+    # a clock error taken off each mpirun's median: 1.2 us vs 1.0 us with pgmpi's clock 0.2 us off -> 1.00
+    assert abs(m.corrected_ratio([1.2e-6], [0.2e-6], [1.0e-6], [0.0]) - 1.0) < 1e-9
+    assert m.clock_material([0.2e-6], [0.0], 1.0e-6) and not m.clock_material([0.02e-6], [0.0], 1.0e-6)
+
+
+def test_the_margin_control_names_only_a_reproducible_cell_whose_margins_differ(capsys):
+    m = load_compare()
+    margin = m.Reason("margin", "round-time's margin", "pgmpi/rp-margin")
+    med = medians([x * 1.20 for x in RP], [x * 1.21 for x in RP], RP, RP)
+    med["pgmpi/rp-margin"] = {KEY: list(RP)}
+    paired = {("pgmpi", KEY): 1.20, ("pgmpi/rp-margin", KEY): 1.00}
+    # margins 11 us against 5 us, pgmpi-bench reproduces itself: named
+    m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
+                      {"ReproMPI": [11e-6] * 4, "pgmpi": [5e-6] * 4})
+    assert "| no | margin:" in capsys.readouterr().out
+    # the same margins on both sides: the control arm is one more draw, not the mechanism
+    m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
+                      {"ReproMPI": [6e-6] * 4, "pgmpi": [5e-6] * 4})
+    assert "| no | margin:" not in capsys.readouterr().out
+    # pgmpi-bench against its own repeat 1.20 / 0.90: not reproducible, so not named either
+    med["pgmpi/again"] = {KEY: [x * 0.90 for x in RP]}
+    m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
+                      {"ReproMPI": [11e-6] * 4, "pgmpi": [5e-6] * 4})
+    assert "| no | margin:" not in capsys.readouterr().out

@@ -1,10 +1,12 @@
 """Rule 8 of lib/src/core/pgmpitune_core.h on Intel MPI 2021.13: a native.impi decided at 2 ranks reaches Intel
 MPI only in a 2-rank job.  The module names the file (PGMPITUNE_NATIVE_IMPI) and libpgmpitune's MPI_Init sets
-its I_MPI_ADJUST_<COLL> variables before PMPI_Init only when the launcher's job size (PMI_SIZE) lies in their
-process ranges.  Once such a variable is set, Intel MPI runs another algorithm than its default even outside
+its I_MPI_ADJUST_<COLL> variables before PMPI_Init only when the launcher's job size lies in their process
+ranges (PMI_SIZE: Intel's mpirun, srun --mpi=pmi2; SLURM_STEP_NUM_TASKS of Slurm's own PMIx step: srun
+--mpi=pmix, which sets no PMI_SIZE; native_env.c's launcher_size).  Once such a variable is set, Intel MPI runs another algorithm than its default even outside
 every range, so exporting the file's lines into every job (the old module) changed 4-rank jobs; the control
 arm below shows that on every run.  Evidence: the result fingerprints of pgmpi-bench (linked with the library,
-as a user links it), which identify the algorithm that ran a reduction."""
+as a user links it), which identify the algorithm that ran a reduction; its raw header records the file and
+what of it Intel MPI read (#@native_file, #@native_impi)."""
 from __future__ import annotations
 
 import importlib.util
@@ -46,14 +48,20 @@ def default2(intel):
     return run(intel, 2, "default2")[0]
 
 
-def run(intel, np: int, name: str, **extra) -> tuple[dict, str]:
-    """{bytes: fingerprint of MPI_Allreduce} of one mpirun, and its stdout + stderr."""
+@pytest.fixture(scope="module")
+def preset2(intel):
+    return run(intel, 2, "preset2", I_MPI_ADJUST_ALLREDUCE="3")[0]
+
+
+def run(intel, np: int, name: str, launcher: list[str] | None = None, **extra) -> tuple[dict, str]:
+    """{bytes: fingerprint of MPI_Allreduce} of one mpirun (or `launcher` + -n np), and its stdout + stderr."""
     lib, bench, env, work = intel
     out = work / f"{name}.txt"
     run_env = {**env, **(YIELD if np > 2 else {}), **extra}
     if "PGMPITUNE_NATIVE_IMPI" not in extra:
         run_env["PGMPI_NATIVE_EVIDENCE"] = "1"      # fingerprints without a file (pgmpi-bench's bench_check.c)
-    p = subprocess.run([str(lib.mpirun), "-np", str(np), str(bench), "--calls=allreduce", f"--sizes={SIZES}",
+    start = [*launcher, "-n", str(np)] if launcher else [str(lib.mpirun), "-np", str(np)]
+    p = subprocess.run([*start, str(bench), "--calls=allreduce", f"--sizes={SIZES}",
                         "--nrep=3", "--no-barrier-rows", f"--output={out}"], env=run_env, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-1500:]
@@ -66,19 +74,30 @@ def run(intel, np: int, name: str, **extra) -> tuple[dict, str]:
     return fp, p.stdout + p.stderr
 
 
-def test_a_2_rank_file_runs_its_preset_at_2_ranks_and_the_default_at_4(intel, default2):
+def header(intel, name: str) -> dict:
+    return dict(line[2:].split("=", 1) for line in (intel[3] / f"{name}.txt").read_text().splitlines()
+                if line.startswith("#@") and "=" in line and not line.startswith("#@pgmpi "))
+
+
+def test_a_2_rank_file_runs_its_preset_at_2_ranks_and_the_default_at_4(intel, default2, preset2):
+    from pgmpi_formats import native
     path = str(intel[3] / "native.impi")
-    preset2, _ = run(intel, 2, "preset2", I_MPI_ADJUST_ALLREDUCE="3")
     file2, out = run(intel, 2, "file2", PGMPITUNE_NATIVE_IMPI=path, I_MPI_DEBUG="6")
     assert preset2 != default2                     # preset 3 is told apart from the default at these sizes
     assert file2 == preset2 and "pgmpitune: warning" not in out
     # what Intel MPI read at MPI_Init (its own startup line): only the ranges of this job's size
     assert "MPI startup(): I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in out, out[-1500:]
+    # the raw file says which file and what of it this job ran (as for Open MPI's and MPICH's files)
+    h = header(intel, "file2")
+    assert (h.get("native_file"), h.get("native_file_fnv1a64"), h.get("native_impi")) == (
+        path, native.file_digest(FILE), "I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2"), h
+    assert "native_file" not in header(intel, "preset2")
     default4, _ = run(intel, 4, "default4")
     old4, _ = run(intel, 4, "old4", I_MPI_ADJUST_ALLREDUCE="3:0-2147483647@2-2")   # the old module's export
     file4, out = run(intel, 4, "file4", PGMPITUNE_NATIVE_IMPI=path, I_MPI_DEBUG="6")
     assert old4 != default4, "control: Intel MPI no longer changes a 4-rank job outside the ranges"
     assert file4 == default4 and "pgmpitune: warning" not in out and "I_MPI_ADJUST" not in out
+    assert (header(intel, "file4").get("native_file"), header(intel, "file4").get("native_impi")) == (path, "")
 
 
 def test_the_users_own_variable_is_kept(intel):
@@ -98,9 +117,14 @@ def test_a_bad_file_sets_nothing_and_says_so_once(intel, default2):
                         "library's default is used instead)"], err
 
 
+NO_SIZE = ("the launcher gives no job size (PMI_SIZE; under srun --mpi=pmix SLURM_STEP_NUM_TASKS with Slurm's "
+           "PMIX_NAMESPACE), so it cannot tell whether this job is one the file was decided for; no I_MPI_ADJUST_* "
+           "variable of it is set (the MPI library's default is used instead)")
+
+
 def test_a_launch_without_a_job_size_sets_nothing_and_runs(intel):
     """A singleton (no launcher: no PMI_SIZE) cannot tell its size from the launcher: nothing is set, one warning
-    line, the program runs (srun --mpi=pmix gives no PMI_SIZE either; the site starts Intel MPI with pmi2)."""
+    line, the program runs."""
     lib, bench, env, work = intel
     p = subprocess.run([str(bench), "--calls=allreduce", "--sizes=128", "--nrep=2", "--no-barrier-rows",
                         f"--output={work / 'single.txt'}"], env={**env, "PGMPITUNE_NATIVE_IMPI": str(work / "native.impi"),
@@ -108,7 +132,27 @@ def test_a_launch_without_a_job_size_sets_nothing_and_runs(intel):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-1500:]
     assert [line for line in p.stderr.splitlines() if line.startswith("pgmpitune: warning:")] == [
-        f"pgmpitune: warning: {work / 'native.impi'}: the launcher gives no job size (PMI_SIZE), so it cannot tell "
-        "whether this job is one the file was decided for; no I_MPI_ADJUST_* variable of it is set (the MPI "
-        "library's default is used instead)"], p.stderr
+        f"pgmpitune: warning: {work / 'native.impi'}: {NO_SIZE}"], p.stderr
+    assert "I_MPI_ADJUST" not in p.stdout
+
+
+@pytest.mark.slurm
+def test_srun_pmix_gives_the_size_of_its_step_srun_without_pmi_gives_none(intel, default2, preset2, slurm_env):
+    """srun --mpi=pmix sets neither PMI_SIZE nor PMIX_SIZE (measured): the size is SLURM_STEP_NUM_TASKS, taken
+    because PMIX_NAMESPACE is Slurm's own for this very step, so the 2-rank file runs its preset.  srun
+    --mpi=none starts two singletons of size 1 with the same SLURM_STEP_NUM_TASKS=2 and no PMIx namespace:
+    nothing is set, one warning per singleton (a size read from the step alone would have set the preset)."""
+    path = str(intel[3] / "native.impi")
+    conf = {"SLURM_CONF": slurm_env["SLURM_CONF"]}
+    pmix, out = run(intel, 2, "pmix", ["srun", "--mpi=pmix"], PGMPITUNE_NATIVE_IMPI=path, I_MPI_DEBUG="6", **conf)
+    assert pmix == preset2 and "pgmpitune: warning" not in out, out[-1500:]
+    assert "MPI startup(): I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in out, out[-1500:]
+    lib, bench, env, work = intel
+    p = subprocess.run(["srun", "-n", "2", "--mpi=none", str(bench), "--calls=allreduce", "--sizes=128", "--nrep=2",
+                        "--no-barrier-rows", "--output=/dev/null"],
+                       env={**env, **conf, "PGMPITUNE_NATIVE_IMPI": path, "I_MPI_DEBUG": "6"},
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-1500:]
+    assert [line for line in p.stderr.splitlines() if line.startswith("pgmpitune: warning:")] == [
+        f"pgmpitune: warning: {path}: {NO_SIZE}"] * 2, p.stderr
     assert "I_MPI_ADJUST" not in p.stdout

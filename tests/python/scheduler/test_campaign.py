@@ -1,6 +1,7 @@
 """Campaign files: valid YAML/TOML load; bad ones name file:line, the field and the valid choices."""
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -319,11 +320,11 @@ def test_sync_fields_and_bench_args_that_would_change_the_method(tmp_path, extra
     assert expect in str(exc.value)
 
 
-def test_intel_presets_are_planned_one_mpirun_each_and_searches_refused(tmp_path):
+def test_intel_presets_are_planned_one_mpirun_each_and_mgd_smgd_refused(tmp_path):
     """An Intel MPI module's presets (native:<p>): per mpirun index the default mpirun (fingerprinting its
     reductions) and one per preset, the same index, order alternating, the preset forced by its variable
     without ranges; native:all and search: exhaustive are every preset the installed Intel MPI lists
-    (impi_info -v: allreduce 1-32, bcast 1-22), one mpirun each; race / mgd / smgd are refused with the reason
+    (impi_info -v: allreduce 1-32, bcast 1-22), one mpirun each; mgd / smgd are refused with the reason
     (Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init)."""
     text = """name: ic
 machine: hydra
@@ -365,7 +366,36 @@ mpiruns: 2
     with pytest.raises(CampaignError, match="segments: Intel MPI's presets have no segment size"):
         load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
                                                    "search: exhaustive, segments: [1024]"), "s.yaml"))
-    for bad in ("race", "mgd", "smgd"):
-        with pytest.raises(CampaignError, match=f"search: {bad} cannot search Intel MPI's presets .*once at MPI_Init"):
+    for bad in ("mgd", "smgd"):
+        # the line of the collective that asks it (a check over the whole campaign used to give line 1)
+        with pytest.raises(CampaignError, match=f"b.yaml:6: collectives.allreduce: .*search: {bad} cannot search "
+                                                "Intel MPI's presets .*once at MPI_Init"):
             load_campaign(write(tmp_path, text.replace("algorithms: [default, native:3, native:12]",
                                                        f"search: {bad}"), "b.yaml"))
+
+
+def test_intel_race_is_one_search_driver_run_over_the_listed_presets(tmp_path):
+    """search: race on an Intel MPI module (refused before: presets are fixed at MPI_Init): the raced collective
+    leaves the preset mpiruns of intel_preset_launches and becomes one search driver run (scheduler/intel_race.py)
+    whose spec carries every preset the installed Intel MPI lists (impi_info -v: allreduce 1-32) and the campaign's
+    mpiruns as its rounds; a collective searched exhaustively next to it keeps its preset mpiruns."""
+    text = """name: ir
+machine: hydra
+modules: [{mpi: intelmpi}]
+layouts: [{nodes: 1, ppn: 2}]
+collectives:
+  allreduce: {sizes: [8, 1024], search: race}
+  bcast: {sizes: [8], search: exhaustive}
+repetitions: {policy: fixed, nrep: 30}
+mpiruns: 3
+"""
+    (job,) = plan(load_campaign(write(tmp_path, text)))
+    (search,) = [ln for ln in job.launches if ln.role == "search"]
+    spec = json.loads(search.argv[1])
+    assert spec["intel"] == {"version": "2021.13", "presets": {"allreduce": 32}} and spec["confirm"] == 3, spec
+    assert spec["collectives"]["allreduce"]["search"] == "race" and list(spec["collectives"]) == ["allreduce"]
+    assert "--nrep=30" in spec["bench_args"]
+    forced = {v for ln in job.launches for v in ln.env if v.startswith("I_MPI_ADJUST_")}
+    assert forced == {"I_MPI_ADJUST_BCAST"}, forced          # bcast's exhaustive presets, none of allreduce
+    assert all("MPI_Allreduce" not in a and "allreduce" not in a for ln in job.launches if ln.role != "search"
+               for a in ln.argv if a.startswith("--calls=")), [ln.argv for ln in job.launches]

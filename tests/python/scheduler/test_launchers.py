@@ -58,6 +58,20 @@ def test_launch_flags_and_environment_per_family():
     assert f"export I_MPI_ROOT={prefix}" in lines
 
 
+def test_what_a_family_does_with_its_own_algorithms_is_declared_once():
+    """Intel MPI's two properties, each declared in one registry instead of switches on its name in the planner,
+    the validation job and the service: it reads its algorithm choice only at MPI_Init (one mpirun per preset),
+    and its file cannot leave a size to the default (a collective where the default won anywhere is left out)."""
+    from pgmpi_formats import native_file
+    from pgmpi_formats.ompi_rules import Decision
+    assert {n for n, f in launchers.FAMILIES.items() if f.native_at_init} == {"intelmpi"}
+    assert {lib for lib, f in native_file.FORMATS.items() if f.gapless} == {"intelmpi"}
+    assert {lib for lib in native_file.FORMATS if native_file.gap_refuses_collective(lib)} == {"intelmpi"}
+    decs = [Decision("allreduce", 2, 8, "native:3"), Decision("allreduce", 2, 4096, "default")]
+    assert list(native_file.left_to_library("intelmpi", decs)) == ["allreduce"]
+    assert native_file.left_to_library("openmpi", decs) == native_file.left_to_library("mpich", decs) == {}
+
+
 def _campaign(tmp_path, mpi, **module):
     f = tmp_path / "c.yaml"
     mod = ", ".join(f"{k}: {v}" for k, v in {"mpi": mpi, **module}.items())

@@ -142,3 +142,31 @@ def test_validation_job_goes_through_any_backend(tmp_path, mpi_modulepath, bench
         for arm in ("file", "forced"):
             assert "#@procsync=roundtime\n" in (tmp_path / "local" / f"{arm}-{r}.txt").read_text()
     assert len(job.figures()) > 0
+
+
+@pytest.mark.mpi
+@pytest.mark.lmod
+def test_native_validate_measures_with_the_sync_it_is_given(tmp_path, mpi_modulepath, bench_root):
+    """`pgmpi agent native-validate --sync` reaches both arms as a campaign's sync: does (planner.proc_sync_argv,
+    the one writer of --proc-sync); a window size without --sync window is refused before anything is written.
+    The service is not reachable here: the job runs, its raw files say how they measured, the post fails."""
+    from click.testing import CliRunner
+    from scheduler.cli import agent
+    rules = tmp_path / "native.rules"
+    rules.write_text(orr.write_rules(DECISIONS, native.discover("openmpi")))
+    token = tmp_path / "token"
+    token.write_text("x\n")
+    mods = tunelib_modules(tmp_path, "openmpi")
+    common = ["native-validate", str(rules), "--machine", "nvbox", "--mpi", "openmpi", "--mpi-version", "4.1.4",
+              "--mpi-module", "openmpi/4.1.4", "--tunelib-module", "pgmpitunelib/0.1.0", "--modulepath",
+              str(mpi_modulepath), "--modulepath", str(mods), "--rounds", "1", "--nrep", "5", "--backend", "local",
+              "--service-url", "http://127.0.0.1:9", "--token-file", str(token)]
+    r = CliRunner().invoke(agent, [*common, "--workdir", str(tmp_path / "bad"), "--window-size-us", "500"])
+    assert r.exit_code == 2 and "belongs to --sync window (--sync is auto)" in r.output, r.output
+    assert not (tmp_path / "bad").exists()
+    r = CliRunner().invoke(agent, [*common, "--workdir", str(tmp_path / "w"), "--sync", "window", "--window-size-us",
+                                   "500"])
+    assert r.exit_code == 1 and "POST /api/v1/native/validations" in r.output, r.output   # measured, post fails
+    for arm in ("file", "forced"):
+        raw = (tmp_path / "w" / f"{arm}-1.txt").read_text()
+        assert "#@procsync=window\n" in raw and "#@window_size_sec=0.000500000\n" in raw, raw[:1500]
