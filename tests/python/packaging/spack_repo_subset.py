@@ -5,11 +5,12 @@ spack_scenario.sh; prints how many of how many.
 Spack builds an index of every package of a repository (imports all ~8,000 package.py of the builtin repo,
 190 s at load 7-11 on 2 cores) before it solves anything; the solver itself only loads the packages a root
 can reach. This walks that reach without the index: every dependency under any condition, every provider
-that `packages:all:providers` names for a virtual (the scenario names the MPIs under test for `mpi`; Spack's
-defaults name the rest), and every builtin package another package.py imports. A virtual with no provider
-named there stops the walk with a message (the index would be needed to find one). Spack resolves the
-subset exactly as the whole repository: a package missing from it fails the solve by name
-("Package '...' not found"), it cannot change a result silently."""
+that `packages:all:providers` names for a virtual (the scenario's packages.yaml names Spack's three MPI
+packages for `mpi`; Spack's defaults name the rest), and every builtin package another package.py imports.
+A virtual with no provider named there stops the walk with a message (the index would be needed to find
+one). Left out are packages no solve of these roots can place (other providers of a virtual, e.g. other MPIs,
+which the specs' `^<mpi>` and `mpi: buildable: false` exclude anyway); a package missing that a solve needs
+fails it by name ("Package '...' not found"), it cannot change a result silently."""
 import os
 import sys
 

@@ -147,6 +147,10 @@ subset() {
   rm -rf "$work/builtin"
   sp python "$here/spack_repo_subset.py" "$work/builtin" pgmpitunelib gcc-runtime glibc || return 1
   printf 'repos::\n- %s\n- %s\n' "$top/spack-repo" "$work/builtin" > "$cfg/repos.yaml"
+  # Spack keys its index by namespace and refreshes it only for packages changed since: an index of another
+  # set of builtin packages in a reused cache (PGMPI_SPACK_CACHE) would be taken as this one's.
+  local key; key=$(ls "$work/builtin/packages" | sha1sum | cut -c1-12)
+  sed -i "s|^  misc_cache: .*|  misc_cache: $SPACK_USER_CACHE_PATH/misc-builtin-$key|" "$cfg/config.yaml"
 }
 run sp --version
 run cat "$cfg/packages.yaml"
