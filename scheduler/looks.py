@@ -172,8 +172,7 @@ def next_look(c: Campaign, rows, base: str, spent: float) -> Look | None:
         launches += launches_for(c, first_job.module, mpiruns, calls={coll: sizes},
                                  algorithms={coll: ["default", *arms]}, prefix=f"run-look{look.taken + 1}g{j}",
                                  control=c.control, nodes=first_job.nodes, first=first)
-    if first_job.module.native_file:
-        launches = [under_native_file(x, first_job.module) for x in launches]
+    launches = [under_native_file(x, first_job.module) for x in launches]
     look.next_job = JobSpec(look_key(base, look.taken + 1), first_job.module, first_job.layout, launches,
                             first_job.walltime_seconds, estimate_seconds=share * 3600 / max(1, first_job.nodes))
     return look

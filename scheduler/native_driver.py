@@ -47,7 +47,10 @@ def spaces_for(d: native.Discovery, key: str, sizes: list[int], segments: list[i
 
 
 MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_gain
-CONFIRM_PASSES = 2    # a confirmation round measures each cell's arms in two passes, A B C then C B A (confirm)
+# a confirmation round measures each cell's arms alone in alternating blocks of this many repetitions, A B C
+# C B A A B C ..., in one pgmpi-bench command (confirm; tests/bench/confirm_blocks.py measured 2, 5, 10, 50);
+# even, so no block needs pgmpi-bench's untimed evening-out call (an odd count gets one more)
+CONFIRM_BLOCK = 4
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
 
 
@@ -64,8 +67,8 @@ class Session:
         return self.log.read_text(errors="replace")[-800:]
 
     def cell(self, mpi_name: str, size: int, labels: list[str], nrep: int | None = None,
-             alone: bool = False) -> dict[str, float]:
-        more = (f" nrep={nrep}" if nrep else "") + (" alone" if alone else "")
+             alone: bool = False, blocks: int = 0) -> dict[str, float]:
+        more = (f" nrep={nrep}" if nrep else "") + (" alone" if alone else "") + (f" blocks={blocks}" if blocks else "")
         self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}{more}\n")
         self.proc.stdin.flush()
         out: dict[str, float] = {}
@@ -188,15 +191,18 @@ class Launcher:
     def confirm(self, cells: dict[str, dict[int, str]], index: int, name: str) -> tuple[dict, dict]:
         """One confirmation round (#@mpirun_index `index`) in one pgmpi-bench --serve mpirun over every cell to
         confirm: at each cell the default, the variant the search chose there and (when the campaign has one)
-        the control arm, each alone -- all its repetitions, nothing next to it ("cell ... alone") -- one after
-        the other, the default in the middle, the variant after it and the control arm before it, then the
-        other way round (so the control arm's ratio to the default sees the same distance in the other
-        direction: a position effect shows in the control arm's spread) -- in CONFIRM_PASSES (2) passes of
-        nrep / CONFIRM_PASSES repetitions each, alternating, so a load that drifts during the cell moves both
-        sides alike (the fixed policy; otherwise one pass, the order alternating by round).  No cell
-        interleaves two of its algorithms repetition by repetition (what made split_binary_tree look 5x
-        faster: a pass is all its repetitions of one algorithm), and the pair is within one mpirun, so an
-        mpirun that lands in a slower regime (2-3x at small messages here, whole mpiruns) moves both sides.
+        the control arm, each alone in blocks of CONFIRM_BLOCK (4) consecutive repetitions, the blocks
+        alternating -- control, default, variant, then variant, default, control, and so on until each has
+        the cell's count -- in one command ("cell ... blocks=4"; the order starts the other way in odd
+        rounds).  Short alternating blocks let a load that drifts during the cell move all arms alike (2
+        passes of nrep / 2, the way until 2026-11-26, left MPICH's control arm 4-36 % off the default at
+        sub-microsecond cells: tests/bench/confirm_blocks.py), and one command per cell costs one round trip
+        through the driver instead of one per block.  No cell interleaves two of its algorithms repetition
+        by repetition (what made split_binary_tree look faster than it runs alone): 3 of every 4
+        measurements follow a call of their own algorithm, and at Open MPI's bcast 512 B blocks of 2 and 5
+        measured split_binary_tree as slow as its own mpirun did while interleaving made it look 10 % faster.
+        The pair is within one mpirun, so an mpirun that lands in a slower regime (2-3x at small messages
+        here, whole mpiruns) moves both sides.
         Its wall time, start-up included, counts as measuring time.  Returns ({(key, size): default's
         median}, {(key, size): variant's median})."""
         s = self.spec
@@ -219,21 +225,19 @@ class Launcher:
             sess.cell(by_key(keys[0]).mpi_name, WARMUP_BYTES, ["default"], alone=True)
         except RuntimeError as exc:
             sys.exit(str(exc))
-        budget = any(x.startswith("--time-budget") for x in s["bench_args"])
         try:
             for k in keys:
                 for size, label in sorted(cells[k].items()):
                     own = cell_nrep(s, k, size)              # the cell's campaign-wide count, else --nrep
                     nrep = own or bench_nrep(s)
-                    passes = CONFIRM_PASSES if nrep >= 2 * CONFIRM_PASSES and not budget else 1
                     got: dict[str, list[float]] = {}
-                    for j in range(passes):
-                        order = [*control, "default", label] if (index + j) % 2 == 0 else [label, "default", *control]
-                        for lab in order:
-                            n = nrep // passes + (j < nrep % passes) if passes > 1 else own
-                            for a, x in sess.cell(by_key(k).mpi_name, size, [lab], nrep=n, alone=True).items():
-                                got.setdefault(a, []).append(x)
-                    # the driver's look (still_ahead) takes the passes' median; the decision reads all rows
+                    order = [*control, "default", label] if index % 2 == 0 else [label, "default", *control]
+                    # one command: pgmpi-bench alternates the arms in blocks itself; a count below two blocks
+                    # of CONFIRM_BLOCK still gets two passes (blocks of nrep / 2)
+                    block = max(1, min(CONFIRM_BLOCK, nrep // 2))
+                    for a, x in sess.cell(by_key(k).mpi_name, size, order, nrep=nrep, blocks=block).items():
+                        got[a] = [x]
+                    # the driver's look (still_ahead) takes each arm's median; the decision reads all rows
                     med = {a: statistics.median(xs) for a, xs in got.items()}
                     default[(k, size)], chosen[(k, size)] = med.get("default", NEVER), med.get(label, NEVER)
         except RuntimeError as exc:
@@ -299,11 +303,11 @@ def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]],
     its cell -- the decision refuses a gain within the minimum or the control arm's spread -- so it costs no
     confirmation."""
     out: dict[str, dict[int, str]] = {}
-    gain = max(MIN_GAIN, threshold)
     for k, per in paths.items():
         for size, p in per.items():
             # a race judges its choice against the default of the same (second-stage) round
             ref = p.get("reference") if p.get("kind") == "race" and p.get("reference") else defaults[k].get(size, 0.0)
+            gain = max(MIN_GAIN, threshold)
             if p["choice"] and p["times"].get(p["choice"], NEVER) * (1 + gain) < ref:
                 out.setdefault(k, {})[int(size)] = p["choice"]
     return out

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pgmpi_formats import native
+from pgmpi_formats import impi_adjust, native
 from .campaign import DT_DESCRIPTIONS as DT_ALL, Campaign, Layout, Module, collectives, proc_sync
 
 # pgmpi-bench's reserved label for the default measured a second time (lib/bench/bench_options.c); the
@@ -31,6 +31,25 @@ class Launch:
     role: str = "measure"      # measure | default | tuned (validation) | search (scheduler/native_driver.py)
     program: str = ""          # "" = the job's pgmpi-bench; else a sibling program (pgmpi-dtbench)
     unset: list = field(default_factory=list)   # variables this launch runs without (native validation)
+
+
+# What makes an MPI library run a published native decision instead of its own default: the variables the
+# pgmpitunelib module sets to the current file (pgmpitune-site.lua native_env: Open MPI's rules file, MPICH's JSON
+# selection file, Intel MPI's native.impi that libpgmpitune's MPI_Init turns into I_MPI_ADJUST_<COLL>) and Intel
+# MPI's I_MPI_ADJUST_<COLL> themselves.  A launch that measures the library's own algorithms against its default
+# (a search, native:..., Intel MPI's preset rounds) runs without every one of them (library_default); a native
+# file's validation loads it as users do (native_validation.py), mock-ups are measured under it (native_file).
+NATIVE_FILE_VARS = (*(v for vs in native.FILE_VARS.values() for v in vs), "OMPI_MCA_coll_tuned_use_dynamic_rules",
+                    impi_adjust.FILE_VAR, *(f"I_MPI_ADJUST_{v}" for v in impi_adjust.VARIABLES.values()))
+
+
+def library_default(launch: "Launch") -> "Launch":
+    """The launch without NATIVE_FILE_VARS (but those it sets itself): its "default" is the library's own even
+    in a job whose module carries a published native file -- else MPICH's default arm would be the file's
+    choice, Open MPI's forced variants would be refused (pgmpi-bench), and Intel MPI's default and preset
+    mpiruns would run the file's presets for every other collective."""
+    gone = [v for v in NATIVE_FILE_VARS if v not in launch.env and v not in launch.unset]
+    return replace(launch, unset=[*launch.unset, *gone]) if gone else launch
 
 
 @dataclass(frozen=True)
@@ -296,7 +315,6 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1, earlier=None) -
     if not keys:
         return []
     if intel:
-        from pgmpi_formats import impi_adjust
         for k in keys:
             if k not in impi_adjust.VARIABLES:
                 raise ValueError(f"collectives.{k}: Intel MPI has no I_MPI_ADJUST variable for it, so search: race "
@@ -326,19 +344,22 @@ def search_launches(c: Campaign, module: Module, nodes: int = 1, earlier=None) -
                                     **({"first_nrep": c.collectives[k].first_nrep}
                                        if c.collectives[k].first_nrep else {})}
                                 for k in keys}}
-        out.append(Launch(i, ["--spec", json.dumps(spec, separators=(",", ":"))], f"search-{i}.json",
-                          role="search"))
+        out.append(library_default(Launch(i, ["--spec", json.dumps(spec, separators=(",", ":"))], f"search-{i}.json",
+                                          role="search")))
     return out
 
 
 def under_native_file(launch: Launch, module: Module) -> Launch:
     """A launch of default and mock-ups (measurement, or a candidate's validation) runs under the module's
     native_file; one that forces the library's own algorithms (native:..., a search) must not: Open MPI applies
-    a rules file before any forced algorithm, so the forced variants would silently be the file's choices."""
+    a rules file before any forced algorithm, so the forced variants would silently be the file's choices, and
+    its default is the library's (library_default: also without the file a module sets)."""
     algs = next((a.split("=", 1)[1] for a in launch.argv if a.startswith("--algorithms=")), "")
-    if launch.role == "search" or launch.program or "native:" in algs:
+    if launch.program:
         return launch
-    if not Path(module.native_file).is_file():
+    if launch.role == "search" or "native:" in algs:
+        return library_default(launch)
+    if not module.native_file or not Path(module.native_file).is_file():
         # nothing published yet: run as without it (MPICH aborts every job on a JSON file it cannot read);
         # the runs then carry no #@native_file and the analysis treats them as such
         return launch
@@ -359,7 +380,6 @@ def intel_preset_launches(c: Campaign, module: Module, calls: dict[str, list[int
     default's reduction fingerprint per size next to each preset's (the evidence impi_adjust.trim rests on: the
     default's matches several presets, so no preset can stand in for it).  None when the campaign asks no
     preset of this module."""
-    from pgmpi_formats import impi_adjust
     # a searched collective measures the library's own algorithms against the default, no mock-ups
     algs = {k: ["default", "native:all"] if c.collectives[k].search else c.algorithms_for(k) for k in calls}
     presets: dict[str, list[str]] = {}
@@ -381,6 +401,7 @@ def intel_preset_launches(c: Campaign, module: Module, calls: dict[str, list[int
     rest = {k: (v if v == "all" else [a for a in v if not a.startswith("native:")]) for k, v in algs.items()}
     base = launches_for(c, module, c.mpiruns, calls=calls, algorithms=rest, control=c.control, earlier=earlier,
                         nodes=nodes, env={"PGMPI_NATIVE_EVIDENCE": "1"})
+    paired = {k for keys in presets.values() for k in keys}
     out = []
     for i in range(c.mpiruns):
         alone = []
@@ -395,7 +416,10 @@ def intel_preset_launches(c: Campaign, module: Module, calls: dict[str, list[int
                 alone.append(Launch(i, bench_argv(c, module, i, name, keys, list(sizes), [f"native:{p}"], None, src,
                                                   nodes), name,
                                     {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}": p for k in keys}, "measure"))
-        mine = [x for x in base if x.index == i] + alone
+        # the default mpirun of a collective with presets too: each preset is paired with the library's default
+        # of its round (a launch of other collectives' mock-ups alone keeps what the module sets)
+        mine = [library_default(x) if set(x.argv[0].removeprefix("--calls=").split(",")) & paired else x
+                for x in base if x.index == i] + [library_default(x) for x in alone]
         out += mine if i % 2 == 0 else mine[::-1]
     return out
 
@@ -452,8 +476,7 @@ def plan(c: Campaign, earlier: dict | None = None) -> list[JobSpec]:
                                          layout.nodes) if calls else []) \
                 + search_launches(c, module, layout.nodes, (earlier or {}).get(job_key(module, layout))) \
                 + dt_launches(c, module, c.mpiruns, layout.nodes)
-            if module.native_file:
-                launches = [under_native_file(x, module) for x in launches]
+            launches = [under_native_file(x, module) for x in launches]
             est = (_seconds_per_launch(c, module, layout) if c.collectives else 0.0) * c.mpiruns \
                 + _dt_seconds_per_launch(c, layout) * c.mpiruns
             if intel:       # each preset mpirun: another start-up (and its own measurements, about one variant)

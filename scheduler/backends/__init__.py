@@ -186,15 +186,15 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
     for ln in job.launches:
         if ln.role == "search":
             # the search driver launches pgmpi-bench itself, round by round (scheduler/native_driver.py)
-            launches.append(f"{shlex.quote(sys.executable)} -m scheduler.native_driver {shlex.join(ln.argv)} "
-                            f"--launcher {shlex.quote(launcher(job, in_slurm))} --bench {shlex.quote(str(bench))} "
-                            f"--output {shlex.quote(ln.output)} >{shlex.quote(ln.output[:-5] + '.log')} 2>&1 "
-                            f"|| {{ tail -n 20 {shlex.quote(ln.output[:-5] + '.log')} >&2; "
-                            f"fail 'search driver {ln.index} failed ({ln.output[:-5]}.log)'; }}")
-            continue
-        program = bench.parent / ln.program if ln.program else bench   # pgmpi-dtbench: pgmpi-bench's sibling
-        line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(program))} {shlex.join(ln.argv)}"
-        if ln.env or ln.unset:
+            line = (f"{shlex.quote(sys.executable)} -m scheduler.native_driver {shlex.join(ln.argv)} "
+                    f"--launcher {shlex.quote(launcher(job, in_slurm))} --bench {shlex.quote(str(bench))} "
+                    f"--output {shlex.quote(ln.output)} >{shlex.quote(ln.output[:-5] + '.log')} 2>&1 "
+                    f"|| {{ tail -n 20 {shlex.quote(ln.output[:-5] + '.log')} >&2; "
+                    f"fail 'search driver {ln.index} failed ({ln.output[:-5]}.log)'; }}")
+        else:
+            program = bench.parent / ln.program if ln.program else bench   # pgmpi-dtbench: pgmpi-bench's sibling
+            line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(program))} {shlex.join(ln.argv)}"
+        if ln.env or ln.unset:      # this launch's own environment (planner.library_default: without a native file)
             sets = ([f"unset {' '.join(ln.unset)}"] if ln.unset else []) \
                 + [f"export {k}={shlex.quote(v)}" for k, v in ln.env.items()]
             line = f"({'; '.join(sets)}; {line}) || exit 1"

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pgmpi_formats import native_file
 from pgmpi_formats.arms import TUNED
 from pgmpi_formats.collectives import KEYS
 from pgmpi_formats.native import parse_label
@@ -72,6 +73,7 @@ class CellDecision:
     kind: str
     reason: str
     candidates: list[Candidate]
+    left_to_library: bool = False    # a native choice won here, but the file leaves the collective to the library
 
 
 def kind_of(label: str) -> str:
@@ -149,6 +151,7 @@ class Result:
     file: list = field(default_factory=list)           # [ompi_rules.Decision]: the native file's choices
     file_digest: str | None = None                     # the digest its text has (decide's file_digest)
     spread_under_file: float = 0.0                     # the second pass's control arm null spread
+    left_to_library: dict = field(default_factory=dict)  # {collective: why} the file cannot hold (decide's library)
 
     def at(self, size: int) -> "Result":
         """The thresholds that judge a cell of this size: its size class's spread (rule 2)."""
@@ -215,13 +218,17 @@ def _judge(c: Candidate, alpha: float, res: Result, why_refused: str | None = No
 
 
 def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: dict | None = None,
-           file_digest=None) -> Result:
+           file_digest=None, library: str | None = None) -> Result:
     """cells: {(key, size, p): [per-mpirun {label: median seconds}]} -> Result (module doc).  refused:
     {(key, size, p, label): reason} -- candidates an independent measurement contradicted (a native file's
     validation job, validation_refusals): they cannot win, the cell falls to the next candidate.
     file_digest(native decisions) -> the digest (pgmpi_formats.native.file_digest) of the library's file
     written from them: runs measured under exactly that file (Run.native_file) judge the mock-ups (second
-    pass, module doc); without it, or without such runs, no mock-up with retuned parts can win."""
+    pass, module doc); without it, or without such runs, no mock-up with retuned parts can win.
+    library: the family whose file is written (pgmpi_formats.native_file.FORMATS); for a gapless one (intelmpi)
+    the collectives its file must leave to the library (native_file.left_to_library) are not retuned here
+    either: their native choices are refused.  None (or a library without a native file): every native
+    choice counts as written."""
     refused = refused or {}
     # each pass is judged against its own runs' control arm (their conditions may differ)
     # (rule 2: per size class, null_spreads; res.spread / threshold: the largest class's, for the summaries)
@@ -239,34 +246,58 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
             _judge(c, alpha, res.at(size), refused.get((key, size, p, c.label)))
         staged[(key, size, p)] = cands
     # the native file: per cell the fastest winning native algorithm, unless a mock-up whose parts no native
-    # choice touches beats it there (then the cell is the .prf's and the file keeps the default: never both)
-    maybe: dict[int, set[str]] = {}
-    for (key, size, p), cands in staged.items():
-        if any(c.kind == "native" and c.refused is None for c in cands):
-            maybe.setdefault(p, set()).add(key)
-    best_native: dict = {}
-    retuned: dict[int, set[str]] = {}
-    for cell, cands in staged.items():
-        ok = [c for c in cands if c.kind == "native" and c.refused is None]
-        mock = [c for c in cands if c.kind == "mockup" and c.refused is None
-                and not mockup_parts(c.label) & maybe.get(cell[2], set())]
-        if ok:
-            nat = max(ok, key=lambda c: c.paired_ratio)
-            if mock and max(c.paired_ratio for c in mock) > nat.paired_ratio:
-                continue
-            best_native[cell] = nat
-            retuned.setdefault(cell[2], set()).add(cell[0])
+    # choice touches beats it there (then the cell is the .prf's and the file keeps the default: never both).
+    # A gapless format (Intel MPI's native.impi, native_file.left_to_library) cannot hold a collective where the
+    # default won anywhere: such a collective gets no setting at all, so its native choices are refused, its
+    # cells go to the next candidate (a mock-up that won there too) and mock-ups built from its parts are
+    # measured against what really runs (the library's default).  Refusing them can let a mock-up take another
+    # collective's cell, which may leave that one to the library in turn: repeated until nothing more is left.
+    left: dict[str, str] = {}
+
+    def leaves(key):
+        return f"{native_file.NAMES[library]} leaves {key} to the library: {res.left_to_library[key]}"
+    frozen: list = []           # the file's entries of each collective left out, as it was decided then
+    from pgmpi_formats.ompi_rules import Decision
+    while True:
+        maybe: dict[int, set[str]] = {}
+        for (key, size, p), cands in staged.items():
+            if any(c.kind == "native" and c.refused is None for c in cands):
+                maybe.setdefault(p, set()).add(key)
+        best_native: dict = {}
+        retuned: dict[int, set[str]] = {}
+        for cell, cands in staged.items():
+            ok = [c for c in cands if c.kind == "native" and c.refused is None]
+            mock = [c for c in cands if c.kind == "mockup" and c.refused is None
+                    and not mockup_parts(c.label) & maybe.get(cell[2], set())]
+            if ok:
+                nat = max(ok, key=lambda c: c.paired_ratio)
+                if mock and max(c.paired_ratio for c in mock) > nat.paired_ratio:
+                    continue
+                best_native[cell] = nat
+                retuned.setdefault(cell[2], set()).add(cell[0])
+        # the file covers the cells where the library's own algorithms were measured, nothing else: so a
+        # campaign of mock-ups alone (the second pass) leaves it, and its digest, as they were
+        file = [Decision(k, p, size, best_native[(k, size, p)].label if (k, size, p) in best_native else "default")
+                for (k, size, p) in sorted(staged, key=lambda c: (c[0], c[2], c[1]))
+                if k not in left and any(c.kind == "native" for c in staged[(k, size, p)])]
+        more = native_file.left_to_library(library, file) if library in native_file.FORMATS else {}
+        if not more:
+            break
+        left.update(more)
+        res.left_to_library = left
+        frozen += [d for d in file if d.key in more]
+        for (key, size, p), cands in staged.items():
+            for c in cands:
+                if key in more and c.kind == "native" and c.refused is None:
+                    c.refused = leaves(key)
     for cell, cands in staged.items():      # the file decides what runs there: no other native choice can win
         for c in cands:
             if c.kind == "native" and c.refused is None and (cell not in best_native or c is not best_native[cell]):
                 c.refused = ("a faster candidate won this cell in the first pass" if cell in best_native else
                              "a mock-up won this cell in the first pass, so the native file keeps the default here")
-    from pgmpi_formats.ompi_rules import Decision
-    # the file covers the cells where the library's own algorithms were measured, nothing else: so a campaign
-    # of mock-ups alone (the second pass) leaves it, and its digest, as they were
-    res.file = [Decision(k, p, size, best_native[(k, size, p)].label if (k, size, p) in best_native else "default")
-                for (k, size, p) in sorted(staged, key=lambda c: (c[0], c[2], c[1]))
-                if any(c.kind == "native" for c in staged[(k, size, p)])]
+    # a collective left to the library keeps its entries as decided, so the writer names it and says why
+    res.file = sorted(file + frozen, key=lambda d: (d.key, d.nprocs, d.nbytes))
+    res.left_to_library = left
     res.file_digest = file_digest(res.file) if (file_digest and best_native) else None
     # second pass: a mock-up whose parts the file retunes competes only on runs measured under that very file
     spreads2 = null_spreads({c: [r for r in runs if res.file_digest and native_file_of(r) == res.file_digest]
@@ -312,7 +343,11 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
         else:
             best = next(c for c in cands if c.label == "default")
             why = "no candidate beats the default significantly and by more than the threshold"
-        res.decisions[(key, size, p)] = CellDecision(key, size, p, best.label, best.kind, why, cands)
+        # a native choice that won here and was refused only because the file leaves its collective out
+        trimmed = key in res.left_to_library and any(c.kind == "native" and c.refused == leaves(key) for c in cands)
+        if trimmed and best.label == "default":
+            why = f"the library's default: {leaves(key)}"
+        res.decisions[(key, size, p)] = CellDecision(key, size, p, best.label, best.kind, why, cands, trimmed)
     return res
 
 
@@ -381,21 +416,25 @@ class Blocks(dict):
 def mark_blocks(per_cell: dict, footer) -> dict:
     """One mpirun's {(key, size, p): {label: median}} and its `#@pgmpi` lines -> the same, a cell as Blocks
     where pgmpi-bench --serve measured it label by label alone: two or more commands there, each naming one
-    label, and nothing measured beyond the labels named (a plain "cell" command also measures the default
-    and the control arm next to its labels, interleaved).  A round's warm-up cell (WARMUP_BYTES, the default
+    label ("cell ... alone"), or one command measuring its labels each alone in alternating short blocks
+    ("cell ... blocks=<k>"), and nothing measured beyond the labels named (a plain "cell" command also
+    measures the default and the control arm next to its labels, interleaved).  A round's warm-up cell (WARMUP_BYTES, the default
     alone in one command) is left out."""
     from pgmpi_formats.collectives import by_key
     from pgmpi_formats.footer import Served, records
     served: dict = {}
     for r in records(map(str, footer or ()), Served):
-        served.setdefault((r.call, r.msize), []).append(r.labels)
+        served.setdefault((r.call, r.msize), []).append(r)
     out = {}
     for (key, size, p), medians in per_cell.items():
         cmds = served.get((by_key(key).mpi_name, size), [])
-        if size == WARMUP_BYTES and cmds == [("default",)] and set(medians) == {"default"}:
+        if size == WARMUP_BYTES and [c.labels for c in cmds] == [("default",)] and set(medians) == {"default"}:
             continue            # a confirmation round's warm-up (native_driver.Launcher.confirm): no cell
-        one_by_one = len(cmds) >= 2 and all(len(ls) == 1 for ls in cmds) and set(medians) == {ls[0] for ls in cmds}
-        out[(key, size, p)] = Blocks(medians) if one_by_one else medians
+        one_by_one = (len(cmds) >= 2 and all(len(c.labels) == 1 and not c.blocks for c in cmds)
+                      and set(medians) == {c.labels[0] for c in cmds})
+        # one "cell ... blocks=<k>" command: its labels alone in alternating short blocks, nothing else there
+        in_blocks = len(cmds) == 1 and cmds[0].blocks > 0 and set(medians) == set(cmds[0].labels)
+        out[(key, size, p)] = Blocks(medians) if one_by_one or in_blocks else medians
     return out
 
 

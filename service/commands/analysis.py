@@ -354,7 +354,7 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
 
     # the file's digest lets the mock-ups measured under exactly this file compete (second pass)
     res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refused,
-                 file_digest=lambda decs: native.file_digest(r[1]) if (r := render(decs)) else None)
+                 file_digest=lambda decs: native.file_digest(r[1]) if (r := render(decs)) else None, library=lib)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     untuned = native_file.left_to_library(lib, res.native_decisions())
@@ -378,9 +378,8 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
         (out / name).write_text(format_prf(by_key(key).mpi_name, p, ranges))
         click.echo(f"wrote {out / name}: {len(ranges)} mock-up range(s)")
     for (key, size, p), d in sorted(res.decisions.items()):
-        if d.choice != "default":
-            held = " -- not held, left to the library" if key in untuned and d.kind == "native" else ""
-            click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}{held}")
+        if d.choice != "default" or d.left_to_library:       # the latter: a native win the file cannot hold
+            click.echo(f"{key:10} {size:>8} p={p}: {d.choice} ({d.kind}) {d.reason}")
     judged = [(d, c) for d in res.decisions.values() for c in d.candidates if c.under]
     if judged:
         from service.analysis.native_decision import mockup_parts
@@ -398,7 +397,7 @@ def native_files_cmd(files, out_dir, alpha, min_gain, verdicts):
                        + (f" -- refused: {c.refused[:100]}" if c.refused else " -- wins"))
     for (key, size, p, label), why in sorted(refused.items()):
         click.echo(f"{key:10} {size:>8} p={p}: {label} refused, {why[:160]}")
-    n = sum(d.choice != "default" and not (d.kind == "native" and d.key in untuned) for d in res.decisions.values())
+    n = sum(d.choice != "default" for d in res.decisions.values())
     click.echo(f"{n} of {len(res.decisions)} cells leave the default (control arm null spread per size class "
                f"{res.spread_line()}; threshold max(min_gain, the class's spread))")
 

@@ -179,7 +179,8 @@ def explain(session, machine: str, library: str, collective: str, size: int, p: 
         have = sorted({s for (k, s, _) in cells if k == collective})
         raise ExplainError(f"no measurement of {collective} at {size} B, p={p} for {library} on {machine}; "
                            f"measured sizes at p={p}: {', '.join(map(str, have)) or '(none)'}")
-    result = decide(cells, alpha=alpha, min_gain=min_gain, file_digest=_digest_of(mine[0].name, mine[0].version))
+    result = decide(cells, alpha=alpha, min_gain=min_gain, file_digest=_digest_of(mine[0].name, mine[0].version),
+                    library=mine[0].name)
     d = result.decisions[key]
     camp_names = dict(session.execute(select(Campaign.id, Campaign.name)).all())
     path_lines = []

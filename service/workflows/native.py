@@ -137,19 +137,19 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
         except (ValueError, KeyError, OSError, native.DiscoveryError):
             return None
 
-    res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refusals, file_digest=digest)
+    res = decide(cells, alpha=alpha, min_gain=min_gain, refused=refusals, file_digest=digest, library=library)
     chosen = sorted((d for d in res.decisions.values() if d.kind == "native"), key=lambda d: (d.key, d.nprocs, d.size))
+    # a file whose set variables change the library's choice outside their ranges (Intel MPI's native.impi)
+    # leaves a collective where the default won anywhere to the library (native_file.FORMATS); decide() gave
+    # its cells to the next candidate already
+    untuned = res.left_to_library
+    if not chosen and untuned:
+        return None, (f"nothing of {library}-{version} {native_file.NAMES[library]} can hold exactly: "
+                      + "; ".join(f"{k}: {w}" for k, w in sorted(untuned.items())))
     if not chosen:
         return None, (f"no algorithm of {library}-{version}'s own beats its default anywhere ({len(res.decisions)} "
                       f"cells, threshold up to {100 * res.threshold:.1f} %" + (f", {len(refusals)} refused by validation"
                                                                         if refusals else "") + ")")
-    # a file whose set variables change the library's choice outside their ranges (Intel MPI's native.impi)
-    # leaves a collective where the default won anywhere to the library (native_file.FORMATS)
-    untuned = native_file.left_to_library(library, res.native_decisions())
-    chosen = [d for d in chosen if d.key not in untuned]
-    if not chosen:
-        return None, (f"nothing of {library}-{version} {native_file.NAMES[library]} can hold exactly: "
-                      + "; ".join(f"{k}: {w}" for k, w in sorted(untuned.items())))
     try:
         name, text = render(res.native_decisions())
         pub.check_native_file(name, text, library, version)     # the reader of exactly that version

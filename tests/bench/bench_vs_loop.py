@@ -42,8 +42,9 @@ DEFAULT_ARMS = ["loop=loop", "loop+lib=loop+lib", "bench=bench --calls=allreduce
 
 
 def mpirun(mpi: str, bind: bool = False) -> list[str]:
-    """The test suite's launch line; bind=True: each rank on a core of its own (Open MPI's default without
-    --oversubscribe, which also switches off its yield when idle, as reprompi_compare.py launches)."""
+    """The test suite's launch line; bind=True: each rank on a core of its own.  For Open MPI at 2 ranks both
+    launches bind a rank per core and neither yields when idle (lib/bench/README.md, "Which launches
+    compare"), so --bind changes the launch line only; for MPICH it binds ranks that are otherwise free."""
     if mpi == "openmpi":
         return ["mpirun.openmpi", "--allow-run-as-root"] + ([] if bind else ["--oversubscribe"]) + ["-np", "2"]
     return ["mpirun.mpich"] + (["-bind-to", "core"] if bind else []) + ["-np", "2"]

@@ -29,7 +29,7 @@ share: the pipeline's mpiruns x one mpirun's start-up (startup_seconds) over its
 
 Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
 (up to `mpiruns` rounds, each round one mpirun measuring at every cell to confirm the default, the chosen
-variant and the control arm, each alone, in alternating passes; later rounds only where the variant alone
+variant and the control arm, each alone, in alternating blocks of 4 repetitions; later rounds only where the variant alone
 beat the default alone), and `rerun`, a second exhaustive campaign (the noise floor: what a search that knew every variant of
 an independent campaign would lose).  Each pipeline ends in the decision per cell (native_decision.decide over
 its own raw files).  Measuring time = the wall time of every pgmpi-bench mpirun of the pipeline, start-up and

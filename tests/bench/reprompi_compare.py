@@ -16,16 +16,21 @@ The last table per method is the agreement table of issue 34: per (call, size) t
 pgmpi-bench / ReproMPI, whether it is within +-5 %, and for a cell outside the measured reason: the reason
 controls below run in the same rounds, each changing one respect in which the two measurements differ;
 a control whose paired ratio is within +-5 % where the plain comparison is not names the reason
-(lib/bench/README.md, "Compared with ReproMPI"). A cell that no control brings within +-5 % says
-"no measured reason" with every control's ratio.
+(lib/bench/README.md, "Compared with ReproMPI") -- under one rule for every control (control_guard): each
+tool the control runs anew (pgmpi-bench; both tools for fbox-off and short-wait) reproduces itself against
+its repeat in the same rounds within +-5 %, and that plain repeat leaves the cell outside +-5 %; otherwise
+the control's run may be one more draw of a cell that follows the mpiruns, and it names nothing (the
+line shows "not named: ..." next to its ratio). Each cell's line says which control named it ("named by
+..."); the run ends with a table per method: within, named (per control), undecided (A/A), no reason.
+A cell that no control brings within +-5 % says "no measured reason" with every control's ratio.
   fbox-off    (Open MPI) both tools with OMPI_MCA_btl_vader_fbox_max=0, paired against each other: the
               shared-memory fast boxes, whose state the message history of each tool sets (8 B-1 KiB)
   zero-page   pgmpi-bench --buffer-touch=reprompi against the plain ReproMPI: ReproMPI leaves the send
               buffers of Allgather (Alltoall, Gather, ...) unwritten, backed by the kernel's zero page
   margin      (round-time) pgmpi-bench with --rt-multiplier=6 against the plain ReproMPI: about ReproMPI's
               margin (3 x mean of 10 barrier+Bcast against pgmpi-bench's 3 x slowest of 10 Allreduce), so about
-              its wait before each measurement and its share of late starts; named only where the margins
-              differ (ReproMPI's >= 1.5x) and pgmpi-bench reproduces itself (margin_applies)
+              its wait before each measurement and its share of late starts; reaches a cell only where the
+              margins differ (ReproMPI's >= 1.5x, margins_differ)
   short-wait  (window) both tools with a 200 us window: a measurement after milliseconds of waiting
               is slow on this VM whatever the clock (the 3 ms window's 8 B figures, 10-20 us)
   clock       (window, round-time; one node) each tool's global clock against the true offset between the
@@ -172,6 +177,7 @@ class Reason:
     name: str
     text: str
     arm: str                       # the pgmpi-bench arm whose paired ratio shows it
+    reruns: tuple = ("pgmpi",)     # the tools whose mpiruns the control runs anew (control_guard)
     applies: Callable[[str, int], bool] = lambda call, n: True   # the cells its mechanism can reach
 
 
@@ -187,14 +193,14 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
                  Arm("pgmpi/fbox-off", "pgmpi", list(main_args), FBOX_OFF, ref="ReproMPI/fbox-off")]
         reasons.append(Reason("fbox-off", "Open MPI's shared-memory fast boxes: a small message's latency depends on "
                               "the message history each tool leaves in them; both tools with fast boxes off",
-                              "pgmpi/fbox-off", lambda call, n: n <= FBOX_MAX_BYTES))
+                              "pgmpi/fbox-off", BOTH, lambda call, n: n <= FBOX_MAX_BYTES))
     if mode == "window":
         arms += [Arm("ReproMPI/short-wait", "reprompi", ref=None, window_us=SHORT_WINDOW_US),
                  Arm("pgmpi/short-wait", "pgmpi", list(main_args), ref="ReproMPI/short-wait",
                      window_us=SHORT_WINDOW_US)]
         reasons.append(Reason("short-wait", "milliseconds of waiting for the window before each measurement, after which "
                               "a call is slow and varies on this VM (tests/bench/sync_wait.py: not the clock); both tools "
-                              f"with a {SHORT_WINDOW_US:g} us window", "pgmpi/short-wait"))
+                              f"with a {SHORT_WINDOW_US:g} us window", "pgmpi/short-wait", BOTH))
     if mode == "roundtime":
         arms.append(Arm("pgmpi/rp-margin", "pgmpi", list(main_args) + [f"--rt-multiplier={RP_MARGIN_MULT:g}"]))
         reasons.append(Reason("margin", "round-time's margin: ReproMPI waits 3 x the mean of 10 barrier+Bcast times, "
@@ -209,11 +215,12 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
     arms.append(Arm("pgmpi/zero-page", "pgmpi", list(main_args) + ["--buffer-touch=reprompi"]))
     reasons.append(Reason("zero-page", "ReproMPI leaves Allgather's send buffer unwritten (the kernel's zero page, "
                           "always in cache); pgmpi-bench writes its buffers on purpose; with ReproMPI's buffers",
-                          "pgmpi/zero-page", lambda call, n: call in UNWRITTEN))
+                          "pgmpi/zero-page", ("pgmpi",), lambda call, n: call in UNWRITTEN))
     return arms, reasons
 
 
 REPRO_AGAIN, PGMPI_AGAIN = "ReproMPI/again", "pgmpi/again"
+BOTH = ("pgmpi", "ReproMPI")      # a control that changes both tools (fbox-off, short-wait)
 # round-time's margin control: pgmpi-bench's margin times this is about ReproMPI's (the clock control prints
 # both per mpirun: ReproMPI 8-25 us, pgmpi-bench 4.7-7.4 us at the default 3, 2026-11-26 11:12 UTC, load 6.6)
 RP_MARGIN_MULT = 6
@@ -360,7 +367,7 @@ def syncs(mode: str, window_us: float) -> tuple[list, list]:
     return rp_sync, pg_sync
 
 
-def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> None:
+def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict | None:
     rp_sync, pg_sync = syncs(mode, a.window_us)
     user = [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
     arms = [Arm("ReproMPI", "reprompi", ref=None)] + [Arm(lb, "pgmpi", shlex.split(x)) for lb, x in user]
@@ -492,9 +499,12 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> None:
                 print(f"#   mpirun {r} {k[0]} {k[1]} B: quarters/median = " + " ".join(f"{x:.2f}" for x in q) + tag)
     if clocked and "ReproMPI" in med:
         clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label)
+    counts = None
     if "ReproMPI" in med:
-        agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr if clocked else {}, margins)
+        counts = agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk,
+                                 clkerr if clocked else {}, margins)
     print(f"# uptime: {uptime()}")
+    return counts
 
 
 def corrected_ratio(pg: list, pe: list, rp: list, re: list) -> float:
@@ -544,77 +554,130 @@ def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label) -> N
         for lb, kv in clkerr.items() for e in [[v for xs in kv.values() for v in xs if v == v]] if e))
 
 
-def margin_applies(med: dict, main: str, key, margins: dict) -> bool:
-    """The margin control may name a cell only where the margins differ (ReproMPI's median margin over its
-    mpiruns at least 1.5x pgmpi-bench's) and pgmpi-bench reproduces its own figure (against its repeat in the
-    same rounds within +-5 %): otherwise its arm is one more draw of a cell that follows the mpiruns."""
+def margins_differ(margins: dict, main: str) -> bool:
+    """The margin control's mechanism reaches a cell only where the margins differ: ReproMPI's median margin
+    over its mpiruns at least 1.5x pgmpi-bench's (whether its run is more than one draw is control_guard's)."""
     rp, pg = [v for v in margins.get("ReproMPI", []) if v == v], [v for v in margins.get(main, []) if v == v]
-    if not rp or not pg or PGMPI_AGAIN not in med:
-        return False
-    return (statistics.median(rp) >= 1.5 * statistics.median(pg)
-            and within(paired_ratio(med[main].get(key, []), med[PGMPI_AGAIN].get(key, []))))
+    return bool(rp and pg) and statistics.median(rp) >= 1.5 * statistics.median(pg)
 
 
-def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr=None, margins=None) -> None:
-    """Issue 34's table: per cell the paired ratio, within +-5 %, and the measured reason (module docstring)."""
+TOOL_RUNS = {"pgmpi": (None, PGMPI_AGAIN), "ReproMPI": ("ReproMPI", REPRO_AGAIN)}
+
+
+def control_guard(med: dict, main: str, key, reruns: tuple) -> str | None:
+    """The one rule for every control that runs mpiruns of its own (issue 34: "or the measured reason").
+    A control's arm is one more mpirun of each tool it changes (`reruns`); its ratio within +-5 % is a
+    measured reason only if a plain repeat of those tools, the same command in the same rounds, does not
+    move the cell as far.  So it may name a cell only where
+      1. each tool it reruns reproduces itself: against its repeat within +-5 % (paired), and
+      2. those repeats, in place of the control, leave the cell outside +-5 % (pgmpi/again against ReproMPI,
+         or against ReproMPI/again where the control reruns both): the disagreement reproduces, the control
+         removes it.
+    None: the control may name the cell; else why not (printed next to the control's ratio).  A control that
+    reruns nothing (the clock controls: computed from the main arms' own mpiruns) passes by construction;
+    the regime control is the repeat itself and has the opposite rule (a tool that does not reproduce itself)."""
+    if not reruns:
+        return None
+    if any(med.get(again) is None for t in reruns for again in [TOOL_RUNS[t][1]]):
+        return "no repeat in the same rounds"
+    pg, pg2 = med[main].get(key, []), med[PGMPI_AGAIN].get(key, [])
+    rp = med["ReproMPI"].get(key, [])
+    rp2 = med[REPRO_AGAIN].get(key, []) if REPRO_AGAIN in med else rp
+    refused = []
+    for t in reruns:
+        a, b = (pg, pg2) if t == "pgmpi" else (rp, rp2)
+        self_ratio = paired_ratio(a, b)
+        if not within(self_ratio):
+            refused.append(f"{t}/{t}-again {self_ratio:.2f}")
+    again = paired_ratio(pg2, rp2 if "ReproMPI" in reruns else rp)
+    if not refused and within(again):
+        refused.append(f"the plain repeat already {again:.2f}")
+    return "not named: " + ", ".join(refused) if refused else None
+
+
+def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr=None, margins=None) -> dict:
+    """Issue 34's table: per cell the paired ratio, within +-5 %, and the measured reason (module docstring).
+    Every control passes control_guard; each line says which named the cell.  Returns the counts for the
+    final table (summary_table)."""
     print(f"\n### Agreement with ReproMPI, mode {mode} ({main_label} / ReproMPI, paired)")
     print("| method | call, size | ReproMPI us | pgmpi-bench us | paired | within ±5 % | reason (control: paired) |")
     print("|---|---|---|---|---|---|---|")
-    within_n = explained = by_regime = n_undecided = 0
+    counts = {"within": 0, "named": defaultdict(int), "undecided": 0, "none": 0, "total": 0}
     for c in calls:
         for n in sizes:
             key = (CALLS[c], n)
+            counts["total"] += 1
             pr = paired.get((main_label, key), float("nan"))
             ok = within(pr)
             rm = median_or_nan(v for v in med["ReproMPI"].get(key, []) if v == v)
             pm = median_or_nan(v for v in med[main_label].get(key, []) if v == v)
             why = "-"
             if not ok:
-                found = [f"{rs.name}: {rs.text}: {paired[(rs.arm, key)]:.2f}" for rs in reasons
-                         if rs.applies(*key) and abs(paired.get((rs.arm, key), float("nan")) - 1) <= 0.05
-                         and (rs.name != "margin" or margin_applies(med, main_label, key, margins or {}))]
+                found, shown = [], []           # (control, text) that named; every control's ratio
+                for rs in reasons:
+                    cr_ = paired.get((rs.arm, key), float("nan"))
+                    reaches = rs.applies(*key) and (rs.name != "margin" or margins_differ(margins or {}, main_label))
+                    guard = control_guard(med, main_label, key, rs.reruns) if reaches and within(cr_) else None
+                    if reaches and within(cr_) and guard is None:
+                        found.append((rs.name, f"{rs.text}: {cr_:.2f}"))
+                    shown.append(f"{rs.name} {cr_:.2f}" + ("" if reaches else " n/a")
+                                 + (f" ({guard})" if guard else ""))
                 e = max(clk.get(key, []), default=float("nan"))
                 if mode in ("window", "roundtime") and e == e and min(rm, pm) > 0 and e >= 0.5 * min(rm, pm):
-                    found.append(f"clock-error: the global clock's error after the cell ({e * 1e6:.2f} us, "
-                                 f"#@pgmpi clockcheck) is at least half the run-time")
+                    found.append(("clock-error", f"the global clock's error after the cell ({e * 1e6:.2f} us, "
+                                  f"#@pgmpi clockcheck) is at least half the run-time"))
                 cr = float("nan")
                 if clkerr:
                     pe, re = clkerr[main_label].get(key, []), clkerr["ReproMPI"].get(key, [])
                     cr = corrected_ratio(med[main_label].get(key, []), pe, med["ReproMPI"].get(key, []), re)
                     if within(cr) and clock_material(pe, re, rm):
-                        found.append(f"clock: the two tools' global clocks are off by different amounts (true "
-                                     f"error per mpirun ReproMPI {fmt(re)}, pgmpi-bench {fmt(pe)} us; "
-                                     f"tests/bench/wtime_truth.c); with each mpirun's error taken off its "
-                                     f"median: {cr:.2f}")
+                        found.append(("clock", f"the two tools' global clocks are off by different amounts "
+                                      f"(true error per mpirun ReproMPI {fmt(re)}, pgmpi-bench {fmt(pe)} us; "
+                                      f"tests/bench/wtime_truth.c); with each mpirun's error taken off its "
+                                      f"median: {cr:.2f}"))
                 # the repeats only where no control of a mechanism names the cell
                 reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
                 if reg:
-                    found.append(reg)
-                    by_regime += 1
+                    found.append(("regime", reg.removeprefix("regime: ")))
                 undecided = aa_spread(med, main_label, key) if not found else None
                 if found:
-                    explained += 1
-                    why = "; ".join(found)
+                    by = "+".join(name for name, _ in found)
+                    counts["named"][by] += 1
+                    why = f"named by {by}: " + (found[0][1] if len(found) == 1 else
+                                                 "; ".join(f"{name}: {text}" for name, text in found))
+                    refused = [x for x in shown if "(not named" in x]
+                    if refused:
+                        why += " (refused: " + ", ".join(refused) + ")"
                 elif undecided:
-                    n_undecided += 1
-                    why = undecided + " (" + ", ".join(
-                        f"{rs.name} {paired.get((rs.arm, key), float('nan')):.2f}"
-                        + ("" if rs.applies(*key) else " n/a") for rs in reasons) + ")"
+                    counts["undecided"] += 1
+                    why = undecided + " (" + ", ".join(shown) + ")"
                 else:
-                    why = "no measured reason (" + ", ".join(
-                        f"{rs.name} {paired.get((rs.arm, key), float('nan')):.2f}"
-                        + ("" if rs.applies(*key) else " n/a") for rs in reasons) + (
+                    counts["none"] += 1
+                    why = "no measured reason (" + ", ".join(shown) + (
                         f", clockcheck {e * 1e6:.2f} us" if e == e else "") + (
                         f", clock errors off {cr:.2f}" if cr == cr else "") + (
                         f", {reg_shown}" if reg_shown else "") + ")"
-            within_n += ok
+            counts["within"] += ok
             print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
                   f"{'yes' if ok else 'no'} | {why} |")
-    total = len(calls) * len(sizes)
-    print(f"# {mode}: within ±5 % {within_n} of {total}; outside with a measured reason {explained} "
-          f"(of which the machine's regime, no difference of method: {by_regime}); "
-          f"undecided by the A/A spread (no reason, no agreement) {n_undecided}; "
-          f"without {total - within_n - explained - n_undecided}")
+    named = sum(counts["named"].values())
+    print(f"# {mode}: within ±5 % {counts['within']} of {counts['total']}; outside, named {named} "
+          f"({named_by(counts)}); undecided (A/A) {counts['undecided']}; no measured reason {counts['none']}")
+    return counts
+
+
+def named_by(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts["named"].items())) or "-"
+
+
+def summary_table(per_mode: dict) -> None:
+    """The run's last table: per method how its cells came out (each agreement_table's counts)."""
+    print("\n### Agreement with ReproMPI per method (issue 34: within ±5 %, or the measured reason)")
+    print("| method | cells | within ±5 % | outside, named (by control) | undecided (A/A) | no measured reason |")
+    print("|---|---|---|---|---|---|")
+    for mode, k in per_mode.items():
+        print(f"| {mode} | {k['total']} | {k['within']} | {sum(k['named'].values())} ({named_by(k)}) | "
+              f"{k['undecided']} | {k['none']} |")
 
 
 def fmt(xs: list) -> str:
@@ -666,8 +729,9 @@ def main() -> None:
         loop = Path(tempfile.mkdtemp()) / "min_loop"
         subprocess.run([f"mpicc.{a.mpi}", "-O2", "-o", str(loop), str(ROOT / "tests/bench/min_loop.c")], check=True)
     a.truth = build_truth(a.mpi) if a.clock and {"window", "roundtime"} & set(modes) else None
-    for mode in modes:
-        run_mode(a, mode, bench, calls, sizes, loop)
+    per_mode = {mode: run_mode(a, mode, bench, calls, sizes, loop) for mode in modes}
+    if any(per_mode.values()):
+        summary_table({m: k for m, k in per_mode.items() if k})
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ results reader refuses a bad `alg` line with its file:line).
 | check          | pgmpi-bench's check round  | Check(call, msize, algorithm, status, why)               |
 | noncommutative | pgmpi-bench's check round  | NonCommutative(call, msize, algorithm)                   |
 | fingerprint    | pgmpi-bench's check round  | Fingerprint(call, msize, algorithm, value)               |
-| served         | pgmpi-bench --serve        | Served(seq, call, msize, labels)                         |
+| served         | pgmpi-bench --serve        | Served(seq, call, msize, labels, blocks)                 |
 | dtcase         | pgmpi-dtbench              | DtCase(test, pattern, layout, variant, A, basetype, signature) |
 | dtsig          | pgmpi-dtbench              | DtSig(test, msize, description, signature, message)      |
 """
@@ -104,6 +104,7 @@ class Served:
     call: str
     msize: int
     labels: tuple[str, ...]    # the algorithms measured in that cell ("-": none named)
+    blocks: int = 0    # "cell ... blocks=<k>": each label alone in alternating blocks of k repetitions (0: not)
 
 
 @dataclass(frozen=True)
@@ -191,8 +192,12 @@ def _fingerprint(f):
 
 
 def _served(f):
-    _need(f, 4, "served <n> <MPI_Name> <bytes> <labels>", exact=True)
-    return Served(_size(f[0], "served"), f[1], _size(f[2], "served"), tuple(f[3].split(",")))
+    form = "served <n> <MPI_Name> <bytes> <labels> [blocks=<k>]"
+    _need(f, 4, form)
+    if len(f) > 5 or (len(f) == 5 and not re.fullmatch(r"blocks=[1-9][0-9]*", f[4])):
+        raise FooterError(f"expected '#@pgmpi {form}'")
+    blocks = int(f[4].split("=", 1)[1]) if len(f) == 5 else 0
+    return Served(_size(f[0], "served"), f[1], _size(f[2], "served"), tuple(f[3].split(",")), blocks)
 
 
 def _dtcase(f):

@@ -114,6 +114,51 @@ def test_an_intel_candidate_failing_only_in_its_gaps_refuses_that_collectives_ch
         ("allreduce", 8, 4): "native:3", ("bcast", 8, 2): "native:1"}
 
 
+def test_a_collective_the_intel_file_leaves_to_the_library_retunes_nothing():
+    """Intel MPI's native.impi holds a collective only where a preset won at every measured size (impi_adjust.trim):
+    bcast, where the default won at 64 KiB, gets no variable.  decide(library="intelmpi") applies that before
+    choosing: bcast's presets are refused, so its 8 B cell goes to the mock-up that also won there (it used to
+    stay native:1 and then reach no file: the default, a missed win), and allgather's mock-up built on bcast
+    competes as measured, against bcast's default (it used to be refused as "natively retuned").  The file
+    written is the same text, still saying why bcast is left out; other libraries' files keep every choice."""
+    from pgmpi_formats import impi_adjust, native_file
+    cells = {("bcast", 8, 2): runs(default=10.0, native__1=6.0, bcast_as_scatter_allgather=8.0),
+             ("bcast", 65536, 2): runs(default=10.0, native__1=20.0),
+             ("allgather", 4096, 2): runs(default=10.0, allgather_as_gather_bcast=5.0),
+             ("reduce", 4096, 2): runs(default=10.0, native__2=7.0),
+             ("reduce", 65536, 2): runs(default=10.0, native__2=7.0)}
+    old = decide(cells)             # as for a library whose ranges leave gaps to the default
+    assert old.decisions[("bcast", 8, 2)].choice == "native:1"
+    assert "natively retuned" in next(c.refused for c in old.decisions[("allgather", 4096, 2)].candidates
+                                      if c.label == "allgather_as_gather_bcast")
+    r = decide(cells, library="intelmpi")
+    got = {(k, s): d.choice for (k, s, _p), d in r.decisions.items()}
+    assert got == {("bcast", 8): "bcast_as_scatter_allgather", ("bcast", 65536): "default",
+                   ("allgather", 4096): "allgather_as_gather_bcast", ("reduce", 4096): "native:2",
+                   ("reduce", 65536): "native:2"}, got
+    assert list(r.left_to_library) == ["bcast"] and r.decisions[("bcast", 8, 2)].left_to_library
+    nat = next(c for c in r.decisions[("bcast", 8, 2)].candidates if c.label == "native:1")
+    assert nat.refused.startswith("native.impi leaves bcast to the library: the library's default won at 65536 B")
+    assert r.prf_ranges() == {("bcast", 2): [(8, 8, "bcast_as_scatter_allgather")],
+                              ("allgather", 2): [(4096, 4096, "allgather_as_gather_bcast")]}
+    # the file: reduce's preset at every size, bcast left out with the reason (the text as before)
+    assert native_file.left_to_library("intelmpi", r.native_decisions()) == r.left_to_library
+    assert impi_adjust.trim(r.native_decisions()) == impi_adjust.trim(old.native_decisions())   # what is written
+    # a mock-up now free to compete (its part bcast runs the default) takes a reduce cell from the preset, so
+    # the file would keep the default there: reduce is left to the library too (repeated until nothing more)
+    more = decide({**cells, ("reduce", 4096, 2): runs(default=10.0, native__2=7.0, reduce_as_bcast=5.0)},
+                  library="intelmpi")
+    assert sorted(more.left_to_library) == ["bcast", "reduce"]
+    assert {s: d.choice for (k, s, _p), d in more.decisions.items() if k == "reduce"} == {4096: "reduce_as_bcast",
+                                                                                          65536: "default"}
+    # without a mock-up the cell keeps the library's default, and says why
+    alone = decide({c: v for c, v in cells.items() if c[0] == "bcast"} |
+                   {("bcast", 8, 2): runs(default=10.0, native__1=6.0)}, library="intelmpi")
+    d = alone.decisions[("bcast", 8, 2)]
+    assert d.choice == "default" and d.reason.startswith("the library's default: native.impi leaves bcast to the library")
+    assert decide(cells, library="openmpi").decisions[("bcast", 8, 2)].choice == "native:1"
+
+
 def test_second_pass_a_mockup_with_retuned_parts_competes_on_runs_under_that_very_file():
     from pgmpi_formats import native
     from service.analysis.native_decision import Run

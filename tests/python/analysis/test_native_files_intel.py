@@ -3,7 +3,7 @@ native.impi writer the nightly chain uses (pgmpi_formats.native_file.render -> i
 against that version's presets (impi_info -v).  Preset 3 of allreduce won at every measured size: one range
 over every size.  Preset 1 of bcast won at 8 B but the default won at 64 KiB: once I_MPI_ADJUST_BCAST is set,
 Intel MPI runs another algorithm outside its ranges, so bcast is left to the library and the command says so
-(its 8 B choice is not counted as a changed cell).  A validation verdict that failed at a size the file left
+(its 8 B cell is decided as the default, with that reason).  A validation verdict that failed at a size the file left
 to the library (a gap) refuses the collective's presets, and when nothing exact is left no file is written."""
 from __future__ import annotations
 
@@ -55,7 +55,9 @@ def test_native_files_writes_a_native_impi_through_the_nightly_writer(tmp_path):
     assert text == native_file.render("intelmpi", decisions, version=VERSION)[1]
     assert "# left to the library: bcast: the library's default won at 65536 B (p=2)" in text
     assert "bcast      left to the library: the library's default won at 65536 B (p=2)" in out.output
-    assert "native:1 (native)" in out.output and "-- not held, left to the library" in out.output
+    # the cell's decision is the library's default (decide applies the file's trim), and says why
+    assert "bcast             8 p=2: default (default) the library's default: native.impi leaves bcast to the " \
+           "library" in out.output, out.output
     assert "2 of 4 cells leave the default" in out.output, out.output
 
     # a validation job that failed at a size the file leaves to the library (Intel MPI's choice changed there

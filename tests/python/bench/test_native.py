@@ -189,7 +189,9 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     script = (f"cell MPI_Allreduce 64 {rd}\ncell allreduce 4096 {rd},{other}\ncell MPI_Allreduce 128 {rd}\n"
               f"cell MPI_Allreduce 64 native:nosuch\ncell MPI_Allreduce 64 {rd} nrep=x\ncell MPI_Allreduce 64 {rd} nrep=9\n"
               f"cell MPI_Allreduce 4096 {other} alone\ncell MPI_Allreduce 4096 default nrep=4 alone\n"
-              f"cell MPI_Allreduce 4096 {rd},{other} alone\ncell MPI_Allreduce 4096 default alone alone\nquit\n")
+              f"cell MPI_Allreduce 4096 {rd},{other} alone\ncell MPI_Allreduce 4096 default alone alone\n"
+              f"cell MPI_Allreduce 64 default_control,default,{rd} nrep=5 blocks=2\n"
+              f"cell MPI_Allreduce 64 {rd} blocks=2 alone\ncell MPI_Allreduce 64 {rd} blocks=0\nquit\n")
     p = bench.run(["--serve", "--calls=allreduce", "--sizes=64,4096", f"--algorithms=default,{rd},{other},default_control",
                    "--nrep=6", "--no-barrier-rows", f"--output={out}"], np=2, input=script, timeout=120)
     assert p.rc == 0, p.stderr
@@ -201,22 +203,31 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
     assert [" ".join(a) for a in answers[9:11]] == ["error 128 B is not among --sizes",
                                                     "error native:nosuch is not among --algorithms for MPI_Allreduce"]
     # nrep=N (a race's second stage): that many repetitions instead of --nrep; anything else refused
-    assert " ".join(answers[11]) == "error expected nrep=<n> (n >= 1) or alone after the labels, got 'nrep=x'"
+    assert " ".join(answers[11]) == ("error expected nrep=<n> (n >= 1), alone or blocks=<k> (k >= 1) after the "
+                                     "labels, got 'nrep=x'")
     assert [a[:2] for a in answers[12:16]] == [["result", "default"], ["result", rd], ["result", "default_control"], ["done"]]
     # alone (native_driver's confirmation round): exactly the one label named, nothing next to it
     assert [a[:2] for a in answers[16:20]] == [["result", other], ["done"], ["result", "default"], ["done"]]
-    assert " ".join(answers[20]) == f"error alone measures one label, got '{rd},{other}'" and len(answers) == 22
-    assert " ".join(answers[21]) == "error expected at most one nrep=<n> and one alone after the labels, got 'alone alone'"
+    assert " ".join(answers[20]) == f"error alone measures one label, got '{rd},{other}'" and len(answers) == 28
+    assert " ".join(answers[21]) == "error expected at most one nrep=<n>, one alone and one blocks=<k> after the labels"
+    # blocks=k (the confirmation round): exactly the labels named, each alone in alternating blocks of k
+    assert [a[:2] for a in answers[22:26]] == [["result", "default_control"], ["result", "default"], ["result", rd], ["done"]]
+    assert " ".join(answers[26]) == "error alone measures one label, blocks=<k> several each alone: not both"
+    assert " ".join(answers[27]) == ("error expected nrep=<n> (n >= 1), alone or blocks=<k> (k >= 1) after the labels, "
+                                     "got 'blocks=0'")
     run = reader.read_file(out)
     rows = defaultdict(int)
     for m, a in zip(run.msize, run.algorithm):
         rows[(int(m), run.algorithms[a])] += 1
-    assert rows == {(64, "default"): 6 + 9, (64, rd): 6 + 9, (64, "default_control"): 6 + 9,
+    assert rows == {(64, "default"): 6 + 9 + 5, (64, rd): 6 + 9 + 5, (64, "default_control"): 6 + 9 + 5,
                     (4096, "default"): 6 + 4, (4096, rd): 6, (4096, other): 6 + 6, (4096, "default_control"): 6}
+    # one buffer pair per command (--buffers=cell), the blocks command's too: not one per block
+    assert sum(str(x).startswith("#@pgmpi buffers MPI_Allreduce 64 ") for x in run.pgmpi_lines) == 3
     served = list(footer.records(run.pgmpi_lines, footer.Served))
     assert served == [footer.Served(1, "MPI_Allreduce", 64, (rd,)), footer.Served(2, "MPI_Allreduce", 4096, (rd, other)),
                       footer.Served(3, "MPI_Allreduce", 64, (rd,)), footer.Served(4, "MPI_Allreduce", 4096, (other,)),
-                      footer.Served(5, "MPI_Allreduce", 4096, ("default",))]
+                      footer.Served(5, "MPI_Allreduce", 4096, ("default",)),
+                      footer.Served(6, "MPI_Allreduce", 64, ("default_control", "default", rd), blocks=2)]
 
 
 def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):
@@ -265,7 +276,7 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(be
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(native_driver, "MIN_GAIN", -1e9)       # every choice counts as faster
     monkeypatch.setattr(native_driver, "null_spread", lambda controls: -1e9)
-    monkeypatch.setattr(native_driver, "CONFIRM_PASSES", 2)    # 5 repetitions per arm: passes of 3 and 2
+    monkeypatch.setattr(native_driver, "CONFIRM_BLOCK", 2)     # 5 repetitions per arm: blocks of 2, 2 and 1
     entry = {"search": "race", "sizes": [8, 2048], "segments": [1024], "lookahead": 2, "prune": 0.5,
              "neighbour": "none", "first_nrep": 2}
     spec = {"prefix": "search-0", "control": True, "bench_args": ["--nrep=5", "--mpirun-index=0", "--campaign=rc"],
@@ -304,13 +315,20 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(be
         rows = defaultdict(int)
         for t, m, a in zip(run.test, run.msize, run.algorithm):
             rows[(run.tests[t], int(m), run.algorithms[a])] += 1
-        assert set(rows.values()) == {5}                          # --nrep over the passes (the warm-up too)
-        cmds = [(c.call, c.msize, c.labels) for c in footer.records(run.pgmpi_lines, footer.Served)]
-        # one label per command, the default in the middle, the variant after it, then before it (two passes)
+        assert set(rows.values()) == {5}                          # --nrep over the blocks (the warm-up too)
+        cmds = [(c.call, c.msize, c.labels, c.blocks) for c in footer.records(run.pgmpi_lines, footer.Served)]
+        # one command per cell, its arms alone in alternating blocks of CONFIRM_BLOCK: the control arm, the
+        # default in the middle, the variant (odd rounds the other way round)
         orders = [("default_control", "default", "v"), ("v", "default", "default_control")]
-        warm = (MPI_NAME[min(k for k, _ in cells_i)], 1, ("default",))      # the warm-up first, on no cell
-        assert cmds == [warm] + [(MPI_NAME[k], s, (lab if a == "v" else a,)) for (k, s), lab in sorted(cells_i.items())
-                                 for j in (0, 1) for a in orders[(i + j) % 2]]
+        warm = (MPI_NAME[min(k for k, _ in cells_i)], 1, ("default",), 0)     # the warm-up first, on no cell
+        assert cmds == [warm] + [(MPI_NAME[k], s, tuple(lab if a == "v" else a for a in orders[i % 2]), 2)
+                                 for (k, s), lab in sorted(cells_i.items())]
+        # the rows in the order measured: blocks of 2, 2 and 1 repetitions, the order reversed after each pass
+        for (k, s), lab in cells_i.items():
+            seq = [run.algorithms[a] for t, m, a in zip(run.test, run.msize, run.algorithm)
+                   if run.tests[t] == MPI_NAME[k] and int(m) == s]
+            o = [lab if a == "v" else a for a in orders[i % 2]]
+            assert seq == [x for x in o for _ in (0, 1)] + [x for x in o[::-1] for _ in (0, 1)] + o
     cells = runs_from_files([tmp_path / f for f in rep["files"]])
     for (k, s), lab in chosen.items():
         alone = [x for x in cells[(k, s, 2)] if x.alone]

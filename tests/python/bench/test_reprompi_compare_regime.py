@@ -1,7 +1,9 @@
 """The regime control of tests/bench/reprompi_compare.py (issue 34): it may name a cell outside +-5 % only
 where a tool disagrees with its own repeat in the same rounds and the repeat agrees with the other tool; a
 systematic difference (both pgmpi-bench mpiruns of a round equally far from ReproMPI) must stay without a
-reason. Per-round medians are planted; no MPI runs."""
+reason.  The other controls follow one rule (control_guard): a control names a cell only where each tool it
+runs anew reproduces itself and its plain repeat leaves the cell outside +-5 %.  Per-round medians are
+planted; no MPI runs."""
 from __future__ import annotations
 
 import importlib.util
@@ -70,8 +72,8 @@ def test_the_agreement_table_counts_regime_cells_apart(capsys):
     paired = {("pgmpi", KEY): m.paired_ratio(med["pgmpi"][KEY], RP)}
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
     out = capsys.readouterr().out
-    assert "| roundtime | Allreduce 1048576 B |" in out and "| no | regime:" in out
-    assert "outside with a measured reason 1 (of which the machine's regime, no difference of method: 1)" in out
+    assert "| roundtime | Allreduce 1048576 B |" in out and "| no | named by regime: the machine's per-mpirun regime" in out
+    assert "outside, named 1 (regime 1); undecided (A/A) 0; no measured reason 0" in out
 
 
 def test_a_tool_as_far_from_its_own_repeat_as_from_the_other_tool_is_undecided(capsys):
@@ -86,7 +88,7 @@ def test_a_tool_as_far_from_its_own_repeat_as_from_the_other_tool_is_undecided(c
     m.agreement_table("window", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
     out = capsys.readouterr().out
     assert "| no | undecided (A/A)" in out
-    assert "outside with a measured reason 0" in out and "undecided by the A/A spread (no reason, no agreement) 1" in out
+    assert "outside, named 0 (-); undecided (A/A) 1; no measured reason 0" in out
 
 
 def test_a_systematic_difference_is_never_undecided():
@@ -127,13 +129,116 @@ def test_the_margin_control_names_only_a_reproducible_cell_whose_margins_differ(
     # margins 11 us against 5 us, pgmpi-bench reproduces itself: named
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
                       {"ReproMPI": [11e-6] * 4, "pgmpi": [5e-6] * 4})
-    assert "| no | margin:" in capsys.readouterr().out
+    assert "| no | named by margin: round-time's margin: 1.00" in capsys.readouterr().out
     # the same margins on both sides: the control arm is one more draw, not the mechanism
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
                       {"ReproMPI": [6e-6] * 4, "pgmpi": [5e-6] * 4})
-    assert "| no | margin:" not in capsys.readouterr().out
+    assert "| no | named by margin" not in capsys.readouterr().out
     # pgmpi-bench against its own repeat 1.20 / 0.90: not reproducible, so not named either
     med["pgmpi/again"] = {KEY: [x * 0.90 for x in RP]}
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [margin], {}, {},
                       {"ReproMPI": [11e-6] * 4, "pgmpi": [5e-6] * 4})
-    assert "| no | margin:" not in capsys.readouterr().out
+    assert "| no | named by margin" not in capsys.readouterr().out
+
+
+def control_case(m, mode, pg, pg2, rp, rp2, ctl=1.00):
+    """Every control of `mode` (Open MPI) with its arm planted at ratio `ctl` against its ReproMPI, the main
+    arm at 1.20; the margins differ (ReproMPI 11 us, pgmpi-bench 5 us), so only control_guard decides."""
+    _arms, reasons = m.reason_arms(mode, "openmpi", [])
+    med = medians(pg, pg2, rp, rp2)
+    paired = {("pgmpi", KEY): m.paired_ratio(pg, rp)}
+    for rs in reasons:
+        med[rs.arm] = {KEY: [x * ctl for x in RP]}
+        paired[(rs.arm, KEY)] = ctl
+    margins = {"ReproMPI": [11e-6] * 4, "pgmpi": [5e-6] * 4}
+    return reasons, med, paired, margins
+
+
+ALL_MODES = ("barrier", "roundtime", "window")
+SMALL = ("MPI_Allgather", 8)     # every control's mechanism reaches it (fast boxes, unwritten buffer)
+
+
+def small(med):
+    return {arm: {SMALL: v[KEY]} for arm, v in med.items()}
+
+
+def table(m, capsys, mode, reasons, med, paired, margins):
+    counts = m.agreement_table(mode, ["allgather"], [8], small(med), "pgmpi",
+                               {(arm, SMALL): v for (arm, _k), v in paired.items()}, reasons, {}, {}, margins)
+    return counts, capsys.readouterr().out
+
+
+def test_no_control_names_a_cell_whose_pgmpi_bench_disagrees_with_its_own_repeat(capsys):
+    m = load_compare()
+    # pgmpi-bench 1.20 against ReproMPI, but 1.20 / 1.40 = 0.86 against its own repeat in the same rounds
+    # (not far enough for A/A, and its repeat does not agree with ReproMPI, so neither undecided nor the
+    # regime): each control's run (1.00) may be one more draw; the old script named the cell by every control
+    for mode in ALL_MODES:
+        reasons, med, paired, margins = control_case(
+            m, mode, [x * 1.20 for x in RP], [x * 1.40 for x in RP], RP, RP)
+        assert {rs.name for rs in reasons} >= {"fbox-off", "zero-page"}
+        counts, out = table(m, capsys, mode, reasons, med, paired, margins)
+        assert counts["none"] == 1 and sum(counts["named"].values()) == 0, out
+        assert "named by" not in out and "(not named: pgmpi/pgmpi-again 0.86)" in out
+
+
+def test_a_control_of_both_tools_needs_reprompi_to_reproduce_itself_too(capsys):
+    m = load_compare()
+    # pgmpi-bench reproduces itself (1.00); ReproMPI against its repeat 1.25: fbox-off and short-wait rerun
+    # ReproMPI as well, so their runs may be one more ReproMPI draw; zero-page and margin keep the plain
+    # ReproMPI mpirun of the round (paired), so they still name the cell
+    for mode in ALL_MODES:
+        reasons, med, paired, margins = control_case(
+            m, mode, [x * 1.20 for x in RP], [x * 1.20 for x in RP], RP, [x / 1.25 for x in RP])
+        counts, out = table(m, capsys, mode, reasons, med, paired, margins)
+        both = {rs.name for rs in reasons if "ReproMPI" in rs.reruns}
+        assert both and not both & set("+".join(counts["named"]).split("+")), out
+        assert "zero-page" in "+".join(counts["named"]), out
+        assert "(not named: ReproMPI/ReproMPI-again 1.25)" in out
+
+
+def test_a_control_no_better_than_the_plain_repeat_names_nothing(capsys):
+    m = load_compare()
+    # pgmpi-bench 1.08, its repeat 1.04 against ReproMPI (and 1.04 against each other, within +-5 %): the
+    # plain repeat already brings the cell within +-5 %, so a control at 1.00 shows no mechanism
+    reasons, med, paired, margins = control_case(
+        m, "roundtime", [x * 1.08 for x in RP], [x * 1.04 for x in RP], RP, RP)
+    counts, out = table(m, capsys, "roundtime", reasons, med, paired, margins)
+    assert sum(counts["named"].values()) == 0 and "not named: the plain repeat already 1.04" in out
+
+
+def test_a_reproducible_difference_a_control_removes_is_named_with_the_control(capsys):
+    m = load_compare()
+    # both tools reproduce themselves, pgmpi-bench 1.20 in both its mpiruns, the control 1.00
+    for mode in ALL_MODES:
+        reasons, med, paired, margins = control_case(
+            m, mode, [x * 1.20 for x in RP], [x * 1.21 for x in RP], RP, [x * 1.01 for x in RP])
+        counts, out = table(m, capsys, mode, reasons, med, paired, margins)
+        names = "+".join(rs.name for rs in reasons)
+        assert dict(counts["named"]) == {names: 1}, out
+        assert f"| no | named by {names}: " in out
+        assert f"outside, named 1 ({names} 1); undecided (A/A) 0; no measured reason 0" in out
+
+
+def test_without_the_repeats_no_control_names_a_cell(capsys):
+    m = load_compare()
+    reasons, med, paired, margins = control_case(
+        m, "barrier", [x * 1.20 for x in RP], [x * 1.21 for x in RP], RP, RP)
+    del med["pgmpi/again"], med["ReproMPI/again"]
+    counts, out = table(m, capsys, "barrier", reasons, med, paired, margins)
+    assert counts["none"] == 1 and "no repeat in the same rounds" in out
+
+
+def test_the_last_table_counts_each_method_by_what_named_its_cells(capsys):
+    m = load_compare()
+    per = {}
+    reasons, med, paired, margins = control_case(
+        m, "barrier", [x * 1.20 for x in RP], [x * 1.21 for x in RP], RP, RP)
+    per["barrier"], _ = table(m, capsys, "barrier", reasons, med, paired, margins)
+    reasons, med, paired, margins = control_case(
+        m, "window", [x * 1.20 for x in RP], [x * 1.40 for x in RP], RP, RP)
+    per["window"], _ = table(m, capsys, "window", reasons, med, paired, margins)
+    m.summary_table(per)
+    out = capsys.readouterr().out
+    assert "| barrier | 1 | 0 | 1 (fbox-off+zero-page 1) | 0 | 0 |" in out
+    assert "| window | 1 | 0 | 0 (-) | 0 | 1 |" in out

@@ -28,6 +28,8 @@ LINES = {
     "#@pgmpi noncommutative MPI_Reduce 8 native:2": NonCommutative("MPI_Reduce", 8, "native:2"),
     "#@pgmpi fingerprint MPI_Allreduce 8 default 1a2b:1a2b": Fingerprint("MPI_Allreduce", 8, "default", "1a2b:1a2b"),
     "#@pgmpi served 2 MPI_Allreduce 4096 native:a,native:b": Served(2, "MPI_Allreduce", 4096, ("native:a", "native:b")),
+    "#@pgmpi served 3 MPI_Allreduce 64 default_control,default,native:a blocks=5": Served(
+        3, "MPI_Allreduce", 64, ("default_control", "default", "native:a"), 5),
     "#@pgmpi dtcase dt_bcast_int_tiled_v1_a2 pattern=bcast layout=tiled variant=1 A=2 basetype=MPI_INT "
     "signature=0123456789abcdef": DtCase("dt_bcast_int_tiled_v1_a2", "bcast", "tiled", 1, 2, "MPI_INT", "0123456789abcdef"),
     "#@pgmpi dtsig t1 3200 vector 0123456789abcdef count=200 message=fedcba9876543210": DtSig(
@@ -42,7 +44,8 @@ def test_each_kind_reads_into_its_record(line):
 
 
 @pytest.mark.parametrize("line", ["#@pgmpi alg MPI_Allreduce x default", "#@pgmpi check MPI_Bcast 64 default",
-                                  "#@pgmpi served x MPI_Bcast 8 -", "#@pgmpi dtcase t1 pattern=bcast",
+                                  "#@pgmpi served x MPI_Bcast 8 -", "#@pgmpi served 1 MPI_Bcast 8 default blocks=0",
+                                  "#@pgmpi served 1 MPI_Bcast 8 default alone", "#@pgmpi dtcase t1 pattern=bcast",
                                   "#@pgmpi dtsig t1 8 vector NOTHEX"])
 def test_a_malformed_line_is_an_error_or_skipped(line):
     with pytest.raises(footer.FooterError):

@@ -261,6 +261,97 @@ def test_native_file_for_the_measurement_launches_only(tmp_path):
 
 
 @pytest.mark.mpi
+def test_searches_and_native_arms_measure_the_librarys_default_whatever_the_module_sets(tmp_path):
+    """A job's module may carry a published native file (the pgmpitunelib module sets its variables,
+    pgmpitune-site.lua native_env; here module env: does the same for every launch).  A search and every
+    launch of the library's own algorithms -- Intel MPI's default and preset mpirun rounds included -- runs
+    without any of them: the "default" it pairs against is the library's own, and an Intel preset mpirun does
+    not add the file's presets of other collectives (libpgmpitune's MPI_Init would set them).  Launches of
+    default and mock-ups alone keep what the module set (what users get); the job script does the unset."""
+    from scheduler.backends import job_env, render_script
+    from scheduler.planner import NATIVE_FILE_VARS
+    site = "/site/p/hydra"
+    published = {"openmpi": {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                             "OMPI_MCA_coll_tuned_dynamic_rules_filename": f"{site}/openmpi-4.1.4/current/native.rules"},
+                 "mpich": {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": f"{site}/mpich-4.0.2/current/native.json"},
+                 "intelmpi": {"PGMPITUNE_NATIVE_IMPI": f"{site}/intelmpi-2021.13/current/native.impi"}}
+    mods = "".join(f"  - {{mpi: {m}, env: {json.dumps(env)}}}\n" for m, env in published.items())
+    text = (GOOD.split("modules:\n")[0] + "modules:\n" + mods + "layouts:\n  - {nodes: 1, ppn: 2}\n"
+            + "collectives:\n  allreduce: {sizes: [8, 1024], search: race}\n"
+            + "  bcast: {sizes: [8, 1024], algorithms: [default, native:1, bcast_as_scatter_allgather]}\n"
+            + "  allgather: {sizes: [8], algorithms: [allgather_as_gather_bcast]}\n"
+            + "repetitions: {nrep: 20}\nmpiruns: 2\n")
+    c = load_campaign(write(tmp_path, text))
+    jobs = {j.module.mpi: j for j in plan(c)}
+    for mpi, job in jobs.items():
+        for ln in job.launches:
+            env = {k: v for k, v in {**job_env(job, in_slurm=False), **ln.env}.items() if k not in ln.unset or k in ln.env}
+            algs = " ".join(a for a in ln.argv if a.startswith("--algorithms="))
+            native_arm = ln.role == "search" or "native:" in algs or mpi == "intelmpi" and "--calls=allgather" not in ln.argv
+            got = {k: v for k, v in env.items() if k in NATIVE_FILE_VARS}
+            if native_arm:
+                # only the preset an Intel MPI mpirun forces itself
+                assert got == {k: v for k, v in ln.env.items() if k.startswith("I_MPI_ADJUST_")}, (mpi, ln.output, got)
+            else:
+                assert got == published[mpi], (mpi, ln.output, ln.unset)
+        assert any(ln.role == "search" for ln in job.launches), mpi
+    # Intel MPI: the default mpirun of each round (bcast's default, mock-up and control arm) without the file too
+    intel = [ln for ln in jobs["intelmpi"].launches if "--calls=bcast" in ln.argv]
+    assert {ln.output for ln in intel} == {"run-0-g0.txt", "run-1-g0.txt", "run-0-native-1.txt", "run-1-native-1.txt"}
+    assert all("PGMPITUNE_NATIVE_IMPI" in ln.unset for ln in intel)
+    # the job script unsets them in the search driver's subshell (its pgmpi-bench mpiruns inherit that)
+    script = render_script(jobs["mpich"], tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=False)
+    line = next(x for x in script.splitlines() if "scheduler.native_driver" in x)
+    assert line.startswith("(unset ") and " MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE " in line.split(";")[0] + " "
+
+
+@pytest.mark.mpi
+def test_a_search_and_intel_preset_rounds_run_without_the_published_file_the_module_names(tmp_path, bench_root):
+    """The same in real jobs (local backend, 2 ranks): the module names a published native.json (MPICH) or
+    native.impi (Intel MPI, whose bcast preset libpgmpitune's MPI_Init would set), and pgmpi-bench's header
+    (#@native_file, #@native_impi: what Intel MPI read) shows that no mpirun of the MPICH search driver nor of
+    Intel MPI's default and preset rounds ran under it.  On the old planner every raw file named the file and the
+    Intel default mpirun ran I_MPI_ADJUST_BCAST=1:0-2147483647@2-2."""
+    from pgmpi_formats import native_file
+    from pgmpi_formats.ompi_rules import Decision
+    from pgmpi_formats.results import read_file
+    from scheduler.backends import make_backend, wait
+    if not (bench_root / "intelmpi" / "bin" / "pgmpi-bench").exists():
+        pytest.fail(f"{bench_root}/intelmpi/bin/pgmpi-bench missing: deploy/build-lib.sh intelmpi (make test does)")
+    (tmp_path / "native.json").write_text(native_file.render(
+        "mpich", [Decision("allreduce", 2, 8, "native:recursive_doubling")], version="4.0.2")[1])
+    (tmp_path / "native.impi").write_text(native_file.render(
+        "intelmpi", [Decision("bcast", 2, 8, "native:1")], version="2021.13")[1])
+    for mpi, var, coll in (("mpich", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "{sizes: [8], search: exhaustive}"),
+                           ("intelmpi", "PGMPITUNE_NATIVE_IMPI", "{sizes: [8], algorithms: [default, native:3]}")):
+        path = tmp_path / ("native.json" if mpi == "mpich" else "native.impi")
+        c = load_campaign(write(tmp_path, f"""name: arms-{mpi}
+machine: box
+backend: local
+bench_root: {bench_root}
+modules: [{{mpi: {mpi}, env: {{{var}: {path}}}}}]
+layouts: [{{nodes: 1, ppn: 2}}]
+collectives: {{allreduce: {coll}, bcast: {{sizes: [16], algorithms: [default]}}}}
+repetitions: {{nrep: 5}}
+mpiruns: 2
+validation: {{enabled: false}}
+""", f"{mpi}.yaml"))
+        job = plan(c)[0]
+        d = tmp_path / mpi
+        d.mkdir()
+        be = make_backend(c)
+        st = wait(be, be.submit(job, d, f"arms-{mpi}", c.bench_for(job.module)), d, 300)
+        assert st.state == "COMPLETED", (st, (d / "local.out").read_text()[-2000:])
+        runs = {f.name: read_file(f) for f in sorted(d.glob("*.txt")) if f.name != "native-algorithms.txt"}
+        arms = {n: r.header for n, r in runs.items() if "MPI_Allreduce" in r.tests}
+        assert len(arms) == (2 if mpi == "mpich" else 4), sorted(runs)
+        assert all("native_file" not in h and "native_impi" not in h for h in arms.values()), arms
+        # bcast measured alone (no preset of it asked): under the file, as users get it
+        under = [r.header for n, r in runs.items() if n not in arms]
+        assert under and all(h.get("native_file") == str(path) for h in under), runs
+
+
+@pytest.mark.mpi
 def test_campaign_wide_nrep_every_mpirun_measures_the_pilots_counts(tmp_path, mpi, mpi_prefix):
     """The planned launches of a predict campaign run as the job runs them (in order, in one directory): the
     pilot predicts a count per cell, the other mpiruns measure exactly that count and say where it came from."""

@@ -60,12 +60,11 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
         per = {(int(m), one.algorithms[a]) for m, a in zip(one.msize, one.algorithm)}
         assert per - {(1, "default")} == {(int(s), a) for s, lab in cells["bcast"].items()
                                           for a in ("default", lab, "default_control")}
-        served = [(c.msize, c.labels) for c in records(one.pgmpi_lines, Served)]   # each alone, in its own command
-        # after a warm-up, two passes (nrep 5: 3 and 2 repetitions), the default in the middle of each
-        assert served == [(1, ("default",))] + [(int(s), (a,)) for s, lab in sorted(cells["bcast"].items(),
-                                                                                    key=lambda x: int(x[0]))
-                                                for a in ("default_control", "default", lab,
-                                                          lab, "default", "default_control")]
+        served = [(c.msize, c.labels, c.blocks) for c in records(one.pgmpi_lines, Served)]
+        # after a warm-up, one command per cell: each arm alone in alternating blocks (nrep 5: blocks of 2, 2
+        # and 1), the default in the middle
+        assert served == [(1, ("default",), 0)] + [(int(s), ("default_control", "default", lab), 2)
+                                                   for s, lab in sorted(cells["bcast"].items(), key=lambda x: int(x[0]))]
     # the decision and its evidence, from what the service stored
     from service.commands.analysis import explain_cmd
     monkeypatch.setenv("DATABASE_URL", service.app.config["SQLALCHEMY_DATABASE_URI"])
