@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# spack_setup.sh <dir>: the vendored Spack snapshot unpacked into <dir>/spack and clingo (its concretizer)
-# in the venv <dir>/venv, both idempotent; prints the two lines the scenario needs:
+# spack_setup.sh <dir>: the vendored Spack snapshot unpacked into <dir>/spack (idempotent), run by the project's
+# Python (.venv, or $PGMPI_VENV) whose test extras carry clingo, Spack's concretizer (pyproject.toml: a
+# clean clone installed it with the rest in deploy/venv.sh instead of a venv of its own, 15 s at load 5);
+# prints the two lines the scenario needs:
 #   SPACK=<dir>/spack/bin/spack
-#   SPACK_PYTHON=<dir>/venv/bin/python
+#   SPACK_PYTHON=<venv>/bin/python
 # No package registry carries Spack: the snapshot comes from the shared vendor folder ($PGMPI_VENDOR_DIR, else
 # ../shared/vendor or ../../shared/vendor next to the checkout, else /work/shared/vendor where these machines
 # keep it, for a checkout anywhere else such as a clean clone in /tmp; see its README). Missing snapshot:
@@ -24,9 +26,9 @@ if [ "$(cat "$dir/.unpacked" 2>/dev/null)" != "$tarball" ]; then
   tar xzf "$tarball" -C "$dir/spack" --strip-components=1
   echo "$tarball" > "$dir/.unpacked"
 fi
-if ! "$dir/venv/bin/python" -c 'import clingo' 2>/dev/null; then
-  python3 -m venv "$dir/venv"
-  "$dir/venv/bin/pip" install -q clingo >&2
-fi
+python=${PGMPI_VENV:-$top/.venv}/bin/python
+"$python" -c 'import clingo' 2>/dev/null || {
+  echo "spack_setup.sh: $python cannot import clingo (Spack's concretizer, a test extra of pyproject.toml):" \
+       "run deploy/venv.sh" >&2; exit 1; }
 echo "SPACK=$dir/spack/bin/spack"
-echo "SPACK_PYTHON=$dir/venv/bin/python"
+echo "SPACK_PYTHON=$python"

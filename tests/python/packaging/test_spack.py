@@ -4,7 +4,7 @@ build-time tests, `spack test run`, and `spack module lmod refresh` producing th
 modules compute PGMPITUNE_PROFILE_DIR at load time.
 
 Spack is in none of the package registries here: the test uses the vendored snapshot (spack_setup.sh
-unpacks it into build/spack with clingo in a venv) and FAILS when the snapshot is missing. Set
+unpacks it into build/spack; clingo comes with the test extras of .venv) and FAILS when the snapshot is missing. Set
 PGMPI_SPACK_CACHE to reuse Spack's user cache between runs."""
 from __future__ import annotations
 
@@ -57,6 +57,8 @@ def test_spack_builds_each_mpi_against_its_own_library(spack_run):
             where = re.escape(str(lib.prefix)) if lib.family != "intelmpi" else rf"\S*/shims/{lib.id}/mpi/[0-9.]+"
             assert re.search(rf"libmpi\.so\.(40|12) => {where}/", text) or \
                 (lib.source_kind == "debian" and "libmpi.so.40 => /lib" in text), (lib.id, text)
+    # the recipe's build-time tests (check(): the core CTest suite) under the first MPI (spack_scenario.sh)
+    assert re.search(r"^100% tests passed, 0 tests failed out of [1-9]", log, re.M), log[-4000:]
     # `spack test run` (stand-alone tests: pgmpitune-check --list, an MPI program following a profile)
     n = len(LIBS)
     assert re.search(rf"{n} passed of {n} specs?", log), log[-4000:]

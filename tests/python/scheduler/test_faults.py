@@ -48,6 +48,11 @@ def slurm_jobs_named(env, needle: str) -> list[str]:
     return ids
 
 
+def slurm_job(env, job_id: str) -> dict:
+    out = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, env=env).stdout
+    return dict(p.split("=", 1) for p in out.split() if "=" in p)
+
+
 def setup_campaign(tmp_path, service, name, mpi_modulepath, bench_root, **over):
     machine = f"m-{name}"
     token = add_machine(service, machine)
@@ -189,8 +194,22 @@ def test_bad_module_fails_and_timeout_is_recorded(tmp_path, slurm_env, mpi_modul
         slurm={"partition": "debug", "walltime": "00:01:00"},
         retry={"max_attempts": 2, "states": ["FAILED", "NODE_FAIL"]})
     agent = make_agent(cfile, tmp_path / "state", env=slurm_env, log=None)
-    s = agent.run(interval=1.0, timeout=240)
+    limit = {}
+
+    def end_the_minute_early(_summary):
+        # Slurm's smallest --time is a minute, checked every 30 s: the job would hold the test 60-90 s. Once
+        # it runs with the campaign's walltime, its limit drops to 0 and Slurm's own enforcement kills it at
+        # its next check (TIMEOUT, reason TimeLimit), as it would at the end of the minute.
+        row = next(r for r in agent.state.jobs(name) if r["key"] == "sleepy-n1x2")
+        job = slurm_job(slurm_env, row["backend_id"]) if row["backend_id"] and not limit else {}
+        if job.get("JobState") == "RUNNING":
+            limit["campaign"] = job["TimeLimit"]
+            subprocess.run(["scontrol", "update", f"JobId={row['backend_id']}", "TimeLimit=0"], env=slurm_env,
+                           check=True, capture_output=True)
+
+    s = agent.run(interval=1.0, timeout=240, on_cycle=end_the_minute_early)
     assert s["done"] and s["rejected"] == 0, s
+    assert limit == {"campaign": "00:01:00"}, limit      # the campaign's walltime reached the job
     rows = {r["key"]: r for r in agent.state.jobs(name)}
     bad, sleepy, good = rows["nosuchmpi-1.0-n1x2"], rows["sleepy-n1x2"], rows["mpich-4.0.2-n1x2"]
     assert bad["state"] == "FAILED" and bad["attempt"] == 2, dict(bad)          # retried up to the limit

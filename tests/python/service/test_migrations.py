@@ -55,6 +55,18 @@ def _columns(table: str) -> set[str]:
     return {c["name"] for c in inspect(db.engine).get_columns(table)}
 
 
+def _seed_machine(conn, nodes: int, libraries: int) -> None:
+    """The rows a data migration test starts from: machine 1 ('m', `nodes` x 2 cores) and Open MPI 4.1.4
+    libraries 1..`libraries` on it (module m<id>). Plain SQL: the models describe the head, not the revision
+    the test stops at."""
+    conn.execute(text("INSERT INTO machines (id, name, nodes, cores_per_node, interconnect, notes, created_at) "
+                      "VALUES (1, 'm', :nodes, 2, '', '', CURRENT_TIMESTAMP)"), {"nodes": nodes})
+    for lid in range(1, libraries + 1):
+        conn.execute(text("INSERT INTO mpi_libraries (id, machine_id, name, version, module, created_at) "
+                          "VALUES (:id, 1, 'openmpi', '4.1.4', :module, CURRENT_TIMESTAMP)"),
+                     {"id": lid, "module": f"m{lid}"})
+
+
 def test_upgrade_from_empty_then_down_one_and_up(empty_url, tmp_path):
     app = make_app(empty_url, tmp_path / "inst")
     with app.app_context():
@@ -106,10 +118,7 @@ def test_layout_columns_are_filled_from_what_runs_recorded(empty_url, tmp_path):
     with app.app_context():
         flask_migrate.upgrade(directory=MIGRATIONS, revision="0006_harden19")
         with db.engine.begin() as conn:
-            conn.execute(text("INSERT INTO machines (id, name, nodes, cores_per_node, interconnect, notes, created_at) "
-                              "VALUES (1, 'm', 3, 2, '', '', CURRENT_TIMESTAMP)"))
-            conn.execute(text("INSERT INTO mpi_libraries (id, machine_id, name, version, module, created_at) "
-                              "VALUES (1, 1, 'openmpi', '4.1.4', '', CURRENT_TIMESTAMP)"))
+            _seed_machine(conn, nodes=3, libraries=1)
             conn.execute(text("INSERT INTO uploads (id, upload_id, machine_id, actor, n_files, n_timings, created_at) "
                               "VALUES (1, 'u', 1, 'a', 2, 0, CURRENT_TIMESTAMP)"))
             for rid, nodes, ppn, nprocs, hdr in (
@@ -138,11 +147,8 @@ def test_earlier_published_versions_become_superseded(empty_url, tmp_path):
     with app.app_context():
         flask_migrate.upgrade(directory=MIGRATIONS, revision="0014_nativesizes35")
         with db.engine.begin() as conn:
-            conn.execute(text("INSERT INTO machines (id, name, nodes, cores_per_node, interconnect, notes, created_at) "
-                              "VALUES (1, 'm', 1, 2, '', '', CURRENT_TIMESTAMP)"))
+            _seed_machine(conn, nodes=1, libraries=2)
             for sid in (1, 2):
-                conn.execute(text("INSERT INTO mpi_libraries (id, machine_id, name, version, module, created_at) "
-                                  f"VALUES ({sid}, 1, 'openmpi', '4.1.4', 'm{sid}', CURRENT_TIMESTAMP)"))
                 conn.execute(text("INSERT INTO profile_sets (id, machine_id, library_id, created_at) "
                                   f"VALUES ({sid}, 1, {sid}, CURRENT_TIMESTAMP)"))
             for vid, sid, n, state, day in ((1, 1, 1, "published", 1), (2, 1, 2, "published", 2),
