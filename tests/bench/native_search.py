@@ -103,7 +103,17 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
             _account(out, json.loads(rep_file.read_text()), d)
         return out
     kind = "exhaustive" if search == "rerun" else search      # rerun: a second, independent exhaustive campaign
-    if lib.family.name == "intelmpi":
+
+    def drive(spec: dict, rep_file: Path) -> None:
+        """One run of the search driver, as the agent's job script runs it; its report accounted into out."""
+        p = subprocess.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec),
+                            "--launcher", launcher, "--bench", str(bench), "--output", str(rep_file)],
+                           cwd=ROOT, env=env, capture_output=True, text=True)
+        if p.returncode:
+            sys.exit(f"{lib_id} {search}: the search driver failed ({p.returncode}): {p.stderr[-1500:]}")
+        _account(out, json.loads(rep_file.read_text()), d)
+
+    if lib.family.native_at_init:
         # presets fixed at MPI_Init: the driver's Intel rounds (scheduler/intel_race.py), exhaustive and race alike,
         # `mpiruns` rounds in one driver run; the presets from the library's own impi_info -v
         from pgmpi_formats import impi_adjust
@@ -116,12 +126,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
                 "bench_args": [f"--nrep={nrep}", f"--campaign=ns-{search}", f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry) for k in CALLS}}
         rep_file = d / "search-0.json"
-        p = subprocess.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec),
-                            "--launcher", launcher, "--bench", str(bench), "--output", str(rep_file)],
-                           cwd=ROOT, env=env, capture_output=True, text=True)
-        if p.returncode:
-            sys.exit(f"{lib_id} {search}: the search driver failed ({p.returncode}): {p.stderr[-1500:]}")
-        _account(out, json.loads(rep_file.read_text()), d)
+        drive(spec, rep_file)
         return out
     listing = subprocess.run(shlex.split(launcher.replace("-np 2", "-np 1")) + [str(bench), "--list-native"],
                              capture_output=True, text=True, env=env, timeout=120)
@@ -139,12 +144,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
                                f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry) for k in CALLS}}
         rep_file = d / f"search-{i}.json"
-        p = subprocess.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec),
-                            "--launcher", launcher, "--bench", str(bench), "--output", str(rep_file)],
-                           cwd=ROOT, env=env, capture_output=True, text=True)
-        if p.returncode:
-            sys.exit(f"{lib_id} {search}: the search driver failed ({p.returncode}): {p.stderr[-1500:]}")
-        _account(out, json.loads(rep_file.read_text()), d)
+        drive(spec, rep_file)
     return out
 
 
