@@ -97,3 +97,19 @@ def seeded(app):
             out[name + "_id"] = row.id
         db.session.commit()
     return out
+
+
+@pytest.fixture
+def campaign_with_runs(client, seeded):
+    """campaign_with_runs(texts, campaign="c1", machine="m1"): the campaign (created by admin) and one upload per
+    raw-file text, by agent1."""
+    return lambda texts, campaign="c1", machine="m1": _campaign_with_runs(client, seeded, texts, campaign, machine)
+
+
+def _campaign_with_runs(client, seeded, texts, campaign: str, machine: str) -> None:
+    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
+                       json={"name": campaign, "machine": machine, "definition": {}}).status_code == 201
+    for i, text in enumerate(texts):
+        r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={
+            "upload_id": f"u{i}", "campaign": campaign, "files": [{"name": f"run{i}.txt", "content": text}]})
+        assert r.status_code == 201, r.get_json()

@@ -26,14 +26,10 @@ def _run(mpirun: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_the_candidate_names_the_collectives_left_to_the_library(client, seeded, app, tmp_path):
+def test_the_candidate_names_the_collectives_left_to_the_library(client, seeded, app, tmp_path,
+                                                                 campaign_with_runs):
     app.config["PGMPI_PROFILE_ROOT"] = str(tmp_path / "profiles")
-    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
-                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code == 201
-    for i in range(4):
-        r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={
-            "upload_id": f"u{i}", "campaign": "c1", "files": [{"name": f"run{i}.txt", "content": _run(i)}]})
-        assert r.status_code == 201, r.get_json()
+    campaign_with_runs([_run(i) for i in range(4)])
     r = client.post("/api/v1/native/candidates", headers=seeded["agent1"],
                     json={"machine": "m1", "library": "intelmpi", "version": VERSION, "campaign": "c1"})
     assert r.status_code == 201, r.get_json()

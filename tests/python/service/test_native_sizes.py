@@ -45,15 +45,11 @@ def _figures(sizes, rounds=5, file_t=1.5e-6) -> dict:
     return out
 
 
-def test_a_rule_is_validated_at_the_size_its_decision_measured(client, seeded, app, tmp_path):
+def test_a_rule_is_validated_at_the_size_its_decision_measured(client, seeded, app, tmp_path,
+                                                               campaign_with_runs):
     from scheduler.native_validation import precheck
     app.config["PGMPI_PROFILE_ROOT"] = str(tmp_path / "profiles")
-    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
-                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code == 201
-    for i in range(4):
-        r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={
-            "upload_id": f"u{i}", "campaign": "c1", "files": [{"name": f"run{i}.txt", "content": _run(i)}]})
-        assert r.status_code == 201, r.get_json()
+    campaign_with_runs([_run(i) for i in range(4)])
     ask = {"machine": "m1", "library": "openmpi", "version": "4.1.4"}
     r = client.post("/api/v1/native/candidates", headers=seeded["agent1"], json={**ask, "campaign": "c1"})
     assert r.status_code == 201, r.get_json()
