@@ -144,7 +144,8 @@ def main() -> int:
                 if bad is not None:
                     n_fail += 1
                     fails.setdefault(name, []).append(f"round {r + 1}: " + (bad.get("message") or "")[:200])
-                    print(f"  FAILED {name}: {re.sub(r'\s+', ' ', bad.get('message') or '')[:300]}", flush=True)
+                    msg = re.sub(r"\s+", " ", bad.get("message") or "")[:300]
+                    print(f"  FAILED {name}: {msg}", flush=True)
             # a round cut short (pytest itself failed) leaves fewer cases: said here, not hidden in the tally
             print(f"round {r + 1}/{a.rounds}: {n_fail} failure(s), {time.time() - t0:.0f} s, load before {l0}, "
                   f"after {load()}", flush=True)
