@@ -111,11 +111,21 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def tally(runs: dict[str, int], secs: dict[str, float], fails: dict[str, list[str]]) -> str:
+    """failures/runs, mean seconds and the failures' first lines, one test per line"""
+    out = []
+    for name in sorted(runs):
+        out.append(f"{len(fails.get(name, [])):2d}/{runs[name]}  {secs[name] / runs[name]:6.1f} s  {name}")
+        out += ["       " + re.sub(r"\s+", " ", f) for f in fails.get(name, [])]
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--only", action="append", default=[],
                     help="run only the tests whose node id contains this (repeatable: any of them)")
+    ap.add_argument("--tally", type=Path, help="rewrite this file with failures/runs per test after every round")
     ap.add_argument("--list", action="store_true", help="print the list and what each test rests on")
     a = ap.parse_args()
     tests = [(t, why) for t, why in TESTS if not a.only or any(o in t for o in a.only)]
@@ -146,14 +156,12 @@ def main() -> int:
                     fails.setdefault(name, []).append(f"round {r + 1}: " + (bad.get("message") or "")[:200])
                     msg = re.sub(r"\s+", " ", bad.get("message") or "")[:300]
                     print(f"  FAILED {name}: {msg}", flush=True)
-            # a round cut short (pytest itself failed) leaves fewer cases: said here, not hidden in the tally
+            if a.tally:      # the figures so far, so that a run stopped early still has them
+                a.tally.write_text(f"after {r + 1} of {a.rounds} rounds\n" + tally(runs, secs, fails) + "\n")
             print(f"round {r + 1}/{a.rounds}: {n_fail} failure(s), {time.time() - t0:.0f} s, load before {l0}, "
                   f"after {load()}", flush=True)
     print(f"\n{a.rounds} rounds in {(time.time() - t_all) / 60:.1f} min")
-    for name in sorted(runs):
-        print(f"{len(fails.get(name, [])):2d}/{runs[name]}  {secs[name] / runs[name]:6.1f} s  {name}")
-        for f in fails.get(name, []):
-            print("       " + re.sub(r"\s+", " ", f))
+    print(tally(runs, secs, fails))
     return 0
 
 
