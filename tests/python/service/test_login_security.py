@@ -69,23 +69,32 @@ def test_lockout_per_address_covers_unknown_names(client, app):
     assert failed == 5
 
 
-def test_unknown_user_costs_a_password_hash(app):
-    """A user name must not be found out by timing: an unknown name pays for a hash like a known one
-    (main took 6 ms against 165 ms)."""
-    from service.auth import check_login
-    app.config["PASSWORD_HASH_METHOD"] = None
+@pytest.mark.parametrize("method", [None, "pbkdf2:sha256:1000"])
+def test_unknown_user_costs_a_password_hash(app, monkeypatch, method):
+    """A user name must not be found out by timing: an unknown name pays for one hash of the same method and
+    work factor as a known one (main took 6 ms against 165 ms, no hash at all).  Checked on what is hashed,
+    not on the clock: a timing comparison of single calls on this loaded machine is the VM's phase (issue 34)."""
+    import service.auth as auth
+    app.config["PASSWORD_HASH_METHOD"] = method          # None: werkzeug's default (scrypt), as a site runs
     _alice(app)
     app.config.update(LOGIN_MAX_FAILURES_PER_USER=0, LOGIN_MAX_FAILURES_PER_ADDRESS=0)
+    hashed = []                                          # per check: the hash's method and work parameters
 
-    def cost(name):
+    def counted(pwhash, password):
+        hashed.append(pwhash.split("$", 1)[0])
+        return real(pwhash, password)
+    real = auth.check_password_hash
+    monkeypatch.setattr(auth, "check_password_hash", counted)
+
+    def methods(name):
+        hashed.clear()
         with app.test_request_context():
-            t0 = time.perf_counter()
-            check_login(name, "wrong password")
-            return time.perf_counter() - t0
-    cost("nobody")                      # the dummy hash is made once
-    known = cost("alice")
-    unknown = min(cost(f"nobody{i}") for i in range(2))
-    assert unknown > 0.5 * known, (unknown, known)
+            assert auth.check_login(name, "wrong password") is None
+        return list(hashed)
+    known = methods("alice")
+    assert len(known) == 1 and known[0].startswith(method or "scrypt:"), known
+    for name in ("nobody", "nobody1", "nobody2"):        # the first makes the dummy hash, the others reuse it
+        assert methods(name) == known, (name, known)
 
 
 def test_copied_session_cookie_dies_at_logout(client, app):
