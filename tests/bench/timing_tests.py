@@ -10,13 +10,13 @@ Each round is one pytest process over the whole list (so the tests see the machi
 to them, one after another); the load average is printed before every round. Prints, per test, failures/N,
 the mean seconds per run and the first line of each failure. Asserts nothing: the figures go into the report.
 
-The list: every test of tests/python whose verdict depends on times pgmpi-bench (or pgmpi-dtbench) measured,
-and what each rests on. "virtual clock": tests/python/delay_interposer.py replaces MPI_Wtime by a tick
-counter, so every mpirun gives the same figures whatever the load; "rule": a repetition or time-budget rule
-whose bounds hold for any timing the machine can give; "effect-free": the test asserts a chain, not a
-measured verdict. (The one "effect" test, pgmpi-bench against tests/bench/min_loop.c, checks calls instead of
-times now and is not listed: tests/python/bench/test_bench_vs_min_loop.py; its figure: tests/bench/bench_vs_loop.py.)
-The tests on seeded synthetic data (tests/python/analysis, dashboards) measure nothing and are not listed.
+The list: every test of `make test` whose outcome depends on times pgmpi-bench (or pgmpi-dtbench, or the
+usage records) measured, or on the machine's load, and what each rests on: "virtual clock" (the ranks read
+tests/python/delay_interposer.py's tick counter: every mpirun gives the same figures whatever the load), "rule"
+(a bound that holds for any timing), "planted" (an outcome forced far beyond any measured difference), "either
+branch" (each outcome of a real measurement checked against the files), "wall clock"/"load" (bounds on
+elapsed time far from the effect, events the test waits for). tests/README.md, "Tests independent of timing
+luck", says what is not listed and why (synthetic data, the C suite, the lead's cluster tests this stop).
 """
 from __future__ import annotations
 
