@@ -51,7 +51,14 @@ def test_search_campaign_on_slurm_to_explain(tmp_path, slurm_env, mpi_modulepath
     assert measured == {(int(size), x) for size in ("2048", "8192") for r in paths[size]["rounds"] for x in r} \
         | {(2048, "default"), (8192, "default"), (2048, "default_control"), (8192, "default_control")}
     assert rep["grid"]["bcast"]["8192"] == 9 + 6 * 2                       # 9 methods, 6 take both segments
-    assert sum(map(len, rounds)) < sum(rep["grid"]["bcast"].values())       # smgd prunes or stops early
+    # smgd prunes: a method the scan put more than `prune` behind the best is measured at its start only. Which
+    # methods that is, and so how much of the grid is left out, is the machine's measurement (at 2 ranks one
+    # method, split_binary_tree, made the difference between 14 and all 15 variants at 2048 B), not asserted
+    for size in ("2048", "8192"):
+        seen = [x for r in paths[size]["rounds"] for x in r]
+        assert len(seen) == len(set(seen)) <= rep["grid"]["bcast"][size], seen   # each variant at most once
+        for m in paths[size]["pruned"]:
+            assert [x for x in seen if x.split(":seg=")[0] == f"native:{m}"] == [f"native:{m}"], (m, seen)
     first = paths["2048"]["rounds"][0]
     assert len(first) == 9 and all(":seg=" not in x for x in first)         # the scan: every method unsegmented
     assert s["uploaded"] == len(rep["files"]) == rep["mpiruns"] + conf["mpiruns"] and s["rejected"] == 0
