@@ -91,7 +91,8 @@ TESTS = [  # (node id, what its outcome rests on); the kinds are explained in te
     ("tests/python/scheduler/test_local_backend.py::test_demo_native_step_decides_validates_through_the_module_and_publishes_only_what_passed",
      "either branch: publishes exactly when the (real-clock) validation passed"),
     ("tests/python/scheduler/test_slurm_search.py",
-     "either branch: the confirmed cells are those the search measured faster by the margin, from the report"),
+     "either branch: the confirmed cells are those the search measured faster by the margin, from the report; "
+     "pruning checked on the report, not by how much of the grid it left out"),
     ("tests/python/scheduler/test_slurm_campaign.py",
      "either branch: asserts the chain (candidates <= violations, a validation per candidate), not a verdict"),
     ("tests/python/scheduler/test_slurm_datatypes.py",
