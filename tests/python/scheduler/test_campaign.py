@@ -377,6 +377,40 @@ validation: {{enabled: false}}
 
 
 @pytest.mark.mpi
+def test_the_default_arm_of_a_native_launch_is_not_an_algorithm_the_module_forces(tmp_path, bench_root):
+    """A real job (local backend, Open MPI 4.1.4, 2 ranks) whose module forces recursive_doubling on
+    MPI_Allreduce without any file (OMPI_MCA_coll_tuned_allreduce_algorithm=3).  pgmpi-bench sets
+    use_dynamic_rules=1 itself for native: variants, so Open MPI makes MPI_COMM_WORLD with the forced algorithm:
+    on the old planner the "default" arm's reduction fingerprint was recursive_doubling's (bae2... against the
+    library's ring a1af... at 64 KiB, 2026-11-26).  Now the launch runs without the variable and its default is
+    the library's, told apart by the result fingerprint (no timing)."""
+    from pgmpi_formats.results import read_file
+    from scheduler.backends import make_backend, wait
+    c = load_campaign(write(tmp_path, f"""name: forced-openmpi
+machine: box
+backend: local
+bench_root: {bench_root}
+modules: [{{mpi: openmpi, env: {{OMPI_MCA_coll_tuned_allreduce_algorithm: "3", PGMPI_NATIVE_EVIDENCE: "1"}}}}]
+layouts: [{{nodes: 1, ppn: 2}}]
+collectives: {{allreduce: {{sizes: [65536], algorithms: [default, native:recursive_doubling]}}}}
+repetitions: {{nrep: 5}}
+mpiruns: 1
+validation: {{enabled: false}}
+"""))
+    job = plan(c)[0]
+    d = tmp_path / "job"
+    d.mkdir()
+    be = make_backend(c)
+    st = wait(be, be.submit(job, d, "forced-openmpi", c.bench_for(job.module)), d, 300)
+    assert st.state == "COMPLETED", (st, (d / "local.out").read_text()[-2000:])
+    run = read_file(d / "run-0.txt")
+    prints = {f[4]: f[5] for f in (str(x).removeprefix("#@").split() for x in run.pgmpi_lines)
+              if f[:2] == ["pgmpi", "fingerprint"]}
+    assert set(prints) == {"default", "native:recursive_doubling"}, run.pgmpi_lines
+    assert prints["default"] != prints["native:recursive_doubling"], prints
+
+
+@pytest.mark.mpi
 def test_campaign_wide_nrep_every_mpirun_measures_the_pilots_counts(tmp_path, mpi, mpi_prefix):
     """The planned launches of a predict campaign run as the job runs them (in order, in one directory): the
     pilot predicts a count per cell, the other mpiruns measure exactly that count and say where it came from."""
