@@ -1,5 +1,5 @@
-"""Spack: `spack install pgmpitunelib ^<mpi>` (from a clone of this checkout's HEAD without local branches) against MPI libraries of deploy/mpi-libraries.tsv (externals,
-one prefix per MPI; packaging_helpers.packaging_mpis(): a representative subset in `make test`, tests/README.md),
+"""Spack: `spack install pgmpitunelib ^<mpi>` (from a clone of this checkout's HEAD without local branches)
+against MPI libraries of deploy/mpi-libraries.tsv (externals, one prefix per MPI; packaging_helpers.packaging_mpis(): a representative subset in `make test`, tests/README.md),
 build-time tests, `spack test run`, and `spack module lmod refresh` producing the MPI hierarchy whose
 modules compute PGMPITUNE_PROFILE_DIR at load time.
 
