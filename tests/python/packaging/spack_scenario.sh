@@ -23,8 +23,8 @@ rm -rf "$src"
 git clone -q "$top" "$src"
 git -C "$src" checkout -q --detach
 git -C "$src" for-each-ref --format='%(refname)' refs/heads | while read -r ref; do git -C "$src" update-ref -d "$ref"; done
-echo "\$ git -C $src branch --list; git -C $src rev-parse HEAD"
-echo "local branches: $(git -C "$src" branch --list --format='%(refname:short)' | wc -l)"
+echo "\$ git -C $src for-each-ref refs/heads; git -C $src rev-parse HEAD"
+echo "local branches: $(git -C "$src" for-each-ref refs/heads | wc -l)"
 echo "HEAD $(git -C "$src" rev-parse HEAD)"
 setup=$("$here/spack_setup.sh" "${PGMPI_SPACK_DIR:-$top/build/spack}") || exit $?   # 3: no snapshot
 eval "$(sed 's/^/export /' <<<"$setup")"
