@@ -79,8 +79,8 @@ TESTS = [  # (node id, what its outcome rests on); the kinds are explained in te
     ("tests/python/lib/test_usage_records.py::test_a_job_leaves_one_complete_record_of_its_mix",
      "rule: sampled collective time < 3/2 x period x rank time (each sample stands for < 3/2 period calls)"),
     ("tests/python/bench/test_bench_clock_sync.py::test_clock_methods_write_valid_output",
-     "rule: every measurement written or counted late, clock check error < the 20 ms window, round-time keeps "
-     "at least one measurement (no count of valid measurements asserted)"),
+     "rule: every measurement written or counted late; load: the clock check's error < the 20 ms window "
+     "(0.002-0.03 us measured), round-time keeps at least one of 12 measurements"),
     ("tests/python/scheduler/test_native_validation.py::test_native_validate_measures_with_the_sync_it_is_given",
      "rule: a 500 us window under load; asserts the method in both arms' raw files, not a count of valid ones"),
     ("tests/python/scheduler/test_dt_campaign.py::test_dtbench_measures_with_the_campaigns_sync",
