@@ -575,8 +575,8 @@ def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label) -> N
 
     def pct(xs):
         return f"{statistics.median(xs) * 100:.0f}" if xs else "-"
-    print(f"\n### Clock control, mode {mode}: each tool's global clock against the true offset (one node: "
-          "tests/bench/wtime_truth.c), per cell median [max] over mpiruns, us; valid %; paired ratio with each "
+    print(f"\n### Clock control, mode {mode}: each tool's global clock against the true offset (one kernel's "
+          "CLOCK_MONOTONIC, tests/bench/wtime_truth.c), per cell median [max] over mpiruns, us; valid %; paired ratio with each "
           "mpirun's clock error taken off its median")
     print("| call, size | ReproMPI us | clock error ReproMPI | clock error pgmpi | valid % ReproMPI | valid % pgmpi "
           "| paired | paired, clock errors off |")
