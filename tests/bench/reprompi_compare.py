@@ -33,6 +33,12 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               margin (3 x mean of 10 barrier+Bcast against pgmpi-bench's 3 x slowest of 10 Allreduce), so about
               its wait before each measurement and its share of late starts; reaches a cell only where the
               margins differ (ReproMPI's >= 1.5x, margins_differ)
+  lib-path    (window) ReproMPI with libpgmpitune preloaded and its report on (LD_PRELOAD, PGMPITUNE_VERBOSE=1,
+              the ranks only) against pgmpi-bench once more: the call's path -- pgmpi-bench sets the report on,
+              so each timed call of the default runs libpgmpitune's entry point, PMPI_Type_size and the report's
+              count besides PMPI_<call> (ReproMPI: PMPI_<call> alone)
+  method      (window) pgmpi-bench --method=reprompi against the plain ReproMPI: ReproMPI's buffers (per cell,
+              malloc'd, its initialisation) and no check round -- what pgmpi-bench does around the call
   short-wait  (window) both tools with a 200 us window: a measurement after milliseconds of waiting
               is slow on this VM whatever the clock (the 3 ms window's 8 B figures, 10-20 us)
   clock       (window, round-time) each tool's global clock against the true offset between the ranks'
@@ -190,6 +196,7 @@ class Arm:
     env: dict = field(default_factory=dict)
     ref: str | None = "ReproMPI"   # the ReproMPI arm its ratios are taken against
     window_us: float | None = None  # window mode: this arm's window instead of --window-us
+    with_lib: bool = False         # ReproMPI with libpgmpitune preloaded: its calls take pgmpi-bench's path
 
 
 @dataclass
@@ -221,6 +228,18 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
         reasons.append(Reason("short-wait", "milliseconds of waiting for the window before each measurement, after which "
                               "a call is slow and varies on this VM (tests/bench/sync_wait.py: not the clock); both tools "
                               f"with a {SHORT_WINDOW_US:g} us window", "pgmpi/short-wait", BOTH))
+    if mode == "window":
+        arms += [Arm("ReproMPI/lib", "reprompi", ref=None, with_lib=True),
+                 Arm("pgmpi/lib", "pgmpi", list(main_args), ref="ReproMPI/lib"),
+                 Arm("pgmpi/method", "pgmpi", list(main_args) + ["--method=reprompi"])]
+        reasons.append(Reason("lib-path", "the call's path: pgmpi-bench calls MPI_<call> through libpgmpitune with "
+                              "its report on (PGMPITUNE_VERBOSE=1, set by pgmpi-bench), so inside the timed region "
+                              "each call of the default also runs PMPI_Type_size and the report's count, where "
+                              "ReproMPI calls the MPI library straight; ReproMPI with libpgmpitune preloaded and "
+                              "PGMPITUNE_VERBOSE=1 (the same calls, tests/python/bench/call_trace.c)", "pgmpi/lib", BOTH))
+        reasons.append(Reason("method", "what pgmpi-bench does around the call: buffers once for the largest cell "
+                              "(ReproMPI: per cell, malloc'd, its initialisation) and the check round before a "
+                              "cell; pgmpi-bench --method=reprompi (the window options kept)", "pgmpi/method"))
     if mode == "roundtime":
         arms.append(Arm("pgmpi/rp-margin", "pgmpi", list(main_args) + [f"--rt-multiplier={RP_MARGIN_MULT:g}"]))
         reasons.append(Reason("margin", "round-time's margin: ReproMPI waits 3 x the mean of 10 barrier+Bcast times, "
@@ -400,6 +419,20 @@ def syncs(mode: str, window_us: float) -> tuple[list, list]:
     return rp_sync, pg_sync
 
 
+def lib_launch(mpi: str, where: str, tenv: dict, libtune: str) -> tuple[list[str], dict]:
+    """The lib-path control's ReproMPI launch: (mpirun options, environment) that put libpgmpitune into every
+    rank's call path with its report on, PGMPITUNE_VERBOSE=1 as pgmpi-bench sets it (bench_mpi_init): then
+    each call of the default takes the path pgmpi-bench's does (PMPI_Type_size, the report's count).  The
+    library comes after wtime_truth.c (tenv's LD_PRELOAD), whose MPI_Finalize chains on to the library's.
+    With mpirun the variables go to the ranks only (-x / -env, as the loop+lib arm), not to mpirun itself;
+    srun passes its environment on."""
+    lib = {"LD_PRELOAD": ":".join(x for x in (tenv.get("LD_PRELOAD"), libtune) if x), "PGMPITUNE_VERBOSE": "1"}
+    if where == "cluster":
+        return [], {**tenv, **lib}
+    rest = {k: v for k, v in tenv.items() if k != "LD_PRELOAD"}
+    return [x for k, v in lib.items() for x in (["-x", f"{k}={v}"] if mpi == "openmpi" else ["-env", k, v])], rest
+
+
 def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict | None:
     rp_sync, pg_sync = syncs(mode, a.window_us)
     user = [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
@@ -444,10 +477,11 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
                 tenv = {"LD_PRELOAD": str(a.truth), "WTIME_TRUTH_FILE": str(truth_file)} \
                     if clocked and not arm.kind.startswith("loop") else {}
                 if arm.kind == "reprompi":
-                    cmd = mpirun(a.mpi, a.np, a.where) + [a.reprompi] + (["--verbose"] if tenv else []) + [
+                    pre, lenv = lib_launch(a.mpi, a.where, tenv, libtune) if arm.with_lib else ([], tenv)
+                    cmd = mpirun(a.mpi, a.np, a.where) + pre + [a.reprompi] + (["--verbose"] if tenv else []) + [
                         "--calls-list=" + ",".join(CALLS[c] for c in calls),
                         "--msizes-list=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}", *rp_sync]
-                    text = run(cmd, {**env_for(a.mpi, a.reprompi), **arm.env, **tenv})
+                    text = run(cmd, {**env_for(a.mpi, a.reprompi), **arm.env, **lenv})
                 elif arm.kind.startswith("loop"):
                     env = {**env_for(a.mpi, bench), **arm.env}
                     pre = ["-x", f"LD_PRELOAD={libtune}"] if a.mpi == "openmpi" else ["-env", "LD_PRELOAD", libtune]

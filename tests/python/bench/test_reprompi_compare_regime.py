@@ -272,3 +272,23 @@ def test_the_cluster_launch_is_one_rank_per_virtual_node():
     assert m.mpirun("openmpi", 2, "cluster") == ["srun", "-N2", "--ntasks-per-node=1", "--mpi=pmix"]
     assert m.mpirun("mpich", 3, "cluster") == ["srun", "-N3", "--ntasks-per-node=1", "--mpi=pmi2"]
     assert m.mpirun("openmpi", 2)[0] == "mpirun.openmpi"
+
+
+def test_the_lib_path_control_gives_reprompi_pgmpi_benchs_call_path():
+    m = load_compare()
+    # pgmpi-bench runs with libpgmpitune's report on (PGMPITUNE_VERBOSE=1, bench_mpi_init), so its timed call of
+    # the default runs PMPI_Type_size and the report's count; the control must put both into ReproMPI's ranks
+    truth = {"LD_PRELOAD": "/t/libwtime_truth.so", "WTIME_TRUTH_FILE": "/t/truth.txt"}
+    pre, env = m.lib_launch("openmpi", "one-node", truth, "/b/libpgmpitune.so")
+    assert pre == ["-x", "LD_PRELOAD=/t/libwtime_truth.so:/b/libpgmpitune.so", "-x", "PGMPITUNE_VERBOSE=1"]
+    assert env == {"WTIME_TRUTH_FILE": "/t/truth.txt"}        # not preloaded into mpirun itself
+    pre, env = m.lib_launch("mpich", "one-node", {}, "/b/libpgmpitune.so")
+    assert pre == ["-env", "LD_PRELOAD", "/b/libpgmpitune.so", "-env", "PGMPITUNE_VERBOSE", "1"] and env == {}
+    pre, env = m.lib_launch("openmpi", "cluster", truth, "/b/libpgmpitune.so")
+    assert pre == [] and env["PGMPITUNE_VERBOSE"] == "1" and env["LD_PRELOAD"].endswith(":/b/libpgmpitune.so")
+    # window mode runs it as a control of both tools (ReproMPI/lib next to a pgmpi-bench rerun paired with it)
+    arms, reasons = m.reason_arms("window", "openmpi", [])
+    lib = {x.label: x for x in arms}
+    assert lib["ReproMPI/lib"].with_lib and lib["pgmpi/lib"].ref == "ReproMPI/lib"
+    assert {r.name: r.reruns for r in reasons}["lib-path"] == m.BOTH
+    assert "--method=reprompi" in lib["pgmpi/method"].args
