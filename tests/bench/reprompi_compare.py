@@ -33,10 +33,11 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               margin (3 x mean of 10 barrier+Bcast against pgmpi-bench's 3 x slowest of 10 Allreduce), so about
               its wait before each measurement and its share of late starts; reaches a cell only where the
               margins differ (ReproMPI's >= 1.5x, margins_differ)
-  lib-path    (window) ReproMPI with libpgmpitune preloaded and its report on (LD_PRELOAD, PGMPITUNE_VERBOSE=1,
-              the ranks only) against pgmpi-bench once more: the call's path -- pgmpi-bench sets the report on,
-              so each timed call of the default runs libpgmpitune's entry point, PMPI_Type_size and the report's
-              count besides PMPI_<call> (ReproMPI: PMPI_<call> alone)
+  lib-path    (window) ReproMPI with libpgmpitune preloaded, its report off (LD_PRELOAD, the ranks only) against
+              pgmpi-bench once more: the call's path -- each timed call of pgmpi-bench runs libpgmpitune's entry
+              point besides PMPI_<call> (ReproMPI: PMPI_<call> alone); pgmpi-bench sets the report on but
+              suspends it inside its timed loops (pgmpitune_report_suspend), so no PMPI_Type_size and no count
+              there (until 2026-11-26 both ran, and this control set PGMPITUNE_VERBOSE=1 to match)
   method      (window) pgmpi-bench --method=reprompi against the plain ReproMPI: ReproMPI's buffers (per cell,
               malloc'd, its initialisation) and no check round -- what pgmpi-bench does around the call
   short-wait  (window) both tools with a 200 us window: a measurement after milliseconds of waiting
@@ -232,11 +233,11 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
         arms += [Arm("ReproMPI/lib", "reprompi", ref=None, with_lib=True),
                  Arm("pgmpi/lib", "pgmpi", list(main_args), ref="ReproMPI/lib"),
                  Arm("pgmpi/method", "pgmpi", list(main_args) + ["--method=reprompi"])]
-        reasons.append(Reason("lib-path", "the call's path: pgmpi-bench calls MPI_<call> through libpgmpitune with "
-                              "its report on (PGMPITUNE_VERBOSE=1, set by pgmpi-bench), so inside the timed region "
-                              "each call of the default also runs PMPI_Type_size and the report's count, where "
-                              "ReproMPI calls the MPI library straight; ReproMPI with libpgmpitune preloaded and "
-                              "PGMPITUNE_VERBOSE=1 (the same calls, tests/python/bench/call_trace.c)", "pgmpi/lib", BOTH))
+        reasons.append(Reason("lib-path", "the call's path: pgmpi-bench calls MPI_<call> through libpgmpitune (its "
+                              "report suspended inside the timed region, as an application runs it with the report "
+                              "off), where ReproMPI calls the MPI library straight; ReproMPI with libpgmpitune "
+                              "preloaded, report off (the same calls, tests/python/bench/call_trace.c)",
+                              "pgmpi/lib", BOTH))
         reasons.append(Reason("method", "what pgmpi-bench does around the call: buffers once for the largest cell "
                               "(ReproMPI: per cell, malloc'd, its initialisation) and the check round before a "
                               "cell; pgmpi-bench --method=reprompi (the window options kept)", "pgmpi/method"))
@@ -421,12 +422,13 @@ def syncs(mode: str, window_us: float) -> tuple[list, list]:
 
 def lib_launch(mpi: str, where: str, tenv: dict, libtune: str) -> tuple[list[str], dict]:
     """The lib-path control's ReproMPI launch: (mpirun options, environment) that put libpgmpitune into every
-    rank's call path with its report on, PGMPITUNE_VERBOSE=1 as pgmpi-bench sets it (bench_mpi_init): then
-    each call of the default takes the path pgmpi-bench's does (PMPI_Type_size, the report's count).  The
+    rank's call path with its report off: pgmpi-bench suspends its report inside timed loops
+    (pgmpitune_report_suspend), so each timed call of the default takes the path an application's does, and
+    with the report off ReproMPI's call takes that path too (no PMPI_Type_size, no count).  The
     library comes after wtime_truth.c (tenv's LD_PRELOAD), whose MPI_Finalize chains on to the library's.
     With mpirun the variables go to the ranks only (-x / -env, as the loop+lib arm), not to mpirun itself;
     srun passes its environment on."""
-    lib = {"LD_PRELOAD": ":".join(x for x in (tenv.get("LD_PRELOAD"), libtune) if x), "PGMPITUNE_VERBOSE": "1"}
+    lib = {"LD_PRELOAD": ":".join(x for x in (tenv.get("LD_PRELOAD"), libtune) if x)}
     if where == "cluster":
         return [], {**tenv, **lib}
     rest = {k: v for k, v in tenv.items() if k != "LD_PRELOAD"}

@@ -22,7 +22,12 @@
  *   mpicc -O2 -o window_wait tests/bench/window_wait.c
  *   LD_PRELOAD=build/install/openmpi/lib/libpgmpitune.so mpirun -np 2 ./window_wait [CALL=bcast] [BYTES=8]
  *       [ROUNDS=10] [NREP=40] [LONG_US=3000] [SHORT_US=200]
+ * WINDOW_WAIT_SUSPEND=1 (with PGMPITUNE_VERBOSE=1) suspends libpgmpitune's report after MPI_Init, as
+ * pgmpi-bench does inside its timed loops (pgmpitune_report_suspend): then the lib and bench arms should
+ * cost what they cost with the report off.
  * Give the load with every figure: a rank descheduled during a long wait makes its measurement invalid. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +85,16 @@ int main(int argc, char **argv)
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
+    if (getenv("WINDOW_WAIT_SUSPEND") && atoi(getenv("WINDOW_WAIT_SUSPEND"))) {
+        /* looked up, not linked: the program runs without libpgmpitune too (the preload puts it there) */
+        int (*suspend)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "pgmpitune_report_suspend");
+        if (!suspend) {
+            if (rank == 0) fprintf(stderr, "window_wait: WINDOW_WAIT_SUSPEND=1 needs libpgmpitune preloaded\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        suspend(1);
+        if (rank == 0) printf("# libpgmpitune's report suspended (pgmpitune_report_suspend)\n");
+    }
     g_call = argc > 1 ? argv[1] : "bcast";
     g_n = argc > 2 ? atoi(argv[2]) : 8;
     int rounds = argc > 3 ? atoi(argv[3]) : 10, nrep = argc > 4 ? atoi(argv[4]) : 40;

@@ -276,16 +276,16 @@ def test_the_cluster_launch_is_one_rank_per_virtual_node():
 
 def test_the_lib_path_control_gives_reprompi_pgmpi_benchs_call_path():
     m = load_compare()
-    # pgmpi-bench runs with libpgmpitune's report on (PGMPITUNE_VERBOSE=1, bench_mpi_init), so its timed call of
-    # the default runs PMPI_Type_size and the report's count; the control must put both into ReproMPI's ranks
+    # pgmpi-bench's timed call of the default runs libpgmpitune's entry point with the report suspended
+    # (pgmpitune_report_suspend in run_phase): the control puts the library, report off, into ReproMPI's ranks
     truth = {"LD_PRELOAD": "/t/libwtime_truth.so", "WTIME_TRUTH_FILE": "/t/truth.txt"}
     pre, env = m.lib_launch("openmpi", "one-node", truth, "/b/libpgmpitune.so")
-    assert pre == ["-x", "LD_PRELOAD=/t/libwtime_truth.so:/b/libpgmpitune.so", "-x", "PGMPITUNE_VERBOSE=1"]
+    assert pre == ["-x", "LD_PRELOAD=/t/libwtime_truth.so:/b/libpgmpitune.so"]
     assert env == {"WTIME_TRUTH_FILE": "/t/truth.txt"}        # not preloaded into mpirun itself
     pre, env = m.lib_launch("mpich", "one-node", {}, "/b/libpgmpitune.so")
-    assert pre == ["-env", "LD_PRELOAD", "/b/libpgmpitune.so", "-env", "PGMPITUNE_VERBOSE", "1"] and env == {}
+    assert pre == ["-env", "LD_PRELOAD", "/b/libpgmpitune.so"] and env == {}
     pre, env = m.lib_launch("openmpi", "cluster", truth, "/b/libpgmpitune.so")
-    assert pre == [] and env["PGMPITUNE_VERBOSE"] == "1" and env["LD_PRELOAD"].endswith(":/b/libpgmpitune.so")
+    assert pre == [] and "PGMPITUNE_VERBOSE" not in env and env["LD_PRELOAD"].endswith(":/b/libpgmpitune.so")
     # window mode runs it as a control of both tools (ReproMPI/lib next to a pgmpi-bench rerun paired with it)
     arms, reasons = m.reason_arms("window", "openmpi", [])
     lib = {x.label: x for x in arms}
