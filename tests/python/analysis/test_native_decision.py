@@ -3,6 +3,10 @@ algorithms and the mock-ups under the paired verdict rules, a mock-up with nativ
 and a cell going to the native file or the .prf, never both."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from service.analysis.native_decision import decide, explain_lines, mockup_parts, validation_refusals
 
 NOISE = [1.00, 1.01, 0.99, 1.02, 0.98]          # the same drift per mpirun for every algorithm in it
@@ -255,13 +259,66 @@ def test_the_cells_to_confirm_are_those_the_search_saw_beat_the_default_by_the_m
     assert to_confirm(paths, defaults, 0.15) == {"bcast": {4096: "native:split_binary_tree:seg=1024"}}
 
 
-def test_later_confirmation_rounds_only_where_the_first_alone_pair_showed_the_minimum_gain():
-    from scheduler.native_driver import still_ahead
-    cells = {"bcast": {512: "native:binomial", 4096: "native:chain"}, "reduce": {8: "native:linear"}}
-    default = {("bcast", 512): 1.0, ("bcast", 4096): 1.0, ("reduce", 8): 1.0}
-    chosen = {("bcast", 512): 0.8, ("bcast", 4096): 0.97, ("reduce", 8): 1.2}
-    assert still_ahead(cells, default, chosen) == {"bcast": {512: "native:binomial"}}
-    assert still_ahead(cells, default, {}) == {}          # a failed variant has no median: it stops
+def test_a_later_confirmation_round_measures_only_the_cells_that_can_still_win():
+    """native_driver measures a cell again only while its alone pairs can still pass the decision's interval
+    rule.  Round 0: the pairs that showed the minimum gain (bcast 4096 at 1.03x stops, as it did before).
+    Round 1: MPICH's reduce 512 KiB of the quiet run of 2026-11-26 (1.066x, then 0.773x) stops too, where
+    until now every cell still ahead after round 0 had all three rounds; no third pair could have made it
+    win (decide() refuses it for every third ratio from 0.5x to 20x), while a steady 1.3x goes on."""
+    from scheduler.native_driver import confirm_rounds
+    cells = {"bcast": {512: "native:binomial", 4096: "native:chain"}, "reduce": {524288: "native:binomial"}}
+    ratio = {("bcast", 512): [1.3, 1.25, 1.28], ("bcast", 4096): [1.03, 1.4, 1.4],
+             ("reduce", 524288): [1.066, 0.773, 1.184]}
+    seen = []
+
+    def confirm(cells_i, i):
+        seen.append(i)
+        mine = [(k, s) for k, per in cells_i.items() for s in per]
+        return {c: 1.0 for c in mine}, {c: 1.0 / ratio[c][i] for c in mine}
+
+    rounds = confirm_rounds(cells, 3, confirm)
+    assert seen == [0, 1, 2]
+    assert rounds == [{"bcast": {"512": "native:binomial", "4096": "native:chain"}, "reduce": {"524288": "native:binomial"}},
+                      {"bcast": {"512": "native:binomial"}, "reduce": {"524288": "native:binomial"}},
+                      {"bcast": {"512": "native:binomial"}}]
+    # a failed variant (no median) stops at once
+    assert confirm_rounds({"bcast": {8: "native:linear"}}, 3, lambda c, i: ({("bcast", 8): 1.0}, {})) == \
+        [{"bcast": {"8": "native:linear"}}]
+    # exact: what was not measured again could not have won
+    for third in np.geomspace(0.5, 20, 60):
+        cell_runs = [{"default": 1.0, "native:binomial": 1 / r, "default_control": 1.0}
+                     for r in (1.066, 0.773, third)]
+        assert decide({("reduce", 524288, 2): cell_runs}).decisions[("reduce", 524288, 2)].choice == "default"
+    cell_runs = [{"default": 1.0, "native:binomial": 1 / r, "default_control": 1.0} for r in (1.3, 1.25, 1.27)]
+    assert decide({("bcast", 512, 2): cell_runs}).decisions[("bcast", 512, 2)].choice == "native:binomial"
+
+
+def test_can_still_win_is_the_best_bound_any_later_rounds_give():
+    """can_still_win (native_driver) against a brute force over the later rounds' log ratio c (all equal, on a
+    fine grid; unequal ones only widen the interval), the grid's best bound checked with the decision's own
+    ratio_ci."""
+    from scipy import stats
+
+    from scheduler.native_driver import can_still_win
+    from service.analysis.stats import ratio_ci
+    rng = np.random.default_rng(7)
+    grid = np.linspace(-1.0, 3.0, 8001)
+    checked = 0
+    for _ in range(200):
+        m, left = int(rng.integers(1, 4)), int(rng.integers(0, 3))
+        if m + left < 2:
+            continue
+        x = rng.normal(0.12, 0.15, m)
+        n = m + left
+        allx = np.concatenate([np.repeat(x[None, :], len(grid), 0), np.repeat(grid[:, None], left, 1)], 1)
+        low = allx.mean(1) - stats.t.ppf(0.975, n - 1) * allx.std(1, ddof=1) / math.sqrt(n)
+        at = int(np.argmax(low))
+        assert abs(math.log(ratio_ci(list(allx[at])).low) - low[at]) < 1e-9
+        if abs(low[at] - math.log(1.05)) > 1e-3 and at < len(grid) - 1:
+            assert can_still_win(list(np.exp(x)), left) == (low[at] > math.log(1.05)), (x, left)
+            checked += 1
+    assert checked > 100
+    assert can_still_win([], 2) and not can_still_win([1.5], 0) and not can_still_win([0.0, 1.5], 1)
 
 
 def _raw_cells(path, index, cells, campaign="ns"):
