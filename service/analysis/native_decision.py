@@ -237,7 +237,7 @@ def fill_candidate(cands: list[Candidate], size: int, res: Result, refused_here:
 
 
 def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: dict | None = None,
-           file_digest=None, library: str | None = None) -> Result:
+           file_digest=None, library: str | None = None, fill: bool = True) -> Result:
     """cells: {(key, size, p): [per-mpirun {label: median seconds}]} -> Result (module doc).  refused:
     {(key, size, p, label): reason} -- candidates an independent measurement contradicted (a native file's
     validation job, validation_refusals): they cannot win, the cell falls to the next candidate.
@@ -246,8 +246,10 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
     pass, module doc); without it, or without such runs, no mock-up with retuned parts can win.
     library: the family whose file is written (pgmpi_formats.native_file.FORMATS); for a gapless one (intelmpi)
     the collectives its file must leave to the library (native_file.left_to_library) are not retuned here
-    either: their native choices are refused.  None (or a library without a native file): every native
-    choice counts as written."""
+    either: their native choices are refused, unless every size where the default won there is filled by a
+    preset measured as fast (fill_candidate; fill=False: never, as before fills -- for comparisons,
+    tests/bench/intel_fill_tables.py).  None (or a library without a native file): every native choice counts
+    as written."""
     refused = refused or {}
     # each pass is judged against its own runs' control arm (their conditions may differ)
     # (rule 2: per size class, null_spreads; res.spread / threshold: the largest class's, for the summaries)
@@ -277,7 +279,7 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
         return f"{native_file.NAMES[library]} leaves {key} to the library: {res.left_to_library[key]}"
     frozen: list = []           # the file's entries of each collective left out, as it was decided then
     from pgmpi_formats.ompi_rules import Decision
-    gapless = library in native_file.FORMATS and native_file.FORMATS[library].gapless
+    gapless = fill and library in native_file.FORMATS and native_file.FORMATS[library].gapless
     default = Candidate("default", "default", math.inf, 0)
     while True:
         maybe: dict[int, set[str]] = {}
