@@ -37,7 +37,7 @@ for mpi in $mpis; do
     for prog in "pgmpi_matrix $matrix_args" pgmpi_mixed; do
       t0=$(date +%s.%N)
       # shellcheck disable=SC2086
-      out=$(timeout 900 srun $opts --mpi=$plug --export="$export_env" "$top/build/$mpi/tests/matrix/"$prog 2>&1); rc=$?
+      out=$(timeout 900 "$top/tests/cluster/launch-again-on-init-crash.sh" srun $opts --mpi=$plug --export="$export_env" "$top/build/$mpi/tests/matrix/"$prog 2>&1); rc=$?
       line=$(grep -E '^(matrix|mixed) p=' <<<"$out" | tail -n1)
       secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" "BEGIN{print b - a}")
       ok=1
