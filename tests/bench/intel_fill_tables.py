@@ -8,10 +8,14 @@ cell's best variant's - 1).
     .venv/bin/python tests/bench/intel_fill_tables.py [DIR]   # DIR: native_search.py --keep's <lib> folder
 
 DIR holds exhaustive/, race/ and rerun/ raw files (default: /tmp/q-ns-intel/intelmpi, the quiet run of
-docs/transcripts/native-search-quiet-blocks-2026-11-26.txt).  Reads files only; asserts nothing.
+docs/transcripts/native-search-quiet-blocks-2026-11-26.txt), or the Intel search files of
+tests/bench/native_libraries.py / intel_tuner_compare.py --keep (intel-<round>-<label>[-<key>].txt, one
+mpirun each, paired by round; no control arm there, so a fill needs its interval's lower bound >= 1).
+Reads files only; asserts nothing.
 """
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -19,17 +23,44 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from native_search import cell_losses, exhaustive_table, summary  # noqa: E402
 
-from service.analysis.native_decision import decide, runs_from_files  # noqa: E402
+from service.analysis.native_decision import Run, decide, runs_from_files  # noqa: E402
+
+
+def tuner_cells(root: Path) -> dict:
+    """native_libraries.py's Intel search files -> {(key, size, 2): [Run]}, paired by round as it pairs them."""
+    from pgmpi_formats.results import read_file
+    per: dict = {}
+    for f in sorted(root.glob("intel-*-*.txt")):
+        parts = f.stem.split("-")
+        rnd, label = int(parts[1]), parts[2].replace("_", ":")
+        run = read_file(f)
+        rows: dict = {}
+        for t, m, x in zip(run.test, run.msize, run.runtime):
+            rows.setdefault((run.tests[t].removeprefix("MPI_").lower(), int(m)), []).append(float(x))
+        for (key, m), xs in rows.items():
+            per.setdefault(rnd, {}).setdefault((key, m, 2), {})[label] = statistics.median(xs)
+    cells: dict = {}
+    for rnd in sorted(per):
+        for cell, medians in per[rnd].items():
+            cells.setdefault(cell, []).append(Run(medians, alone=True))
+    return cells
 
 
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/q-ns-intel/intelmpi")
     files = {s: sorted((root / s).glob("*.txt")) for s in ("exhaustive", "race", "rerun") if (root / s).is_dir()}
-    table = exhaustive_table(files["exhaustive"])
-    table2 = exhaustive_table(files["rerun"]) if "rerun" in files else {}
-    print(f"# {root}: {', '.join(f'{s} {len(f)} files' for s, f in files.items())}")
-    for search, fs in files.items():
-        cells = runs_from_files(fs)
+    if files:
+        table = exhaustive_table(files["exhaustive"])
+        table2 = exhaustive_table(files["rerun"]) if "rerun" in files else {}
+        sets = {s: runs_from_files(fs) for s, fs in files.items()}
+        print(f"# {root}: {', '.join(f'{s} {len(f)} files' for s, f in files.items())}")
+    else:
+        cells = tuner_cells(root)
+        sets, table2 = {"exhaustive": cells}, {}
+        table = {(k, s): {a: statistics.median([r[a] for r in runs if a in r]) for a in {a for r in runs for a in r}}
+                 for (k, s, _p), runs in cells.items()}
+        print(f"# {root}: native_libraries.py's Intel search, {len(list(root.glob('intel-*-*.txt')))} files")
+    for search, cells in sets.items():
         before, after = decide(cells, library="intelmpi", fill=False), decide(cells, library="intelmpi")
         print(f"\n## {search}: {len(cells)} cells; control arm's null spread {after.spread_line()}")
         for name, r in (("before", before), ("after", after)):
