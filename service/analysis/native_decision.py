@@ -29,6 +29,12 @@ a campaign module's native_file runs them so), against the default there, which 
 those runs' own control arm; runs under any other file are ignored.  A mock-up with retuned parts and no such
 run is refused.  A mock-up that wins under the file where the file has a native choice takes the call, and
 the file keeps its rule (the file is the one it was measured under).
+
+A gapless file (Intel MPI's native.impi: once a variable is set, a size outside its ranges does not keep the
+library's default) holds a collective only where it sets a preset at every size measured at a p: there each size
+where the default won is filled with a preset measured as fast as the default (fill_candidate; the cell's
+choice, `fill`), and a collective with a size no preset fills is left to the library (native_file.left_to_library).
+What may change in the results is docs/native-result-bits.md's.
 """
 from __future__ import annotations
 
