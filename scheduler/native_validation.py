@@ -10,8 +10,9 @@ The job stages the candidate as a published set of its own (<dir>/profiles/<mach
 module's native variables (spack-repo/packages/pgmpitunelib/pgmpitune-site.lua) set the file for the launched
 ranks exactly as for a user.  It refuses to measure when the module did not set them to the candidate.  Then
 `rounds` rounds of two mpiruns in alternating order (pgmpi_formats/native_validation.py): the file arm, and
-the forced arm without the file's variables (default + the file's algorithms forced, interleaved).  It is a
-planner.JobSpec like every other job: the one job template, started and watched through a backend.
+the forced arm without the file's variables or any other that forces an algorithm (planner.NATIVE_VARS; default
++ the file's algorithms forced, interleaved).  It is a planner.JobSpec like every other job: the one job
+template, started and watched through a backend.
 
 Intel MPI (native.impi: its I_MPI_ADJUST_<COLL> ranges) reads its presets once at MPI_Init, so a round is the
 file arm, the default arm (the same module, without the file) and one mpirun per preset the file chooses,
@@ -32,7 +33,7 @@ from pgmpi_formats import native_validation as nv
 from . import launchers
 from .backends import LMOD_INIT, Backend, make_backend, wait
 from .campaign import Layout, Module
-from .planner import JobSpec, Launch
+from .planner import NATIVE_VARS, JobSpec, Launch
 
 BENCH = Path("pgmpi-bench")      # the one the pgmpitunelib module puts on PATH, as a user runs it
 # the decision file of each native vocabulary (a family's `native`, scheduler/launchers/)
@@ -151,28 +152,27 @@ class NativeValidationJob:
                  "fail 'the module set I_MPI_ADJUST_* itself: a job of any size would get them (native-env.txt)'"]
         mod = mod_of([f"env | grep -E '^(I_MPI_ADJUST_|{impi_adjust.FILE_VAR}=)' > native-env.txt || true", *check])
         # the default and preset arms: neither the file (libpgmpitune's MPI_Init would set its variables) nor
-        # any variable of it
-        variables = [impi_adjust.FILE_VAR, *(f"I_MPI_ADJUST_{v}" for v in impi_adjust.VARIABLES.values())]
+        # any variable of it, nor anything else that forces an algorithm (planner.NATIVE_VARS)
         labels = sorted({c.label for c in self.cells if c.label != "default"})
 
         def argv(keys, sizes):
             return [f"--calls={','.join(sorted(keys))}", f"--sizes={','.join(map(str, sorted(sizes)))}",
                     f"--nrep={self.nrep}", "--no-barrier-rows", "--algorithms=default", *self.sync_argv]
-        arms = [("file", argv({c.key for c in self.cells}, {c.msize for c in self.cells}), {}, []),
+        arms = [("file", argv({c.key for c in self.cells}, {c.msize for c in self.cells}), {}, ""),
                 ("forced", argv({c.key for c in self.cells}, {c.msize for c in self.cells}),
-                 {"PGMPI_NATIVE_EVIDENCE": "1"}, variables)]
+                 {"PGMPI_NATIVE_EVIDENCE": "1"}, NATIVE_VARS)]
         for label in labels:
             mine = [c for c in self.cells if c.label == label]
             preset = label.split(":", 1)[1]
             arms.append((f"preset-{preset}", argv({c.key for c in mine}, {c.msize for c in mine}),
                          {f"I_MPI_ADJUST_{impi_adjust.VARIABLES[k]}": preset for k in {c.key for c in mine}},
-                         variables))
+                         NATIVE_VARS))
         launches = []
         for r in range(1, self.rounds + 1):
             for name, args, lenv, unset in (arms if r % 2 else arms[::-1]):
                 out = f"{name}-{r}.txt"
                 launches.append(Launch(r, [*args, f"--mpirun-index={r}", f"--output={out}"], out, env=lenv,
-                                       role=name.split("-")[0], unset=unset))
+                                       role=name.split("-")[0], unset_matching=unset))
         return JobSpec(self.key, mod, Layout(nodes=1, ppn=self.nprocs), launches, self.walltime_seconds,
                        kind="native-validate")
 
@@ -202,7 +202,7 @@ class NativeValidationJob:
         common = [f"--calls={calls}", f"--sizes={sizes}", f"--nrep={self.nrep}", "--no-barrier-rows", *self.sync_argv]
         arms = {"file": Launch(0, [*common, "--algorithms=default"], "", role="file"),
                 "forced": Launch(0, [*common, f"--algorithms={','.join(['default'] + labels)}"], "", role="forced",
-                                 unset=list(FILE_VARS))}
+                                 unset_matching=NATIVE_VARS)}
         launches = []
         for r in range(1, self.rounds + 1):
             for arm in (("file", "forced") if r % 2 else ("forced", "file")):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import shlex
 import subprocess
 from dataclasses import dataclass, field, replace
@@ -31,25 +32,37 @@ class Launch:
     role: str = "measure"      # measure | default | tuned (validation) | search (scheduler/native_driver.py)
     program: str = ""          # "" = the job's pgmpi-bench; else a sibling program (pgmpi-dtbench)
     unset: list = field(default_factory=list)   # variables this launch runs without (native validation)
+    unset_matching: str = ""   # and every variable whose whole name this extended regex matches (NATIVE_VARS)
 
 
-# What makes an MPI library run a published native decision instead of its own default: the variables the
-# pgmpitunelib module sets to the current file (pgmpitune-site.lua native_env: Open MPI's rules file, MPICH's JSON
-# selection file, Intel MPI's native.impi that libpgmpitune's MPI_Init turns into I_MPI_ADJUST_<COLL>) and Intel
-# MPI's I_MPI_ADJUST_<COLL> themselves.  A launch that measures the library's own algorithms against its default
-# (a search, native:..., Intel MPI's preset rounds) runs without every one of them (library_default); a native
-# file's validation loads it as users do (native_validation.py), mock-ups are measured under it (native_file).
-NATIVE_FILE_VARS = (*(v for vs in native.FILE_VARS.values() for v in vs), "OMPI_MCA_coll_tuned_use_dynamic_rules",
-                    impi_adjust.FILE_VAR, *(f"I_MPI_ADJUST_{v}" for v in impi_adjust.VARIABLES.values()))
+# What makes an MPI library run anything but its own default, as a module or a campaign's env: may set it for
+# every launch of a job: the variables the pgmpitunelib module sets to the current native file
+# (pgmpitune-site.lua native_env: Open MPI's rules file, MPICH's JSON selection file, Intel MPI's native.impi that
+# libpgmpitune's MPI_Init turns into I_MPI_ADJUST_<COLL>), and the variables that force an algorithm without a
+# file: Open MPI's coll_tuned_<coll>_algorithm (with its _segmentsize, _tree_fanout, ... and use_dynamic_rules,
+# which pgmpi-bench sets itself when it forces), MPICH's <COLL>_INTRA/INTER_ALGORITHM (MPICH reads each CVAR under
+# three prefixes: MPIR_CVAR_, MPIR_PARAM_ and MPICH_, strings of libmpich 4.0.2) and Intel MPI's
+# I_MPI_ADJUST_<COLL>[_...].  One extended regular expression over whole names: the job script unsets every
+# variable it matches (`compgen -e | grep -xE`), as Python's re.fullmatch reads it too.  A launch that measures
+# the library's own algorithms against its default (a search, native:..., Intel MPI's preset rounds) runs
+# without every one of them (library_default); a native file's validation loads it as users do
+# (native_validation.py), mock-ups are measured under it (native_file).
+NATIVE_VARS = "|".join([
+    r"OMPI_MCA_coll_tuned_(use_dynamic_rules|dynamic_rules_filename|[a-z_]+_algorithm[a-z_]*)",
+    r"(MPIR_CVAR|MPIR_PARAM|MPICH)_([A-Z_]+_(INTRA|INTER)_ALGORITHM|(CH4_(POSIX_)?)?COLL_SELECTION_TUNING_JSON_FILE)",
+    rf"{impi_adjust.FILE_VAR}|I_MPI_ADJUST_[A-Z0-9_]+"])
+assert all(re.fullmatch(NATIVE_VARS, v) for v in (*(v for vs in native.FILE_VARS.values() for v in vs),
+                                                  *(f"I_MPI_ADJUST_{v}" for v in impi_adjust.VARIABLES.values()))), \
+    "NATIVE_VARS misses a variable of pgmpi_formats.native or impi_adjust"
 
 
 def library_default(launch: "Launch") -> "Launch":
-    """The launch without NATIVE_FILE_VARS (but those it sets itself): its "default" is the library's own even
-    in a job whose module carries a published native file -- else MPICH's default arm would be the file's
-    choice, Open MPI's forced variants would be refused (pgmpi-bench), and Intel MPI's default and preset
-    mpiruns would run the file's presets for every other collective."""
-    gone = [v for v in NATIVE_FILE_VARS if v not in launch.env and v not in launch.unset]
-    return replace(launch, unset=[*launch.unset, *gone]) if gone else launch
+    """The launch without NATIVE_VARS (but those it sets itself, exported after the unset): its "default" is the
+    library's own even in a job whose module carries a published native file or forces an algorithm -- else
+    MPICH's default arm would be the file's or the forced choice, Open MPI's default arm (MPI_COMM_WORLD, made
+    at MPI_Init) would run the forced algorithm and its forced variants would be refused (pgmpi-bench), and
+    Intel MPI's default and preset mpiruns would run the file's presets for every other collective."""
+    return launch if launch.unset_matching == NATIVE_VARS else replace(launch, unset_matching=NATIVE_VARS)
 
 
 @dataclass(frozen=True)

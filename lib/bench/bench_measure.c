@@ -237,7 +237,7 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
         long base[MAXCALLS];
         for (int i = 0; i < nc; i++) base[i] = cs[i].done;
         long idx[MAXCALLS][MAXALGS];
-        for (int i = 0; i < nc; i++) for (int a = 0; a < MAXALGS; a++) idx[i][a] = base[i];
+        for (int i = 0; i < nc; i++) for (int a = 0; a < MAXALGS; a++) idx[i][a] = cs[i].row0[a] + base[i];
         for (size_t m = 0; m < nmeas; m++) {
             int i = g_jobcall[m], a = g_jobalg[m];
             if (g_glob[m] < 0) { cs[i].invalid[a]++; continue; }

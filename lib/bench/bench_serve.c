@@ -26,7 +26,8 @@
  * repetitions (nrep= or --nrep; fixed policy only): a confirmation in one command, where two commands per arm
  * and pass let a drift between long blocks into the pair (MPICH's sub-microsecond cells: 20-30 % between
  * blocks of 50) and many short commands cost a round trip through the driver each.  Every measurement but a
- * block's first follows a call of its own algorithm on this cell.  The footer's served line ends in "blocks=k".
+ * block's first follows a call of its own algorithm on this cell.  A label's rows are numbered as one series
+ * (nrep 0, 1, ... across its blocks), as an interleaved cell's are.  The footer's served line ends in "blocks=k".
  * A command it cannot serve gets "error <why>" and changes nothing.  "quit" or end of input ends the run.
  * Labels and sizes must be among --algorithms and --sizes: the native variants' communicators and the
  * buffer plan are made before the first command. */
@@ -69,6 +70,7 @@ static void serve_blocks(const call_t *sub, cplan_t plan, long nrep, long k)
             memset(cs.skip, 0, sizeof cs.skip);
             cs.call = &one;
             cs.plan = plan;
+            cs.row0[0] = (long)all[a].n;    /* one series per label: its rows so far, not 0 per block */
             O.nrep = nrep - done[a] < k ? nrep - done[a] : k;
             O.check = done[a] == 0 ? saved_check : 0;
             int passed[1][MAXALGS];

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from .. import launchers
 
 if TYPE_CHECKING:       # the planner imports the campaign, which asks this registry for the backend names
-    from ..planner import JobSpec
+    from ..planner import JobSpec, Launch
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "job.sh.tmpl"
 LMOD_INIT = "/usr/share/lmod/lmod/init/bash"
@@ -162,6 +162,14 @@ def job_env(job: JobSpec, in_slurm: bool) -> dict[str, str]:
     return env
 
 
+def launch_env_lines(ln: Launch) -> list[str]:
+    """The shell lines that give one launch its own environment in its subshell (planner.library_default:
+    without a native file or a forced algorithm, whatever the module set): first the unsets, then its exports."""
+    lines = [f"unset $(compgen -e | grep -xE {shlex.quote(ln.unset_matching)})"] if ln.unset_matching else []
+    lines += [f"unset {' '.join(ln.unset)}"] if ln.unset else []
+    return lines + [f"export {k}={shlex.quote(v)}" for k, v in ln.env.items()]
+
+
 def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: bool,
                   directives: list[str] | None = None) -> str:
     m = job.module
@@ -194,9 +202,7 @@ def render_script(job: JobSpec, outdir: Path, name: str, bench: Path, in_slurm: 
         else:
             program = bench.parent / ln.program if ln.program else bench   # pgmpi-dtbench: pgmpi-bench's sibling
             line = f"launch {ln.index} {shlex.quote(ln.output)} {shlex.quote(str(program))} {shlex.join(ln.argv)}"
-        if ln.env or ln.unset:      # this launch's own environment (planner.library_default: without a native file)
-            sets = ([f"unset {' '.join(ln.unset)}"] if ln.unset else []) \
-                + [f"export {k}={shlex.quote(v)}" for k, v in ln.env.items()]
+        if sets := launch_env_lines(ln):
             line = f"({'; '.join(sets)}; {line}) || exit 1"
         launches.append(line)
     return Template(TEMPLATE.read_text()).substitute(

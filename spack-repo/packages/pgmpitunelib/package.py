@@ -8,14 +8,31 @@
 import os
 import re
 import socket
+import subprocess
 from pathlib import Path
 
 from spack.package import *
 
 # This file sits at <checkout>/spack-repo/packages/pgmpitunelib/package.py: when the repository is
-# used from a pgmpi-site checkout, the "main" version is cloned from that checkout (offline).
+# used from a pgmpi-site checkout, the "main" version is that checkout's HEAD commit, cloned from it
+# (offline): what is checked out, whatever the branch -- a CI checkout is often a detached HEAD without a
+# local "main" branch, and a worktree on another branch would otherwise build main's code.
 _CHECKOUT = Path(__file__).resolve().parents[3]
-_LOCAL_GIT = (_CHECKOUT / ".git").exists()
+
+
+def _checked_out_commit(checkout):
+    """The commit HEAD names in `checkout` (a clone or a worktree), None when it is no git checkout."""
+    if not (checkout / ".git").exists():
+        return None
+    res = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--verify", "HEAD^{commit}"],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"pgmpitunelib: {checkout} has a .git but git cannot read its HEAD: "
+                           f"{res.stderr.strip() or res.returncode}")
+    return res.stdout.strip()
+
+
+_HEAD = _checked_out_commit(_CHECKOUT)
 
 
 def _pool_bytes(value):
@@ -59,7 +76,7 @@ class Pgmpitunelib(CMakePackage):
     at the decided job sizes): a job without libpgmpitune gets no native tuning."""
 
     homepage = "https://github.com/pgmpi-site/pgmpi-site"
-    if _LOCAL_GIT:
+    if _HEAD:
         git = f"file://{_CHECKOUT}"
     else:
         git = "https://github.com/pgmpi-site/pgmpi-site.git"
@@ -67,8 +84,11 @@ class Pgmpitunelib(CMakePackage):
     maintainers("pgmpi-site")
     license("BSD-3-Clause")
 
-    # No released tarball yet: the development branch of the repository (offline from a checkout).
-    version("main", branch="main")
+    # No released tarball yet: the checkout's HEAD commit (offline), else the repository's development branch.
+    if _HEAD:
+        version("main", commit=_HEAD)
+    else:
+        version("main", branch="main")
 
     variant("fortran", default=True,
             description="Build the Fortran (mpif.h / use mpi) wrappers where the MPI has a working Fortran "

@@ -230,6 +230,24 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
                       footer.Served(6, "MPI_Allreduce", 64, ("default_control", "default", rd), blocks=2)]
 
 
+def test_serve_blocks_number_each_labels_rows_as_one_series(bench, tmp_path):
+    """cell ... blocks=<k>: a label's rows are one series (nrep 0..n-1 in the order measured, as an interleaved
+    cell's), not 0..k-1 again in every block: the store keeps a series' timings in nrep order
+    (service/store/ingest.py), which put the blocks' first rows together.  Fails on the old pgmpi-bench
+    (0 1 0 1 0 1 0 per label)."""
+    rd = "native:recursive_doubling"
+    out = tmp_path / "blocks.txt"
+    p = bench.run(["--serve", "--calls=allreduce", "--sizes=64", f"--algorithms=default,{rd}", "--nrep=6",
+                   "--no-barrier-rows", f"--output={out}"], np=2,
+                  input=f"cell MPI_Allreduce 64 {rd},default nrep=7 blocks=2\nquit\n", timeout=120)
+    assert p.rc == 0, p.stderr
+    run = reader.read_file(out)
+    series = defaultdict(list)
+    for a, i in zip(run.algorithm, run.nrep):
+        series[run.algorithms[a]].append(int(i))
+    assert series == {rd: list(range(7)), "default": list(range(7))}, dict(series)
+
+
 def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):
     """scheduler/native_driver.py: a grid beyond what one --serve mpirun takes (MAX_LABELS, here set to 0)
     falls back to one mpirun per round, each round's variants with the default."""

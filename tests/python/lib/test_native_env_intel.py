@@ -157,3 +157,39 @@ def test_srun_pmix_gives_the_size_of_its_step_srun_without_pmi_gives_none(intel,
     assert [line for line in p.stderr.splitlines() if line.startswith("pgmpitune: warning:")] == [
         f"pgmpitune: warning: {path}: {NO_SIZE}"] * 2, p.stderr
     assert "I_MPI_ADJUST" not in p.stdout
+
+
+FORTRAN = """program native_env_fortran
+  integer ierr, rank
+  ! no include 'mpif.h': the registry's Intel MPI ships none; 1140850688 is its MPI_COMM_WORLD handle
+  call MPI_INIT(ierr)
+  call MPI_COMM_RANK(1140850688, rank, ierr)
+  if (rank == 0) print '(a)', 'fortran: init ok'
+  call MPI_FINALIZE(ierr)
+end program native_env_fortran
+"""
+
+
+def test_a_fortran_program_gets_the_file_through_the_preloaded_library(intel, tmp_path):
+    """Intel MPI's Fortran MPI_INIT (libmpifort's mpi_init_) calls the C MPI_Init, not PMPI_Init, so the library
+    the module preloads sees a Fortran program's start and sets the file's variables before Intel MPI reads them.
+    The control without the preload shows the variable does not come from elsewhere."""
+    import shutil
+    lib, bench, env, work = intel
+    gfortran = shutil.which("gfortran")
+    if not gfortran:
+        pytest.fail("no gfortran (deploy/install-packages.sh installs it)")
+    (tmp_path / "f.f90").write_text(FORTRAN)
+    libdir = lib.prefix / "lib"
+    subprocess.run([gfortran, "f.f90", "-o", "f", f"-L{libdir}", "-lmpifort", "-lmpi", f"-Wl,-rpath,{libdir}"],
+                   cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    so = _root.mpi_install("intelmpi") / "lib" / "libpgmpitune.so"
+
+    def launch(preload: str) -> str:
+        p = subprocess.run([str(lib.mpirun), "-n", "2", "-genv", "LD_PRELOAD", preload, str(tmp_path / "f")],
+                           env={**env, "PGMPITUNE_NATIVE_IMPI": str(work / "native.impi"), "I_MPI_DEBUG": "6"},
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and "fortran: init ok" in p.stdout, p.stdout[-1500:] + p.stderr[-1500:]
+        return p.stdout + p.stderr
+    assert "MPI startup(): I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in launch(str(so))
+    assert "I_MPI_ADJUST" not in launch("")

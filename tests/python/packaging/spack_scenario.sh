@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # spack_scenario.sh <work dir> [id ...]: real Spack (the vendored snapshot, set up by spack_setup.sh)
-# installs pgmpitunelib from this checkout's spack-repo against MPI libraries of deploy/mpi-libraries.tsv
+# installs pgmpitunelib from this checkout's spack-repo (a clone of its HEAD without local branches) against MPI libraries of deploy/mpi-libraries.tsv
 # (default: all installed ones), each an external with its own prefix, runs `spack test run`, and
 # generates the Lmod hierarchy. Everything Spack writes stays under <work dir>, except the user cache
 # (SPACK_USER_CACHE_PATH, default <work dir>/cache; reuse one to skip re-indexing).
@@ -15,6 +15,17 @@ top=$(cd "$here/../../.." && pwd)
 work=$(mkdir -p "$1" && cd "$1" && pwd); shift
 cfg=$work/config
 mkdir -p "$cfg" "$work/shims"
+# Spack builds pgmpitunelib from the checkout its package.py sits in: that checkout's HEAD commit. Here a clone
+# of this checkout's HEAD, detached and without any local branch, as a CI checkout may be (until 2026-11-26 the
+# recipe cloned the local branch "main" and failed there). Only committed code is built.
+src=$work/checkout
+rm -rf "$src"
+git clone -q "$top" "$src"
+git -C "$src" checkout -q --detach
+git -C "$src" for-each-ref --format='%(refname)' refs/heads | while read -r ref; do git -C "$src" update-ref -d "$ref"; done
+echo "\$ git -C $src for-each-ref refs/heads; git -C $src rev-parse HEAD"
+echo "local branches: $(git -C "$src" for-each-ref refs/heads | wc -l)"
+echo "HEAD $(git -C "$src" rev-parse HEAD)"
 setup=$("$here/spack_setup.sh" "${PGMPI_SPACK_DIR:-$top/build/spack}") || exit $?   # 3: no snapshot
 eval "$(sed 's/^/export /' <<<"$setup")"
 export SPACK_DISABLE_LOCAL_CONFIG=1
@@ -56,11 +67,11 @@ config:
   build_jobs: 2
   template_dirs:
   - \$spack/share/spack/templates
-  - $top/spack-repo/templates
+  - $src/spack-repo/templates
 YAML
 cat > "$cfg/repos.yaml" <<YAML
 repos:
-- $top/spack-repo
+- $src/spack-repo
 YAML
 cat > "$cfg/mirrors.yaml" <<YAML
 mirrors:: {}
@@ -146,7 +157,7 @@ YAML
 subset() {
   rm -rf "$work/builtin"
   sp python "$here/spack_repo_subset.py" "$work/builtin" pgmpitunelib gcc-runtime glibc || return 1
-  printf 'repos::\n- %s\n- %s\n' "$top/spack-repo" "$work/builtin" > "$cfg/repos.yaml"
+  printf 'repos::\n- %s\n- %s\n' "$src/spack-repo" "$work/builtin" > "$cfg/repos.yaml"
   # Spack keys its index by namespace and refreshes it only for packages changed since: an index of another
   # set of builtin packages in a reused cache (PGMPI_SPACK_CACHE) would be taken as this one's.
   local key; key=$(ls "$work/builtin/packages" | sha1sum | cut -c1-12)

@@ -1,5 +1,5 @@
-"""Spack: `spack install pgmpitunelib ^<mpi>` against MPI libraries of deploy/mpi-libraries.tsv (externals,
-one prefix per MPI; packaging_helpers.packaging_mpis(): a representative subset in `make test`, tests/README.md),
+"""Spack: `spack install pgmpitunelib ^<mpi>` (from a clone of this checkout's HEAD without local branches)
+against MPI libraries of deploy/mpi-libraries.tsv (externals, one prefix per MPI; packaging_helpers.packaging_mpis(): a representative subset in `make test`, tests/README.md),
 build-time tests, `spack test run`, and `spack module lmod refresh` producing the MPI hierarchy whose
 modules compute PGMPITUNE_PROFILE_DIR at load time.
 
@@ -45,6 +45,9 @@ def spack_run(tmp_path_factory):
 
 def test_spack_builds_each_mpi_against_its_own_library(spack_run):
     work, log = spack_run
+    # from a checkout without any local branch (a CI checkout's detached HEAD): the recipe builds its HEAD
+    # commit; until 2026-11-26 it cloned the local branch "main" and the install failed there
+    assert re.search(r"^local branches: 0$", log, re.M) and re.search(r"^HEAD [0-9a-f]{40}$", log, re.M), log[:2000]
     libs = re.findall(r"^\$ ldd (\S+) \| grep.*# pgmpitunelib \^(\S+)@(\S+)\n((?:\s+lib\S+ => .*\n)+)", log, re.M)
     assert len(libs) == len(LIBS), log[-4000:]
     by_spec = {(name, version): text for _, name, version, text in libs}

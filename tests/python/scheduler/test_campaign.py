@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 
 import pytest
@@ -260,22 +262,44 @@ def test_native_file_for_the_measurement_launches_only(tmp_path):
         load_campaign(write(tmp_path, bad, "bad.yaml"))
 
 
+def _launch_environment(job, ln) -> dict[str, str]:
+    """The environment a launch's command gets: the job's (module, campaign env:), then the launch's own lines
+    of the job script (backends.launch_env_lines) run by bash, as the job script runs them."""
+    from scheduler.backends import job_env, launch_env_lines
+    script = "; ".join([*launch_env_lines(ln), "env -0"])
+    out = subprocess.run(["bash", "-c", script], env={"PATH": os.environ["PATH"], **job_env(job, in_slurm=False)},
+                         capture_output=True, text=True, check=True).stdout
+    return dict(x.split("=", 1) for x in out.split("\0") if x)
+
+
 @pytest.mark.mpi
 def test_searches_and_native_arms_measure_the_librarys_default_whatever_the_module_sets(tmp_path):
     """A job's module may carry a published native file (the pgmpitunelib module sets its variables,
-    pgmpitune-site.lua native_env; here module env: does the same for every launch).  A search and every
-    launch of the library's own algorithms -- Intel MPI's default and preset mpirun rounds included -- runs
-    without any of them: the "default" it pairs against is the library's own, and an Intel preset mpirun does
-    not add the file's presets of other collectives (libpgmpitune's MPI_Init would set them).  Launches of
-    default and mock-ups alone keep what the module set (what users get); the job script does the unset."""
-    from scheduler.backends import job_env, render_script
-    from scheduler.planner import NATIVE_FILE_VARS
+    pgmpitune-site.lua native_env) or force an algorithm without a file (Open MPI's coll_tuned_<coll>_algorithm,
+    MPICH's <COLL>_INTRA_ALGORITHM under any of its three prefixes, Intel MPI's I_MPI_ADJUST_<COLL>); here module
+    env: does that for every launch.  A search and every launch of the library's own algorithms -- Intel MPI's
+    default and preset mpirun rounds included -- runs without any of them: the "default" it pairs against is the
+    library's own, and an Intel preset mpirun does not add the file's presets of other collectives
+    (libpgmpitune's MPI_Init would set them).  Launches of default and mock-ups alone keep what the module set
+    (what users get); the job script does the unset (its lines run here in bash).  On the old planner the
+    forcing variables reached every arm."""
+    from scheduler.backends import render_script
+    from scheduler.planner import NATIVE_VARS
     site = "/site/p/hydra"
     published = {"openmpi": {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
                              "OMPI_MCA_coll_tuned_dynamic_rules_filename": f"{site}/openmpi-4.1.4/current/native.rules"},
                  "mpich": {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": f"{site}/mpich-4.0.2/current/native.json"},
                  "intelmpi": {"PGMPITUNE_NATIVE_IMPI": f"{site}/intelmpi-2021.13/current/native.impi"}}
-    mods = "".join(f"  - {{mpi: {m}, env: {json.dumps(env)}}}\n" for m, env in published.items())
+    forcing = {"openmpi": {"OMPI_MCA_coll_tuned_allreduce_algorithm": "3",
+                           "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize": "1024"},
+               "mpich": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling",
+                         "MPICH_BCAST_INTRA_ALGORITHM": "binomial", "MPIR_PARAM_ALLGATHER_INTRA_ALGORITHM": "ring"},
+               "intelmpi": {"I_MPI_ADJUST_ALLREDUCE": "5", "I_MPI_ADJUST_BCAST_SEGMENT": "4096"}}
+    kept = {"OMPI_MCA_btl": "self,vader", "MPIR_CVAR_ASYNC_PROGRESS": "0", "I_MPI_FABRICS": "shm"}   # not ours
+    for mpi, env in forcing.items():
+        assert all(re.fullmatch(NATIVE_VARS, k) for k in env) and not any(re.fullmatch(NATIVE_VARS, k) for k in kept)
+    mods = "".join(f"  - {{mpi: {m}, env: {json.dumps({**env, **forcing[m], **kept})}}}\n"
+                   for m, env in published.items())
     text = (GOOD.split("modules:\n")[0] + "modules:\n" + mods + "layouts:\n  - {nodes: 1, ppn: 2}\n"
             + "collectives:\n  allreduce: {sizes: [8, 1024], search: race}\n"
             + "  bcast: {sizes: [8, 1024], algorithms: [default, native:1, bcast_as_scatter_allgather]}\n"
@@ -285,24 +309,25 @@ def test_searches_and_native_arms_measure_the_librarys_default_whatever_the_modu
     jobs = {j.module.mpi: j for j in plan(c)}
     for mpi, job in jobs.items():
         for ln in job.launches:
-            env = {k: v for k, v in {**job_env(job, in_slurm=False), **ln.env}.items() if k not in ln.unset or k in ln.env}
+            env = _launch_environment(job, ln)
             algs = " ".join(a for a in ln.argv if a.startswith("--algorithms="))
             native_arm = ln.role == "search" or "native:" in algs or mpi == "intelmpi" and "--calls=allgather" not in ln.argv
-            got = {k: v for k, v in env.items() if k in NATIVE_FILE_VARS}
+            got = {k: v for k, v in env.items() if k in {**published[mpi], **forcing[mpi]} or k.startswith("I_MPI_ADJUST_")}
+            assert {k: env.get(k) for k in kept} == kept, (mpi, ln.output)
             if native_arm:
                 # only the preset an Intel MPI mpirun forces itself
                 assert got == {k: v for k, v in ln.env.items() if k.startswith("I_MPI_ADJUST_")}, (mpi, ln.output, got)
             else:
-                assert got == published[mpi], (mpi, ln.output, ln.unset)
+                assert got == {**published[mpi], **forcing[mpi]}, (mpi, ln.output, got)
         assert any(ln.role == "search" for ln in job.launches), mpi
     # Intel MPI: the default mpirun of each round (bcast's default, mock-up and control arm) without the file too
     intel = [ln for ln in jobs["intelmpi"].launches if "--calls=bcast" in ln.argv]
     assert {ln.output for ln in intel} == {"run-0-g0.txt", "run-1-g0.txt", "run-0-native-1.txt", "run-1-native-1.txt"}
-    assert all("PGMPITUNE_NATIVE_IMPI" in ln.unset for ln in intel)
+    assert all(ln.unset_matching == NATIVE_VARS for ln in intel)
     # the job script unsets them in the search driver's subshell (its pgmpi-bench mpiruns inherit that)
     script = render_script(jobs["mpich"], tmp_path, "j", tmp_path / "pgmpi-bench", in_slurm=False)
     line = next(x for x in script.splitlines() if "scheduler.native_driver" in x)
-    assert line.startswith("(unset ") and " MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE " in line.split(";")[0] + " "
+    assert line.startswith("(unset $(compgen -e | grep -xE ") and "COLL_SELECTION_TUNING_JSON_FILE" in line.split(";")[0]
 
 
 @pytest.mark.mpi
@@ -349,6 +374,40 @@ validation: {{enabled: false}}
         # bcast measured alone (no preset of it asked): under the file, as users get it
         under = [r.header for n, r in runs.items() if n not in arms]
         assert under and all(h.get("native_file") == str(path) for h in under), runs
+
+
+@pytest.mark.mpi
+def test_the_default_arm_of_a_native_launch_is_not_an_algorithm_the_module_forces(tmp_path, bench_root):
+    """A real job (local backend, Open MPI 4.1.4, 2 ranks) whose module forces recursive_doubling on
+    MPI_Allreduce without any file (OMPI_MCA_coll_tuned_allreduce_algorithm=3).  pgmpi-bench sets
+    use_dynamic_rules=1 itself for native: variants, so Open MPI makes MPI_COMM_WORLD with the forced algorithm:
+    on the old planner the "default" arm's reduction fingerprint was recursive_doubling's (bae2... against the
+    library's ring a1af... at 64 KiB, 2026-11-26).  Now the launch runs without the variable and its default is
+    the library's, told apart by the result fingerprint (no timing)."""
+    from pgmpi_formats.results import read_file
+    from scheduler.backends import make_backend, wait
+    c = load_campaign(write(tmp_path, f"""name: forced-openmpi
+machine: box
+backend: local
+bench_root: {bench_root}
+modules: [{{mpi: openmpi, env: {{OMPI_MCA_coll_tuned_allreduce_algorithm: "3", PGMPI_NATIVE_EVIDENCE: "1"}}}}]
+layouts: [{{nodes: 1, ppn: 2}}]
+collectives: {{allreduce: {{sizes: [65536], algorithms: [default, native:recursive_doubling]}}}}
+repetitions: {{nrep: 5}}
+mpiruns: 1
+validation: {{enabled: false}}
+"""))
+    job = plan(c)[0]
+    d = tmp_path / "job"
+    d.mkdir()
+    be = make_backend(c)
+    st = wait(be, be.submit(job, d, "forced-openmpi", c.bench_for(job.module)), d, 300)
+    assert st.state == "COMPLETED", (st, (d / "local.out").read_text()[-2000:])
+    run = read_file(d / "run-0.txt")
+    prints = {f[4]: f[5] for f in (str(x).removeprefix("#@").split() for x in run.pgmpi_lines)
+              if f[:2] == ["pgmpi", "fingerprint"]}
+    assert set(prints) == {"default", "native:recursive_doubling"}, run.pgmpi_lines
+    assert prints["default"] != prints["native:recursive_doubling"], prints
 
 
 @pytest.mark.mpi

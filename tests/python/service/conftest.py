@@ -5,6 +5,7 @@ Select a backend with `-k sqlite` / `-k postgres` or PGMPI_TEST_BACKENDS=sqlite,
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -101,15 +102,25 @@ def seeded(app):
 
 @pytest.fixture
 def campaign_with_runs(client, seeded):
-    """campaign_with_runs(texts, campaign="c1", machine="m1"): the campaign (created by admin) and one upload per
-    raw-file text, by agent1."""
-    return lambda texts, campaign="c1", machine="m1": _campaign_with_runs(client, seeded, texts, campaign, machine)
+    """campaign_with_runs(texts, campaign="c1", machine="m1", by="admin", **fields) -> the stored runs' ids: the
+    campaign created by `by` (through the API; a second call for the same campaign finds it: 200) with any
+    further campaign fields (schedule=...), then one upload per raw file by agent1.  texts: the files' texts
+    (named run<i>.txt), or {file name: text}."""
+    made: set[str] = set()
+    uploads = itertools.count()
 
-
-def _campaign_with_runs(client, seeded, texts, campaign: str, machine: str) -> None:
-    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
-                       json={"name": campaign, "machine": machine, "definition": {}}).status_code == 201
-    for i, text in enumerate(texts):
-        r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={
-            "upload_id": f"u{i}", "campaign": campaign, "files": [{"name": f"run{i}.txt", "content": text}]})
-        assert r.status_code == 201, r.get_json()
+    def create(texts, campaign="c1", machine="m1", by="admin", **fields) -> list[int]:
+        r = client.post("/api/v1/campaigns", headers=seeded[by],
+                        json={"name": campaign, "machine": machine, "definition": {}, **fields})
+        assert r.status_code == (200 if campaign in made else 201), r.get_json()
+        made.add(campaign)
+        files = texts if isinstance(texts, dict) else {f"run{i}.txt": t for i, t in enumerate(texts)}
+        runs = []
+        for name, text in files.items():
+            r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={
+                "upload_id": f"{campaign}-u{next(uploads)}", "campaign": campaign,
+                "files": [{"name": name, "content": text}]})
+            assert r.status_code == 201, r.get_json()
+            runs += r.get_json()["runs"]
+        return runs
+    return create

@@ -431,18 +431,14 @@ def test_overview_history_windows(client, seeded, app):
     assert get(30) == [3, 4] and get(60) == [2, 3, 4] and get(365) == [1, 2, 3, 4]
 
 
-def test_campaign_analysis_runs_paired_with_bh_and_shows_its_control_arm(client, seeded):
+def test_campaign_analysis_runs_paired_with_bh_and_shows_its_control_arm(client, seeded, campaign_with_runs):
     """A campaign's analysis: paired test, BH on by default; the control arm is tested but never stored as a
     violation; the campaign page shows 'control: k of n flagged; null ratio spread x %'."""
     from service.analysis.synthetic import MEASURED, Design, simulate, to_text
-    assert client.post("/api/v1/campaigns", headers=seeded["agent1"],
-                       json={"name": "ctl", "machine": "m1", "definition": {}}).status_code in (200, 201)
     d = Design(collectives=["allreduce"], sizes=[8, 1024, 65536], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
                factors={("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.3}, nruns=8, nrep=20,
                machine="m1", campaign="ctl", control=True, p_outlier=0.0, **MEASURED)
-    files = [{"name": f"ctl{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(2)))]
-    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
-                       json={"upload_id": "ctl", "campaign": "ctl", "files": files}).status_code == 201
+    campaign_with_runs([to_text(r) for r in simulate(d, np.random.default_rng(2))], "ctl", by="agent1")
     r = client.post("/api/v1/analyses", headers=seeded["agent1"],
                     json={"machine": "m1", "library": "openmpi", "campaign": "ctl"})
     assert r.status_code == 201, r.json
@@ -455,21 +451,17 @@ def test_campaign_analysis_runs_paired_with_bh_and_shows_its_control_arm(client,
     assert "control: 0 of 3 flagged; null ratio spread" in page
 
 
-def test_candidates_need_k_confirming_campaigns(client, seeded):
+def test_candidates_need_k_confirming_campaigns(client, seeded, campaign_with_runs):
     """confirmations=2: the first night that finds a redirection proposes nothing, the second proposes it."""
     from service.analysis.synthetic import MEASURED, Design, simulate, to_text
     fac = {("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.4}
     profiles = []
     for night in ("n1", "n2"):
-        assert client.post("/api/v1/campaigns", headers=seeded["agent1"],
-                           json={"name": night, "machine": "m1", "definition": {}}).status_code in (200, 201)
         d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
                    factors=fac, nruns=6, nrep=20, machine="m1", campaign=night, control=True, p_outlier=0.0,
                    **MEASURED)
-        files = [{"name": f"{night}-{i}.txt", "content": to_text(r)}
-                 for i, r in enumerate(simulate(d, np.random.default_rng(len(night) + ord(night[1]))))]
-        assert client.post("/api/v1/uploads", headers=seeded["agent1"],
-                           json={"upload_id": night, "campaign": night, "files": files}).status_code == 201
+        campaign_with_runs([to_text(r) for r in simulate(d, np.random.default_rng(len(night) + ord(night[1])))],
+                           night, by="agent1")
         r = client.post("/api/v1/analyses", headers=seeded["agent1"],
                         json={"machine": "m1", "library": "openmpi", "campaign": night, "confirmations": 2})
         assert r.status_code == 201, r.json
@@ -505,7 +497,7 @@ def test_native_candidate_requests_name_what_is_wrong(client, seeded, app):
     assert _carried(live, {"reduce"}) == ({"allgather_p2.prf": live["allgather_p2.prf"]}, ["allreduce_p2.prf"])
 
 
-def test_the_nightly_chain_pairs_a_reduced_searchs_alone_confirmations(client, seeded, app):
+def test_the_nightly_chain_pairs_a_reduced_searchs_alone_confirmations(client, seeded, app, campaign_with_runs):
     """A reduced search's confirmations (native_driver: the default alone, the chosen variant alone, each round
     one #@mpirun_index) stored through the upload path become one paired run per round in the nightly chain's
     cells (service/workflows/native.campaign_cells), and the search's interleaved measurement of that variant
@@ -523,15 +515,11 @@ def test_the_nightly_chain_pairs_a_reduced_searchs_alone_confirmations(client, s
         for label, t in medians.items():
             lines += [f"MPI_Bcast {r} 512 {t * (1 + 0.001 * r):.10e} {label}" for r in range(5)]
         return "\n".join(lines) + "\n"
-    files = [{"name": "search-0-bcast.txt", "content": raw(0, {"default": 1e-6, sbt: 0.2e-6})}]
+    files = {"search-0-bcast.txt": raw(0, {"default": 1e-6, sbt: 0.2e-6})}
     for i, k in enumerate([1.0, 1.02, 0.99]):
-        files += [{"name": f"search-0-confirm-{i}-0.txt", "content": raw(i, {"default": 1e-6 * k})},
-                  {"name": f"search-0-confirm-{i}-1.txt", "content": raw(i, {sbt: 1.3e-6 * k})}]
-    assert client.post("/api/v1/campaigns", headers=seeded["agent1"],
-                       json={"name": "ns", "machine": "m1", "definition": {}}).status_code == 201
-    r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={"upload_id": "ns-1", "campaign": "ns",
-                                                                         "files": files})
-    assert r.status_code == 201, r.json
+        files |= {f"search-0-confirm-{i}-0.txt": raw(i, {"default": 1e-6 * k}),
+                  f"search-0-confirm-{i}-1.txt": raw(i, {sbt: 1.3e-6 * k})}
+    campaign_with_runs(files, "ns", by="agent1")
     with app.app_context():
         lib = db.session.scalar(_select(MpiLibrary.id).where(MpiLibrary.name == "openmpi"))
         camp = db.session.scalar(_select(Campaign.id).where(Campaign.name == "ns"))
@@ -543,7 +531,7 @@ def test_the_nightly_chain_pairs_a_reduced_searchs_alone_confirmations(client, s
 
 
 def test_analysis_without_a_working_checker_is_503_and_the_agent_says_why(client, seeded, app, monkeypatch,
-                                                                          tmp_path):
+                                                                          tmp_path, campaign_with_runs):
     """No pgmpitune-check the service can run (a tree where only another MPI's lib/ was built, a broken one):
     POST /analyses answers 503 naming the checker and how to build it and stores nothing, never a 500; the
     agent logs the service's reason, not "unreachable", and asks again later."""
@@ -555,11 +543,7 @@ def test_analysis_without_a_working_checker_is_503_and_the_agent_says_why(client
     from service.store.models import Analysis
     d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
                nruns=2, nrep=5, machine="m1", campaign="c1")
-    files = [{"name": f"run{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(3)))]
-    assert client.post("/api/v1/campaigns", headers=seeded["agent1"], json={
-        "name": "c1", "machine": "m1", "definition": {}, "schedule": "manual"}).status_code == 201
-    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
-                       json={"upload_id": "nochk", "files": files}).status_code == 201
+    campaign_with_runs([to_text(r) for r in simulate(d, np.random.default_rng(3))], by="agent1", schedule="manual")
     body = {"machine": "m1", "library": "openmpi", "campaign": "c1"}
     monkeypatch.setenv("PGMPITUNE_CHECK", str(tmp_path / "no-such-pgmpitune-check"))
     r = client.post("/api/v1/analyses", headers=seeded["agent1"], json=body)

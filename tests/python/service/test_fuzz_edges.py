@@ -144,7 +144,7 @@ def test_fuzz_upload_parser(client, seeded, capsys, backend):
     assert sum(n for (k, s), n in seen.items() if s in (200, 201)) > 0, "the fuzzer reached a stored upload"
 
 
-def _seed_pages(app, client, seeded) -> dict:
+def _seed_pages(app, client, seeded, campaign_with_runs) -> dict:
     """A campaign, a stored upload and an analysis (with its candidate profile set) for the pages."""
     from service.analysis.synthetic import Design, simulate, to_text
     from service.store.db import db
@@ -152,13 +152,9 @@ def _seed_pages(app, client, seeded) -> dict:
     d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
                factors={("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.5}, nruns=3, nrep=8,
                machine="m1", campaign="c1", sigma_run=0.02, sigma_rep=0.02, p_outlier=0.0)
-    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
-                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code == 201
+    campaign_with_runs([to_text(r) for r in simulate(d, np.random.default_rng(3))])
     assert client.put("/api/v1/campaigns/c1/jobs/j1", headers=seeded["agent1"],
                       json={"state": "COMPLETED", "log_tail": "done"}).status_code == 201
-    files = [{"name": f"run{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(3)))]
-    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
-                       json={"upload_id": "pages", "campaign": "c1", "files": files}).status_code == 201
     r = client.post("/api/v1/analyses", headers=seeded["admin"], json={"machine": "m1", "library": "openmpi"})
     assert r.status_code == 201, r.json
     with app.app_context():
@@ -182,11 +178,11 @@ def _enc(value) -> str:
     return quote(text, safe="")
 
 
-def test_fuzz_pages_and_query_parameters(app, client, seeded, capsys, backend, tmp_path):
+def test_fuzz_pages_and_query_parameters(app, client, seeded, capsys, backend, tmp_path, campaign_with_runs):
     from service.auth import add_user
     from service.store.db import db
     app.config["PGMPI_PROFILE_ROOT"] = str(tmp_path / "profiles")
-    s = _seed_pages(app, client, seeded)
+    s = _seed_pages(app, client, seeded, campaign_with_runs)
     with app.app_context():
         add_user("fuzzadmin", "fuzz-admin-password", "admin")
         db.session.commit()

@@ -89,18 +89,14 @@ HOSTILE = {"machine": "m-" + "ж" * 98 + "\r\nX", "library": "библиотек
            "version": "9" * 80, "module": "\u202e" + "m" * 190, "campaign": "c\r\nSet-Cookie: x=1" + "ü" * 100}
 
 
-def _seed_hostile(app, client, seeded) -> dict:
+def _seed_hostile(app, client, seeded, campaign_with_runs) -> dict:
     """Valid data through the API, then renamed in the database to values no entrance accepts any more
     (data stored before the rules, or by hand), with huge numbers in a series."""
     from service.analysis.synthetic import Design, simulate, to_text
     d = Design(collectives=["allreduce"], sizes=[8, 1024], mockups={"allreduce": ["allreduce_as_reduce_bcast"]},
                factors={("allreduce", "allreduce_as_reduce_bcast", 1024): 1 / 1.5}, nruns=4, nrep=10,
                machine="m1", campaign="c1", sigma_run=0.02, sigma_rep=0.02, p_outlier=0.0)
-    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
-                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code in (200, 201)
-    files = [{"name": f"run{i}.txt", "content": to_text(r)} for i, r in enumerate(simulate(d, np.random.default_rng(3)))]
-    assert client.post("/api/v1/uploads", headers=seeded["agent1"],
-                       json={"upload_id": "h", "campaign": "c1", "files": files}).status_code == 201
+    campaign_with_runs([to_text(r) for r in simulate(d, np.random.default_rng(3))])
     r = client.post("/api/v1/analyses", headers=seeded["admin"], json={"machine": "m1", "library": "openmpi"})
     assert r.status_code == 201, r.json
     with app.app_context():
@@ -116,10 +112,10 @@ def _seed_hostile(app, client, seeded) -> dict:
     return {"lib": f"{HOSTILE['library']}-{HOSTILE['version']}", "lib_id": lib_id}
 
 
-def test_every_page_and_export_over_hostile_names(app, client, seeded, tmp_path):
+def test_every_page_and_export_over_hostile_names(app, client, seeded, tmp_path, campaign_with_runs):
     from urllib.parse import quote
     app.config["PGMPI_PROFILE_ROOT"] = str(tmp_path / "profiles")
-    s = _seed_hostile(app, client, seeded)
+    s = _seed_hostile(app, client, seeded, campaign_with_runs)
     m = quote(HOSTILE["machine"], safe="")
     libs = [quote(s["lib"], safe=""), str(s["lib_id"])]
     with app.app_context():

@@ -34,24 +34,19 @@ def _run(library: str, version: str, call: str, label: str, mpirun: int, campaig
     return "\n".join(lines) + "\n"
 
 
-def _store(client, seeded, library, version, call, label, campaign="c1"):
-    for i in range(4):
-        r = client.post("/api/v1/uploads", headers=seeded["agent1"], json={
-            "upload_id": f"{library}-{version}-{label}-{i}", "campaign": campaign,
-            "files": [{"name": f"run{i}.txt", "content": _run(library, version, call, label, i, campaign)}]})
-        assert r.status_code == 201, r.get_json()
+def _runs(library, version, call, label, campaign="c1") -> list[str]:
+    return [_run(library, version, call, label, i, campaign) for i in range(4)]
 
 
 @pytest.mark.parametrize("library,version,call,label,other", CASES)
 def test_candidate_is_rendered_and_prechecked_for_the_exact_version(client, seeded, app, tmp_path, library,
-                                                                    version, call, label, other):
+                                                                    version, call, label, other,
+                                                                    campaign_with_runs):
     from scheduler.native_validation import precheck
     from service.profiles import publish as pub
     app.config["PGMPI_PROFILE_ROOT"] = str(tmp_path / "profiles")
-    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
-                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code == 201
-    _store(client, seeded, library, version, call, label)
-    _store(client, seeded, library, other, call, label)
+    campaign_with_runs(_runs(library, version, call, label))
+    campaign_with_runs(_runs(library, other, call, label))
     ask = {"machine": "m1", "library": library, "campaign": "c1"}
 
     r = client.post("/api/v1/native/candidates", headers=seeded["agent1"], json={**ask, "version": version})
@@ -78,7 +73,7 @@ def test_candidate_is_rendered_and_prechecked_for_the_exact_version(client, seed
         pub.check_native_file(name, text, library, other)
 
 
-def test_intel_candidate_is_an_adjust_file_of_that_version(client, seeded, app, tmp_path):
+def test_intel_candidate_is_an_adjust_file_of_that_version(client, seeded, app, tmp_path, campaign_with_runs):
     """Intel MPI: the campaign's winning preset becomes native.impi (the I_MPI_ADJUST_<COLL> ranges the
     pgmpitunelib module sets), read back strictly for 2021.13 by the agent's precheck (its cells at p=2);
     a preset that version does not have is refused before a candidate exists, and so is the file once it
@@ -86,9 +81,7 @@ def test_intel_candidate_is_an_adjust_file_of_that_version(client, seeded, app, 
     from scheduler.native_validation import precheck
     from service.profiles import publish as pub
     app.config["PGMPI_PROFILE_ROOT"] = str(tmp_path / "profiles")
-    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
-                       json={"name": "c1", "machine": "m1", "definition": {}}).status_code == 201
-    _store(client, seeded, "intelmpi", "2021.13.1", "MPI_Allreduce", "native:3")
+    campaign_with_runs(_runs("intelmpi", "2021.13.1", "MPI_Allreduce", "native:3"))
     ask = {"machine": "m1", "library": "intelmpi", "campaign": "c1"}
     r = client.post("/api/v1/native/candidates", headers=seeded["agent1"], json={**ask, "version": "2021.13.1"})
     assert r.status_code == 201, r.get_json()
@@ -103,9 +96,7 @@ def test_intel_candidate_is_an_adjust_file_of_that_version(client, seeded, app, 
     with pytest.raises(ValueError, match="written for Intel MPI 2021.12"):
         precheck(name, text.replace("Intel MPI 2021.13", "Intel MPI 2021.12"), "intelmpi", 2, "2021.13.1")
 
-    assert client.post("/api/v1/campaigns", headers=seeded["admin"],
-                       json={"name": "c2", "machine": "m1", "definition": {}}).status_code == 201
-    _store(client, seeded, "intelmpi", "2021.13.1", "MPI_Allreduce", "native:33", "c2")   # 2021.13 has 0-32
+    campaign_with_runs(_runs("intelmpi", "2021.13.1", "MPI_Allreduce", "native:33", "c2"), "c2")   # 2021.13 has 0-32
     before = _versions(app)
     r = client.post("/api/v1/native/candidates", headers=seeded["agent1"],
                     json={**ask, "campaign": "c2", "version": "2021.13.1"})
