@@ -72,14 +72,16 @@ class Session:
         self.proc.stdin.write(f"cell {mpi_name} {size} {','.join(labels)}{more}\n")
         self.proc.stdin.flush()
         out: dict[str, float] = {}
+        self.low = {}           # per label its lower quartile (the race's screening figure), else its median
         for line in self.proc.stdout:
             parts = line.split()
             if parts[:1] == ["done"]:
                 return out
             if parts[:1] == ["error"]:
                 raise RuntimeError(f"pgmpi-bench --serve refused {mpi_name} {size}: {line.strip()}")
-            if parts[:1] == ["result"] and len(parts) == 3:
+            if parts[:1] == ["result"] and len(parts) in (3, 4):
                 out[parts[1]] = NEVER if parts[2] == "failed" else float(parts[2])
+                self.low[parts[1]] = float(parts[3]) if len(parts) == 4 else out[parts[1]]
         self.close()
         raise RuntimeError(f"pgmpi-bench --serve ended during {mpi_name} {size} (exit {self.proc.returncode}): "
                            f"{self.tail()}")
@@ -135,7 +137,12 @@ class Launcher:
     def measure(self, key: str, size: int, batch: list) -> dict:
         """One round of a cell: its variants with the default, `batch.repeat` times the repetitions (race's
         second stage: one --serve command with that many more; one mpirun per pass without a session); per
-        variant its median (of the passes' medians), and the default's under REFERENCE."""
+        variant its median (of the passes' medians), and the default's under REFERENCE.  A race screens on
+        the lower quartile instead (LOW_Q, for every arm alike): timing noise only adds, and a variant whose
+        calls interleaved with the cell's others fall into a fast and a slow mode kept its fast one out of
+        the second stage on the median (MPICH's allreduce recursive_doubling at 128 B: 0.9 us after the
+        default, 3.5 us after smp or nb; the median of its 16 calls lost to the default, and a quiet run's
+        race lost 30 % there).  Its choice is judged by the confirmations alone, on medians."""
         labels = [native.format_label(m, seg) for m, seg in batch]
         self.rounds += 1
         sess = self.sessions.get(key)
@@ -143,25 +150,31 @@ class Launcher:
         repeat = max(1, getattr(batch, "repeat", 1))
         entry = self.spec["collectives"][key]
         n = cell_nrep(self.spec, key, size)
-        base = first_nrep(self.spec, entry, size) if entry.get("search") == "race" else n or bench_nrep(self.spec)
+        race = entry.get("search") == "race"
+        base = first_nrep(self.spec, entry, size) if race else n or bench_nrep(self.spec)
+        low: dict[str, list[float]] = {}
         for _ in range(1 if sess is not None else repeat):
             if sess is not None:
                 from pgmpi_formats.collectives import by_key
                 # the session's --nrep unless the cell has its campaign-wide count or is a race's second stage
                 one = sess.cell(by_key(key).mpi_name, size, labels,
                                 repeat * base if repeat > 1 else (base if n else None))
+                q = sess.low
             else:
                 run = self.launch(key, [size], labels, f"{self.spec['prefix']}-{key}-{size}-r{self.n:03d}.txt")
                 rows: dict[str, list[float]] = {}
                 for a, x in zip(run.algorithm, run.runtime):
                     rows.setdefault(run.algorithms[a], []).append(float(x))
                 one = {lab: statistics.median(xs) for lab, xs in rows.items()}
+                q = {lab: lower_quartile(xs) for lab, xs in rows.items()}
             for lab, x in one.items():
                 got.setdefault(lab, []).append(x)
-        out = {v: (statistics.median(got[lab]) if lab in got else NEVER) for v, lab in zip(batch, labels)}
+                low.setdefault(lab, []).append(q.get(lab, x))
+        fig = low if race else got
+        out = {v: (statistics.median(fig[lab]) if lab in fig else NEVER) for v, lab in zip(batch, labels)}
         if "default" in got:
             self.defaults.setdefault((key, size), []).extend(got["default"])
-            out[REFERENCE] = statistics.median(got["default"])
+            out[REFERENCE] = statistics.median(fig["default"])
             # the control arm's spread in the search's own rounds (a race has none: see argv)
             if CONTROL in got:
                 c = statistics.median(got[CONTROL])
@@ -263,6 +276,17 @@ class Launcher:
         return read_file(self.outdir / name)
 
 
+LOW_Q = 0.25       # pgmpi-bench --serve's second figure per label (lib/bench/bench_serve.c, SERVE_LOW_Q)
+
+
+def lower_quartile(xs: list[float]) -> float:
+    """The LOW_Q quantile of xs, linear between order statistics: what pgmpi-bench --serve answers."""
+    v = sorted(xs)
+    h = LOW_Q * (len(v) - 1)
+    i = int(h)
+    return v[i] + (h - i) * (v[i + 1] - v[i]) if i + 1 < len(v) else v[-1]
+
+
 def bench_nrep(spec: dict, default: int = 0) -> int:
     """The search's --nrep (scheduler/planner.search_nrep: the fixed policy's, or predict's max_nrep)."""
     return next((int(x.split("=", 1)[1]) for x in spec["bench_args"] if x.startswith("--nrep=")), default)
@@ -313,17 +337,77 @@ def to_confirm(paths: dict[str, dict], defaults: dict[str, dict[str, float]],
     return out
 
 
-def still_ahead(cells: dict[str, dict[int, str]], default: dict, chosen: dict) -> dict[str, dict[int, str]]:
-    """After the first confirmation round, the cells whose variant alone was faster than the default alone
-    there by the minimum gain: only they are measured in the later rounds.  One that was not will hardly win
-    (the decision needs a paired median and its interval's lower bound above the minimum gain, and no losing
-    mpirun regime), and each round costs two mpirun start-ups."""
+# the decision's interval (service/analysis/stats.CI_LEVEL: a t interval of the mean log ratio over mpiruns)
+CI_LEVEL = 0.95
+
+
+def can_still_win(ratios: list[float], left: int, gain: float = MIN_GAIN) -> bool:
+    """Whether a cell whose alone pairs so far gave `ratios` (default / variant, one per confirmation round) can
+    still pass the decision's interval rule after `left` more rounds: the lower bound of the 95 % t interval of
+    the paired ratio over its mpiruns must exceed 1 + the threshold, which is never below the minimum gain
+    (service/analysis/native_decision, rule 4; the alone pairs are the only runs of the cell the decision
+    takes).  Only a cell that can still win is measured again: a later round costs its arms' repetitions and
+    cannot change the decision of the others.  The most favourable later rounds give one same log ratio c
+    (for a given sum, equal values spread least), and the bound is concave in c, so its maximum is where its
+    derivative vanishes (or it grows without limit: alive).  With 3 rounds this keeps after round 0 exactly
+    the cells whose pair showed the gain (what it did until 2026-11-26, after round 0 only) and after round 1
+    those a third pair can still carry -- e.g. not MPICH's reduce 512 KiB binomial at 1.07 and 0.77 (quiet
+    run 2026-11-26: its third round cost a quarter of the confirmations' time and it was refused)."""
+    from scipy import stats
+    x = [math.log(r) for r in ratios if r > 0 and math.isfinite(r)]
+    if len(x) < len(ratios):        # a failed arm (no median) never wins
+        return False
+    m, k = len(x), max(0, left)
+    n = m + k
+    if m == 0:
+        return k > 0
+    if n < 2:
+        return False                # no interval over one mpirun: "need 2"
+    goal = math.log(1 + gain)
+    t = float(stats.t.ppf(0.5 + CI_LEVEL / 2, n - 1))
+    mu = sum(x) / m
+    ss = sum((v - mu) ** 2 for v in x)
+    c = mu
+    if k:
+        a = m * k / n                       # the between-groups weight of (c - mu)^2 in the sum of squares
+        b2 = n * (n - 1) / (t * m) ** 2
+        if b2 * a >= 1:
+            return True                     # the bound grows without limit as c does
+        c = mu + math.sqrt(b2 * ss / (1 - b2 * a))
+    allx = x + [c] * k
+    mean = sum(allx) / n
+    s = math.sqrt(sum((v - mean) ** 2 for v in allx) / (n - 1))
+    return mean - t * s / math.sqrt(n) > goal
+
+
+def still_ahead(cells: dict[str, dict[int, str]], pairs: dict, left: int) -> dict[str, dict[int, str]]:
+    """The cells measured again in the next confirmation round: those whose alone pairs so far ({(key, size):
+    [default / variant per round]}) can still win with `left` more rounds (can_still_win)."""
     out: dict[str, dict[int, str]] = {}
     for k, per in cells.items():
         for size, label in per.items():
-            if chosen.get((k, size), NEVER) * (1 + MIN_GAIN) < default.get((k, size), 0.0):
+            if can_still_win(pairs.get((k, size), [0.0]), left):
                 out.setdefault(k, {})[size] = label
     return out
+
+
+def confirm_rounds(cells: dict[str, dict[int, str]], total: int, confirm) -> list[dict]:
+    """Up to `total` confirmation rounds, `confirm(cells, i) -> ({(key, size): default's median}, {(key, size):
+    variant's median})` measuring round i; after each round only the cells that can still win (still_ahead)
+    go on.  Returns each round's cells ({key: {str(size): label}})."""
+    rounds = []
+    pairs: dict = {}            # (key, size) -> default / variant of each round's alone pair
+    for i in range(total):
+        if not cells:
+            break
+        rounds.append({k: {str(size): lab for size, lab in per.items()} for k, per in cells.items()})
+        default, chosen = confirm(cells, i)
+        for k, per in cells.items():
+            for size in per:
+                d, v = default.get((k, size), 0.0), chosen.get((k, size), NEVER)
+                pairs.setdefault((k, size), []).append(d / v if 0 < v < NEVER else 0.0)
+        cells = still_ahead(cells, pairs, total - i - 1)
+    return rounds
 
 
 def main(argv=None) -> int:
@@ -377,8 +461,8 @@ def main(argv=None) -> int:
     # two mpiruns carries the mpiruns' regimes (MPICH here: a whole mpirun 2-3x slower at small messages).
     # Different cells may run different variants in that mpirun, and the default follows the variant at a
     # cell: so does a job under the file; what the artefact needs, two algorithms of one cell alternating
-    # repetition by repetition, never happens there.  Rounds after the first go on only for the cells whose
-    # variant alone beat the default alone (still_ahead).  The decision pairs them within the mpirun
+    # repetition by repetition, never happens there.  A later round goes on only for the cells whose alone
+    # pairs so far can still win the decision (still_ahead).  The decision pairs them within the mpirun
     # (service/analysis/native_decision.mark_blocks) and no longer takes the search's interleaved
     # measurement of a variant it has an alone measurement of.
     searched_runs, searched_secs = launcher.n, launcher.seconds
@@ -388,14 +472,8 @@ def main(argv=None) -> int:
                           for k in report["paths"]}
     report["spread"] = null_spread(launcher.controls)
     cells = to_confirm(report["paths"], report["defaults"], report["spread"]) if int(spec.get("confirm", 0)) else {}
-    rounds = []
-    for i in range(int(spec.get("confirm", 0))):
-        if not cells:
-            break
-        rounds.append({k: {str(size): lab for size, lab in per.items()} for k, per in cells.items()})
-        default, chosen = launcher.confirm(cells, i, f"{spec['prefix']}-confirm-{i}.txt")
-        if i == 0:
-            cells = still_ahead(cells, default, chosen)
+    rounds = confirm_rounds(cells, int(spec.get("confirm", 0)),
+                            lambda c, i: launcher.confirm(c, i, f"{spec['prefix']}-confirm-{i}.txt"))
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
                          "cells": rounds[0] if rounds else {}, "rounds": rounds}
     report["mpiruns"] = searched_runs

@@ -190,8 +190,9 @@ void bench_quiet_finalize(void)
     MPI_Finalize();
 }
 
-/* MPI_Init as both programs start: the library's #@pgmpi report at MPI_Finalize belongs in the output;
- * returns the wall-clock start of the run. */
+/* MPI_Init as both programs start: the library's #@pgmpi report at MPI_Finalize belongs in the output
+ * (run_phase suspends it inside the timed loops: the timed calls take an application's path); returns
+ * the wall-clock start of the run. */
 time_t bench_mpi_init(int *argc, char ***argv)
 {
     setenv("PGMPITUNE_VERBOSE", "1", 1);

@@ -17,7 +17,11 @@
  * check round and synchronisation) -- check round, interleaved rounds, rows in
  * the output -- with only the given labels (plus default and default_control when the command line asked
  * for them: each experiment keeps its paired reference and the control arm), and rank 0 answers on stdout
- * "result <label> <median seconds>" (or "result <label> failed": its check failed) per label, then "done".
+ * "result <label> <median seconds> <lower quartile seconds>" (or "result <label> failed": its check failed)
+ * per label, then "done".  The lower quartile is the race's screening figure (scheduler/native_driver.py):
+ * timing noise only adds, and an algorithm whose calls interleaved with others fall into a fast and a slow
+ * mode (MPICH's allreduce recursive_doubling at 128 B: 0.9 us after the default, 3.5 us after smp or nb)
+ * keeps its fast mode there while the median of 16 calls dropped it.
  * With "alone" it measures exactly the one label named, nothing next to it (the native search's confirmations,
  * scheduler/native_driver.py: per cell the default, the chosen variant and the control arm one after the
  * other, each all its repetitions alone, as a job under a decision file runs one algorithm per cell).
@@ -31,6 +35,8 @@
  * A command it cannot serve gets "error <why>" and changes nothing.  "quit" or end of input ends the run.
  * Labels and sizes must be among --algorithms and --sizes: the native variants' communicators and the
  * buffer plan are made before the first command. */
+#define SERVE_LOW_Q 0.25
+
 static int serve_find(const char *name, int *ci)
 {
     for (int i = 0; i < O.ncalls; i++)
@@ -94,7 +100,8 @@ static void serve_blocks(const call_t *sub, cplan_t plan, long nrep, long k)
         if (fflush(g_out)) out_fail();
         for (int a = 0; a < n; a++) {
             if (!ok[a] || all[a].n == 0) printf("result %s failed\n", alg_label(sub, sub->alg[a]));
-            else printf("result %s %.10g\n", alg_label(sub, sub->alg[a]), series_median(&all[a]));
+            else printf("result %s %.10g %.10g\n", alg_label(sub, sub->alg[a]), series_median(&all[a]),
+                        series_quantile(&all[a], SERVE_LOW_Q));
         }
         printf("done\n");
         fflush(stdout);
@@ -215,7 +222,8 @@ void serve_all(void)
             if (fflush(g_out)) out_fail();
             for (int a = 0; a < sub.nalg; a++) {
                 if (!ok[0][a] || cs.s[a].n == 0) printf("result %s failed\n", alg_label(&sub, sub.alg[a]));
-                else printf("result %s %.10g\n", alg_label(&sub, sub.alg[a]), series_median(&cs.s[a]));
+                else printf("result %s %.10g %.10g\n", alg_label(&sub, sub.alg[a]), series_median(&cs.s[a]),
+                            series_quantile(&cs.s[a], SERVE_LOW_Q));
             }
             printf("done\n");
             fflush(stdout);

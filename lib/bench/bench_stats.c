@@ -95,6 +95,27 @@ double series_rse(const series_t *s)
 
 double series_min(const series_t *s) { return s->n ? s->min : NAN; }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double series_quantile(const series_t *s, double p)
+{
+    if (!s->n) return NAN;
+    double *v = malloc(s->n * sizeof *v);
+    if (!v) return NAN;
+    memcpy(v, s->lo, s->nlo * sizeof *v);          /* the values are the two heaps' union */
+    memcpy(v + s->nlo, s->hi, s->nhi * sizeof *v);
+    qsort(v, s->n, sizeof *v, cmp_double);
+    double h = p * (double)(s->n - 1);
+    size_t i = (size_t)h;
+    double q = i + 1 < s->n ? v[i] + (h - (double)i) * (v[i + 1] - v[i]) : v[s->n - 1];
+    free(v);
+    return q;
+}
+
 static double cov_window(const double *hist, size_t n, size_t w)
 {
     if (w < 2 || n < w) return INFINITY;

@@ -24,6 +24,9 @@ double series_median(const series_t *s);
 double series_sd(const series_t *s);         /* sample standard deviation (n-1) */
 double series_rse(const series_t *s);        /* sd / sqrt(n) / mean; +inf when undefined */
 double series_min(const series_t *s);
+/* The p-quantile (0 <= p <= 1) of the values, linear between order statistics (numpy's default); NAN when
+ * empty.  O(n log n): for an answer per cell, not per measurement. */
+double series_quantile(const series_t *s, double p);
 /* Coefficient of variation (sd/mean) of the last w running means / running medians; +inf when n < w. */
 double series_cov_means(const series_t *s, size_t w);
 double series_cov_medians(const series_t *s, size_t w);

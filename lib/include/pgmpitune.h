@@ -41,8 +41,15 @@ size_t      pgmpitune_pool_bytes(int which);
 
 /* Writes the #@pgmpi report (config lines, then alg/count/fallback lines) to out on rank 0 of
  * MPI_COMM_WORLD; no-op elsewhere. With PGMPITUNE_VERBOSE=1 the library prints it to stdout at
- * MPI_Finalize itself; alg/count lines exist only with PGMPITUNE_VERBOSE=1. */
+ * MPI_Finalize itself; alg/count lines exist only with PGMPITUNE_VERBOSE=1, and they count the calls
+ * made while the report was not suspended. */
 void        pgmpitune_report(FILE *out);
+/* Benchmark mode: suspend (1) or resume (0) the report's accounting in this process. While suspended
+ * the wrapped calls take the path they take with the report off, as in an application (a call of the
+ * default asks MPI for nothing, no call is counted); what was counted stays, and the report is still
+ * printed at MPI_Finalize. Returns the previous state. Call on every rank alike, while no collective
+ * of this process is running (as pgmpitune_force). */
+int         pgmpitune_report_suspend(int suspend);
 
 /* Layout signature of a datatype (lib/docs/profile-format.md, "Datatype profiles"): 16 lowercase hex
  * digits of FNV-1a 64 over "v1;<base>;<extent>;<disp>+<len>,..." for `count` consecutive elements (1: the

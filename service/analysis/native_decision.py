@@ -29,6 +29,12 @@ a campaign module's native_file runs them so), against the default there, which 
 those runs' own control arm; runs under any other file are ignored.  A mock-up with retuned parts and no such
 run is refused.  A mock-up that wins under the file where the file has a native choice takes the call, and
 the file keeps its rule (the file is the one it was measured under).
+
+A gapless file (Intel MPI's native.impi: once a variable is set, a size outside its ranges does not keep the
+library's default) holds a collective only where it sets a preset at every size measured at a p: there each size
+where the default won is filled with a preset measured as fast as the default (fill_candidate; the cell's
+choice, `fill`), and a collective with a size no preset fills is left to the library (native_file.left_to_library).
+What may change in the results is docs/native-result-bits.md's.
 """
 from __future__ import annotations
 
@@ -62,6 +68,7 @@ class Candidate:
     regimes: str = ""
     refused: str | None = None       # why it cannot win (None: it may)
     under: str | None = None         # judged on the runs under this native file (its digest): second pass
+    fill: str | None = None          # why it stands in for the default at a size the default won (fill_candidate)
 
 
 @dataclass
@@ -74,6 +81,7 @@ class CellDecision:
     reason: str
     candidates: list[Candidate]
     left_to_library: bool = False    # a native choice won here, but the file leaves the collective to the library
+    fill: bool = False               # the default won here; a gapless file runs this preset, measured as fast
 
 
 def kind_of(label: str) -> str:
@@ -217,8 +225,25 @@ def _judge(c: Candidate, alpha: float, res: Result, why_refused: str | None = No
         c.regimes = split_regimes(c.run_ratios, res.tolerance).line()
 
 
+def fill_candidate(cands: list[Candidate], size: int, res: Result, refused_here: bool) -> Candidate | None:
+    """The preset a gapless file (Intel MPI's native.impi) runs at a size where the default won, so that the
+    collective can keep its ranges where a preset won (native_file.FORMATS; docs/native-result-bits.md): among
+    the native candidates measured there, passed pgmpi-bench's results check and not refused by a validation
+    job, those measured as fast as the default -- the lower bound of the 95 % interval of the paired ratio
+    default / candidate over mpiruns (stats.ratio_ci) not below 1 / (1 + the control arm's null spread at this
+    size class), and no mpirun regime losing by more than the decision's tolerance (rule 3) -- the fastest by
+    paired ratio.  None when none is, or when a validation job refused a native choice at this cell
+    (refused_here): what validation drops goes back to the library, as without fills."""
+    if refused_here:
+        return None
+    at = res.at(size)
+    ok = [c for c in cands if c.kind == "native" and c.runs > 0 and c.ci is not None and c.paired_ratio
+          and c.ci[0] >= 1 / (1 + at.spread) and not split_regimes(c.run_ratios, at.tolerance).losing(at.tolerance)]
+    return max(ok, key=lambda c: (c.paired_ratio, c.ci[0])) if ok else None
+
+
 def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: dict | None = None,
-           file_digest=None, library: str | None = None) -> Result:
+           file_digest=None, library: str | None = None, fill: bool = True) -> Result:
     """cells: {(key, size, p): [per-mpirun {label: median seconds}]} -> Result (module doc).  refused:
     {(key, size, p, label): reason} -- candidates an independent measurement contradicted (a native file's
     validation job, validation_refusals): they cannot win, the cell falls to the next candidate.
@@ -227,8 +252,10 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
     pass, module doc); without it, or without such runs, no mock-up with retuned parts can win.
     library: the family whose file is written (pgmpi_formats.native_file.FORMATS); for a gapless one (intelmpi)
     the collectives its file must leave to the library (native_file.left_to_library) are not retuned here
-    either: their native choices are refused.  None (or a library without a native file): every native
-    choice counts as written."""
+    either: their native choices are refused, unless every size where the default won there is filled by a
+    preset measured as fast (fill_candidate; fill=False: never, as before fills -- for comparisons,
+    tests/bench/intel_fill_tables.py).  None (or a library without a native file): every native choice counts
+    as written."""
     refused = refused or {}
     # each pass is judged against its own runs' control arm (their conditions may differ)
     # (rule 2: per size class, null_spreads; res.spread / threshold: the largest class's, for the summaries)
@@ -258,6 +285,8 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
         return f"{native_file.NAMES[library]} leaves {key} to the library: {res.left_to_library[key]}"
     frozen: list = []           # the file's entries of each collective left out, as it was decided then
     from pgmpi_formats.ompi_rules import Decision
+    gapless = fill and library in native_file.FORMATS and native_file.FORMATS[library].gapless
+    default = Candidate("default", "default", math.inf, 0)
     while True:
         maybe: dict[int, set[str]] = {}
         for (key, size, p), cands in staged.items():
@@ -275,9 +304,22 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
                     continue
                 best_native[cell] = nat
                 retuned.setdefault(cell[2], set()).add(cell[0])
+        # a gapless file: where a preset won at some size of a collective at p, each size there where nothing
+        # won gets a preset measured as fast as the default (fill_candidate), else the collective is left out
+        fills: dict = {}
+        if gapless:
+            won = {(k, p) for (k, _s, p) in best_native}
+            for cell, cands in staged.items():
+                k, size, p = cell
+                if ((k, p) in won and k not in left and cell not in best_native
+                        and not any(c.refused is None for c in cands if c.label != "default")):
+                    f = fill_candidate(cands, size, res, any((k, size, p, c.label) in refused for c in cands
+                                                             if c.kind == "native"))
+                    if f is not None:
+                        fills[cell] = f
         # the file covers the cells where the library's own algorithms were measured, nothing else: so a
         # campaign of mock-ups alone (the second pass) leaves it, and its digest, as they were
-        file = [Decision(k, p, size, best_native[(k, size, p)].label if (k, size, p) in best_native else "default")
+        file = [Decision(k, p, size, (best_native.get((k, size, p)) or fills.get((k, size, p)) or default).label)
                 for (k, size, p) in sorted(staged, key=lambda c: (c[0], c[2], c[1]))
                 if k not in left and any(c.kind == "native" for c in staged[(k, size, p)])]
         more = native_file.left_to_library(library, file) if library in native_file.FORMATS else {}
@@ -290,6 +332,14 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
             for c in cands:
                 if key in more and c.kind == "native" and c.refused is None:
                     c.refused = leaves(key)
+    for (key, size, p), f in fills.items():   # the fills of the collectives the file holds
+        f.fill = (f"fills a size where the default won ({f.refused}): {native_file.NAMES[library]} sets a preset "
+                  f"at every size of {key} at p={p} once it sets one, and this one was measured as fast as the "
+                  f"default: {f.paired_ratio:.3f}x (paired over {len(f.run_ratios)} mpiruns, 95 % CI "
+                  f"{f.ci[0]:.3f}-{f.ci[1]:.3f}x, lower bound >= 1 / (1 + {100 * res.at(size).spread:.1f} %), "
+                  "the control arm's null spread)")
+        f.refused = None
+        best_native[(key, size, p)] = f
     for cell, cands in staged.items():      # the file decides what runs there: no other native choice can win
         for c in cands:
             if c.kind == "native" and c.refused is None and (cell not in best_native or c is not best_native[cell]):
@@ -336,8 +386,9 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
             best = max(ok, key=vs_library)
             where = f" under native file {best.under}" if best.under else ""
             ci = f", 95 % CI {best.ci[0]:.3f}-{best.ci[1]:.3f}x" if best.ci else ""
-            why = (f"{best.paired_ratio:.3f}x faster than the default{where} (paired over {len(best.run_ratios)} "
-                   f"mpiruns{ci}, p = {best.p_value:.3g}), the fastest of {len(ok)} winning candidate(s)")
+            why = best.fill or (f"{best.paired_ratio:.3f}x faster than the default{where} (paired over "
+                                f"{len(best.run_ratios)} mpiruns{ci}, p = {best.p_value:.3g}), the fastest of "
+                                f"{len(ok)} winning candidate(s)")
             if best.under and native:
                 why += f"; it beats the file's {native.label} there, whose rule stays (the mock-up takes the call)"
         else:
@@ -347,7 +398,8 @@ def decide(cells: dict, alpha: float = 0.05, min_gain: float = 0.05, refused: di
         trimmed = key in res.left_to_library and any(c.kind == "native" and c.refused == leaves(key) for c in cands)
         if trimmed and best.label == "default":
             why = f"the library's default: {leaves(key)}"
-        res.decisions[(key, size, p)] = CellDecision(key, size, p, best.label, best.kind, why, cands, trimmed)
+        res.decisions[(key, size, p)] = CellDecision(key, size, p, best.label, best.kind, why, cands, trimmed,
+                                                     fill=best.fill is not None)
     return res
 
 
@@ -512,7 +564,8 @@ def explain_lines(d: CellDecision, path_lines: list[str] | None = None) -> list[
            f"{'candidate':44} {'median us':>10} {'runs':>4} {'ratio':>7} {'95% CI':>15} {'p':>9}  verdict / regimes"]
     for c in sorted(d.candidates, key=lambda c: c.median):
         ci = f"{c.ci[0]:.3f}-{c.ci[1]:.3f}" if c.ci else "-"
-        verdict = "reference" if c.label == "default" else (f"refused: {c.refused}" if c.refused else "wins")
+        verdict = "reference" if c.label == "default" else (f"refused: {c.refused}" if c.refused else
+                                                            "fills: as fast as the default" if c.fill else "wins")
         if c.under:
             verdict = f"[under native file {c.under}] {verdict}"
         out.append(f"{c.label:44} {c.median * 1e6:>10.2f} {c.runs:>4} "

@@ -143,6 +143,7 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     # leaves a collective where the default won anywhere to the library (native_file.FORMATS); decide() gave
     # its cells to the next candidate already
     untuned = res.left_to_library
+    filled = [d for d in chosen if d.fill]      # the gapless file's fills (native_decision.fill_candidate)
     if not chosen and untuned:
         return None, (f"nothing of {library}-{version} {native_file.NAMES[library]} can hold exactly: "
                       + "; ".join(f"{k}: {w}" for k, w in sorted(untuned.items())))
@@ -177,8 +178,12 @@ def native_candidate(machine: str, library: str, version: str, campaign: str, re
     notes = (f"{NATIVE_NOTE} of campaign {campaign}: {name} changes {len(chosen)} of {len(res.decisions)} cells"
              + (f"; {len(refusals)} choice(s) refused by native validation {', '.join(map(str, refused))}"
                 if refusals else "")
-             + (f"; left to the library: {', '.join(sorted(untuned))} (the default won at some size, and a set "
-                "variable changes the library's choice outside its ranges)" if untuned else "")
+             + (f"; {len(filled)} size(s) where the default won filled with a preset measured as fast "
+                f"({', '.join(f'{d.key} {d.size} B {d.choice}' for d in filled[:6])}{' ...' if len(filled) > 6 else ''})"
+                if filled else "")
+             + (f"; left to the library: {', '.join(sorted(untuned))} (the default won at some size, no preset was "
+                "measured as fast there, and a set variable changes the library's choice outside its ranges)"
+                if untuned else "")
              + (f"; carries the live {', '.join(sorted(carried))}" if carried else "")
              + (f"; leaves out the live {', '.join(dropped)} (its mock-ups call a collective the file retunes)"
                 if dropped else ""))

@@ -29,8 +29,8 @@ share: the pipeline's mpiruns x one mpirun's start-up (startup_seconds) over its
 
 Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
 (up to `mpiruns` rounds, each round one mpirun measuring at every cell to confirm the default, the chosen
-variant and the control arm, each alone, in alternating blocks of 4 repetitions; later rounds only where the variant alone
-beat the default alone), and `rerun`, a second exhaustive campaign (the noise floor: what a search that knew every variant of
+variant and the control arm, each alone, in alternating blocks of 4 repetitions; a later round only where the cell's alone
+pairs so far can still pass the decision's interval rule, native_driver.can_still_win), and `rerun`, a second exhaustive campaign (the noise floor: what a search that knew every variant of
 an independent campaign would lose).  Each pipeline ends in the decision per cell (native_decision.decide over
 its own raw files).  Measuring time = the wall time of every pgmpi-bench mpirun of the pipeline, start-up and
 exit included (the driver times each launch and each --serve session from start to exit), as a fraction of

@@ -10,7 +10,9 @@ inside an mpirun shows as a quarter outside ±10 %).
 
   tests/bench/reprompi_compare.py --reprompi /path/to/mpibenchmark [--mpi openmpi] [--runs 5]
       [--mode barrier,roundtime,window] [--window-us 3000] [--arm 'label=extra pgmpi-bench args' ...]
-      [--no-reasons] [--no-clock]
+      [--no-reasons] [--no-clock] [--where one-node|cluster]
+  --where cluster runs every arm with srun -N<np>, one rank per virtual node of deploy/cluster.sh (the
+  shared cluster; TCP between the nodes), so the clock control shows each tool's global clock across nodes.
 
 The last table per method is the agreement table of issue 34: per (call, size) the paired ratio
 pgmpi-bench / ReproMPI, whether it is within +-5 %, and for a cell outside the measured reason: the reason
@@ -31,10 +33,18 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               margin (3 x mean of 10 barrier+Bcast against pgmpi-bench's 3 x slowest of 10 Allreduce), so about
               its wait before each measurement and its share of late starts; reaches a cell only where the
               margins differ (ReproMPI's >= 1.5x, margins_differ)
+  lib-path    (window) ReproMPI with libpgmpitune preloaded, its report off (LD_PRELOAD, the ranks only) against
+              pgmpi-bench once more: the call's path -- each timed call of pgmpi-bench runs libpgmpitune's entry
+              point besides PMPI_<call> (ReproMPI: PMPI_<call> alone); pgmpi-bench sets the report on but
+              suspends it inside its timed loops (pgmpitune_report_suspend), so no PMPI_Type_size and no count
+              there (until 2026-11-26 both ran, and this control set PGMPITUNE_VERBOSE=1 to match)
+  method      (window) pgmpi-bench --method=reprompi against the plain ReproMPI: ReproMPI's buffers (per cell,
+              malloc'd, its initialisation) and no check round -- what pgmpi-bench does around the call
   short-wait  (window) both tools with a 200 us window: a measurement after milliseconds of waiting
               is slow on this VM whatever the clock (the 3 ms window's 8 B figures, 10-20 us)
-  clock       (window, round-time; one node) each tool's global clock against the true offset between the
-              ranks' MPI_Wtime (tests/bench/wtime_truth.c preloaded: both read one CLOCK_MONOTONIC), ReproMPI's
+  clock       (window, round-time) each tool's global clock against the true offset between the ranks'
+              MPI_Wtime (tests/bench/wtime_truth.c preloaded: ranks of one kernel and time namespace read one
+              CLOCK_MONOTONIC, on one node and on the virtual cluster's nodes, --where cluster), ReproMPI's
               from its --verbose per-process rows, pgmpi-bench's from its "# clockmodel" lines; a table per
               mode with the valid shares and margins; names a cell when the two tools' errors differ by >= 5 %
               of the run-time and the paired ratio with each mpirun's error taken off is within +-5 %
@@ -96,14 +106,31 @@ def parse_size(s: str) -> int:
     return int(s[:-1] if s[-1:] in "KMG" else s) * mult
 
 
-def mpirun(mpi: str, np: int) -> list[str]:
+def mpirun(mpi: str, np: int, where: str = "one-node") -> list[str]:
+    """The launch: mpirun on this machine, or srun on deploy/cluster.sh's virtual nodes, one rank per node
+    (the shared cluster, PGMPI_STATE_DIR=/work/main/.state; never brought down here)."""
+    if where == "cluster":
+        return ["srun", f"-N{np}", "--ntasks-per-node=1", f"--mpi={'pmix' if mpi == 'openmpi' else 'pmi2'}"]
     if mpi == "openmpi":
         return ["mpirun.openmpi", "--allow-run-as-root", "-np", str(np)]
     return ["mpirun.mpich", "-np", str(np)]
 
 
+def cluster_env() -> dict:
+    """`deploy/cluster.sh env`: SLURM_CONF and the MPI settings its jobs need (TCP on the nodes' bridge)."""
+    env = dict(os.environ, PGMPI_STATE_DIR=os.environ.get("PGMPI_STATE_DIR", "/work/main/.state"))
+    out = subprocess.run([str(ROOT / "deploy/cluster.sh"), "env"], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    return {k: v for line in out.splitlines() for kv in line.removeprefix("export ").split()
+            for k, _, v in [kv.partition("=")] if v}
+
+
+CLUSTER_ENV: dict = {}    # filled by main() for --where cluster; env_for adds it to every launch
+
+
 def env_for(mpi: str, exe: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PGMPI", "SLURM_"))}
+    env.update(CLUSTER_ENV)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
     # ReproMPI's build puts libmpits.so next to its build tree, not on the rpath of every build
     libdirs = [str(p.parent) for p in Path(exe).resolve().parents[1].rglob("libmpits.so*")][:1]
@@ -170,6 +197,7 @@ class Arm:
     env: dict = field(default_factory=dict)
     ref: str | None = "ReproMPI"   # the ReproMPI arm its ratios are taken against
     window_us: float | None = None  # window mode: this arm's window instead of --window-us
+    with_lib: bool = False         # ReproMPI with libpgmpitune preloaded: its calls take pgmpi-bench's path
 
 
 @dataclass
@@ -201,6 +229,18 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
         reasons.append(Reason("short-wait", "milliseconds of waiting for the window before each measurement, after which "
                               "a call is slow and varies on this VM (tests/bench/sync_wait.py: not the clock); both tools "
                               f"with a {SHORT_WINDOW_US:g} us window", "pgmpi/short-wait", BOTH))
+    if mode == "window":
+        arms += [Arm("ReproMPI/lib", "reprompi", ref=None, with_lib=True),
+                 Arm("pgmpi/lib", "pgmpi", list(main_args), ref="ReproMPI/lib"),
+                 Arm("pgmpi/method", "pgmpi", list(main_args) + ["--method=reprompi"])]
+        reasons.append(Reason("lib-path", "the call's path: pgmpi-bench calls MPI_<call> through libpgmpitune (its "
+                              "report suspended inside the timed region, as an application runs it with the report "
+                              "off), where ReproMPI calls the MPI library straight; ReproMPI with libpgmpitune "
+                              "preloaded, report off (the same calls, tests/python/bench/call_trace.c)",
+                              "pgmpi/lib", BOTH))
+        reasons.append(Reason("method", "what pgmpi-bench does around the call: buffers once for the largest cell "
+                              "(ReproMPI: per cell, malloc'd, its initialisation) and the check round before a "
+                              "cell; pgmpi-bench --method=reprompi (the window options kept)", "pgmpi/method"))
     if mode == "roundtime":
         arms.append(Arm("pgmpi/rp-margin", "pgmpi", list(main_args) + [f"--rt-multiplier={RP_MARGIN_MULT:g}"]))
         reasons.append(Reason("margin", "round-time's margin: ReproMPI waits 3 x the mean of 10 barrier+Bcast times, "
@@ -295,16 +335,29 @@ def build_truth(mpi: str) -> Path:
     return so
 
 
-def true_offsets(path: Path) -> dict[int, float]:
-    """rank -> the true offset of rank 0's MPI_Wtime against the rank's (global - local), from wtime_truth.c's
-    "rank d" lines (d = MPI_Wtime - CLOCK_MONOTONIC, one clock on one node)."""
-    d = {}
+def truth_ranks(path: Path) -> dict[int, tuple[float, str, str, str]]:
+    """rank -> (d, boot_id, time namespace, host) from wtime_truth.c's "rank d boot_id timens host" lines
+    (d = MPI_Wtime - CLOCK_MONOTONIC of that rank); a line without the clock's identity is left out."""
+    out = {}
     if path.exists():
         for line in path.read_text().splitlines():
             f = line.split()
-            if len(f) == 2:
-                d[int(f[0])] = float(f[1])
-    return {r: d[0] - v for r, v in d.items() if r != 0} if 0 in d else {}
+            if len(f) == 5:
+                out[int(f[0])] = (float(f[1]), f[2], f[3], f[4])
+    return out
+
+
+def true_offsets(path: Path) -> dict[int, float]:
+    """rank -> the true offset of rank 0's MPI_Wtime against the rank's (global - local).  Exact only where
+    the rank reads rank 0's CLOCK_MONOTONIC: the same kernel (boot_id) and the same time namespace, on one
+    node or on the virtual cluster's nodes (deploy/cluster.sh: one kernel, no time namespace); a rank whose
+    clock is another (a real second machine, a time namespace) gets no offset, so no clock error is
+    computed for it rather than a wrong one."""
+    d = truth_ranks(path)
+    if 0 not in d or d[0][1] == "unknown":
+        return {}
+    _, boot, timens, _ = d[0]
+    return {r: d[0][0] - v for r, (v, b, t, _) in d.items() if r != 0 and b == boot and t == timens}
 
 
 def model_offsets(text: str) -> dict[tuple[str, int], dict[int, float]]:
@@ -367,6 +420,21 @@ def syncs(mode: str, window_us: float) -> tuple[list, list]:
     return rp_sync, pg_sync
 
 
+def lib_launch(mpi: str, where: str, tenv: dict, libtune: str) -> tuple[list[str], dict]:
+    """The lib-path control's ReproMPI launch: (mpirun options, environment) that put libpgmpitune into every
+    rank's call path with its report off: pgmpi-bench suspends its report inside timed loops
+    (pgmpitune_report_suspend), so each timed call of the default takes the path an application's does, and
+    with the report off ReproMPI's call takes that path too (no PMPI_Type_size, no count).  The
+    library comes after wtime_truth.c (tenv's LD_PRELOAD), whose MPI_Finalize chains on to the library's.
+    With mpirun the variables go to the ranks only (-x / -env, as the loop+lib arm), not to mpirun itself;
+    srun passes its environment on."""
+    lib = {"LD_PRELOAD": ":".join(x for x in (tenv.get("LD_PRELOAD"), libtune) if x)}
+    if where == "cluster":
+        return [], {**tenv, **lib}
+    rest = {k: v for k, v in tenv.items() if k != "LD_PRELOAD"}
+    return [x for k, v in lib.items() for x in (["-x", f"{k}={v}"] if mpi == "openmpi" else ["-env", k, v])], rest
+
+
 def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict | None:
     rp_sync, pg_sync = syncs(mode, a.window_us)
     user = [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
@@ -389,7 +457,7 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
     if loop:
         arms += [Arm("loop", "loop"), Arm("loop+lib", "loop+lib")]
     libtune = str(Path(bench).resolve().parents[1] / "lib" / "libpgmpitune.so")
-    print(f"\n## mode {mode}\n# uptime: {uptime()}")
+    print(f"\n## mode {mode} ({a.where}: {' '.join(mpirun(a.mpi, a.np, a.where))})\n# uptime: {uptime()}")
     kept: dict[str, dict] = defaultdict(lambda: defaultdict(list))    # arm -> (call, size) -> valid share
     med: dict[str, dict] = {x.label: defaultdict(list) for x in arms}
     clk: dict[tuple[str, int], list] = defaultdict(list)              # main arm's clockcheck per mpirun
@@ -398,6 +466,8 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
     clkerr: dict[str, dict] = {x.label: defaultdict(list) for x in arms}
     margins: dict[str, list] = defaultdict(list)
     quarters: dict[str, list] = defaultdict(list)
+    hosts_seen: dict[str, int] = defaultdict(int)    # the clock control: where the ranks ran, per mpirun
+    refused = 0                                       # ranks whose clock was not rank 0's (true_offsets)
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.runs):
             # every other round in reverse order: no arm always follows the same one
@@ -409,19 +479,23 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
                 tenv = {"LD_PRELOAD": str(a.truth), "WTIME_TRUTH_FILE": str(truth_file)} \
                     if clocked and not arm.kind.startswith("loop") else {}
                 if arm.kind == "reprompi":
-                    cmd = mpirun(a.mpi, a.np) + [a.reprompi] + (["--verbose"] if tenv else []) + [
+                    pre, lenv = lib_launch(a.mpi, a.where, tenv, libtune) if arm.with_lib else ([], tenv)
+                    cmd = mpirun(a.mpi, a.np, a.where) + pre + [a.reprompi] + (["--verbose"] if tenv else []) + [
                         "--calls-list=" + ",".join(CALLS[c] for c in calls),
                         "--msizes-list=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}", *rp_sync]
-                    text = run(cmd, {**env_for(a.mpi, a.reprompi), **arm.env, **tenv})
+                    text = run(cmd, {**env_for(a.mpi, a.reprompi), **arm.env, **lenv})
                 elif arm.kind.startswith("loop"):
                     env = {**env_for(a.mpi, bench), **arm.env}
                     pre = ["-x", f"LD_PRELOAD={libtune}"] if a.mpi == "openmpi" else ["-env", "LD_PRELOAD", libtune]
-                    cmd = mpirun(a.mpi, a.np) + (pre if arm.kind == "loop+lib" else []) + [
+                    if a.where == "cluster":       # srun passes the environment on
+                        env.update({"LD_PRELOAD": libtune} if arm.kind == "loop+lib" else {})
+                        pre = []
+                    cmd = mpirun(a.mpi, a.np, a.where) + (pre if arm.kind == "loop+lib" else []) + [
                         str(loop), str(a.nrep), ",".join(calls), ",".join(map(str, sizes))]
                     text = run(cmd, env)
                 else:
                     out = Path(tmp) / f"{arm.label.replace('/', '_')}-{r}.txt"
-                    cmd = mpirun(a.mpi, a.np) + [bench, "--calls=" + ",".join(calls), "--algorithms=default",
+                    cmd = mpirun(a.mpi, a.np, a.where) + [bench, "--calls=" + ",".join(calls), "--algorithms=default",
                                                  "--sizes=" + ",".join(map(str, sizes)), f"--nrep={a.nrep}",
                                                  f"--output={out}"] + arm.args + pg_sync
                     run(cmd, {**env_for(a.mpi, bench), **arm.env, **tenv})
@@ -432,6 +506,9 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
                 got = rows(text, arm.kind != "pgmpi")
                 if tenv:
                     errs = clock_errors(text, true_offsets(truth_file))
+                    ranks = truth_ranks(truth_file)
+                    hosts_seen["+".join(h for _, (_, _, _, h) in sorted(ranks.items()))] += 1
+                    refused += len(ranks) - 1 - len(true_offsets(truth_file)) if ranks else 0
                     margins[arm.label].append(margin_of(text, arm.kind == "reprompi"))
                     for c in calls:
                         for n in sizes:
@@ -497,6 +574,9 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
             for r, k, q in bad:
                 tag = "  (shared)" if (r, k) in shared else ""
                 print(f"#   mpirun {r} {k[0]} {k[1]} B: quarters/median = " + " ".join(f"{x:.2f}" for x in q) + tag)
+    if clocked:
+        print("# clock control: ranks ran on " + ", ".join(f"{h} ({n} mpiruns)" for h, n in hosts_seen.items())
+              + f"; ranks without rank 0's clock (another boot_id or time namespace: no true offset) {refused}")
     if clocked and "ReproMPI" in med:
         clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label)
     counts = None
@@ -531,8 +611,8 @@ def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label) -> N
 
     def pct(xs):
         return f"{statistics.median(xs) * 100:.0f}" if xs else "-"
-    print(f"\n### Clock control, mode {mode}: each tool's global clock against the true offset (one node: "
-          "tests/bench/wtime_truth.c), per cell median [max] over mpiruns, us; valid %; paired ratio with each "
+    print(f"\n### Clock control, mode {mode}: each tool's global clock against the true offset (one kernel's "
+          "CLOCK_MONOTONIC, tests/bench/wtime_truth.c), per cell median [max] over mpiruns, us; valid %; paired ratio with each "
           "mpirun's clock error taken off its median")
     print("| call, size | ReproMPI us | clock error ReproMPI | clock error pgmpi | valid % ReproMPI | valid % pgmpi "
           "| paired | paired, clock errors off |")
@@ -698,6 +778,9 @@ def main() -> None:
     ap.add_argument("--pgmpi-bench", default=None, help="default: build/install/<mpi>/bin/pgmpi-bench")
     ap.add_argument("--mpi", default="openmpi", choices=["openmpi", "mpich"])
     ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--where", default="one-node", choices=["one-node", "cluster"],
+                    help="cluster: srun -N<np>, one rank per virtual node of deploy/cluster.sh (TCP between "
+                         "nodes; the clock control still holds: one kernel, one CLOCK_MONOTONIC)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--nrep", type=int, default=1000)
     ap.add_argument("--calls", default="allreduce,bcast,allgather")
@@ -715,8 +798,10 @@ def main() -> None:
     ap.add_argument("--verbose", action="store_true", help="list every switch inside an mpirun")
     ap.add_argument("--no-clock", dest="clock", action="store_false",
                     help="window/roundtime: no clock control (tests/bench/wtime_truth.c preloaded, ReproMPI "
-                         "--verbose; one node only)")
+                         "--verbose; ranks of one kernel: one node or the virtual cluster)")
     a = ap.parse_args()
+    if a.where == "cluster":
+        CLUSTER_ENV.update(cluster_env())
     modes = [m.strip() for m in a.mode.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad:

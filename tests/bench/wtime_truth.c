@@ -1,25 +1,49 @@
 /* LD_PRELOAD shim for tests/bench/reprompi_compare.py (the `clock` control of window and round-time):
  * the true offset between the ranks' MPI_Wtime clocks, against which both tools' fitted global clocks are
- * judged.  On one node every rank reads the same CLOCK_MONOTONIC, and MPI_Wtime is that clock minus a
- * per-process origin (Open MPI 4.1: ompi_wtime_time_origin; constant to 0.1 us over a run here), so
- * rank r's MPI_Wtime - CLOCK_MONOTONIC is a constant d_r and rank 0's clock is rank r's plus d_0 - d_r:
- * exact, with no message between the ranks.  At MPI_Finalize each rank takes d_r from the tightest of 50
- * bracketed reads and rank 0 writes "rank d_r" lines to $WTIME_TRUTH_FILE.  Only MPI_Finalize is wrapped
- * (chained with dlsym, so libpgmpitune's own wrapper still runs): nothing is added to a measurement.
- * Valid for ranks on one node only (another node has another CLOCK_MONOTONIC).
+ * judged.  Ranks that share one kernel and one time namespace read the same CLOCK_MONOTONIC, and MPI_Wtime
+ * is that clock minus a per-process origin (Open MPI 4.1: ompi_wtime_time_origin; constant to 0.1 us over
+ * a run here), so rank r's MPI_Wtime - CLOCK_MONOTONIC is a constant d_r and rank 0's clock is rank r's
+ * plus d_0 - d_r: exact, with no message between the ranks.  That holds on one node and on the virtual
+ * cluster's nodes (deploy/cluster.sh: network, UTS and mount namespaces on this one kernel, no time
+ * namespace); it does not hold on two real machines.  So each rank also reports what makes the clock one:
+ * the kernel's boot_id and its time namespace (the only thing that offsets CLOCK_MONOTONIC within a
+ * kernel), and its host name (which node it ran on); the reader (reprompi_compare.true_offsets) refuses
+ * the offsets of a rank whose boot_id or time namespace differs from rank 0's.
+ * At MPI_Finalize each rank takes d_r from the tightest of 50 bracketed reads and rank 0 writes
+ * "rank d_r boot_id timens host" lines to $WTIME_TRUTH_FILE.  Only MPI_Finalize is wrapped (chained with
+ * dlsym, so libpgmpitune's own wrapper still runs): nothing is added to a measurement.
  *   mpicc -O2 -shared -fPIC -o libwtime_truth.so tests/bench/wtime_truth.c -ldl */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+enum { REC = 256 };    /* one rank's record: "d boot_id timens host" */
 
 static double mono(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* What makes two ranks' CLOCK_MONOTONIC one clock: the kernel (boot_id) and the time namespace (inode). */
+static void clock_identity(char *boot, size_t blen, unsigned long long *timens)
+{
+    snprintf(boot, blen, "unknown");
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (fgets(boot, (int)blen, f)) boot[strcspn(boot, "\n")] = 0;
+        fclose(f);
+    }
+    struct stat st;
+    /* a kernel without time namespaces (< 5.6) has no such file: every process shares the one clock */
+    *timens = stat("/proc/self/ns/time", &st) == 0 ? (unsigned long long)st.st_ino : 0ULL;
 }
 
 int MPI_Finalize(void)
@@ -32,15 +56,21 @@ int MPI_Finalize(void)
             double m0 = mono(), w = PMPI_Wtime(), m1 = mono();
             if (m1 - m0 < best) { best = m1 - m0; d = w - 0.5 * (m0 + m1); }
         }
+        char boot[64], host[64] = "unknown", rec[REC];
+        unsigned long long timens;
+        clock_identity(boot, sizeof boot, &timens);
+        gethostname(host, sizeof host - 1);
+        memset(rec, 0, sizeof rec);
+        snprintf(rec, sizeof rec, "%.9f %s %llu %s", d, boot, timens, host);
         int rank = 0, size = 1;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
         PMPI_Comm_size(MPI_COMM_WORLD, &size);
-        double *all = rank == 0 ? malloc((size_t)size * sizeof *all) : NULL;
-        PMPI_Gather(&d, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        char *all = rank == 0 ? malloc((size_t)size * REC) : NULL;
+        PMPI_Gather(rec, REC, MPI_CHAR, all, REC, MPI_CHAR, 0, MPI_COMM_WORLD);
         if (rank == 0 && all) {
             FILE *f = fopen(path, "w");
             if (f) {
-                for (int r = 0; r < size; r++) fprintf(f, "%d %.9f\n", r, all[r]);
+                for (int r = 0; r < size; r++) fprintf(f, "%d %.*s\n", r, REC, all + (size_t)r * REC);
                 fclose(f);
             }
         }

@@ -12,7 +12,7 @@ loses in the validation job that loads the file as users do.
 
 Built for Intel MPI (mpi="intelmpi"), whose algorithms are presets chosen by I_MPI_ADJUST_ALLREDUCE at
 MPI_Init and whose internals export nothing to wrap, the delay follows the preset that variable gives this
-call's size (a bare preset, or Intel's <preset>:<lo>-<hi>@<pmin>-<pmax>[;...] ranges): with
+call's size (a bare preset, or Intel's <preset>:<lo>-<hi>[@<pmin>-<pmax>][;...] ranges): with
 PGMPI_TEST_FAST_PRESET=<id> and PGMPI_TEST_ALGORITHM_BYTES, every other preset (and the library's default) is
 slowed at those counts; at PGMPI_TEST_FILE_SLOW_BYTES that preset takes twice the delay when it comes from
 ranges (a native.impi as the module sets it), not when forced bare.  That the preset really ran is not the
@@ -192,7 +192,8 @@ static int impi_preset(long bytes, int *ranged) {
     *ranged = 1;
     while (*s) {
         long p, lo, hi, a, b;
-        if (sscanf(s, "%ld:%ld-%ld@%ld-%ld", &p, &lo, &hi, &a, &b) == 5 && lo <= bytes && bytes <= hi) return (int)p;
+        /* libpgmpitune sets the ranges of the job's size without their @<pmin>-<pmax> (native_env.c) */
+        if (sscanf(s, "%ld:%ld-%ld@%ld-%ld", &p, &lo, &hi, &a, &b) >= 3 && lo <= bytes && bytes <= hi) return (int)p;
         s = strchr(s, ';');
         if (!s) break;
         s++;

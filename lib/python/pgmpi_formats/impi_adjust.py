@@ -107,14 +107,15 @@ def trim(decisions) -> tuple[list, dict[str, str]]:
     """The decisions a native.impi can hold exactly, and {collective: why} for those it must leave to the
     library.  Once I_MPI_ADJUST_<COLL> is set, Intel MPI 2021.13 runs another algorithm outside every range than
     with the variable unset (fingerprints, 2 ranks: with only 3:4096-... set, MPI_Allreduce changes at 16 B and
-    64 B-2 KiB; with 0:0-4095 added, the same), so a range cannot leave a size to the library's default.  Nor can a
-    preset stand in for the default there: the default's fingerprint matches 7-19 of the 32 allreduce presets at
-    every size measured (8 B-1 MiB), fingerprints exist only for reductions, and between two measured sizes the
-    default may switch; at 4 ranks 4-5 of the 9 presets with the default's fingerprint give other result bits
-    on a sum of doubles (tests/bench/intel_fill_probe.py; scheduler/README.md, "Filling the default's sizes:
-    not exact, not done").  So a collective is written only where a preset was chosen at every size measured at
-    its process count (its ranges then cover 0-2147483647 there); a collective where the default won anywhere
-    gets no variable at all: the library's own choice, everywhere."""
+    64 B-2 KiB; with 0:0-4095 added, the same), so a range cannot leave a size to the library's default, and no
+    preset is the default (the default's fingerprint matches 7-19 of the 32 allreduce presets at every size
+    measured, and the default switches between measured sizes: tests/bench/intel_fill_probe.py).  So a
+    collective is written only where a preset is chosen at every size measured at its process count (its ranges
+    then cover 0-2147483647 there): a preset that won, or at a size where the default won, one measured as fast
+    as the default there (service/analysis/native_decision.fill_candidate: the decision's fill, validated like
+    every range; floating-point result bits may differ from the default's there as under Open MPI's and MPICH's
+    native files, integer and exact results never: docs/native-result-bits.md).  A collective with a "default"
+    decision left (no preset as fast there) gets no variable at all: the library's own choice, everywhere."""
     by: dict[str, list] = {}
     for dec in decisions:
         by.setdefault(dec.key, []).append(dec)
@@ -125,9 +126,9 @@ def trim(decisions) -> tuple[list, dict[str, str]]:
         left = sorted((x.nprocs, x.nbytes) for x in decs if x.label == "default")
         if left:
             why[key] = (f"the library's default won at {', '.join(f'{b} B (p={p})' for p, b in left[:6])}"
-                        f"{' ...' if len(left) > 6 else ''}; once I_MPI_ADJUST_{VARIABLES.get(key, key.upper())} is "
-                        "set, Intel MPI runs another algorithm outside every range, so no range can leave a size "
-                        "to the default")
+                        f"{' ...' if len(left) > 6 else ''} and no preset was measured as fast there; once "
+                        f"I_MPI_ADJUST_{VARIABLES.get(key, key.upper())} is set, Intel MPI runs another algorithm "
+                        "outside every range, so no range can leave a size to the default")
         else:
             keep += decs
     return keep, why
@@ -135,8 +136,9 @@ def trim(decisions) -> tuple[list, dict[str, str]]:
 
 def write(decisions, d: Discovery, comment: str = "pgmpi analyze native-files") -> str:
     """Decisions (ompi_rules.Decision: key, nprocs, nbytes from which the label holds) -> native.impi text.
-    Only collectives whose every decision is a preset are written (trim: a gap would not be the default); the
-    others are named in a comment with the reason.  ValueError when none is left."""
+    Only collectives whose every decision is a preset are written (trim: a gap would not be the default; the
+    decision fills the default's sizes where it can); the others are named in a comment with the reason.
+    ValueError when none is left."""
     for dec in decisions:
         if dec.key not in VARIABLES:
             raise ValueError(f"{dec.key}: Intel MPI has no I_MPI_ADJUST variable for it")
@@ -148,11 +150,11 @@ def write(decisions, d: Discovery, comment: str = "pgmpi analyze native-files") 
     for dec in kept:
         by.setdefault(dec.key, {}).setdefault(dec.nprocs, []).append(dec)
     lines = [f"# Intel MPI {d.version} I_MPI_ADJUST variables, written by pgmpi-site: {comment}",
-             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>.  Each variable's ranges cover every",
-             "# message size at the process counts measured: once a variable is set, Intel MPI 2021.13 runs",
-             "# another algorithm outside every range than without it, so a collective where the default won",
-             "# anywhere is left out (no variable: the library's own choice).  Other process counts are outside",
-             "# every range too: there Intel MPI may run another algorithm than its default (not measured)."]
+             "# <preset>:<message bytes lo>-<hi>@<processes min>-<max>.  Ranges cover every size at the process",
+             "# counts measured: once a variable is set, Intel MPI 2021.13 runs another algorithm outside every",
+             "# range, so where the default won a preset measured as fast fills the size, and a collective where",
+             "# none was is left out (no variable: the library's own choice).  At other process counts Intel MPI",
+             "# may run another algorithm than its default (not measured)."]
     lines += [f"# left to the library: {k}: {w}" for k, w in sorted(left.items())]
     for key in sorted(by):
         rows = []

@@ -26,7 +26,8 @@ class FileFormat:
     """What a library family's own decision file is, and what it can hold.  trim: None when a rule's ranges
     leave every other size to the library's default (Open MPI's rules file, MPICH's JSON); else the library
     changes its choice outside the ranges of a set variable (Intel MPI 2021.13's I_MPI_ADJUST_<COLL>), so a
-    collective can be written only where a native choice won at every size measured, and trim(decisions) ->
+    collective can be written only where a native choice is decided at every size measured (one that won, or
+    where the default won, one measured as fast: native_decision.fill_candidate), and trim(decisions) ->
     (kept, {collective: why it is left to the library}) says which."""
     name: str
     reader: str                       # the strict reader render() checks the written text with

@@ -6,7 +6,12 @@
  * ranks must not reach a job of 4.  Before PMPI_Init (Intel MPI reads the variables there) this unit takes
  * the job's size from the launcher (launcher_size: PMI_SIZE, else Slurm's PMIx step; never SLURM_NTASKS,
  * the allocation's, not an mpirun's) and sets each variable only when some range of it holds that size,
- * with only those ranges.  A variable already in the environment is the user's: never overwritten.  A file
+ * with only those ranges, each without its "@<pmin>-<pmax>": Intel MPI 2021.13 matches no message range that
+ * carries a process range and runs the last range's preset at every size (fingerprints at 2 ranks, 2-8 KiB:
+ * 8:0-4095@2-2;3:4096-2147483647@2-2 runs preset 3 at 2 KiB, with @1-2 or @2-4 the same; without the process
+ * ranges 8 at 2 KiB and 3 at 4 KiB; docs/transcripts/intel-ranges-2026-11-26.txt), so the job's size is
+ * this unit's to match, the message size Intel MPI's.  A variable already in the environment is the user's:
+ * never overwritten.  A file
  * that does not read, or an unknown size, sets nothing (the library's default) and says why once.
  *
  * File (pgmpi_formats/impi_adjust.py writes it): '#' comments, blank lines, and
@@ -27,7 +32,7 @@
 
 typedef struct {
     char name[64];
-    char value[MAX_VALUE];   /* the ranges that hold the job's size, ';'-joined; "" = none */
+    char value[MAX_VALUE];   /* the ranges that hold the job's size, without it, ';'-joined; "" = none */
 } setting_t;
 
 /* A positive count from the environment variable `name`; 0 when unset or not one. */
@@ -99,7 +104,8 @@ static int parse_range(const char *s, size_t len, long long *pmin, long long *pm
     return 0;
 }
 
-/* One line "NAME=r1;r2;..." into *st, keeping the ranges whose process range holds size. */
+/* One line "NAME=r1;r2;..." into *st, keeping the ranges whose process range holds size, as
+ * "<preset>:<lo>-<hi>" (Intel MPI ignores message ranges that carry a process range: file comment). */
 static int parse_line(const diag_t *d, int line, const char *s, const char *e, long long size, setting_t *st)
 {
     const char *eq = memchr(s, '=', (size_t)(e - s));
@@ -117,7 +123,7 @@ static int parse_line(const diag_t *d, int line, const char *s, const char *e, l
             return text_fail(d, line, "%s: '%.*s' is not <preset>:<lo>-<hi>@<pmin>-<pmax>", st->name,
                              (int)(end - r), r);
         if (p <= size && size <= q) {
-            size_t n = (size_t)(end - r);
+            size_t n = (size_t)((const char *)memchr(r, '@', (size_t)(end - r)) - r);   /* parse_range read it */
             if (used + n + 2 > sizeof st->value) return text_fail(d, line, "%s: value too long", st->name);
             if (used) st->value[used++] = ';';
             memcpy(st->value + used, r, n);

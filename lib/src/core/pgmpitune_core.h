@@ -40,7 +40,8 @@
  *     for it (padded decompositions fall back unless the op is predefined, pm_op_is_predefined).
  *  8. A setting of the MPI library's own (Intel MPI's I_MPI_ADJUST_<COLL> of a published native.impi,
  *     native_env.c) reaches it only in a job whose size lies in the file's process ranges, with only those
- *     ranges: once set, Intel MPI runs another algorithm even outside every range, so a job of another size
+ *     ranges, set without their process range (Intel MPI 2021.13 matches no message range carrying one):
+ *     once set, Intel MPI runs another algorithm even outside every range, so a job of another size
  *     runs with the variable unset (the library's default).  A file that does not read or a launcher that
  *     gives no job size sets nothing; a variable the user set is never overwritten.
  */

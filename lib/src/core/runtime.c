@@ -45,6 +45,9 @@ static slot_t *g_report[PGMPI_NCOLL];
 static _Atomic uint64_t g_report_overflow[PGMPI_NCOLL];
 
 static int g_setup_done, g_finalized, g_disabled, g_disabled_verbose, g_rank = 0, g_thread_multiple;
+/* The report asked for (PGMPITUNE_VERBOSE) and whether the caller suspended its accounting
+ * (pgmpitune_report_suspend): g_verbose, which the call path reads, is on only when asked and not suspended. */
+static int g_report_on, g_report_suspended;
 static int g_world_size;   /* MPI_COMM_WORLD's size: most calls are on it, and asking MPI costs a call */
 static char *g_msg_pool;
 static int *g_int_pool;
@@ -471,7 +474,8 @@ static void setup(int *argc, char ***argv)
         if (o.forced[c] >= 0) cs[c].forced = o.forced[c];
     }
     /* forced "default" still wins over profiles: MODE_DEFAULT above */
-    g_verbose = verbose;
+    g_report_on = verbose;
+    g_verbose = verbose && !g_report_suspended;
     update_any();
     pgmpi_options_free(&o);
 }
@@ -532,7 +536,7 @@ static void teardown(void)
 {
     if (!g_setup_done || g_finalized) return;
     g_finalized = 1;
-    if (g_verbose || g_disabled_verbose) pgmpitune_report(stdout);
+    if (g_report_on || g_disabled_verbose) pgmpitune_report(stdout);   /* suspended or not */
     pgmpi_fast.usage = 0;
     pgmpi_usage_finalize();       /* collective on every rank: all of them are in MPI_Finalize */
     pgmpi_datatypes_teardown();   /* the replacements, before MPI goes */
@@ -560,6 +564,19 @@ int pgmpitune_unforce(int c)
     pgmpi_fast.mode[c] = ((cs[c].nprofs && cs[c].pidx) || cs[c].nlprofs) ? MODE_PROFILE : MODE_DEFAULT;
     update_any();
     return 0;
+}
+
+/* The call path reads g_verbose only: off, a call of the default asks MPI for nothing (pgmpi_type_bytes)
+ * and no call is counted, exactly as in an application without the report. The tables stay. */
+int pgmpitune_report_suspend(int suspend)
+{
+    int was = g_report_suspended;
+    g_report_suspended = suspend != 0;
+    if (g_setup_done && !g_finalized && !g_disabled) {
+        g_verbose = g_report_on && !g_report_suspended;
+        update_any();
+    }
+    return was;
 }
 
 int pgmpitune_selected(int c, size_t n_bytes, int p)

@@ -3,6 +3,10 @@ algorithms and the mock-ups under the paired verdict rules, a mock-up with nativ
 and a cell going to the native file or the .prf, never both."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from service.analysis.native_decision import decide, explain_lines, mockup_parts, validation_refusals
 
 NOISE = [1.00, 1.01, 0.99, 1.02, 0.98]          # the same drift per mpirun for every algorithm in it
@@ -255,13 +259,66 @@ def test_the_cells_to_confirm_are_those_the_search_saw_beat_the_default_by_the_m
     assert to_confirm(paths, defaults, 0.15) == {"bcast": {4096: "native:split_binary_tree:seg=1024"}}
 
 
-def test_later_confirmation_rounds_only_where_the_first_alone_pair_showed_the_minimum_gain():
-    from scheduler.native_driver import still_ahead
-    cells = {"bcast": {512: "native:binomial", 4096: "native:chain"}, "reduce": {8: "native:linear"}}
-    default = {("bcast", 512): 1.0, ("bcast", 4096): 1.0, ("reduce", 8): 1.0}
-    chosen = {("bcast", 512): 0.8, ("bcast", 4096): 0.97, ("reduce", 8): 1.2}
-    assert still_ahead(cells, default, chosen) == {"bcast": {512: "native:binomial"}}
-    assert still_ahead(cells, default, {}) == {}          # a failed variant has no median: it stops
+def test_a_later_confirmation_round_measures_only_the_cells_that_can_still_win():
+    """native_driver measures a cell again only while its alone pairs can still pass the decision's interval
+    rule.  Round 0: the pairs that showed the minimum gain (bcast 4096 at 1.03x stops, as it did before).
+    Round 1: MPICH's reduce 512 KiB of the quiet run of 2026-11-26 (1.066x, then 0.773x) stops too, where
+    until now every cell still ahead after round 0 had all three rounds; no third pair could have made it
+    win (decide() refuses it for every third ratio from 0.5x to 20x), while a steady 1.3x goes on."""
+    from scheduler.native_driver import confirm_rounds
+    cells = {"bcast": {512: "native:binomial", 4096: "native:chain"}, "reduce": {524288: "native:binomial"}}
+    ratio = {("bcast", 512): [1.3, 1.25, 1.28], ("bcast", 4096): [1.03, 1.4, 1.4],
+             ("reduce", 524288): [1.066, 0.773, 1.184]}
+    seen = []
+
+    def confirm(cells_i, i):
+        seen.append(i)
+        mine = [(k, s) for k, per in cells_i.items() for s in per]
+        return {c: 1.0 for c in mine}, {c: 1.0 / ratio[c][i] for c in mine}
+
+    rounds = confirm_rounds(cells, 3, confirm)
+    assert seen == [0, 1, 2]
+    assert rounds == [{"bcast": {"512": "native:binomial", "4096": "native:chain"}, "reduce": {"524288": "native:binomial"}},
+                      {"bcast": {"512": "native:binomial"}, "reduce": {"524288": "native:binomial"}},
+                      {"bcast": {"512": "native:binomial"}}]
+    # a failed variant (no median) stops at once
+    assert confirm_rounds({"bcast": {8: "native:linear"}}, 3, lambda c, i: ({("bcast", 8): 1.0}, {})) == \
+        [{"bcast": {"8": "native:linear"}}]
+    # exact: what was not measured again could not have won
+    for third in np.geomspace(0.5, 20, 60):
+        cell_runs = [{"default": 1.0, "native:binomial": 1 / r, "default_control": 1.0}
+                     for r in (1.066, 0.773, third)]
+        assert decide({("reduce", 524288, 2): cell_runs}).decisions[("reduce", 524288, 2)].choice == "default"
+    cell_runs = [{"default": 1.0, "native:binomial": 1 / r, "default_control": 1.0} for r in (1.3, 1.25, 1.27)]
+    assert decide({("bcast", 512, 2): cell_runs}).decisions[("bcast", 512, 2)].choice == "native:binomial"
+
+
+def test_can_still_win_is_the_best_bound_any_later_rounds_give():
+    """can_still_win (native_driver) against a brute force over the later rounds' log ratio c (all equal, on a
+    fine grid; unequal ones only widen the interval), the grid's best bound checked with the decision's own
+    ratio_ci."""
+    from scipy import stats
+
+    from scheduler.native_driver import can_still_win
+    from service.analysis.stats import ratio_ci
+    rng = np.random.default_rng(7)
+    grid = np.linspace(-1.0, 3.0, 8001)
+    checked = 0
+    for _ in range(200):
+        m, left = int(rng.integers(1, 4)), int(rng.integers(0, 3))
+        if m + left < 2:
+            continue
+        x = rng.normal(0.12, 0.15, m)
+        n = m + left
+        allx = np.concatenate([np.repeat(x[None, :], len(grid), 0), np.repeat(grid[:, None], left, 1)], 1)
+        low = allx.mean(1) - stats.t.ppf(0.975, n - 1) * allx.std(1, ddof=1) / math.sqrt(n)
+        at = int(np.argmax(low))
+        assert abs(math.log(ratio_ci(list(allx[at])).low) - low[at]) < 1e-9
+        if abs(low[at] - math.log(1.05)) > 1e-3 and at < len(grid) - 1:
+            assert can_still_win(list(np.exp(x)), left) == (low[at] > math.log(1.05)), (x, left)
+            checked += 1
+    assert checked > 100
+    assert can_still_win([], 2) and not can_still_win([1.5], 0) and not can_still_win([0.0, 1.5], 1)
 
 
 def _raw_cells(path, index, cells, campaign="ns"):
@@ -381,3 +438,66 @@ def test_a_confirmation_round_in_one_mpirun_pairs_each_cell_within_it(tmp_path):
     assert not isinstance(mark_blocks(plain, ["#@pgmpi served 1 MPI_Bcast 512 native:binomial"])[("bcast", 512, 2)], Blocks)
     assert not isinstance(mark_blocks(plain, ["#@pgmpi served 1 MPI_Bcast 512 native:binomial",
                                               "#@pgmpi served 2 MPI_Bcast 512 default"])[("bcast", 512, 2)], Blocks)
+
+
+def test_an_intel_collective_fills_the_defaults_sizes_with_a_preset_measured_as_fast():
+    """Intel MPI's native.impi cannot leave a size of a set variable to the library's default.  Where a preset
+    won at some size of a collective (reduce 64 KiB, 5x), each size where the default won gets the fastest
+    preset whose paired interval says it is not slower than the default beyond the control arm's noise
+    (8 B: native:5 and native:8 as fast, native:5 the faster; native:3 30 % slower is no fill), so reduce is
+    written at every size instead of left to the library.  Other libraries keep their default there (a range
+    leaves the rest to it); a size where no preset is as fast leaves the collective to the library, as before."""
+    from pgmpi_formats import impi_adjust
+    cells = {("reduce", 8, 2): runs(default=10.0, native__3=13.0, native__8=10.0, native__5=9.9),
+             ("reduce", 65536, 2): runs(default=10.0, native__8=2.0),
+             ("reduce", 1048576, 2): runs(default=10.0, native__8=10.5, native__2=9.8),
+             ("bcast", 8, 2): runs(default=10.0, native__1=10.0)}       # no preset won: no fill, no variable
+    r = decide(cells, library="intelmpi")
+    got = {(k, s): (d.choice, d.fill) for (k, s, _p), d in r.decisions.items()}
+    assert got == {("reduce", 8): ("native:5", True), ("reduce", 65536): ("native:8", False),
+                   ("reduce", 1048576): ("native:2", True), ("bcast", 8): ("default", False)}, got
+    assert r.left_to_library == {}
+    d = r.decisions[("reduce", 8, 2)]
+    assert d.kind == "native" and d.reason.startswith("fills a size where the default won (gain 0.5 % <= 5.0 %")
+    assert "measured as fast as the default: 1.005x (paired over 5 mpiruns, 95 % CI 0.998-" in d.reason
+    slower = next(c for c in d.candidates if c.label == "native:3")
+    assert slower.refused and slower.fill is None
+    assert "fills: as fast as the default" in "\n".join(explain_lines(d))
+    # the file holds reduce at every size, the fills included; bcast (default everywhere) gets no variable
+    disc = impi_adjust.Discovery("2021.13", {"reduce": 11, "bcast": 16})
+    adj = impi_adjust.parse(impi_adjust.write(r.native_decisions(), disc), "filled.impi", disc)
+    assert adj.environment() == {"I_MPI_ADJUST_REDUCE": "5:0-65535@2-2;8:65536-1048575@2-2;2:1048576-2147483647@2-2"}
+    # Open MPI / MPICH: the default stays the default where it won
+    assert decide(cells, library="openmpi").decisions[("reduce", 8, 2)].choice == "default"
+    # no preset as fast at 1 MiB (native:8 5 % slower, beyond the 1.5 % spread): reduce left to the library
+    none = decide({**cells, ("reduce", 1048576, 2): runs(default=10.0, native__8=10.5)}, library="intelmpi")
+    assert list(none.left_to_library) == ["reduce"]
+    assert "1048576 B (p=2) and no preset was measured as fast there" in none.left_to_library["reduce"]
+    assert {s: d.choice for (k, s, _p), d in none.decisions.items() if k == "reduce"} == {
+        8: "default", 65536: "default", 1048576: "default"}
+    # as fast by the median, but mpirun to mpirun 0.8x or 1.25x: the interval does not bound the loss
+    wide = runs(default=10.0, native__8=10.0)
+    for i, x in enumerate(wide):
+        x["native:8"] = x["default"] * (1.25 if i % 2 else 0.8)
+    assert list(decide({**cells, ("reduce", 8, 2): wide}, library="intelmpi").left_to_library) == ["reduce"]
+
+
+def test_a_fill_its_validation_job_failed_goes_back_to_the_library():
+    """The validation job loads the filled file as users do and judges the fill's range like any other; a failed
+    one is refused at its cells, and a cell where validation refused a native choice is never filled again:
+    the collective goes back to the library, as a failed gap did before fills."""
+    cells = {("reduce", 8, 2): runs(default=10.0, native__5=9.9, native__8=10.0),
+             ("reduce", 65536, 2): runs(default=10.0, native__8=2.0)}
+    first = decide(cells, library="intelmpi")
+    assert [(x.nbytes, x.label) for x in first.native_decisions()] == [(8, "native:5"), (65536, "native:8")]
+    verdict = {"id": 4, "cells": [
+        {"collective": "reduce", "nprocs": 2, "msize": 8, "range": [0, 65535], "label": "native:5",
+         "problems": ["(c) tuned slower than the default: 0.870x"]},
+        {"collective": "reduce", "nprocs": 2, "msize": 65536, "range": [65536, 2147483647], "label": "native:8",
+         "problems": []}]}
+    refused = validation_refusals(verdict, cells, "record 4", gap_refuses_collective=True)
+    assert set(refused) == {("reduce", 8, 2, "native:5")}
+    again = decide(cells, refused=refused, library="intelmpi")
+    assert list(again.left_to_library) == ["reduce"]             # native:8, as fast at 8 B, is not tried instead
+    assert {s: d.choice for (k, s, _p), d in again.decisions.items()} == {8: "default", 65536: "default"}
+    assert again.decisions[("reduce", 65536, 2)].left_to_library

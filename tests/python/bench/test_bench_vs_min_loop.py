@@ -7,7 +7,11 @@ pgmpi-bench (three calls at 8 B and 64 KiB, `--sync=mpi_barrier`, the test's for
 must be what min_loop.c runs: nrep consecutive measurements of `Barrier, Wtime, <the cell's call>, Wtime`,
 with nothing between two of them, one cell after the other, and inside the timed call one communication:
 the library's own PMPI_<call> (libpgmpitune's default path; it may ask local questions such as
-PMPI_Type_size). The two artefacts the old timing assertion guarded against fail this check by
+PMPI_Type_size). Stricter still, the timed call of the default takes the path an application takes with
+libpgmpitune preloaded (report off): one PMPI_<call> and nothing else, not even PMPI_Type_size, which the
+library asks only with its report on (issue 34: pgmpi-bench set PGMPITUNE_VERBOSE=1, and every timed call
+ran the report's accounting; pgmpi-bench now suspends the report inside its timed loops, and the report's
+alg/count lines come from the untimed calls). The two artefacts the old timing assertion guarded against fail this check by
 construction: a clock read before the barrier (0b12df1 removed one: Open MPI's 8-byte Bcast 0.71x) breaks
 every run of measurements into runs of one, and `--interleave=size` (every call of a size interleaved on
 shared buffers: 1.42-1.52x at 64 KiB) mixes calls inside a run -- the test runs that option and expects the
@@ -53,16 +57,20 @@ def _mpi_symbols(path: Path, defined: bool) -> set[str]:
     return {f[-1] for f in (line.split() for line in out.splitlines()) if f and re.match(r"P?MPI_[A-Z]", f[-1])}
 
 
-def _traced(bench, tmp_path: Path, name: str, program: list, shim: Path) -> list[list[tuple[int, str]]]:
-    """Runs program (pgmpi-bench's arguments, or another program) under the shim; (depth, name) per rank."""
+def _traced(bench, tmp_path: Path, name: str, program: list, shim: Path, preload: str = "",
+            stdout: list | None = None) -> list[list[tuple[int, str]]]:
+    """Runs program (pgmpi-bench's arguments, or another program) under the shim (then preload, when given);
+    (depth, name) per rank. stdout, when given, gets the program's output."""
     out = tmp_path / name
     out.mkdir()
-    env = bench.env({"LD_PRELOAD": str(shim), "PGMPI_CALL_TRACE_DIR": str(out)})
+    env = bench.env({"LD_PRELOAD": ":".join(x for x in (str(shim), preload) if x), "PGMPI_CALL_TRACE_DIR": str(out)})
     cmd = bench.mpirun(2)
     if bench.mpi == "openmpi":   # Open MPI's mpirun passes only the variables it is told to
         cmd += ["-x", "LD_PRELOAD", "-x", "PGMPI_CALL_TRACE_DIR"]
     p = subprocess.run(cmd + [str(a) for a in program], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
+    if stdout is not None:
+        stdout.append(p.stdout)
     traces = []
     for rank in (0, 1):
         lines = (out / f"trace.{rank}").read_text().split("\n")
@@ -71,18 +79,18 @@ def _traced(bench, tmp_path: Path, name: str, program: list, shim: Path) -> list
     return traces
 
 
-def timed_cells(trace: list[tuple[int, str]]) -> tuple[list[tuple[str, int]], list[str]]:
+def timed_cells(trace: list[tuple[int, str]], local: re.Pattern | None = LOCAL) -> tuple[list[tuple[str, int]], list[str]]:
     """The runs of measurements in a rank's trace: (call, consecutive measurements) in order, where a
     measurement is `Barrier, Wtime, <call>, Wtime` at depth 0 (MPI_ and PMPI_ names alike); and what ran
-    inside the timed calls besides local questions, one entry per call that did anything but one
-    PMPI_<call>."""
+    inside the timed calls besides local questions (local=None: besides nothing), one entry per call that
+    did anything but one PMPI_<call>."""
     top, inner, cur = [], [], None
     for depth, name in trace:
         plain = name[1:] if name.startswith("PMPI_") else name
         if depth == 0:
             cur = []
             top.append((plain, cur))
-        elif depth == 1 and cur is not None and not LOCAL.search(plain):
+        elif depth == 1 and cur is not None and not (local and local.search(plain)):
             cur.append(name)
     names = [n for n, _ in top]
     cells, odd, i = [], [], 0
@@ -114,11 +122,24 @@ def test_pgmpi_bench_times_only_what_a_minimal_loop_times(bench, tmp_path):
     for rank, trace in enumerate(_traced(bench, tmp_path, "loop", [loop, NREP, ",".join(CALLS), SIZES], shim)):
         assert timed_cells(trace) == (EXPECTED_CELLS, []), f"min_loop rank {rank}: {timed_cells(trace)}"
 
-    for rank, trace in enumerate(_traced(bench, tmp_path, "bench", [bench.exe] + BENCH_ARGS, shim)):
+    # an application's path: the same loop with libpgmpitune preloaded, its report off (the default)
+    for rank, trace in enumerate(_traced(bench, tmp_path, "app", [loop, NREP, ",".join(CALLS), SIZES], shim,
+                                         preload=str(lib))):
+        assert timed_cells(trace, local=None) == (EXPECTED_CELLS, []), f"application rank {rank}: {timed_cells(trace)}"
+
+    report: list[str] = []
+    for rank, trace in enumerate(_traced(bench, tmp_path, "bench", [bench.exe] + BENCH_ARGS, shim, stdout=report)):
         cells, odd = timed_cells(trace)
         assert cells == EXPECTED_CELLS, (f"rank {rank}: pgmpi-bench's timed loops are not {NREP} plain measurements "
                                          f"per cell, one cell after the other: {len(cells)} runs, {cells[:6]} ...")
         assert not odd, f"rank {rank}: more than the cell's call inside a measurement: {odd[:5]}"
+        _, asked = timed_cells(trace, local=None)
+        assert not asked, f"rank {rank}: a timed call took more than an application's path (report on?): {asked[:5]}"
+    # ... while the report still names what ran in every cell, counted on the untimed calls only: the check
+    # round's one and the one that evens the cell's NREP + 1 calls out (bench_measure.c, even_out_runs)
+    counts = {(f[2], int(f[3]), f[4]): int(f[5]) for f in (ln.split() for ln in report[0].splitlines())
+              if f[:2] == ["#@pgmpi", "count"]}
+    assert counts == {(MPI_NAME[c], int(n), "default"): 2 for c in CALLS for n in SIZES.split(",")}, counts
 
     # the check has teeth: every call of a size interleaved (the 64 KiB artefact) is not a plain loop
     for rank, trace in enumerate(_traced(bench, tmp_path, "interleaved", [bench.exe, "--interleave=size"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 import pytest
 
 from pgmpi_formats import footer, native
@@ -200,6 +201,17 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
                                              ["done"], ["result", "default"], ["result", rd], ["result", other],
                                              ["result", "default_control"], ["done"]]
     assert all(float(a[2]) > 0 for a in answers[:9] if a[0] == "result")
+    # each answer's second figure is the lower quartile of its rows (the race screens on it): the first
+    # command's 6 rows per label, linear between order statistics
+    first = defaultdict(list)
+    run0 = reader.read_file(out)
+    for m, a, x in zip(run0.msize, run0.algorithm, run0.runtime):
+        if int(m) == 64 and len(first[run0.algorithms[a]]) < 6:
+            first[run0.algorithms[a]].append(float(x))
+    for a in answers[:3]:
+        assert len(a) == 4 and float(a[3]) <= float(a[2])
+        assert float(a[3]) == pytest.approx(float(np.quantile(first[a[1]], 0.25)), rel=1e-8)
+        assert float(a[2]) == pytest.approx(float(np.median(first[a[1]])), rel=1e-8)
     assert [" ".join(a) for a in answers[9:11]] == ["error 128 B is not among --sizes",
                                                     "error native:nosuch is not among --algorithms for MPI_Allreduce"]
     # nrep=N (a race's second stage): that many repetitions instead of --nrep; anything else refused

@@ -104,7 +104,9 @@ def test_a_systematic_difference_is_never_undecided():
 def test_the_clock_control_reads_both_tools_offsets_and_the_true_one(tmp_path):
     m = load_compare()
     truth = tmp_path / "truth.txt"
-    truth.write_text("0 -45634.060698143\n1 -45634.060641413\n")    # MPI_Wtime - CLOCK_MONOTONIC per rank
+    # MPI_Wtime - CLOCK_MONOTONIC per rank, with what makes it one clock (boot_id, time namespace) and the host
+    truth.write_text("0 -45634.060698143 0b68cd93-4847 4026531834 node1\n"
+                     "1 -45634.060641413 0b68cd93-4847 4026531834 node2\n")
     true = m.true_offsets(truth)[1]
     assert abs(true - (-56.73e-6)) < 1e-9
     pgmpi = "#@pgmpi clockcheck MPI_Allreduce 8 1.0e-08\n# clockmodel MPI_Allreduce 8 -5.6760e-05\n"
@@ -242,3 +244,51 @@ def test_the_last_table_counts_each_method_by_what_named_its_cells(capsys):
     out = capsys.readouterr().out
     assert "| barrier | 1 | 0 | 1 (fbox-off+zero-page 1) | 0 | 0 |" in out
     assert "| window | 1 | 0 | 0 (-) | 0 | 1 |" in out
+
+
+def test_the_true_offset_needs_rank_0s_clock_not_its_node(tmp_path):
+    m = load_compare()
+    truth = tmp_path / "truth.txt"
+    # ranks 1 and 2 on other virtual nodes of one kernel (same boot_id and time namespace): exact, kept;
+    # rank 3 in another time namespace and rank 4 on another kernel: their CLOCK_MONOTONIC is another clock,
+    # so no true offset for them (a clock error computed from it would be the namespaces' offset)
+    truth.write_text("0 -100.000000000 0b68cd93-4847 4026531834 node1\n"
+                     "1 -100.000001000 0b68cd93-4847 4026531834 node2\n"
+                     "2 -99.999998000 0b68cd93-4847 4026531834 node3\n"
+                     "3 -3700.000000000 0b68cd93-4847 4026532999 node3\n"
+                     "4 -55.000000000 77777777-0000 4026531834 node4\n")
+    true = m.true_offsets(truth)
+    assert set(true) == {1, 2}
+    assert abs(true[1] - 1e-6) < 1e-9 and abs(true[2] + 2e-6) < 1e-9
+    assert [h for _, (_, _, _, h) in sorted(m.truth_ranks(truth).items())] == ["node1", "node2", "node3", "node3",
+                                                                               "node4"]
+    # without rank 0's identity there is nothing to compare with
+    truth.write_text("0 -100.0 unknown 0 node1\n1 -100.000001 unknown 0 node2\n")
+    assert m.true_offsets(truth) == {}
+
+
+def test_the_cluster_launch_is_one_rank_per_virtual_node():
+    m = load_compare()
+    assert m.mpirun("openmpi", 2, "cluster") == ["srun", "-N2", "--ntasks-per-node=1", "--mpi=pmix"]
+    assert m.mpirun("mpich", 3, "cluster") == ["srun", "-N3", "--ntasks-per-node=1", "--mpi=pmi2"]
+    assert m.mpirun("openmpi", 2)[0] == "mpirun.openmpi"
+
+
+def test_the_lib_path_control_gives_reprompi_pgmpi_benchs_call_path():
+    m = load_compare()
+    # pgmpi-bench's timed call of the default runs libpgmpitune's entry point with the report suspended
+    # (pgmpitune_report_suspend in run_phase): the control puts the library, report off, into ReproMPI's ranks
+    truth = {"LD_PRELOAD": "/t/libwtime_truth.so", "WTIME_TRUTH_FILE": "/t/truth.txt"}
+    pre, env = m.lib_launch("openmpi", "one-node", truth, "/b/libpgmpitune.so")
+    assert pre == ["-x", "LD_PRELOAD=/t/libwtime_truth.so:/b/libpgmpitune.so"]
+    assert env == {"WTIME_TRUTH_FILE": "/t/truth.txt"}        # not preloaded into mpirun itself
+    pre, env = m.lib_launch("mpich", "one-node", {}, "/b/libpgmpitune.so")
+    assert pre == ["-env", "LD_PRELOAD", "/b/libpgmpitune.so"] and env == {}
+    pre, env = m.lib_launch("openmpi", "cluster", truth, "/b/libpgmpitune.so")
+    assert pre == [] and "PGMPITUNE_VERBOSE" not in env and env["LD_PRELOAD"].endswith(":/b/libpgmpitune.so")
+    # window mode runs it as a control of both tools (ReproMPI/lib next to a pgmpi-bench rerun paired with it)
+    arms, reasons = m.reason_arms("window", "openmpi", [])
+    lib = {x.label: x for x in arms}
+    assert lib["ReproMPI/lib"].with_lib and lib["pgmpi/lib"].ref == "ReproMPI/lib"
+    assert {r.name: r.reruns for r in reasons}["lib-path"] == m.BOTH
+    assert "--method=reprompi" in lib["pgmpi/method"].args

@@ -85,12 +85,13 @@ def test_a_2_rank_file_runs_its_preset_at_2_ranks_and_the_default_at_4(intel, de
     file2, out = run(intel, 2, "file2", PGMPITUNE_NATIVE_IMPI=path, I_MPI_DEBUG="6")
     assert preset2 != default2                     # preset 3 is told apart from the default at these sizes
     assert file2 == preset2 and "pgmpitune: warning" not in out
-    # what Intel MPI read at MPI_Init (its own startup line): only the ranges of this job's size
-    assert "MPI startup(): I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in out, out[-1500:]
+    # what Intel MPI read at MPI_Init (its own startup line): only the ranges of this job's size, without the
+    # process range (Intel MPI 2021.13 matches no message range that carries one: native_env.c)
+    assert "MPI startup(): I_MPI_ADJUST_ALLREDUCE=3:0-2147483647\n" in out, out[-1500:]
     # the raw file says which file and what of it this job ran (as for Open MPI's and MPICH's files)
     h = header(intel, "file2")
     assert (h.get("native_file"), h.get("native_file_fnv1a64"), h.get("native_impi")) == (
-        path, native.file_digest(FILE), "I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2"), h
+        path, native.file_digest(FILE), "I_MPI_ADJUST_ALLREDUCE=3:0-2147483647"), h
     assert "native_file" not in header(intel, "preset2")
     default4, _ = run(intel, 4, "default4")
     old4, _ = run(intel, 4, "old4", I_MPI_ADJUST_ALLREDUCE="3:0-2147483647@2-2")   # the old module's export
@@ -146,7 +147,7 @@ def test_srun_pmix_gives_the_size_of_its_step_srun_without_pmi_gives_none(intel,
     conf = {"SLURM_CONF": slurm_env["SLURM_CONF"]}
     pmix, out = run(intel, 2, "pmix", ["srun", "--mpi=pmix"], PGMPITUNE_NATIVE_IMPI=path, I_MPI_DEBUG="6", **conf)
     assert pmix == preset2 and "pgmpitune: warning" not in out, out[-1500:]
-    assert "MPI startup(): I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2\n" in out, out[-1500:]
+    assert "MPI startup(): I_MPI_ADJUST_ALLREDUCE=3:0-2147483647\n" in out, out[-1500:]
     lib, bench, env, work = intel
     p = subprocess.run(["srun", "-n", "2", "--mpi=none", str(bench), "--calls=allreduce", "--sizes=128", "--nrep=2",
                         "--no-barrier-rows", "--output=/dev/null"],
