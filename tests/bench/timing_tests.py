@@ -50,6 +50,8 @@ TESTS = [  # (node id, what its outcome rests on); the kinds are explained in te
      "virtual clock (Intel mode): the nightly chain on Intel MPI to a published native.impi"),
     ("tests/python/scheduler/test_intel_race.py",
      "virtual clock (Intel mode): the race drops presets between rounds, the decision pairs them"),
+    ("tests/python/scheduler/test_native_intel_fill.py",
+     "virtual clock (Intel mode): a filled native.impi in a real Intel job, the fill ran, results exact"),
     ("tests/python/scheduler/test_usage_looks.py",
      "virtual clock: the looks of a from-usage night (planted win decided at look 1, jittered cell to the last)"),
     ("tests/python/scheduler/test_usage_demo.py",
