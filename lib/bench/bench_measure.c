@@ -437,6 +437,9 @@ static void measure_group(cstate_t *cs, int nc, char (*why)[256], const double *
             long nrep = O.K;
             for (int a = 0; a < cs[i].call->nalg; a++) {
                 double l = lmin[i][a];
+                /* written so that a reader can redo the rule exactly (the pilot rows are not recorded) */
+                footer_add("# pilot %s %zu %s latency_min_sec=%.9e\n", cs[i].call->mpi_name, cs[i].plan.n,
+                           alg_label(cs[i].call, cs[i].call->alg[a]), l);
                 double r = l > 0 ? ceil(tnrep1[i] / l) : (double)O.tmax;
                 if (r > (double)O.tmax) r = (double)O.tmax;
                 if ((long)r > nrep) nrep = (long)r;
