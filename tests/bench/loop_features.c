@@ -18,6 +18,7 @@
  *   LD_PRELOAD=build/install/mpich/lib/libpgmpitune.so mpirun -np 2 ./loop_features [CALL=bcast] [BYTES=8]
  *       [ROUNDS=20] [NREP=400] */
 #include <mpi.h>
+#include "call_by_name.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,17 +36,7 @@ static int cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static int call(int direct)
-{
-    if (!strcmp(g_call, "allreduce"))
-        return direct ? PMPI_Allreduce(g_s, g_r, g_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD)
-                      : MPI_Allreduce(g_s, g_r, g_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
-    if (!strcmp(g_call, "allgather"))
-        return direct ? PMPI_Allgather(g_s, g_n, MPI_BYTE, g_r, g_n, MPI_BYTE, MPI_COMM_WORLD)
-                      : MPI_Allgather(g_s, g_n, MPI_BYTE, g_r, g_n, MPI_BYTE, MPI_COMM_WORLD);
-    return direct ? PMPI_Bcast(g_s, g_n, MPI_BYTE, 0, MPI_COMM_WORLD)
-                  : MPI_Bcast(g_s, g_n, MPI_BYTE, 0, MPI_COMM_WORLD);
-}
+static int call(int direct) { return call_by_name(g_call, direct, g_s, g_r, g_n); }
 
 int main(int argc, char **argv)
 {

@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
+#include "call_by_name.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,17 +51,7 @@ static double mono(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int call(int direct)
-{
-    if (!strcmp(g_call, "allreduce"))
-        return direct ? PMPI_Allreduce(g_s, g_r, g_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD)
-                      : MPI_Allreduce(g_s, g_r, g_n, MPI_BYTE, MPI_BOR, MPI_COMM_WORLD);
-    if (!strcmp(g_call, "allgather"))
-        return direct ? PMPI_Allgather(g_s, g_n, MPI_BYTE, g_r, g_n, MPI_BYTE, MPI_COMM_WORLD)
-                      : MPI_Allgather(g_s, g_n, MPI_BYTE, g_r, g_n, MPI_BYTE, MPI_COMM_WORLD);
-    return direct ? PMPI_Bcast(g_s, g_n, MPI_BYTE, 0, MPI_COMM_WORLD)
-                  : MPI_Bcast(g_s, g_n, MPI_BYTE, 0, MPI_COMM_WORLD);
-}
+static int call(int direct) { return call_by_name(g_call, direct, g_s, g_r, g_n); }
 
 /* pgmpi-bench's call: through a table of function pointers (bench_call_of(kind)->call) */
 typedef int (*call_fn)(int);
