@@ -420,6 +420,11 @@ def syncs(mode: str, window_us: float) -> tuple[list, list]:
     return rp_sync, pg_sync
 
 
+def rank_env(mpi: str, env: dict) -> list[str]:
+    """mpirun options that set `env` in the ranks only, not in mpirun itself (-x for Open MPI, -env for MPICH)."""
+    return [x for k, v in env.items() for x in (["-x", f"{k}={v}"] if mpi == "openmpi" else ["-env", k, v])]
+
+
 def lib_launch(mpi: str, where: str, tenv: dict, libtune: str) -> tuple[list[str], dict]:
     """The lib-path control's ReproMPI launch: (mpirun options, environment) that put libpgmpitune into every
     rank's call path with its report off: pgmpi-bench suspends its report inside timed loops
@@ -432,7 +437,7 @@ def lib_launch(mpi: str, where: str, tenv: dict, libtune: str) -> tuple[list[str
     if where == "cluster":
         return [], {**tenv, **lib}
     rest = {k: v for k, v in tenv.items() if k != "LD_PRELOAD"}
-    return [x for k, v in lib.items() for x in (["-x", f"{k}={v}"] if mpi == "openmpi" else ["-env", k, v])], rest
+    return rank_env(mpi, lib), rest
 
 
 def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict | None:
@@ -486,7 +491,7 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
                     text = run(cmd, {**env_for(a.mpi, a.reprompi), **arm.env, **lenv})
                 elif arm.kind.startswith("loop"):
                     env = {**env_for(a.mpi, bench), **arm.env}
-                    pre = ["-x", f"LD_PRELOAD={libtune}"] if a.mpi == "openmpi" else ["-env", "LD_PRELOAD", libtune]
+                    pre = rank_env(a.mpi, {"LD_PRELOAD": libtune})
                     if a.where == "cluster":       # srun passes the environment on
                         env.update({"LD_PRELOAD": libtune} if arm.kind == "loop+lib" else {})
                         pre = []
