@@ -16,7 +16,7 @@ tests/python/delay_interposer.py's tick counter: every mpirun gives the same fig
 (a bound that holds for any timing), "planted" (an outcome forced far beyond any measured difference), "either
 branch" (each outcome of a real measurement checked against the files), "wall clock"/"load" (bounds on
 elapsed time far from the effect, events the test waits for). tests/README.md, "Tests independent of timing
-luck", says what is not listed and why (synthetic data, the C suite, the lead's cluster tests this stop).
+luck", says what is not listed and why (synthetic data, the C suite).
 """
 from __future__ import annotations
 
@@ -58,6 +58,9 @@ TESTS = [  # (node id, what its outcome rests on); the kinds are explained in te
      "virtual clock: usage -> profile -> faster apps on the virtual cluster"),
     ("tests/python/packaging/test_pip_install.py::test_installed_copy_runs_a_campaign_end_to_end",
      "virtual clock: the pip-installed copy's campaign -> verdict -> validation"),
+    ("tests/python/scheduler/test_cluster.py",
+     "virtual clock + load: the 2x2 layout profile (virtual clock); MPI start-up across virtual nodes under load "
+     "(Open MPI 4.1.4's TCP crash in PMPI_Init, launched again by tests/cluster/launch-again-on-init-crash.sh)"),
     # -- rule: a repetition, time-budget or bound rule whose outcome holds for any timing the machine gives
     ("tests/python/scheduler/test_local_backend.py::test_next_night_measures_with_the_previous_nights_repetitions",
      "rule: predicted counts carried from night 1 to night 2 (equal whatever was predicted)"),
