@@ -42,7 +42,10 @@ class Launch:
 # file: Open MPI's coll_tuned_<coll>_algorithm (with its _segmentsize, _tree_fanout, ... and use_dynamic_rules,
 # which pgmpi-bench sets itself when it forces), MPICH's <COLL>_INTRA/INTER_ALGORITHM (MPICH reads each CVAR under
 # three prefixes: MPIR_CVAR_, MPIR_PARAM_ and MPICH_, strings of libmpich 4.0.2) and Intel MPI's
-# I_MPI_ADJUST_<COLL>[_...].  One extended regular expression over whole names: the job script unsets every
+# I_MPI_ADJUST_<COLL>[_...]; and Intel MPI's own tuning, which changes its default choice: I_MPI_TUNING* (the
+# tuning files I_MPI_TUNING_BIN and I_MPI_TUNING, the in-run autotuner I_MPI_TUNING_MODE and its _AUTO_*
+# settings, the dumps; strings of libmpi.so.12 2021.13.1).  Knobs that change how, not which, algorithm runs
+# stay (scheduler/README.md).  One extended regular expression over whole names: the job script unsets every
 # variable it matches (`compgen -e | grep -xE`), as Python's re.fullmatch reads it too.  A launch that measures
 # the library's own algorithms against its default (a search, native:..., Intel MPI's preset rounds) runs
 # without every one of them (library_default); a native file's validation loads it as users do
@@ -50,7 +53,7 @@ class Launch:
 NATIVE_VARS = "|".join([
     r"OMPI_MCA_coll_tuned_(use_dynamic_rules|dynamic_rules_filename|[a-z_]+_algorithm[a-z_]*)",
     r"(MPIR_CVAR|MPIR_PARAM|MPICH)_([A-Z_]+_(INTRA|INTER)_ALGORITHM|(CH4_(POSIX_)?)?COLL_SELECTION_TUNING_JSON_FILE)",
-    rf"{impi_adjust.FILE_VAR}|I_MPI_ADJUST_[A-Z0-9_]+"])
+    rf"{impi_adjust.FILE_VAR}|I_MPI_ADJUST_[A-Z0-9_]+|I_MPI_TUNING(_[A-Z0-9_]+)?"])
 assert all(re.fullmatch(NATIVE_VARS, v) for v in (*(v for vs in native.FILE_VARS.values() for v in vs),
                                                   *(f"I_MPI_ADJUST_{v}" for v in impi_adjust.VARIABLES.values()))), \
     "NATIVE_VARS misses a variable of pgmpi_formats.native or impi_adjust"

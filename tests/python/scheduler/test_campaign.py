@@ -276,7 +276,8 @@ def _launch_environment(job, ln) -> dict[str, str]:
 def test_searches_and_native_arms_measure_the_librarys_default_whatever_the_module_sets(tmp_path):
     """A job's module may carry a published native file (the pgmpitunelib module sets its variables,
     pgmpitune-site.lua native_env) or force an algorithm without a file (Open MPI's coll_tuned_<coll>_algorithm,
-    MPICH's <COLL>_INTRA_ALGORITHM under any of its three prefixes, Intel MPI's I_MPI_ADJUST_<COLL>); here module
+    MPICH's <COLL>_INTRA_ALGORITHM under any of its three prefixes, Intel MPI's I_MPI_ADJUST_<COLL>, or Intel's
+    own tuning file or autotuner, I_MPI_TUNING*, which the old planner left); here module
     env: does that for every launch.  A search and every launch of the library's own algorithms -- Intel MPI's
     default and preset mpirun rounds included -- runs without any of them: the "default" it pairs against is the
     library's own, and an Intel preset mpirun does not add the file's presets of other collectives
@@ -294,8 +295,14 @@ def test_searches_and_native_arms_measure_the_librarys_default_whatever_the_modu
                            "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize": "1024"},
                "mpich": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling",
                          "MPICH_BCAST_INTRA_ALGORITHM": "binomial", "MPIR_PARAM_ALLGATHER_INTRA_ALGORITHM": "ring"},
-               "intelmpi": {"I_MPI_ADJUST_ALLREDUCE": "5", "I_MPI_ADJUST_BCAST_SEGMENT": "4096"}}
-    kept = {"OMPI_MCA_btl": "self,vader", "MPIR_CVAR_ASYNC_PROGRESS": "0", "I_MPI_FABRICS": "shm"}   # not ours
+               "intelmpi": {"I_MPI_ADJUST_ALLREDUCE": "5", "I_MPI_ADJUST_BCAST_SEGMENT": "4096",
+                            # Intel MPI's own tuning files and its in-run autotuner change its default too
+                            "I_MPI_TUNING_BIN": "/site/intel/tuned.dat", "I_MPI_TUNING": "/site/intel/tuned.json",
+                            "I_MPI_TUNING_MODE": "auto", "I_MPI_TUNING_AUTO_ITER_NUM": "4"}}
+    # not ours, or knobs that change how, not which, algorithm runs (scheduler/README.md): they stay
+    kept = {"OMPI_MCA_btl": "self,vader", "MPIR_CVAR_ASYNC_PROGRESS": "0", "I_MPI_FABRICS": "shm",
+            "MPIR_CVAR_DEVICE_COLLECTIVES": "percoll", "OMPI_MCA_coll": "^han", "I_MPI_CBWR": "1",
+            "I_MPI_COLL_INTRANODE": "pt2pt"}
     for mpi, env in forcing.items():
         assert all(re.fullmatch(NATIVE_VARS, k) for k in env) and not any(re.fullmatch(NATIVE_VARS, k) for k in kept)
     mods = "".join(f"  - {{mpi: {m}, env: {json.dumps({**env, **forcing[m], **kept})}}}\n"
@@ -312,7 +319,8 @@ def test_searches_and_native_arms_measure_the_librarys_default_whatever_the_modu
             env = _launch_environment(job, ln)
             algs = " ".join(a for a in ln.argv if a.startswith("--algorithms="))
             native_arm = ln.role == "search" or "native:" in algs or mpi == "intelmpi" and "--calls=allgather" not in ln.argv
-            got = {k: v for k, v in env.items() if k in {**published[mpi], **forcing[mpi]} or k.startswith("I_MPI_ADJUST_")}
+            got = {k: v for k, v in env.items()
+                   if k in {**published[mpi], **forcing[mpi]} or k.startswith(("I_MPI_ADJUST_", "I_MPI_TUNING"))}
             assert {k: env.get(k) for k in kept} == kept, (mpi, ln.output)
             if native_arm:
                 # only the preset an Intel MPI mpirun forces itself
