@@ -164,8 +164,8 @@ typedef struct {
     long runs[MAXALGS];          /* executions in this cell (check, pilots, timed): evened out after it */
     long invalid[MAXALGS];       /* window / round-time: measurements a rank started late (not recorded) */
     long nrep_final;
-    long row0[MAXALGS];          /* nrep index of each algorithm's first row here: a blocks= cell's blocks
-                                    continue one series (bench_serve.c), every other cell starts at 0 */
+    long row0[MAXALGS];          /* nrep index of each algorithm's first row here: --serve's commands and
+                                    blocks on one cell continue one series (bench_serve.c), else 0 */
 } cstate_t;
 
 typedef struct {

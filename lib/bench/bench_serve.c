@@ -30,8 +30,10 @@
  * repetitions (nrep= or --nrep; fixed policy only): a confirmation in one command, where two commands per arm
  * and pass let a drift between long blocks into the pair (MPICH's sub-microsecond cells: 20-30 % between
  * blocks of 50) and many short commands cost a round trip through the driver each.  Every measurement but a
- * block's first follows a call of its own algorithm on this cell.  A label's rows are numbered as one series
- * (nrep 0, 1, ... across its blocks), as an interleaved cell's are.  The footer's served line ends in "blocks=k".
+ * block's first follows a call of its own algorithm on this cell.  The footer's served line ends in "blocks=k".
+ * A label's rows at a cell are numbered as one series over the whole mpirun (nrep 0, 1, ... across a blocks=
+ * command's blocks and across commands: a race's first stage, its second stage, the confirmations), as an
+ * interleaved cell's are: the store orders a series by that index (service/store/ingest.py).
  * A command it cannot serve gets "error <why>" and changes nothing.  "quit" or end of input ends the run.
  * Labels and sizes must be among --algorithms and --sizes: the native variants' communicators and the
  * buffer plan are made before the first command. */
@@ -49,11 +51,25 @@ static int serve_find(const char *name, int *ci)
 
 static long g_served;
 
+/* The next row index of each (call, size, algorithm of the call's --algorithms) in this mpirun: [i][j][a]. */
+static long *g_next_row;
+
+static long *next_row(int i, int j, int alg_id)
+{
+    if (!g_next_row && !(g_next_row = calloc((size_t)O.ncalls * (size_t)O.nsizes * MAXALGS, sizeof *g_next_row))) {
+        fprintf(stderr, "pgmpi-bench: error: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int a = 0;
+    while (a < O.calls[i].nalg - 1 && O.calls[i].alg[a] != alg_id) a++;    /* sub's ids are the call's */
+    return &g_next_row[((size_t)i * (size_t)O.nsizes + (size_t)j) * MAXALGS + (size_t)a];
+}
+
 /* "cell ... blocks=<k>": each algorithm of sub alone in blocks of k repetitions, the order reversed after each
  * pass, until each has nrep; then its rows' median answered as for any cell.  A block is measure_cells on a
  * call holding that one algorithm (its check round only in its first block: a check between two blocks
  * would put another call between them), all on the buffers the cell's first block installed. */
-static void serve_blocks(const call_t *sub, cplan_t plan, long nrep, long k)
+static void serve_blocks(const call_t *sub, int ci, int sj, cplan_t plan, long nrep, long k)
 {
     int n = sub->nalg, ok[MAXALGS];
     long done[MAXALGS];
@@ -76,11 +92,13 @@ static void serve_blocks(const call_t *sub, cplan_t plan, long nrep, long k)
             memset(cs.skip, 0, sizeof cs.skip);
             cs.call = &one;
             cs.plan = plan;
-            cs.row0[0] = (long)all[a].n;    /* one series per label: its rows so far, not 0 per block */
+            long *next = next_row(ci, sj, sub->alg[a]);
+            cs.row0[0] = *next;             /* one series per label: after its rows so far, not 0 per block */
             O.nrep = nrep - done[a] < k ? nrep - done[a] : k;
             O.check = done[a] == 0 ? saved_check : 0;
             int passed[1][MAXALGS];
             measure_cells(&cs, 1, why, &tnrep1, passed);
+            *next += cs.done;               /* a measurement a rank started late leaves its index unused */
             O.buf_cell = 0;     /* --buffers=cell: one pair for the cell, as for an interleaved one, not per block */
             if (!passed[0][0] || cs.s[0].n == 0) { ok[a] = 0; continue; }
             /* the block's values are its two heaps (bench_stats.h): their union, in any order */
@@ -201,7 +219,7 @@ void serve_all(void)
             }
             sub = named;
             footer_add("#@pgmpi served %ld %s %zu %s blocks=%ld\n", ++g_served, sub.mpi_name, O.req_sizes[j], labels, blocks);
-            serve_blocks(&sub, g_plan[i][j], nrep, blocks);
+            serve_blocks(&sub, i, j, g_plan[i][j], nrep, blocks);
             continue;
         }
         footer_add("#@pgmpi served %ld %s %zu %s\n", ++g_served, sub.mpi_name, O.req_sizes[j], labels[0] ? labels : "-");
@@ -212,11 +230,13 @@ void serve_all(void)
         cs.call = &sub;
         for (int a = 0; a < MAXALGS; a++) series_init(&cs.s[a]);
         cs.plan = g_plan[i][j];
+        for (int a = 0; a < sub.nalg; a++) cs.row0[a] = *next_row(i, j, sub.alg[a]);
         int ok[1][MAXALGS];
         long saved = O.nrep;
         O.nrep = nrep;
         measure_cells(&cs, 1, why, &tnrep1, ok);
         O.nrep = saved;
+        for (int a = 0; a < sub.nalg; a++) *next_row(i, j, sub.alg[a]) += cs.done;
         footer_add("#@pgmpi nrep %s %zu %ld\n", sub.mpi_name, cs.plan.n, cs.done);
         if (g_rank == 0) {
             if (fflush(g_out)) out_fail();

@@ -242,22 +242,27 @@ def test_serve_measures_the_requested_cells_in_one_mpirun(bench, tmp_path):
                       footer.Served(6, "MPI_Allreduce", 64, ("default_control", "default", rd), blocks=2)]
 
 
-def test_serve_blocks_number_each_labels_rows_as_one_series(bench, tmp_path):
-    """cell ... blocks=<k>: a label's rows are one series (nrep 0..n-1 in the order measured, as an interleaved
-    cell's), not 0..k-1 again in every block: the store keeps a series' timings in nrep order
-    (service/store/ingest.py), which put the blocks' first rows together.  Fails on the old pgmpi-bench
-    (0 1 0 1 0 1 0 per label)."""
+def test_serve_numbers_each_labels_rows_at_a_cell_as_one_series(bench, tmp_path):
+    """A label's rows at a cell are one series over the mpirun (nrep 0..n-1 in the order measured, as an
+    interleaved cell's): across a blocks=<k> command's blocks and across the commands on that cell (a race's
+    first stage, its second stage, the confirmation), not from 0 again in every block or command: the store
+    keeps a series' timings in nrep order (service/store/ingest.py), which put their first rows together.
+    Another cell starts its own series.  Fails on the old pgmpi-bench (rd at 64 B: 0 1 2, then 0 1 0 1 0 1 0,
+    then 0 1; before 2026-11-26 a blocks= command's blocks restarted too)."""
     rd = "native:recursive_doubling"
     out = tmp_path / "blocks.txt"
-    p = bench.run(["--serve", "--calls=allreduce", "--sizes=64", f"--algorithms=default,{rd}", "--nrep=6",
+    p = bench.run(["--serve", "--calls=allreduce", "--sizes=64,4096", f"--algorithms=default,{rd}", "--nrep=6",
                    "--no-barrier-rows", f"--output={out}"], np=2,
-                  input=f"cell MPI_Allreduce 64 {rd},default nrep=7 blocks=2\nquit\n", timeout=120)
+                  input=(f"cell MPI_Allreduce 64 {rd} nrep=3\ncell MPI_Allreduce 64 {rd},default nrep=7 blocks=2\n"
+                         f"cell MPI_Allreduce 4096 {rd} nrep=2\ncell MPI_Allreduce 64 {rd} nrep=2 alone\nquit\n"),
+                  timeout=120)
     assert p.rc == 0, p.stderr
     run = reader.read_file(out)
     series = defaultdict(list)
-    for a, i in zip(run.algorithm, run.nrep):
-        series[run.algorithms[a]].append(int(i))
-    assert series == {rd: list(range(7)), "default": list(range(7))}, dict(series)
+    for a, m, i in zip(run.algorithm, run.msize, run.nrep):
+        series[(int(m), run.algorithms[a])].append(int(i))
+    assert series == {(64, rd): list(range(3 + 7 + 2)), (64, "default"): list(range(3 + 7)),
+                      (4096, rd): [0, 1], (4096, "default"): [0, 1]}, dict(series)
 
 
 def test_search_driver_one_mpirun_per_round_when_the_grid_is_too_large(bench, tmp_path, monkeypatch):
