@@ -8,7 +8,12 @@
 The job stages the candidate as a published set of its own (<dir>/profiles/<machine>/<mpi>-<version>/current
 -> versions/1/<file>), points a site file at it and loads the MPI module and the pgmpitunelib module, so the
 module's native variables (spack-repo/packages/pgmpitunelib/pgmpitune-site.lua) set the file for the launched
-ranks exactly as for a user.  It refuses to measure when the module did not set them to the candidate.  Then
+ranks exactly as for a user.  It refuses to measure when the module did not set them to the candidate, or when
+a module (or the site's lines) also chooses an algorithm without the file (the family's forces_algorithm, e.g.
+OMPI_MCA_coll_tuned_<coll>_algorithm, MPIR_CVAR_<COLL>_INTRA_ALGORITHM): the file would not decide what users
+run, and the default arms, which run without such variables, would not be the default users get; the reason
+names the variable and the module file that sets it (Lmod's $_LMFILES_).  A campaign module's `env:` that does
+so is refused before anything is submitted (stage).  Then
 `rounds` rounds of two mpiruns in alternating order (pgmpi_formats/native_validation.py): the file arm, and
 the forced arm without the file's variables or any other that forces an algorithm (planner.NATIVE_VARS; default
 + the file's algorithms forced, interleaved).  It is a planner.JobSpec like every other job: the one job
@@ -19,10 +24,11 @@ file arm, the default arm (the same module, without the file) and one mpirun per
 that preset forced on its collective without ranges (the label's fingerprint and time).  The module names
 the file (PGMPITUNE_NATIVE_IMPI) and libpgmpitune's MPI_Init in pgmpi-bench (linked, as a user links it)
 sets its variables at the job's size (rule 8 of lib/src/core/pgmpitune_core.h); the job refuses to measure
-when the module did not name the candidate or set an I_MPI_ADJUST_* variable itself.
+when the module did not name the candidate or set an I_MPI_ADJUST_* variable or Intel's own tuning itself.
 """
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -81,6 +87,23 @@ def _precheck(name: str, text: str, mpi: str, nprocs: int, version: str | None) 
     if not cells:
         raise ValueError(f"{name}: the file selects nothing at communicator size {nprocs}")
     return cells
+
+
+def refuse_forcing(family: launchers.Family) -> list[str]:
+    """The job's lines after every `module load`: fail, naming the variable, its value and the module file that
+    sets it (the first of Lmod's loaded files, $_LMFILES_, that names it), when a variable of the family's
+    forces_algorithm is set to anything but a value that leaves the choice to the library."""
+    if not family.forces_algorithm:
+        return []
+    q = shlex.quote
+    off = "|".join(q(v) for v in ("", *family.forces_off))
+    why = ": it chooses an algorithm without the file, so the file would not decide what users run"
+    return [f"for v in $(compgen -e | grep -xE {q(family.forces_algorithm)}); do",
+            f'  case "${{!v,,}}" in {off}) continue;; esac',
+            '  lm=${_LMFILES_:-}; f=$(for m in ${lm//:/ }; do grep -lw -- "$v" "$m"; done 2>/dev/null | head -n 1)',
+            f'  fail "$v=${{!v}} is set by ${{f:+module file }}${{f:-the site lines or the job environment (no loaded '
+            f'module file names it)}}{why}"',
+            "done"]
 
 
 def _precheck_impi(name: str, text: str, nprocs: int, version: str | None) -> list[nv.Cell]:
@@ -148,8 +171,7 @@ class NativeValidationJob:
         named = f"{impi_adjust.FILE_VAR}={self.staged}"
         check = [f"grep -qxF {shlex.quote(named)} native-env.txt || "
                  f"fail {shlex.quote('the module did not name the candidate file for libpgmpitune (native-env.txt)')}",
-                 "! grep -q '^I_MPI_ADJUST_' native-env.txt || "
-                 "fail 'the module set I_MPI_ADJUST_* itself: a job of any size would get them (native-env.txt)'"]
+                 *refuse_forcing(launchers.library(self.mpi).family)]
         mod = mod_of([f"env | grep -E '^(I_MPI_ADJUST_|{impi_adjust.FILE_VAR}=)' > native-env.txt || true", *check])
         # the default and preset arms: neither the file (libpgmpitune's MPI_Init would set its variables) nor
         # any variable of it, nor anything else that forces an algorithm (planner.NATIVE_VARS)
@@ -195,7 +217,8 @@ class NativeValidationJob:
             return self._intel_spec(mod_of)
         mod = mod_of([f"env | grep -E '^({'|'.join(FILE_VARS)}|OMPI_MCA_coll_tuned_use_dynamic_rules)=' > native-env.txt",
                       f"grep -qx '[A-Z_a-z]*={self.staged}' native-env.txt || "
-                      "fail 'the module did not set the candidate file for the launched ranks (native-env.txt)'"])
+                      "fail 'the module did not set the candidate file for the launched ranks (native-env.txt)'",
+                      *refuse_forcing(launchers.library(self.mpi).family)])
         calls = ",".join(sorted({c.key for c in self.cells}))
         sizes = ",".join(str(s) for s in sorted({c.msize for c in self.cells}))
         labels = sorted({c.label for c in self.cells if c.label != "default"})
@@ -220,6 +243,12 @@ class NativeValidationJob:
     def stage(self) -> None:
         """The file checked (precheck) and staged as a published set of its own, with its site file: what
         the job's `module load` points the MPI at (the agent submits the spec itself, scheduler/agent.py)."""
+        fam = launchers.library(self.mpi).family
+        forced = [f"{k}={v}" for k, v in sorted(self.env.items()) if fam.forces_algorithm
+                  and re.fullmatch(fam.forces_algorithm, k) and v.lower() not in ("", *fam.forces_off)]
+        if forced:
+            raise ValueError(f"{self.name}: the campaign module's env: sets {', '.join(forced)}: it chooses an "
+                             "algorithm without the file, so the file would not decide what users run")
         if not self.cells:
             self.cells = precheck(self.name, self.text, self.mpi, self.nprocs, self.version, self.decided_at)
         self.directory.mkdir(parents=True, exist_ok=True)

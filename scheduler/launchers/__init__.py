@@ -55,6 +55,12 @@ class Family:
     # forced algorithm is measured in an mpirun of its own (planner.intel_preset_launches) and a validation
     # round is one mpirun per arm (native_validation); False: it can be changed between calls of one mpirun
     native_at_init = False
+    # What a module may not set next to a native decision file (native_validation refuses to measure): the
+    # variables that choose an algorithm without the file, an extended regular expression over whole names
+    # (planner.NATIVE_VARS covers them, so the validation's default arms run without them); a value among
+    # `forces_off` (compared in lower case) or empty leaves the choice to the library
+    forces_algorithm = ""
+    forces_off: tuple[str, ...] = ()
 
     def mpirun_args(self, nodes: int, ppn: int, in_slurm: bool) -> list[str]:
         """Launcher options beyond `-np N`: the placement of ppn ranks per node, oversubscription."""

@@ -12,6 +12,10 @@ class MPICH(Family):
     native = "mpich"
     native_doc = ("JSON selection file (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE; pgmpi_formats/mpich_json.py) "
                   "and per-collective MPIR_CVAR_<COLL>_INTRA_ALGORITHM")
+    # a CVAR overrides the JSON file: that collective never runs the file's choice (each CVAR under the three
+    # prefixes MPICH 4.0.2 reads)
+    forces_algorithm = r"(MPIR_CVAR|MPIR_PARAM|MPICH)_[A-Z_]+_(INTRA|INTER)_ALGORITHM"
+    forces_off = ("auto",)
 
     def mpirun_args(self, nodes, ppn, in_slurm):
         return ["-ppn", str(ppn)] if nodes > 1 else []

@@ -13,6 +13,9 @@ class OpenMPI(Family):
     native_doc = ("coll/tuned dynamic rules file (OMPI_MCA_coll_tuned_dynamic_rules_filename; pgmpi_formats/"
                   "ompi_rules.py) and per-collective OMPI_MCA_coll_tuned_<coll>_algorithm; 5.0 also coll/han "
                   "(coll_han_priority 35 over tuned, its own rules file)")
+    # applied wherever the rules file falls through (alg 0), so the file's "default" cells would run it
+    forces_algorithm = r"OMPI_MCA_coll_tuned_[a-z_]+_algorithm"
+    forces_off = ("0",)
 
     def mpirun_args(self, nodes, ppn, in_slurm):
         args = ["--map-by", f"ppr:{ppn}:node"] if nodes > 1 else []

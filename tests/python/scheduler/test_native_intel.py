@@ -133,8 +133,9 @@ def test_intel_candidate_validated_as_users_load_it_failed_cell_back_then_publis
 
 def test_intel_validation_refuses_a_module_that_does_not_set_the_file(tmp_path, service):
     """A site environment whose pgmpitunelib module does not name the candidate (here: unset after loading)
-    or that exports its variables into every job (the old module, here set after loading) makes the job refuse
-    to measure, with the reason; the service refuses a native.impi written for another Intel MPI version before
+    or that exports its variables into every job (the old module, here set after loading), or that loads Intel's
+    own tuning file (the default arm runs without it, planner.NATIVE_VARS), makes the job refuse to measure, with
+    the reason and the variable; the service refuses a native.impi written for another Intel MPI version before
     judging anything."""
     from scheduler.backends import make_backend
     from scheduler.native_validation import precheck
@@ -145,9 +146,12 @@ def test_intel_validation_refuses_a_module_that_does_not_set_the_file(tmp_path, 
     cand = {"name": "native.impi", "text": text, "id": 0}
     modules = _modules(tmp_path)
     backend = make_backend(None, "local")
+    site = "is set by the site lines or the job environment \\(no loaded module file names it\\): it chooses"
     for key, lines, why in (("unset", ["unset PGMPITUNE_NATIVE_IMPI"], "the module did not name the candidate file"),
                             ("exported", ["export I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2"],
-                             "the module set I_MPI_ADJUST_\\* itself")):
+                             f"I_MPI_ADJUST_ALLREDUCE=3:0-2147483647@2-2 {site}"),
+                            ("tuning", ["export I_MPI_TUNING_BIN=/site/intel/tuned.dat"],
+                             f"I_MPI_TUNING_BIN=/site/intel/tuned.dat {site}")):
         job = _job(tmp_path, key, cand, modules, lines)
         job.write(backend)
         with pytest.raises(RuntimeError, match=why):

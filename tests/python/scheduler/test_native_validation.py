@@ -117,6 +117,61 @@ def test_validation_job_on_slurm_recorded_and_gating_publication(tmp_path, slurm
 
 @pytest.mark.mpi
 @pytest.mark.lmod
+def test_validation_refuses_a_module_that_forces_an_algorithm_without_the_file(tmp_path, mpi_modulepath):
+    """A site's MPI module that forces an algorithm without a file (Open MPI's coll_tuned_<coll>_algorithm, applied
+    wherever the rules file falls through; MPICH's <COLL>_INTRA_ALGORITHM, which overrides the JSON file): the file
+    would not decide what users run, and the default arms run without the variable.  The job refuses to measure,
+    naming the variable and the module file; a campaign module's env: that does so is refused before anything is
+    written; a value that leaves the choice to the library passes the check.  On the old job both measured."""
+    import subprocess
+    from scheduler import launchers
+    from scheduler.backends import make_backend
+    from pgmpi_formats import native_file
+    from sched_helpers import VERSIONS as MPI_VERSIONS
+    lib = mj.find_library()
+    texts = {"openmpi": orr.write_rules(DECISIONS, native.discover("openmpi")),
+             "mpich": mj.dumps(mj.generate([Decision("bcast", 2, 8, "native:binomial")], mj.builtin_tree(lib),
+                                           mj.algorithm_names(lib)))}
+    forcing = {"openmpi": ("OMPI_MCA_coll_tuned_allreduce_algorithm", "4"),
+               "mpich": ("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "scatter_ring_allgather")}
+    backend = make_backend(None, "local")
+    for mpi, (var, value) in forcing.items():
+        mods = tunelib_modules(tmp_path / f"tune-{mpi}", mpi)
+        # the site's MPI module: the test's module of that MPI plus the forcing line
+        site = tmp_path / f"site-{mpi}"
+        modfile = site / mpi / f"{MPI_VERSIONS[mpi]}.lua"
+        modfile.parent.mkdir(parents=True)
+        modfile.write_text((mpi_modulepath / mpi / f"{MPI_VERSIONS[mpi]}.lua").read_text()
+                           + f'setenv("{var}", "{value}")\n')
+        name = native_file.NAMES[mpi]
+        job = NativeValidationJob(tmp_path / mpi, "nvbox", mpi, MPI_VERSIONS[mpi], name, texts[mpi],
+                                  f"{mpi}/{MPI_VERSIONS[mpi]}", "pgmpitunelib/0.1.0", [str(site), str(mods)],
+                                  rounds=1, nrep=5)
+        job.write(backend)
+        with pytest.raises(RuntimeError, match=f"{var}={value} is set by module file {modfile}: it chooses an "
+                                               "algorithm without the file"):
+            job.submit(backend=backend, timeout=120)
+        assert not list((tmp_path / mpi).glob("file-*.txt")) and not list((tmp_path / mpi).glob("forced-*.txt"))
+        # the campaign module's env: the same, before anything is written
+        env_job = NativeValidationJob(tmp_path / f"env-{mpi}", "nvbox", mpi, MPI_VERSIONS[mpi], name, texts[mpi],
+                                      f"{mpi}/{MPI_VERSIONS[mpi]}", "pgmpitunelib/0.1.0", [str(mpi_modulepath)],
+                                      env={var: value})
+        with pytest.raises(ValueError, match=f"the campaign module's env: sets {var}={value}: it chooses"):
+            env_job.write(backend)
+        assert not (tmp_path / f"env-{mpi}").exists()
+        # the check itself: a value that leaves the choice to the library (and a variable that forces nothing
+        # alone) passes; the forcing value fails with the variable, naming no module file when none sets it
+        from scheduler.native_validation import refuse_forcing
+        lines = "\n".join(['fail() { echo "$1"; exit 3; }', *refuse_forcing(launchers.library(mpi).family)])
+        for val, rc in ((launchers.library(mpi).family.forces_off[0].upper(), 0), (value, 3)):
+            p = subprocess.run(["bash", "-c", lines], capture_output=True, text=True,
+                               env={"PATH": "/usr/bin:/bin", var: val, f"{var}_segmentsize": "1024"})
+            assert p.returncode == rc, (mpi, val, p.stdout, p.stderr)
+        assert p.stdout.startswith(f"{var}={value} is set by the site lines or the job environment"), p.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.lmod
 def test_validation_job_goes_through_any_backend(tmp_path, mpi_modulepath, bench_root):
     """The native validation job is a JobSpec of the one template: the local backend runs it as Slurm does
     (the file arm under the staged file as the module sets it, the forced arm without it), both arms with the
