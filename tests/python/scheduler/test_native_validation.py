@@ -123,8 +123,10 @@ def test_validation_refuses_a_module_that_forces_an_algorithm_without_the_file(t
     would not decide what users run, and the default arms run without the variable.  The job refuses to measure,
     naming the variable and the module file; a campaign module's env: that does so is refused before anything is
     written; a value that leaves the choice to the library passes the check.  On the old job both measured."""
+    import re
     import subprocess
     from scheduler import launchers
+    from scheduler.planner import NATIVE_VARS
     from scheduler.backends import make_backend
     from pgmpi_formats import native_file
     from sched_helpers import VERSIONS as MPI_VERSIONS
@@ -136,6 +138,7 @@ def test_validation_refuses_a_module_that_forces_an_algorithm_without_the_file(t
                "mpich": ("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "scatter_ring_allgather")}
     backend = make_backend(None, "local")
     for mpi, (var, value) in forcing.items():
+        assert re.fullmatch(NATIVE_VARS, var)           # the default arms run without it
         mods = tunelib_modules(tmp_path / f"tune-{mpi}", mpi)
         # the site's MPI module: the test's module of that MPI plus the forcing line
         site = tmp_path / f"site-{mpi}"
