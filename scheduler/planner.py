@@ -42,7 +42,7 @@ class Launch:
 # file: Open MPI's coll_tuned_<coll>_algorithm (with its _segmentsize, _tree_fanout, ... and use_dynamic_rules,
 # which pgmpi-bench sets itself when it forces), MPICH's <COLL>_INTRA/INTER_ALGORITHM (MPICH reads each CVAR under
 # three prefixes: MPIR_CVAR_, MPIR_PARAM_ and MPICH_, strings of libmpich 4.0.2) and Intel MPI's
-# I_MPI_ADJUST_<COLL>[_...]; and Intel MPI's own tuning, which changes its default choice: I_MPI_TUNING* (the
+# I_MPI_ADJUST_<COLL>[_...]; and Intel MPI's own tuning, made to change its default choice: I_MPI_TUNING* (the
 # tuning files I_MPI_TUNING_BIN and I_MPI_TUNING, the in-run autotuner I_MPI_TUNING_MODE and its _AUTO_*
 # settings, the dumps; strings of libmpi.so.12 2021.13.1).  Knobs that change how, not which, algorithm runs
 # stay (scheduler/README.md).  One extended regular expression over whole names: the job script unsets every

@@ -14,8 +14,8 @@ class IntelMPI(Family):
     native_doc = ("I_MPI_ADJUST_<COLL> (presets per message-size range; `impi_info -v I_MPI_ADJUST_ALLREDUCE`), "
                   "read and written by pgmpi_formats.impi_adjust as native.impi, validated by "
                   "scheduler/native_validation.py; I_MPI_TUNING_BIN / mpitune_fast's output is not read")
-    # a preset a module sets reaches a job of any size; Intel's own tuning file or autotuner replaces the default
-    # the file's ranges leave (the validation's default arm runs without them, planner.NATIVE_VARS)
+    # a preset a module sets reaches a job of any size; Intel's own tuning file or autotuner is made to replace
+    # the default the file's ranges leave (the validation's default arm runs without them, planner.NATIVE_VARS)
     forces_algorithm = r"I_MPI_ADJUST_[A-Z0-9_]+|I_MPI_TUNING(_BIN|_MODE)?"
     forces_off = ("none",)
 
