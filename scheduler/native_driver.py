@@ -57,11 +57,11 @@ MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default 
 class Session:
     """One `pgmpi-bench --serve` mpirun measuring one collective's cells on request."""
 
-    def __init__(self, argv: list[str], cwd: Path, log: Path):
+    def __init__(self, argv: list[str], cwd: Path, log: Path, env: dict | None = None):
         self.log = log
         with open(log, "w") as err:          # a file, not a pipe: nobody reads stderr while it runs
             self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=err, text=True, bufsize=1)
+                                         stderr=err, text=True, bufsize=1, env=env)
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-800:]
