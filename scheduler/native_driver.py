@@ -52,6 +52,15 @@ MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_ga
 # even, so no block needs pgmpi-bench's untimed evening-out call (an odd count gets one more)
 CONFIRM_BLOCK = 4
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
+# a confirmation round measures each arm with 1/CONFIRM_SHARE of the cell's count, in up to CONFIRM_SHARE x the
+# spec's `confirm` rounds: the same repetitions per cell at most as `confirm` rounds of the whole count, over
+# more mpiruns -- the decision's interval is over mpiruns (a t interval, 2 rounds: 1 degree of freedom), so a
+# steady gain passes in fewer repetitions, and a cell that cannot win stops after a half-count round
+# (can_still_win).  Replayed on the two quiet MPICH runs of 2026-11-26 (each confirmation file cut to its first
+# 50 of 100 repetitions per arm) the race's decisions stayed as they were but for one more cell kept
+# (reduce 512 KiB binomial), where MPICH's alone pairs had been refused at 1.15x and 1.08x over 2 rounds
+# (allgather ring 8 B, bcast binomial 8 B: the t test over 2 mpiruns, p 0.10-0.17).
+CONFIRM_SHARE = 2
 
 
 class Session:
@@ -107,6 +116,11 @@ class Launcher:
         self.sessions: dict[str, Session] = {}
         self.defaults: dict[tuple[str, int], list[float]] = {}    # the default's median in each round of a cell
         self.controls: dict[tuple[str, int], list[float]] = {}    # default / default_control - 1, same rounds
+        # where the measuring time goes: seconds of the search's cell commands by stage (a race's first stage,
+        # its second; any other search's rounds), each confirmation round's start-up (launch to the warm-up
+        # cell's answer) and cells, and the confirmations' cell commands by cell
+        self.stage_seconds: dict[str, float] = {}
+        self.confirm_parts: list[dict] = []
 
     def serve(self, keys: list[str], spaces: dict[str, dict[int, dict]], d: native.Discovery) -> bool:
         """Start one --serve mpirun for the collectives `keys` (every variant of their grids); False when
@@ -153,6 +167,8 @@ class Launcher:
         race = entry.get("search") == "race"
         base = first_nrep(self.spec, entry, size) if race else n or bench_nrep(self.spec)
         low: dict[str, list[float]] = {}
+        stage = ("second" if repeat > 1 else "first") if race else "rounds"
+        t_cmd = time.perf_counter()
         for _ in range(1 if sess is not None else repeat):
             if sess is not None:
                 from pgmpi_formats.collectives import by_key
@@ -170,6 +186,7 @@ class Launcher:
             for lab, x in one.items():
                 got.setdefault(lab, []).append(x)
                 low.setdefault(lab, []).append(q.get(lab, x))
+        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + time.perf_counter() - t_cmd
         fig = low if race else got
         out = {v: (statistics.median(fig[lab]) if lab in fig else NEVER) for v, lab in zip(batch, labels)}
         if "default" in got:
@@ -238,18 +255,20 @@ class Launcher:
             sess.cell(by_key(keys[0]).mpi_name, WARMUP_BYTES, ["default"], alone=True)
         except RuntimeError as exc:
             sys.exit(str(exc))
+        part = {"start-up": round(time.perf_counter() - t0, 4), "cells": {}}
         try:
             for k in keys:
                 for size, label in sorted(cells[k].items()):
-                    own = cell_nrep(s, k, size)              # the cell's campaign-wide count, else --nrep
-                    nrep = own or bench_nrep(s)
+                    nrep = confirm_nrep(s, k, size)          # a share of the cell's count (CONFIRM_SHARE)
                     got: dict[str, list[float]] = {}
                     order = [*control, "default", label] if index % 2 == 0 else [label, "default", *control]
                     # one command: pgmpi-bench alternates the arms in blocks itself; a count below two blocks
                     # of CONFIRM_BLOCK still gets two passes (blocks of nrep / 2)
                     block = max(1, min(CONFIRM_BLOCK, nrep // 2))
+                    t_cell = time.perf_counter()
                     for a, x in sess.cell(by_key(k).mpi_name, size, order, nrep=nrep, blocks=block).items():
                         got[a] = [x]
+                    part["cells"][f"{k} {size}"] = round(time.perf_counter() - t_cell, 4)
                     # the driver's look (still_ahead) takes each arm's median; the decision reads all rows
                     med = {a: statistics.median(xs) for a, xs in got.items()}
                     default[(k, size)], chosen[(k, size)] = med.get("default", NEVER), med.get(label, NEVER)
@@ -258,6 +277,8 @@ class Launcher:
         if sess.close() != 0:
             sys.exit(f"pgmpi-bench --serve confirming round {index} exited with {sess.proc.returncode}: {sess.tail()}")
         self.seconds += time.perf_counter() - t0
+        part["seconds"] = round(time.perf_counter() - t0, 4)
+        self.confirm_parts.append(part)
         self.files.append(name)
         return default, chosen
 
@@ -297,6 +318,14 @@ def cell_nrep(spec: dict, key: str, size: int | None) -> int | None:
     night's counts, issue 34), None when the campaign has none for it."""
     n = spec["collectives"].get(key, {}).get("nrep", {}).get(str(size))
     return int(n) if n else None
+
+
+def confirm_nrep(spec: dict, key: str, size: int) -> int:
+    """A confirmation round's repetitions per arm at a cell: its campaign-wide count, else the search's --nrep,
+    divided by the spec's confirm_share (CONFIRM_SHARE; rounded up), but at least two blocks of CONFIRM_BLOCK
+    and never more than the count."""
+    n = cell_nrep(spec, key, size) or bench_nrep(spec)
+    return min(n, max(2 * CONFIRM_BLOCK, math.ceil(n / int(spec.get("confirm_share", CONFIRM_SHARE)))))
 
 
 def first_nrep(spec: dict, entry: dict, size: int | None = None) -> int:
@@ -472,10 +501,12 @@ def main(argv=None) -> int:
                           for k in report["paths"]}
     report["spread"] = null_spread(launcher.controls)
     cells = to_confirm(report["paths"], report["defaults"], report["spread"]) if int(spec.get("confirm", 0)) else {}
-    rounds = confirm_rounds(cells, int(spec.get("confirm", 0)),
+    share = int(spec.get("confirm_share", CONFIRM_SHARE))      # 1: every round the whole count (until 2026-11-26)
+    rounds = confirm_rounds(cells, share * int(spec.get("confirm", 0)),
                             lambda c, i: launcher.confirm(c, i, f"{spec['prefix']}-confirm-{i}.txt"))
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
-                         "cells": rounds[0] if rounds else {}, "rounds": rounds}
+                         "cells": rounds[0] if rounds else {}, "rounds": rounds, "parts": launcher.confirm_parts}
+    report["stage_seconds"] = {k: round(v, 4) for k, v in launcher.stage_seconds.items()}
     report["mpiruns"] = searched_runs
     report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)

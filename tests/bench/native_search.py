@@ -28,8 +28,10 @@ rounds are its confirmations, so its "confirmed" column is 0.  Every library's t
 share: the pipeline's mpiruns x one mpirun's start-up (startup_seconds) over its seconds.
 
 Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
-(up to `mpiruns` rounds, each round one mpirun measuring at every cell to confirm the default, the chosen
-variant and the control arm, each alone, in alternating blocks of 4 repetitions; a later round only where the cell's alone
+(up to `mpiruns` x native_driver.CONFIRM_SHARE rounds of 1/CONFIRM_SHARE of the count -- `race-full`: `mpiruns`
+rounds of the whole count, as until 2026-11-26 -- each round one mpirun measuring at every cell to confirm the
+default, the chosen variant and the control arm, each alone, in alternating blocks of 4 repetitions; a later
+round only where the cell's alone
 pairs so far can still pass the decision's interval rule, native_driver.can_still_win), and `rerun`, a second exhaustive campaign (the noise floor: what a search that knew every variant of
 an independent campaign would lose).  Each pipeline ends in the decision per cell (native_decision.decide over
 its own raw files).  Measuring time = the wall time of every pgmpi-bench mpirun of the pipeline, start-up and
@@ -41,8 +43,14 @@ default, else the default) and for its decision; mean, 95th percentile and max o
 printed, and the decisions that differ from exhaustive's.  Every decision is judged on the rerun's table too
 (an independent re-measurement): exhaustive's own decision there and the rerun's decision on exhaustive's
 table are the noise floor, the loss a decision shows only because the table judging it is noisy.  Per
-pipeline the control arm's null spread per size class (what the decision's threshold was made of).  Goal (issue 35): <= 15 % of the time, mean loss
-<= 2 %, p95 <= 10 %.  Figures with the machine load; asserts nothing.  Both Debian MPIs on the night grid
+pipeline the control arm's null spread per size class (what the decision's threshold was made of), and where
+its time went (the search's cell commands by stage, each confirmation round's start-up and costliest cells).
+Then the honest loss (--evaluate N, default 4): N fresh mpiruns measure at every cell, each arm alone in
+alternating blocks of 4 as a job under a decision file runs it, the default, the control arm, exhaustive's
+table's fastest variant and every pipeline's decision; a decision's loss there is its time / the fastest arm's
+- 1 (medians over the N mpiruns), next to the evaluation's own noise floor (the control arm judged against the
+default) -- no table that chose a variant judges it, so the winner's curse of the table's minimum is gone.
+Goal (issue 35): <= 15 % of the time, mean loss <= 2 %, p95 <= 10 %, the loss judged on the evaluation.  Figures with the machine load; asserts nothing.  Both Debian MPIs on the night grid
 took 30 s at load 2 (--grid site: 45 s); at load 12-19 up to 5 minutes.
 """
 from __future__ import annotations
@@ -102,7 +110,9 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         for rep_file in sorted(d.glob("search-*.json")):
             _account(out, json.loads(rep_file.read_text()), d)
         return out
-    kind = "exhaustive" if search == "rerun" else search      # rerun: a second, independent exhaustive campaign
+    # rerun: a second, independent exhaustive campaign; race-full: the race confirming as until 2026-11-26 (every
+    # round the whole count, the campaign's mpiruns rounds: native_driver.CONFIRM_SHARE 1), its control arm
+    kind = {"rerun": "exhaustive", "race-full": "race"}.get(search, search)
 
     def drive(spec: dict, rep_file: Path) -> None:
         """One run of the search driver, as the agent's job script runs it; its report accounted into out."""
@@ -140,6 +150,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         if first_nrep:
             entry["first_nrep"] = first_nrep
         spec = {"prefix": f"search-{i}", "control": True, "confirm": 0 if kind == "exhaustive" else mpiruns,
+                **({"confirm_share": 1} if search == "race-full" else {}),
                 "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", f"--campaign=ns-{search}",
                                f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry) for k in CALLS}}
@@ -276,9 +287,29 @@ def _account(out: dict, rep: dict, d: Path) -> None:
     out["confirmed"] += sum(len(v) for v in rep["confirm"].get("cells", {}).values())
     out["experiments"] += sum(len(r) * rep_n for paths in rep["paths"].values() for p in paths.values()
                               for r, rep_n in zip(p["rounds"], p.get("repeats") or [1] * len(p["rounds"])))
+    for st, x in rep.get("stage_seconds", {}).items():
+        out.setdefault("stage_seconds", {})[st] = out.get("stage_seconds", {}).get(st, 0.0) + x
+    out["search_seconds"] = out.get("search_seconds", 0.0) + rep["launch_seconds"]
+    out.setdefault("confirm_parts", []).extend(rep["confirm"].get("parts", []))
     out["paths"] = rep["paths"]
     out["defaults"] = rep.get("defaults", {})
     out["version"] = rep.get("version", "")
+
+
+def time_parts(g: dict) -> str:
+    """Where a pipeline's measuring time went (the driver's stage_seconds and confirmation parts): the search's
+    mpiruns and their cell commands by stage (the rest: start-up, exit, the driver), each confirmation round's
+    start-up (launch to the warm-up cell's answer), its cells and the three costliest."""
+    st = g.get("stage_seconds", {})
+    out = (f"time: search {g.get('search_seconds', 0.0):.2f} s (cell commands: "
+           + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(st.items()))
+           + f"; start-up, exit and driver {g.get('search_seconds', 0.0) - sum(st.values()):.2f} s)")
+    for i, part in enumerate(g.get("confirm_parts", [])):
+        top = sorted(part["cells"].items(), key=lambda kv: -kv[1])[:3]
+        out += (f"; confirmation {i}: {part['seconds']:.2f} s, start-up {part['start-up']:.2f} s, "
+                f"{len(part['cells'])} cells {sum(part['cells'].values()):.2f} s (costliest "
+                + ", ".join(f"{c} {x:.3f}" for c, x in top) + ")")
+    return out
 
 
 def exhaustive_table(files) -> dict:
@@ -331,8 +362,9 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
           evaluate_runs: int = 4) -> None:
     from scheduler import launchers
     sizes, segments = GRIDS[grid]
-    print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} confirmation "
-          f"rounds per reduced one, nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
+    print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} x "
+          f"native_driver.CONFIRM_SHARE confirmation rounds of a share of the count per reduced one (race-full: "
+          f"{mpiruns} of the whole count), nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
           f"segments {segments[0]}-{segments[-1]} B (grid {grid}); load at start {load()} (a loaded machine when "
           "> 1.2: 2 cores shared)")
     rows = []
@@ -428,6 +460,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
                       + ", ".join(f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(losses2.items())))
             print("  control arm's null spread per size class (95th percentile, ratios): " + ", ".join(
                 f"{name} {100 * v:.1f} % ({n})" for name, (v, n) in spread_by_class(g["files"]).items()))
+            print("  " + time_parts(g))
             if el:
                 print("  decision's loss per cell on the evaluation: " + ", ".join(
                     f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(el.items())))
@@ -473,7 +506,8 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="--local with --keep: report on the kept runs, measure "
                     "only what is missing")
     ap.add_argument("--searches", default="race,rerun", help="--local: the reduced searches to run after exhaustive, "
-                    "comma list of mgd, smgd, race, rerun (a second exhaustive campaign: the noise floor of the loss); "
+                    "comma list of mgd, smgd, race, race-full (the race confirming every round with the whole count, as "
+                    "until 2026-11-26: a control arm), rerun (a second exhaustive campaign: the noise floor of the loss); "
                     "default race,rerun")
     ap.add_argument("--first-nrep", type=int, default=0, help="--local: race's first-stage repetitions "
                     "(default: a sixth of --nrep, at least 2)")
