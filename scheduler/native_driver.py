@@ -52,14 +52,14 @@ MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_ga
 # even, so no block needs pgmpi-bench's untimed evening-out call (an odd count gets one more)
 CONFIRM_BLOCK = 4
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
-# a confirmation round measures each arm with 1/CONFIRM_SHARE of the cell's count, in up to CONFIRM_SHARE x the
-# spec's `confirm` rounds: the same repetitions per cell at most as `confirm` rounds of the whole count, over
-# more mpiruns -- the decision's interval is over mpiruns (a t interval, 2 rounds: 1 degree of freedom), so a
-# steady gain passes in fewer repetitions, and a cell that cannot win stops after a half-count round
-# (can_still_win).  Replayed on the two quiet MPICH runs of 2026-11-26 (each confirmation file cut to its first
-# 50 of 100 repetitions per arm) the race's decisions stayed as they were but for one more cell kept
-# (reduce 512 KiB binomial), where MPICH's alone pairs had been refused at 1.15x and 1.08x over 2 rounds
-# (allgather ring 8 B, bcast binomial 8 B: the t test over 2 mpiruns, p 0.10-0.17).
+# a confirmation round measures each arm with 1/CONFIRM_SHARE of the cell's count (confirm_nrep), in at most the
+# spec's `confirm` rounds as before.  The decision's interval is over mpiruns (each round one alone pair per
+# cell), so a round's count only sets how exactly its mpirun's medians are taken.  Replayed on the two quiet MPICH
+# runs of 2026-11-26 (every confirmation file cut to the first 50 of its 100 repetitions per arm): the race's
+# decisions stayed what they were but for one more cell kept (reduce 512 KiB binomial); cut to 24 one run lost
+# allreduce 512 B.  Tried and left: twice the rounds at half the count (the same repetitions at most, over more
+# mpiruns): under load 7-9 the expensive reduce 512 KiB could still win after every round and went through all
+# six, 18 s of confirmations against 5.9 s the same hour.
 CONFIRM_SHARE = 2
 
 
@@ -223,7 +223,7 @@ class Launcher:
         confirm: at each cell the default, the variant the search chose there and (when the campaign has one)
         the control arm, each alone in blocks of CONFIRM_BLOCK (4) consecutive repetitions, the blocks
         alternating -- control, default, variant, then variant, default, control, and so on until each has
-        the cell's count -- in one command ("cell ... blocks=4"; the order starts the other way in odd
+        its share of the cell's count (confirm_nrep) -- in one command ("cell ... blocks=4"; the order starts the other way in odd
         rounds).  Short alternating blocks let a load that drifts during the cell move all arms alike (2
         passes of nrep / 2, the way until 2026-11-26, left MPICH's control arm 4-36 % off the default at
         sub-microsecond cells: tests/bench/confirm_blocks.py), and one command per cell costs one round trip
@@ -501,8 +501,7 @@ def main(argv=None) -> int:
                           for k in report["paths"]}
     report["spread"] = null_spread(launcher.controls)
     cells = to_confirm(report["paths"], report["defaults"], report["spread"]) if int(spec.get("confirm", 0)) else {}
-    share = int(spec.get("confirm_share", CONFIRM_SHARE))      # 1: every round the whole count (until 2026-11-26)
-    rounds = confirm_rounds(cells, share * int(spec.get("confirm", 0)),
+    rounds = confirm_rounds(cells, int(spec.get("confirm", 0)),
                             lambda c, i: launcher.confirm(c, i, f"{spec['prefix']}-confirm-{i}.txt"))
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
                          "cells": rounds[0] if rounds else {}, "rounds": rounds, "parts": launcher.confirm_parts}

@@ -28,8 +28,8 @@ rounds are its confirmations, so its "confirmed" column is 0.  Every library's t
 share: the pipeline's mpiruns x one mpirun's start-up (startup_seconds) over its seconds.
 
 Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
-(up to `mpiruns` x native_driver.CONFIRM_SHARE rounds of 1/CONFIRM_SHARE of the count -- `race-full`: `mpiruns`
-rounds of the whole count, as until 2026-11-26 -- each round one mpirun measuring at every cell to confirm the
+(up to `mpiruns` rounds of 1/native_driver.CONFIRM_SHARE of the count -- `race-full`: of the whole count, as
+until 2026-11-26 -- each round one mpirun measuring at every cell to confirm the
 default, the chosen variant and the control arm, each alone, in alternating blocks of 4 repetitions; a later
 round only where the cell's alone
 pairs so far can still pass the decision's interval rule, native_driver.can_still_win), and `rerun`, a second exhaustive campaign (the noise floor: what a search that knew every variant of
@@ -111,7 +111,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
             _account(out, json.loads(rep_file.read_text()), d)
         return out
     # rerun: a second, independent exhaustive campaign; race-full: the race confirming as until 2026-11-26 (every
-    # round the whole count, the campaign's mpiruns rounds: native_driver.CONFIRM_SHARE 1), its control arm
+    # round the whole count: native_driver.CONFIRM_SHARE 1), the control arm of the half-count rounds
     kind = {"rerun": "exhaustive", "race-full": "race"}.get(search, search)
 
     def drive(spec: dict, rep_file: Path) -> None:
@@ -362,9 +362,8 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
           evaluate_runs: int = 4) -> None:
     from scheduler import launchers
     sizes, segments = GRIDS[grid]
-    print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} x "
-          f"native_driver.CONFIRM_SHARE confirmation rounds of a share of the count per reduced one (race-full: "
-          f"{mpiruns} of the whole count), nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
+    print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} confirmation "
+          f"rounds of half the count per reduced one (race-full: of the whole count), nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
           f"segments {segments[0]}-{segments[-1]} B (grid {grid}); load at start {load()} (a loaded machine when "
           "> 1.2: 2 cores shared)")
     rows = []

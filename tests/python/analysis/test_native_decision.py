@@ -295,9 +295,9 @@ def test_a_later_confirmation_round_measures_only_the_cells_that_can_still_win()
 
 def test_a_confirmation_round_measures_a_share_of_the_cells_count():
     """native_driver.confirm_nrep: a confirmation round measures each arm with half the cell's count
-    (CONFIRM_SHARE 2, rounded up; the driver runs up to twice the rounds), the campaign-wide count where the cell
-    has one, else --nrep; never fewer than two blocks of CONFIRM_BLOCK, never more than the count; a spec's
-    confirm_share 1 keeps the whole count (how every round measured until 2026-11-26)."""
+    (CONFIRM_SHARE 2, rounded up), the campaign-wide count where the cell has one, else --nrep; never fewer than
+    two blocks of CONFIRM_BLOCK, never more than the count; a spec's confirm_share 1 keeps the whole count (how
+    every round measured until 2026-11-26)."""
     from scheduler.native_driver import CONFIRM_BLOCK, CONFIRM_SHARE, confirm_nrep
     assert CONFIRM_SHARE == 2 and CONFIRM_BLOCK == 4
     spec = {"bench_args": ["--nrep=100"], "collectives": {"bcast": {"nrep": {"512": 31}}}}
