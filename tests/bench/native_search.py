@@ -112,7 +112,9 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         return out
     # rerun: a second, independent exhaustive campaign; race-full: the race confirming as until 2026-11-26 (every
     # round the whole count: native_driver.CONFIRM_SHARE 1), the control arm of the half-count rounds
-    kind = {"rerun": "exhaustive", "race-full": "race"}.get(search, search)
+    # a name may end in #<n>: the same pipeline once more (race,race-full,race-full#2,race#2: an ABBA pairing)
+    base = search.split("#")[0]
+    kind = {"rerun": "exhaustive", "race-full": "race"}.get(base, base)
 
     def drive(spec: dict, rep_file: Path) -> None:
         """One run of the search driver, as the agent's job script runs it; its report accounted into out."""
@@ -150,7 +152,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         if first_nrep:
             entry["first_nrep"] = first_nrep
         spec = {"prefix": f"search-{i}", "control": True, "confirm": 0 if kind == "exhaustive" else mpiruns,
-                **({"confirm_share": 1} if search == "race-full" else {}),
+                **({"confirm_share": 1} if base == "race-full" else {}),
                 "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", f"--campaign=ns-{search}",
                                f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry) for k in CALLS}}
@@ -429,7 +431,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             differ = sorted(c for c in dec if c in ex and dec[c] != ex[c])
             # the pipeline's pick before the decision's statistics: a rerun's fastest variant of its own table; a
             # search's choice where it measured it faster than the default next to it, else the default
-            if search == "rerun":
+            if search.split("#")[0] == "rerun":
                 own_t = exhaustive_table(g["files"])
                 pick = {c: min(t, key=t.get) for c, t in own_t.items() if t}
             elif search == "exhaustive":
@@ -507,6 +509,7 @@ def main() -> None:
     ap.add_argument("--searches", default="race,rerun", help="--local: the reduced searches to run after exhaustive, "
                     "comma list of mgd, smgd, race, race-full (the race confirming every round with the whole count, as "
                     "until 2026-11-26: a control arm), rerun (a second exhaustive campaign: the noise floor of the loss); "
+                    "a name ending in #<n> runs that pipeline once more (race,race-full,race-full#2,race#2: ABBA); "
                     "default race,rerun")
     ap.add_argument("--first-nrep", type=int, default=0, help="--local: race's first-stage repetitions "
                     "(default: a sixth of --nrep, at least 2)")
