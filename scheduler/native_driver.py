@@ -223,8 +223,8 @@ class Launcher:
         confirm: at each cell the default, the variant the search chose there and (when the campaign has one)
         the control arm, each alone in blocks of CONFIRM_BLOCK (4) consecutive repetitions, the blocks
         alternating -- control, default, variant, then variant, default, control, and so on until each has
-        its share of the cell's count (confirm_nrep) -- in one command ("cell ... blocks=4"; the order starts the other way in odd
-        rounds).  Short alternating blocks let a load that drifts during the cell move all arms alike (2
+        its share of the cell's count (confirm_nrep) -- in one command ("cell ... blocks=4"; the order starts
+        the other way in odd rounds).  Short alternating blocks let a load that drifts during the cell move all arms alike (2
         passes of nrep / 2, the way until 2026-11-26, left MPICH's control arm 4-36 % off the default at
         sub-microsecond cells: tests/bench/confirm_blocks.py), and one command per cell costs one round trip
         through the driver instead of one per block.  No cell interleaves two of its algorithms repetition
@@ -323,7 +323,8 @@ def cell_nrep(spec: dict, key: str, size: int | None) -> int | None:
 def confirm_nrep(spec: dict, key: str, size: int) -> int:
     """A confirmation round's repetitions per arm at a cell: its campaign-wide count, else the search's --nrep,
     divided by the spec's confirm_share (CONFIRM_SHARE; rounded up), but at least two blocks of CONFIRM_BLOCK
-    and never more than the count."""
+    and never more than the count.  The planner never sets confirm_share; tests/bench/native_search.py's
+    race-full sets 1 (the whole count, as until 2026-11-26) as the control of a measurement."""
     n = cell_nrep(spec, key, size) or bench_nrep(spec)
     return min(n, max(2 * CONFIRM_BLOCK, math.ceil(n / int(spec.get("confirm_share", CONFIRM_SHARE)))))
 
