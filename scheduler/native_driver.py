@@ -52,16 +52,25 @@ MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_ga
 # even, so no block needs pgmpi-bench's untimed evening-out call (an odd count gets one more)
 CONFIRM_BLOCK = 4
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
+# a confirmation round measures each arm with 1/CONFIRM_SHARE of the cell's count (confirm_nrep), in at most the
+# spec's `confirm` rounds as before.  The decision's interval is over mpiruns (each round one alone pair per
+# cell), so a round's count only sets how exactly its mpirun's medians are taken.  Replayed on the two quiet MPICH
+# runs of 2026-11-26 (every confirmation file cut to the first 50 of its 100 repetitions per arm): the race's
+# decisions stayed what they were but for one more cell kept (reduce 512 KiB binomial); cut to 24 one run lost
+# allreduce 512 B.  Tried and left: twice the rounds at half the count (the same repetitions at most, over more
+# mpiruns): under load 7-9 the expensive reduce 512 KiB could still win after every round and went through all
+# six, 18 s of confirmations against 5.9 s the same hour.
+CONFIRM_SHARE = 2
 
 
 class Session:
     """One `pgmpi-bench --serve` mpirun measuring one collective's cells on request."""
 
-    def __init__(self, argv: list[str], cwd: Path, log: Path):
+    def __init__(self, argv: list[str], cwd: Path, log: Path, env: dict | None = None):
         self.log = log
         with open(log, "w") as err:          # a file, not a pipe: nobody reads stderr while it runs
             self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=err, text=True, bufsize=1)
+                                         stderr=err, text=True, bufsize=1, env=env)
 
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-800:]
@@ -107,6 +116,11 @@ class Launcher:
         self.sessions: dict[str, Session] = {}
         self.defaults: dict[tuple[str, int], list[float]] = {}    # the default's median in each round of a cell
         self.controls: dict[tuple[str, int], list[float]] = {}    # default / default_control - 1, same rounds
+        # where the measuring time goes: seconds of the search's cell commands by stage (a race's first stage,
+        # its second; any other search's rounds), each confirmation round's start-up (launch to the warm-up
+        # cell's answer) and cells, and the confirmations' cell commands by cell
+        self.stage_seconds: dict[str, float] = {}
+        self.confirm_parts: list[dict] = []
 
     def serve(self, keys: list[str], spaces: dict[str, dict[int, dict]], d: native.Discovery) -> bool:
         """Start one --serve mpirun for the collectives `keys` (every variant of their grids); False when
@@ -153,6 +167,8 @@ class Launcher:
         race = entry.get("search") == "race"
         base = first_nrep(self.spec, entry, size) if race else n or bench_nrep(self.spec)
         low: dict[str, list[float]] = {}
+        stage = ("second" if repeat > 1 else "first") if race else "rounds"
+        t_cmd = time.perf_counter()
         for _ in range(1 if sess is not None else repeat):
             if sess is not None:
                 from pgmpi_formats.collectives import by_key
@@ -170,6 +186,7 @@ class Launcher:
             for lab, x in one.items():
                 got.setdefault(lab, []).append(x)
                 low.setdefault(lab, []).append(q.get(lab, x))
+        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + time.perf_counter() - t_cmd
         fig = low if race else got
         out = {v: (statistics.median(fig[lab]) if lab in fig else NEVER) for v, lab in zip(batch, labels)}
         if "default" in got:
@@ -206,8 +223,8 @@ class Launcher:
         confirm: at each cell the default, the variant the search chose there and (when the campaign has one)
         the control arm, each alone in blocks of CONFIRM_BLOCK (4) consecutive repetitions, the blocks
         alternating -- control, default, variant, then variant, default, control, and so on until each has
-        the cell's count -- in one command ("cell ... blocks=4"; the order starts the other way in odd
-        rounds).  Short alternating blocks let a load that drifts during the cell move all arms alike (2
+        its share of the cell's count (confirm_nrep) -- in one command ("cell ... blocks=4"; the order starts
+        the other way in odd rounds).  Short alternating blocks let a load that drifts during the cell move all arms alike (2
         passes of nrep / 2, the way until 2026-11-26, left MPICH's control arm 4-36 % off the default at
         sub-microsecond cells: tests/bench/confirm_blocks.py), and one command per cell costs one round trip
         through the driver instead of one per block.  No cell interleaves two of its algorithms repetition
@@ -238,18 +255,20 @@ class Launcher:
             sess.cell(by_key(keys[0]).mpi_name, WARMUP_BYTES, ["default"], alone=True)
         except RuntimeError as exc:
             sys.exit(str(exc))
+        part = {"start-up": round(time.perf_counter() - t0, 4), "cells": {}}
         try:
             for k in keys:
                 for size, label in sorted(cells[k].items()):
-                    own = cell_nrep(s, k, size)              # the cell's campaign-wide count, else --nrep
-                    nrep = own or bench_nrep(s)
+                    nrep = confirm_nrep(s, k, size)          # a share of the cell's count (CONFIRM_SHARE)
                     got: dict[str, list[float]] = {}
                     order = [*control, "default", label] if index % 2 == 0 else [label, "default", *control]
                     # one command: pgmpi-bench alternates the arms in blocks itself; a count below two blocks
                     # of CONFIRM_BLOCK still gets two passes (blocks of nrep / 2)
                     block = max(1, min(CONFIRM_BLOCK, nrep // 2))
+                    t_cell = time.perf_counter()
                     for a, x in sess.cell(by_key(k).mpi_name, size, order, nrep=nrep, blocks=block).items():
                         got[a] = [x]
+                    part["cells"][f"{k} {size}"] = round(time.perf_counter() - t_cell, 4)
                     # the driver's look (still_ahead) takes each arm's median; the decision reads all rows
                     med = {a: statistics.median(xs) for a, xs in got.items()}
                     default[(k, size)], chosen[(k, size)] = med.get("default", NEVER), med.get(label, NEVER)
@@ -258,6 +277,8 @@ class Launcher:
         if sess.close() != 0:
             sys.exit(f"pgmpi-bench --serve confirming round {index} exited with {sess.proc.returncode}: {sess.tail()}")
         self.seconds += time.perf_counter() - t0
+        part["seconds"] = round(time.perf_counter() - t0, 4)
+        self.confirm_parts.append(part)
         self.files.append(name)
         return default, chosen
 
@@ -297,6 +318,15 @@ def cell_nrep(spec: dict, key: str, size: int | None) -> int | None:
     night's counts, issue 34), None when the campaign has none for it."""
     n = spec["collectives"].get(key, {}).get("nrep", {}).get(str(size))
     return int(n) if n else None
+
+
+def confirm_nrep(spec: dict, key: str, size: int) -> int:
+    """A confirmation round's repetitions per arm at a cell: its campaign-wide count, else the search's --nrep,
+    divided by the spec's confirm_share (CONFIRM_SHARE; rounded up), but at least two blocks of CONFIRM_BLOCK
+    and never more than the count.  The planner never sets confirm_share; tests/bench/native_search.py's
+    race-full sets 1 (the whole count, as until 2026-11-26) as the control of a measurement."""
+    n = cell_nrep(spec, key, size) or bench_nrep(spec)
+    return min(n, max(2 * CONFIRM_BLOCK, math.ceil(n / int(spec.get("confirm_share", CONFIRM_SHARE)))))
 
 
 def first_nrep(spec: dict, entry: dict, size: int | None = None) -> int:
@@ -475,7 +505,8 @@ def main(argv=None) -> int:
     rounds = confirm_rounds(cells, int(spec.get("confirm", 0)),
                             lambda c, i: launcher.confirm(c, i, f"{spec['prefix']}-confirm-{i}.txt"))
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
-                         "cells": rounds[0] if rounds else {}, "rounds": rounds}
+                         "cells": rounds[0] if rounds else {}, "rounds": rounds, "parts": launcher.confirm_parts}
+    report["stage_seconds"] = {k: round(v, 4) for k, v in launcher.stage_seconds.items()}
     report["mpiruns"] = searched_runs
     report["rounds"] = launcher.rounds
     report["launch_seconds"] = round(searched_secs, 3)

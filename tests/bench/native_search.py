@@ -28,8 +28,10 @@ rounds are its confirmations, so its "confirmed" column is 0.  Every library's t
 share: the pipeline's mpiruns x one mpirun's start-up (startup_seconds) over its seconds.
 
 Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
-(up to `mpiruns` rounds, each round one mpirun measuring at every cell to confirm the default, the chosen
-variant and the control arm, each alone, in alternating blocks of 4 repetitions; a later round only where the cell's alone
+(up to `mpiruns` rounds of 1/native_driver.CONFIRM_SHARE of the count -- `race-full`: of the whole count, as
+until 2026-11-26 -- each round one mpirun measuring at every cell to confirm the
+default, the chosen variant and the control arm, each alone, in alternating blocks of 4 repetitions; a later
+round only where the cell's alone
 pairs so far can still pass the decision's interval rule, native_driver.can_still_win), and `rerun`, a second exhaustive campaign (the noise floor: what a search that knew every variant of
 an independent campaign would lose).  Each pipeline ends in the decision per cell (native_decision.decide over
 its own raw files).  Measuring time = the wall time of every pgmpi-bench mpirun of the pipeline, start-up and
@@ -41,8 +43,14 @@ default, else the default) and for its decision; mean, 95th percentile and max o
 printed, and the decisions that differ from exhaustive's.  Every decision is judged on the rerun's table too
 (an independent re-measurement): exhaustive's own decision there and the rerun's decision on exhaustive's
 table are the noise floor, the loss a decision shows only because the table judging it is noisy.  Per
-pipeline the control arm's null spread per size class (what the decision's threshold was made of).  Goal (issue 35): <= 15 % of the time, mean loss
-<= 2 %, p95 <= 10 %.  Figures with the machine load; asserts nothing.  Both Debian MPIs on the night grid
+pipeline the control arm's null spread per size class (what the decision's threshold was made of), and where
+its time went (the search's cell commands by stage, each confirmation round's start-up and costliest cells).
+Then the honest loss (--evaluate N, default 4): N fresh mpiruns measure at every cell, each arm alone in
+alternating blocks of 4 as a job under a decision file runs it, the default, the control arm, exhaustive's
+table's fastest variant and every pipeline's decision; a decision's loss there is its time / the fastest arm's
+- 1 (medians over the N mpiruns), next to the evaluation's own noise floor (the control arm judged against the
+default) -- no table that chose a variant judges it, so the winner's curse of the table's minimum is gone.
+Goal (issue 35): <= 15 % of the time, mean loss <= 2 %, p95 <= 10 %, the loss judged on the evaluation.  Figures with the machine load; asserts nothing.  Both Debian MPIs on the night grid
 took 30 s at load 2 (--grid site: 45 s); at load 12-19 up to 5 minutes.
 """
 from __future__ import annotations
@@ -102,7 +110,11 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         for rep_file in sorted(d.glob("search-*.json")):
             _account(out, json.loads(rep_file.read_text()), d)
         return out
-    kind = "exhaustive" if search == "rerun" else search      # rerun: a second, independent exhaustive campaign
+    # rerun: a second, independent exhaustive campaign; race-full: the race confirming as until 2026-11-26 (every
+    # round the whole count: native_driver.CONFIRM_SHARE 1), the control arm of the half-count rounds
+    # a name may end in #<n>: the same pipeline once more (race,race-full,race-full#2,race#2: an ABBA pairing)
+    base = search.split("#")[0]
+    kind = {"rerun": "exhaustive", "race-full": "race"}.get(base, base)
 
     def drive(spec: dict, rep_file: Path) -> None:
         """One run of the search driver, as the agent's job script runs it; its report accounted into out."""
@@ -140,6 +152,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         if first_nrep:
             entry["first_nrep"] = first_nrep
         spec = {"prefix": f"search-{i}", "control": True, "confirm": 0 if kind == "exhaustive" else mpiruns,
+                **({"confirm_share": 1} if base == "race-full" else {}),
                 "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", f"--campaign=ns-{search}",
                                f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry) for k in CALLS}}
@@ -177,6 +190,93 @@ def mpirun_costs(lib_id: str, work: Path, sizes: list[int], nrep: int, first: in
     return {a: statistics.median(v) for a, v in secs.items()}
 
 
+def evaluate(lib_id: str, work: Path, arms: dict[str, dict], runs: int, nrep: int) -> dict:
+    """The honest loss (issue 35): a fresh measurement of the decisions, independent of the tables that chose
+    them.  `runs` new mpirun (one pgmpi-bench --serve each), every cell measured with exactly its candidate
+    arms -- the default, the control arm (the default again) and each arm's label there (`arms`: {name:
+    {(key, size): label}}, e.g. exhaustive's decision, exhaustive's table's fastest, the race's decision) --
+    each alone in alternating blocks of native_driver.CONFIRM_BLOCK repetitions, as the confirmations and a job
+    under a decision file run them; cells in ascending order in even mpiruns, descending in odd ones, the arms'
+    order reversed in odd ones.  Returns {"t": {cell: {label: [per-mpirun median]}}, "seconds": s, "load": ...}."""
+    from pgmpi_formats.collectives import by_key
+    from pgmpi_formats.native_search import WARMUP_BYTES
+    from scheduler import launchers
+    from scheduler.native_driver import CONFIRM_BLOCK, Session
+    lib = launchers.library(lib_id)
+    env = lib.row.environment()
+    env.update(lib.family.job_env(1, 2, False, os.geteuid() == 0, os.cpu_count() or 2))
+    bench = ROOT / "build" / "install" / lib_id / "bin" / "pgmpi-bench"
+    d = work / "evaluate"
+    d.mkdir(parents=True, exist_ok=True)
+    cells = sorted({c for per in arms.values() for c in per})
+    labels = {c: sorted({per[c] for per in arms.values() if c in per} - {"default"}) for c in cells}
+    keys = sorted({k for k, _ in cells})
+    algs = ["default", *sorted({x for v in labels.values() for x in v}), "default_control"]
+    sizes = sorted({s for _, s in cells} | {WARMUP_BYTES})
+    t: dict = {c: {} for c in cells}
+    secs, l0 = 0.0, load()
+    for i in range(runs):
+        name = f"evaluate-{i}.txt"
+        argv = [lib.mpirun, "-np", "2", *lib.family.mpirun_args(1, 2, False), str(bench), "--serve",
+                f"--calls={','.join(keys)}", f"--sizes={','.join(map(str, sizes))}",
+                f"--algorithms={','.join(algs)}", "--no-barrier-rows", f"--nrep={nrep}", f"--mpirun-index={i}",
+                "--campaign=ns-evaluate", f"--module-name={lib_id}", f"--output={name}"]
+        t0 = time.perf_counter()
+        sess = Session(argv, d, d / f"evaluate-{i}.log", env)
+        # the mpirun's first calls on no cell's arm (as the confirmations do)
+        sess.cell(by_key(keys[0]).mpi_name, WARMUP_BYTES, ["default"], alone=True)
+        for k, size in (cells if i % 2 == 0 else cells[::-1]):
+            order = ["default_control", "default", *labels[(k, size)]]
+            got = sess.cell(by_key(k).mpi_name, size, order if i % 2 == 0 else order[::-1], nrep=nrep,
+                            blocks=max(1, min(CONFIRM_BLOCK, nrep // 2)))
+            for lab, x in got.items():
+                t[(k, size)].setdefault(lab, []).append(x)
+        if sess.close() != 0:
+            sys.exit(f"{lib_id} evaluation mpirun {i} exited with {sess.proc.returncode}: {sess.tail()}")
+        secs += time.perf_counter() - t0
+    return {"t": t, "seconds": secs, "load": f"{l0}-{load()}", "runs": runs}
+
+
+def evaluation_losses(ev: dict, choices: dict) -> dict:
+    """{(key, size): loss} of the chosen label per cell on the evaluation: its time / the fastest arm's - 1,
+    each arm's time the median over the evaluation's mpiruns of its per-mpirun medians, the control arm left
+    out (the default measured twice)."""
+    out = {}
+    for cell, label in choices.items():
+        per = {lab: statistics.median(xs) for lab, xs in ev["t"].get(cell, {}).items()
+               if lab != "default_control" and xs and all(math.isfinite(x) for x in xs)}
+        if label in per:
+            out[cell] = per[label] / min(per.values()) - 1
+    return out
+
+
+def evaluation_floor(ev: dict) -> dict:
+    """The evaluation's own noise floor per cell: the control arm judged as if it were a choice between the
+    default and itself (its time / the faster of the two - 1): what a loss on the evaluation shows with no
+    difference at all between two arms."""
+    out = {}
+    for cell, per in ev["t"].items():
+        if per.get("default") and per.get("default_control"):
+            a, b = statistics.median(per["default"]), statistics.median(per["default_control"])
+            out[cell] = max(a, b) / min(a, b) - 1
+    return out
+
+
+def paired_against(ev: dict, mine: dict, theirs: dict) -> dict:
+    """{(key, size): ratio - 1} where two decisions differ: the geometric mean over the evaluation's mpiruns of
+    mine's time / theirs' in the same mpirun (positive: mine is slower)."""
+    out = {}
+    for cell, a in mine.items():
+        b = theirs.get(cell)
+        per = ev["t"].get(cell, {})
+        if b is None or a == b or a not in per or b not in per:
+            continue
+        r = [x / y for x, y in zip(per[a], per[b]) if 0 < y and math.isfinite(x) and math.isfinite(y)]
+        if r:
+            out[cell] = math.exp(statistics.mean(math.log(x) for x in r)) - 1
+    return out
+
+
 def _account(out: dict, rep: dict, d: Path) -> None:
     """One search driver report added to a pipeline's totals.  Seconds: the wall time of every pgmpi-bench
     mpirun of the pipeline, start-up and shutdown included (the driver times each launch and each --serve
@@ -189,9 +289,29 @@ def _account(out: dict, rep: dict, d: Path) -> None:
     out["confirmed"] += sum(len(v) for v in rep["confirm"].get("cells", {}).values())
     out["experiments"] += sum(len(r) * rep_n for paths in rep["paths"].values() for p in paths.values()
                               for r, rep_n in zip(p["rounds"], p.get("repeats") or [1] * len(p["rounds"])))
+    for st, x in rep.get("stage_seconds", {}).items():
+        out.setdefault("stage_seconds", {})[st] = out.get("stage_seconds", {}).get(st, 0.0) + x
+    out["search_seconds"] = out.get("search_seconds", 0.0) + rep["launch_seconds"]
+    out.setdefault("confirm_parts", []).extend(rep["confirm"].get("parts", []))
     out["paths"] = rep["paths"]
     out["defaults"] = rep.get("defaults", {})
     out["version"] = rep.get("version", "")
+
+
+def time_parts(g: dict) -> str:
+    """Where a pipeline's measuring time went (the driver's stage_seconds and confirmation parts): the search's
+    mpiruns and their cell commands by stage (the rest: start-up, exit, the driver), each confirmation round's
+    start-up (launch to the warm-up cell's answer), its cells and the three costliest."""
+    st = g.get("stage_seconds", {})
+    out = (f"time: search {g.get('search_seconds', 0.0):.2f} s (cell commands: "
+           + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(st.items()))
+           + f"; start-up, exit and driver {g.get('search_seconds', 0.0) - sum(st.values()):.2f} s)")
+    for i, part in enumerate(g.get("confirm_parts", [])):
+        top = sorted(part["cells"].items(), key=lambda kv: -kv[1])[:3]
+        out += (f"; confirmation {i}: {part['seconds']:.2f} s, start-up {part['start-up']:.2f} s, "
+                f"{len(part['cells'])} cells {sum(part['cells'].values()):.2f} s (costliest "
+                + ", ".join(f"{c} {x:.3f}" for c, x in top) + ")")
+    return out
 
 
 def exhaustive_table(files) -> dict:
@@ -240,11 +360,12 @@ def summary(xs: list[float]) -> tuple[float, float, float]:
 
 
 def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: bool = False,
-          searches: tuple[str, ...] = ("race", "rerun"), first_nrep: int = 0, grid: str = "night") -> None:
+          searches: tuple[str, ...] = ("race", "rerun"), first_nrep: int = 0, grid: str = "night",
+          evaluate_runs: int = 4) -> None:
     from scheduler import launchers
     sizes, segments = GRIDS[grid]
     print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} confirmation "
-          f"rounds per reduced one, nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
+          f"rounds of half the count per reduced one (race-full: of the whole count), nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
           f"segments {segments[0]}-{segments[-1]} B (grid {grid}); load at start {load()} (a loaded machine when "
           "> 1.2: 2 cores shared)")
     rows = []
@@ -272,12 +393,37 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
         family = launchers.library(lib_id).family.name
         ex = {(k, s): d.choice for (k, s, _p), d in
               decide(runs_from_files(got["exhaustive"]["files"]), library=family).decisions.items()}
+        decs = {search: ex if search == "exhaustive" else {
+                (k, s): d.choice for (k, s, _p), d in decide(runs_from_files(got[search]["files"]),
+                                                            library=family).decisions.items()}
+                for search in ("exhaustive", *searches)}
+        ev = None
+        if evaluate_runs and not launchers.library(lib_id).family.native_at_init:     # Intel: presets fixed at MPI_Init
+            # the honest loss: exhaustive's table's fastest variant, every pipeline's decision and the default,
+            # measured afresh and alone (evaluate)
+            fastest = {c: min(t, key=t.get) for c, t in table.items() if t}
+            ev = evaluate(lib_id, work, {"fastest": fastest, **decs}, evaluate_runs, nrep)
+            floor = evaluation_floor(ev)
+            fm, fp, fx = summary(list(floor.values()))
+            fast_l = evaluation_losses(ev, fastest)
+            print(f"# {lib_id} evaluation: {evaluate_runs} fresh mpiruns, every cell's arms alone in alternating blocks "
+                  f"of 4 (the default, the control arm, exhaustive's table's fastest variant and each decision), "
+                  f"{ev['seconds']:.1f} s, load {ev['load']}; its noise floor (the control arm judged against the "
+                  f"default): mean {100 * fm:.2f} %, p95 {100 * fp:.1f} %, max {100 * fx:.1f} %; exhaustive's "
+                  f"table's fastest variant loses there: mean {100 * summary(list(fast_l.values()))[0]:.2f} %, "
+                  f"p95 {100 * summary(list(fast_l.values()))[1]:.1f} %", flush=True)
         print(f"\n## {lib_id} ({got['exhaustive'].get('version', '')}): {len(table)} cells; loss = the chosen "
               "variant's time / the cell's best variant's - 1, both from the exhaustive sweeps")
+        if ev:
+            print("  on the evaluation (fresh mpiruns, alone): loss = the chosen arm's time / the fastest arm's of the "
+                  "cell - 1 (arms: the default, exhaustive's table's fastest, every decision)")
+            print("  evaluation's noise floor per cell: " + ", ".join(
+                f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(floor.items())))
+            print("  exhaustive's table's fastest per cell on the evaluation: " + ", ".join(
+                f"{k} {s} {fastest[(k, s)]}: {100 * x:.1f}" for (k, s), x in sorted(fast_l.items())))
         for search in ("exhaustive", *searches):
             g = got[search]
-            dec = ex if search == "exhaustive" else {
-                (k, s): d.choice for (k, s, _p), d in decide(runs_from_files(g["files"]), library=family).decisions.items()}
+            dec = decs[search]
             losses = cell_losses(table, dec)
             mean, p95, mx = summary(list(losses.values()))
             losses2 = cell_losses(table2, dec)
@@ -285,7 +431,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             differ = sorted(c for c in dec if c in ex and dec[c] != ex[c])
             # the pipeline's pick before the decision's statistics: a rerun's fastest variant of its own table; a
             # search's choice where it measured it faster than the default next to it, else the default
-            if search == "rerun":
+            if search.split("#")[0] == "rerun":
                 own_t = exhaustive_table(g["files"])
                 pick = {c: min(t, key=t.get) for c, t in own_t.items() if t}
             elif search == "exhaustive":
@@ -301,8 +447,11 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             pm, pp, _ = summary(list(pl.values()))
             # the load moves between pipelines: the same fraction against the rerun too, measured later
             rr = g["seconds"] / got["rerun"]["seconds"] if "rerun" in got else math.nan
+            el = evaluation_losses(ev, dec) if ev else {}
+            em, ep, emx = summary(list(el.values()))
+            vs = paired_against(ev, dec, ex) if ev else {}
             rows.append((lib_id, search, g.get("mpiruns", 0), g["seconds"], g.get("mpiruns", 0) * up / g["seconds"], g["seconds"] / got["exhaustive"]["seconds"], rr,
-                         pm, pp, mean, p95, mx, mean2, p95b, len(differ), len(dec), g["confirmed"], loads[search]))
+                         pm, pp, mean, p95, mx, mean2, p95b, em, ep, emx, len(differ), len(dec), g["confirmed"], loads[search]))
             print(f"{search}: {g['experiments']} experiments, {g.get('mpiruns', 0)} mpiruns, {g['seconds']:.1f} s "
                   f"({g['confirm_seconds']:.1f} s confirming {g['confirmed']} cells), load {loads[search]}")
             print("  pick's loss per cell: " + ", ".join(f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(pl.items())))
@@ -312,6 +461,14 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
                       + ", ".join(f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(losses2.items())))
             print("  control arm's null spread per size class (95th percentile, ratios): " + ", ".join(
                 f"{name} {100 * v:.1f} % ({n})" for name, (v, n) in spread_by_class(g["files"]).items()))
+            print("  " + time_parts(g))
+            if el:
+                print("  decision's loss per cell on the evaluation: " + ", ".join(
+                    f"{k} {s}: {100 * x:.1f}" for (k, s), x in sorted(el.items())))
+            if vs:
+                print("  where it differs from exhaustive's decision, its time / exhaustive's choice's in the same "
+                      "evaluation mpirun - 1 (geometric mean): " + ", ".join(
+                          f"{k} {s} {dec[(k, s)]} vs {ex[(k, s)]}: {100 * x:+.1f}" for (k, s), x in sorted(vs.items())))
             left = [f"{k} {s} {dec[(k, s)]}" for (k, s) in sorted(dec) if dec[(k, s)] != "default"]
             print(f"  decision leaves the default in {len(left)} of {len(dec)} cells: {', '.join(left) or '-'}")
             if differ:
@@ -327,12 +484,12 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
     print("# start-up: the pipeline's mpiruns x one mpirun's start-up, as a share of its seconds (the rest is "
           "measuring)")
     print(f"{'library':9} {'search':10} {'mpiruns':>7} {'seconds':>8} {'start-up':>8} {'of exh.':>7} {'(rerun)':>7} {'pick mean':>9} "
-          f"{'p95':>6} {'decision mean':>13} {'p95':>6} {'max':>7} {'(rerun) mean':>12} {'p95':>6} {'differ':>7} "
-          f"{'confirmed':>9}  load")
-    for lib_id, search, runs, secs, su, frac, rr, pm, pp, mean, p95, mx, mean2, p95b, nd, nc, conf, ld in rows:
+          f"{'p95':>6} {'decision mean':>13} {'p95':>6} {'max':>7} {'(rerun) mean':>12} {'p95':>6} "
+          f"{'(eval) mean':>11} {'p95':>6} {'max':>6} {'differ':>7} {'confirmed':>9}  load")
+    for lib_id, search, runs, secs, su, frac, rr, pm, pp, mean, p95, mx, mean2, p95b, em, ep, emx, nd, nc, conf, ld in rows:
         print(f"{lib_id:9} {search:10} {runs:>7} {secs:>8.1f} {100 * min(su, 1.0):>7.0f}% {100 * frac:>6.1f}% {100 * rr:>6.1f}% {100 * pm:>8.2f}% {100 * pp:>5.1f}% "
               f"{100 * mean:>12.2f}% {100 * p95:>5.1f}% {100 * mx:>6.1f}% {100 * mean2:>11.2f}% {100 * p95b:>5.1f}% "
-              f"{nd:>3}/{nc:<3} {conf:>9}  {ld}")
+              f"{100 * em:>10.2f}% {100 * ep:>5.1f}% {100 * emx:>5.1f}% {nd:>3}/{nc:<3} {conf:>9}  {ld}")
 
 
 def main() -> None:
@@ -350,16 +507,22 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="--local with --keep: report on the kept runs, measure "
                     "only what is missing")
     ap.add_argument("--searches", default="race,rerun", help="--local: the reduced searches to run after exhaustive, "
-                    "comma list of mgd, smgd, race, rerun (a second exhaustive campaign: the noise floor of the loss); "
+                    "comma list of mgd, smgd, race, race-full (the race confirming every round with the whole count, as "
+                    "until 2026-11-26: a control arm), rerun (a second exhaustive campaign: the noise floor of the loss); "
+                    "a name ending in #<n> runs that pipeline once more (race,race-full,race-full#2,race#2: ABBA); "
                     "default race,rerun")
     ap.add_argument("--first-nrep", type=int, default=0, help="--local: race's first-stage repetitions "
                     "(default: a sixth of --nrep, at least 2)")
     ap.add_argument("--grid", choices=sorted(GRIDS), default="night", help="--local: night (sizes 8 B - 512 KiB "
                     "and segments 1 KiB - 256 KiB in powers of four) or site (powers of two 8 B - 1 MiB, segments "
                     "1 KiB - 512 KiB: pgmpi_formats/native_search.py)")
+    ap.add_argument("--evaluate", type=int, default=4, metavar="N", help="--local: N fresh mpiruns measuring, "
+                    "alone, every cell's default, control arm, exhaustive's table's fastest variant and each "
+                    "pipeline's decision: the loss on a measurement that chose nothing (0: none; default 4)")
     a = ap.parse_args()
     if a.local:
-        local(a.local, a.mpiruns, a.nrep, a.keep, a.reuse, tuple(a.searches.split(",")), a.first_nrep, a.grid)
+        local(a.local, a.mpiruns, a.nrep, a.keep, a.reuse, tuple(a.searches.split(",")), a.first_nrep, a.grid,
+              a.evaluate)
         return
     if not a.campaigns or a.state_dir is None:
         ap.error("campaign files and --state-dir, or --local")

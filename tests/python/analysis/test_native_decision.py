@@ -293,6 +293,21 @@ def test_a_later_confirmation_round_measures_only_the_cells_that_can_still_win()
     assert decide({("bcast", 512, 2): cell_runs}).decisions[("bcast", 512, 2)].choice == "native:binomial"
 
 
+def test_a_confirmation_round_measures_a_share_of_the_cells_count():
+    """native_driver.confirm_nrep: a confirmation round measures each arm with half the cell's count
+    (CONFIRM_SHARE 2, rounded up), the campaign-wide count where the cell has one, else --nrep; never fewer than
+    two blocks of CONFIRM_BLOCK, never more than the count; a spec's confirm_share 1 keeps the whole count (how
+    every round measured until 2026-11-26)."""
+    from scheduler.native_driver import CONFIRM_BLOCK, CONFIRM_SHARE, confirm_nrep
+    assert CONFIRM_SHARE == 2 and CONFIRM_BLOCK == 4
+    spec = {"bench_args": ["--nrep=100"], "collectives": {"bcast": {"nrep": {"512": 31}}}}
+    assert confirm_nrep(spec, "bcast", 8) == 50
+    assert confirm_nrep(spec, "bcast", 512) == 16             # the campaign-wide count, halved up
+    assert confirm_nrep(dict(spec, confirm_share=1), "bcast", 8) == 100
+    assert confirm_nrep(dict(spec, bench_args=["--nrep=10"]), "bcast", 8) == 8     # two blocks of 4
+    assert confirm_nrep(dict(spec, bench_args=["--nrep=5"]), "bcast", 8) == 5      # never above the count
+
+
 def test_can_still_win_is_the_best_bound_any_later_rounds_give():
     """can_still_win (native_driver) against a brute force over the later rounds' log ratio c (all equal, on a
     fine grid; unequal ones only widen the interval), the grid's best bound checked with the decision's own
