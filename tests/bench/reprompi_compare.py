@@ -10,7 +10,10 @@ inside an mpirun shows as a quarter outside ±10 %).
 
   tests/bench/reprompi_compare.py --reprompi /path/to/mpibenchmark [--mpi openmpi] [--runs 5]
       [--mode barrier,roundtime,window] [--window-us 3000] [--arm 'label=extra pgmpi-bench args' ...]
-      [--no-reasons] [--no-clock] [--where one-node|cluster]
+      [--no-reasons] [--no-clock] [--where one-node|cluster] [--cells mode:call:size,...]
+  --cells reruns only the cells named (e.g. issue 34's last five: 'roundtime:bcast:1K,roundtime:bcast:1M,
+  roundtime:allgather:1K,window:allreduce:8,window:allreduce:1K'): each mode named measures the calls x sizes
+  of its cells, one mpirun per arm and round with the same jobs in both tools, and its tables show only them.
   --where cluster runs every arm with srun -N<np>, one rank per virtual node of deploy/cluster.sh (the
   shared cluster; TCP between the nodes), so the clock control shows each tool's global clock across nodes.
 
@@ -42,6 +45,12 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               malloc'd, its initialisation) and no check round -- what pgmpi-bench does around the call
   short-wait  (window) both tools with a 200 us window: a measurement after milliseconds of waiting
               is slow on this VM whatever the clock (the 3 ms window's 8 B figures, 10-20 us)
+  start-messages (window, round-time) pgmpi-bench --start-agreement=reprompi against the plain ReproMPI: the
+              messages that agree on the start times -- ReproMPI's (window: rank 0's T0 by MPI_Bcast; round-time:
+              MPI_Barrier, rank 0's start down a binomial tree of sends, a flag exchange after every measurement,
+              its margin = 3 x the mean of 10 barrier+tree times) where pgmpi-bench sends one MPI_Allreduce(MAX)
+              and no one-way message (the parity of one-way messages sets Open MPI's fast boxes, cause 3 of
+              lib/bench/README.md); the same clock model, run-time and late rule
   clock       (window, round-time) each tool's global clock against the true offset between the ranks'
               MPI_Wtime (tests/bench/wtime_truth.c preloaded: ranks of one kernel and time namespace read one
               CLOCK_MONOTONIC, on one node and on the virtual cluster's nodes, --where cluster), ReproMPI's
@@ -104,6 +113,41 @@ def parse_size(s: str) -> int:
     s = s.strip().upper().removesuffix("IB").removesuffix("B")
     mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(s[-1:], 1)
     return int(s[:-1] if s[-1:] in "KMG" else s) * mult
+
+
+def parse_cells(spec: str, modes=None) -> dict[str, set[tuple[str, int]]]:
+    """--cells: 'mode:call:size,...' -> mode -> {(call, bytes)}, e.g. 'roundtime:bcast:1K,window:allreduce:8'.
+    Each mode then measures the calls x sizes its cells name (one mpirun per arm and round, the same jobs in
+    both tools) and reports only the cells named.  Bad input: ValueError naming the item and the choices."""
+    modes = modes or MODES
+    out: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    for item in (x.strip() for x in spec.split(",")):
+        if not item:
+            continue
+        parts = item.split(":")
+        if len(parts) != 3:
+            raise ValueError(f"--cells: '{item}' is not mode:call:size (e.g. roundtime:bcast:1K)")
+        mode, call, size = (x.strip() for x in parts)
+        if mode not in modes:
+            raise ValueError(f"--cells: '{item}': unknown mode '{mode}' (choices: {', '.join(modes)})")
+        c = call.lower().removeprefix("mpi_")
+        if c not in CALLS:
+            raise ValueError(f"--cells: '{item}': unknown call '{call}' (choices: {', '.join(CALLS)})")
+        try:
+            n = parse_size(size)
+        except ValueError:
+            n = -1
+        if n <= 0:
+            raise ValueError(f"--cells: '{item}': bad size '{size}' (bytes, or with K/M/G: 8, 1K, 1M)")
+        out[mode].add((c, n))
+    if not out:
+        raise ValueError("--cells: no cell given (mode:call:size, comma list)")
+    return dict(out)
+
+
+def report_cells(calls: list, sizes: list, only=None) -> list[tuple[str, int]]:
+    """The (call, bytes) cells a table shows: every measured one, or those of --cells (only)."""
+    return [(c, n) for c in calls for n in sizes if only is None or (c, n) in only]
 
 
 def mpirun(mpi: str, np: int, where: str = "one-node") -> list[str]:
@@ -241,6 +285,13 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
         reasons.append(Reason("method", "what pgmpi-bench does around the call: buffers once for the largest cell "
                               "(ReproMPI: per cell, malloc'd, its initialisation) and the check round before a "
                               "cell; pgmpi-bench --method=reprompi (the window options kept)", "pgmpi/method"))
+    if mode in ("roundtime", "window"):
+        arms.append(Arm("pgmpi/rp-start", "pgmpi", list(main_args) + ["--start-agreement=reprompi"]))
+        reasons.append(Reason("start-messages", "the messages that agree on start times: ReproMPI's (window: rank 0's "
+                              "T0 by MPI_Bcast; round-time: MPI_Barrier, rank 0's start down a tree of sends, the "
+                              "flags exchanged after every measurement, its margin rule) against pgmpi-bench's one "
+                              "MPI_Allreduce with no one-way message; pgmpi-bench --start-agreement=reprompi",
+                              "pgmpi/rp-start"))
     if mode == "roundtime":
         arms.append(Arm("pgmpi/rp-margin", "pgmpi", list(main_args) + [f"--rt-multiplier={RP_MARGIN_MULT:g}"]))
         reasons.append(Reason("margin", "round-time's margin: ReproMPI waits 3 x the mean of 10 barrier+Bcast times, "
@@ -440,7 +491,8 @@ def lib_launch(mpi: str, where: str, tenv: dict, libtune: str) -> tuple[list[str
     return rank_env(mpi, lib), rest
 
 
-def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict | None:
+def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None) -> dict | None:
+    """One mode's rounds and tables; only: the (call, bytes) cells of --cells to report (None: all)."""
     rp_sync, pg_sync = syncs(mode, a.window_us)
     user = [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
     arms = [Arm("ReproMPI", "reprompi", ref=None)] + [Arm(lb, "pgmpi", shlex.split(x)) for lb, x in user]
@@ -545,25 +597,24 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     paired: dict[tuple[str, tuple], float] = {}
-    for c in calls:
-        for n in sizes:
-            key = (CALLS[c], n)
-            ref = med.get("ReproMPI", {}).get(key)
-            if not ref:
-                for x in arms:
-                    xs = [v for v in med[x.label].get(key, []) if v == v]
-                    if xs:
-                        print(f"# {x.label} {CALLS[c][4:]} {n} B: {statistics.median(xs) * 1e6:.3f} us "
-                              f"[{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]")
-                continue
-            cells = [f"{CALLS[c][4:]} {n} B", fmt(ref)]
-            for x in shown:
-                xs, rs = med[x.label].get(key, []), med[x.ref].get(key, [])
-                pr = paired_ratio(xs, rs)
-                paired[(x.label, key)] = pr
-                ratio = median_or_nan(v for v in xs if v == v) / median_or_nan(v for v in rs if v == v)
-                cells += [fmt(xs), f"{ratio:.2f}", f"{pr:.2f}"]
-            print("| " + " | ".join(cells) + " |")
+    for c, n in report_cells(calls, sizes, only):
+        key = (CALLS[c], n)
+        ref = med.get("ReproMPI", {}).get(key)
+        if not ref:
+            for x in arms:
+                xs = [v for v in med[x.label].get(key, []) if v == v]
+                if xs:
+                    print(f"# {x.label} {CALLS[c][4:]} {n} B: {statistics.median(xs) * 1e6:.3f} us "
+                          f"[{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]")
+            continue
+        cells = [f"{CALLS[c][4:]} {n} B", fmt(ref)]
+        for x in shown:
+            xs, rs = med[x.label].get(key, []), med[x.ref].get(key, [])
+            pr = paired_ratio(xs, rs)
+            paired[(x.label, key)] = pr
+            ratio = median_or_nan(v for v in xs if v == v) / median_or_nan(v for v in rs if v == v)
+            cells += [fmt(xs), f"{ratio:.2f}", f"{pr:.2f}"]
+        print("| " + " | ".join(cells) + " |")
     # a switch inside an mpirun, per arm; "shared" = an arm that does not run pgmpi-bench (ReproMPI or the
     # plain loop) switched in the same round at the same (call, size): the machine, not the tool
     switched = {lb: {(r, k) for r, k, q in qs if max(abs(x - 1) for x in q) > 0.10} for lb, qs in quarters.items()}
@@ -583,11 +634,11 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
         print("# clock control: ranks ran on " + ", ".join(f"{h} ({n} mpiruns)" for h, n in hosts_seen.items())
               + f"; ranks without rank 0's clock (another boot_id or time namespace: no true offset) {refused}")
     if clocked and "ReproMPI" in med:
-        clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label)
+        clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label, only)
     counts = None
     if "ReproMPI" in med:
         counts = agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk,
-                                 clkerr if clocked else {}, margins)
+                                 clkerr if clocked else {}, margins, only)
     print(f"# uptime: {uptime()}")
     return counts
 
@@ -607,7 +658,7 @@ def clock_material(pe: list, re: list, rm: float) -> bool:
     return d == d and rm > 0 and d >= 0.05 * rm
 
 
-def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label) -> None:
+def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label, only=None) -> None:
     """The clock control: per cell each tool's global-clock error against the true offset (wtime_truth.c),
     its share of valid measurements and the paired ratio with the errors taken off (corrected_ratio)."""
     def us(xs):
@@ -622,14 +673,13 @@ def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label) -> N
     print("| call, size | ReproMPI us | clock error ReproMPI | clock error pgmpi | valid % ReproMPI | valid % pgmpi "
           "| paired | paired, clock errors off |")
     print("|---|---|---|---|---|---|---|---|")
-    for c in calls:
-        for n in sizes:
-            key = (CALLS[c], n)
-            rp, pg = med["ReproMPI"].get(key, []), med[main_label].get(key, [])
-            re, pe = clkerr["ReproMPI"].get(key, []), clkerr[main_label].get(key, [])
-            print(f"| {CALLS[c][4:]} {n} B | {median_or_nan(v for v in rp if v == v) * 1e6:.3f} | {us(re)} | "
-                  f"{us(pe)} | {pct(kept['ReproMPI'].get(key, []))} | {pct(kept[main_label].get(key, []))} | "
-                  f"{paired_ratio(pg, rp):.2f} | {corrected_ratio(pg, pe, rp, re):.2f} |")
+    for c, n in report_cells(calls, sizes, only):
+        key = (CALLS[c], n)
+        rp, pg = med["ReproMPI"].get(key, []), med[main_label].get(key, [])
+        re, pe = clkerr["ReproMPI"].get(key, []), clkerr[main_label].get(key, [])
+        print(f"| {CALLS[c][4:]} {n} B | {median_or_nan(v for v in rp if v == v) * 1e6:.3f} | {us(re)} | "
+              f"{us(pe)} | {pct(kept['ReproMPI'].get(key, []))} | {pct(kept[main_label].get(key, []))} | "
+              f"{paired_ratio(pg, rp):.2f} | {corrected_ratio(pg, pe, rp, re):.2f} |")
     if mode == "roundtime":
         print("# round-time margin per mpirun (us): " + "; ".join(
             f"{lb} {statistics.median(v) * 1e6:.2f} [{min(v) * 1e6:.2f}-{max(v) * 1e6:.2f}]"
@@ -680,7 +730,8 @@ def control_guard(med: dict, main: str, key, reruns: tuple) -> str | None:
     return "not named: " + ", ".join(refused) if refused else None
 
 
-def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr=None, margins=None) -> dict:
+def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr=None, margins=None,
+                    only=None) -> dict:
     """Issue 34's table: per cell the paired ratio, within +-5 %, and the measured reason (module docstring).
     Every control passes control_guard; each line says which named the cell.  Returns the counts for the
     final table (summary_table)."""
@@ -688,63 +739,62 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
     print("| method | call, size | ReproMPI us | pgmpi-bench us | paired | within ±5 % | reason (control: paired) |")
     print("|---|---|---|---|---|---|---|")
     counts = {"within": 0, "named": defaultdict(int), "undecided": 0, "none": 0, "total": 0}
-    for c in calls:
-        for n in sizes:
-            key = (CALLS[c], n)
-            counts["total"] += 1
-            pr = paired.get((main_label, key), float("nan"))
-            ok = within(pr)
-            rm = median_or_nan(v for v in med["ReproMPI"].get(key, []) if v == v)
-            pm = median_or_nan(v for v in med[main_label].get(key, []) if v == v)
-            why = "-"
-            if not ok:
-                found, shown = [], []           # (control, text) that named; every control's ratio
-                for rs in reasons:
-                    cr_ = paired.get((rs.arm, key), float("nan"))
-                    reaches = rs.applies(*key) and (rs.name != "margin" or margins_differ(margins or {}, main_label))
-                    guard = control_guard(med, main_label, key, rs.reruns) if reaches and within(cr_) else None
-                    if reaches and within(cr_) and guard is None:
-                        found.append((rs.name, f"{rs.text}: {cr_:.2f}"))
-                    shown.append(f"{rs.name} {cr_:.2f}" + ("" if reaches else " n/a")
-                                 + (f" ({guard})" if guard else ""))
-                e = max(clk.get(key, []), default=float("nan"))
-                if mode in ("window", "roundtime") and e == e and min(rm, pm) > 0 and e >= 0.5 * min(rm, pm):
-                    found.append(("clock-error", f"the global clock's error after the cell ({e * 1e6:.2f} us, "
-                                  f"#@pgmpi clockcheck) is at least half the run-time"))
-                cr = float("nan")
-                if clkerr:
-                    pe, re = clkerr[main_label].get(key, []), clkerr["ReproMPI"].get(key, [])
-                    cr = corrected_ratio(med[main_label].get(key, []), pe, med["ReproMPI"].get(key, []), re)
-                    if within(cr) and clock_material(pe, re, rm):
-                        found.append(("clock", f"the two tools' global clocks are off by different amounts "
-                                      f"(true error per mpirun ReproMPI {fmt(re)}, pgmpi-bench {fmt(pe)} us; "
-                                      f"tests/bench/wtime_truth.c); with each mpirun's error taken off its "
-                                      f"median: {cr:.2f}"))
-                # the repeats only where no control of a mechanism names the cell
-                reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
-                if reg:
-                    found.append(("regime", reg.removeprefix("regime: ")))
-                undecided = aa_spread(med, main_label, key) if not found else None
-                if found:
-                    by = "+".join(name for name, _ in found)
-                    counts["named"][by] += 1
-                    why = f"named by {by}: " + (found[0][1] if len(found) == 1 else
-                                                 "; ".join(f"{name}: {text}" for name, text in found))
-                    refused = [x for x in shown if "(not named" in x]
-                    if refused:
-                        why += " (refused: " + ", ".join(refused) + ")"
-                elif undecided:
-                    counts["undecided"] += 1
-                    why = undecided + " (" + ", ".join(shown) + ")"
-                else:
-                    counts["none"] += 1
-                    why = "no measured reason (" + ", ".join(shown) + (
-                        f", clockcheck {e * 1e6:.2f} us" if e == e else "") + (
-                        f", clock errors off {cr:.2f}" if cr == cr else "") + (
-                        f", {reg_shown}" if reg_shown else "") + ")"
-            counts["within"] += ok
-            print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
-                  f"{'yes' if ok else 'no'} | {why} |")
+    for c, n in report_cells(calls, sizes, only):
+        key = (CALLS[c], n)
+        counts["total"] += 1
+        pr = paired.get((main_label, key), float("nan"))
+        ok = within(pr)
+        rm = median_or_nan(v for v in med["ReproMPI"].get(key, []) if v == v)
+        pm = median_or_nan(v for v in med[main_label].get(key, []) if v == v)
+        why = "-"
+        if not ok:
+            found, shown = [], []           # (control, text) that named; every control's ratio
+            for rs in reasons:
+                cr_ = paired.get((rs.arm, key), float("nan"))
+                reaches = rs.applies(*key) and (rs.name != "margin" or margins_differ(margins or {}, main_label))
+                guard = control_guard(med, main_label, key, rs.reruns) if reaches and within(cr_) else None
+                if reaches and within(cr_) and guard is None:
+                    found.append((rs.name, f"{rs.text}: {cr_:.2f}"))
+                shown.append(f"{rs.name} {cr_:.2f}" + ("" if reaches else " n/a")
+                             + (f" ({guard})" if guard else ""))
+            e = max(clk.get(key, []), default=float("nan"))
+            if mode in ("window", "roundtime") and e == e and min(rm, pm) > 0 and e >= 0.5 * min(rm, pm):
+                found.append(("clock-error", f"the global clock's error after the cell ({e * 1e6:.2f} us, "
+                              f"#@pgmpi clockcheck) is at least half the run-time"))
+            cr = float("nan")
+            if clkerr:
+                pe, re = clkerr[main_label].get(key, []), clkerr["ReproMPI"].get(key, [])
+                cr = corrected_ratio(med[main_label].get(key, []), pe, med["ReproMPI"].get(key, []), re)
+                if within(cr) and clock_material(pe, re, rm):
+                    found.append(("clock", f"the two tools' global clocks are off by different amounts "
+                                  f"(true error per mpirun ReproMPI {fmt(re)}, pgmpi-bench {fmt(pe)} us; "
+                                  f"tests/bench/wtime_truth.c); with each mpirun's error taken off its "
+                                  f"median: {cr:.2f}"))
+            # the repeats only where no control of a mechanism names the cell
+            reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
+            if reg:
+                found.append(("regime", reg.removeprefix("regime: ")))
+            undecided = aa_spread(med, main_label, key) if not found else None
+            if found:
+                by = "+".join(name for name, _ in found)
+                counts["named"][by] += 1
+                why = f"named by {by}: " + (found[0][1] if len(found) == 1 else
+                                             "; ".join(f"{name}: {text}" for name, text in found))
+                refused = [x for x in shown if "(not named" in x]
+                if refused:
+                    why += " (refused: " + ", ".join(refused) + ")"
+            elif undecided:
+                counts["undecided"] += 1
+                why = undecided + " (" + ", ".join(shown) + ")"
+            else:
+                counts["none"] += 1
+                why = "no measured reason (" + ", ".join(shown) + (
+                    f", clockcheck {e * 1e6:.2f} us" if e == e else "") + (
+                    f", clock errors off {cr:.2f}" if cr == cr else "") + (
+                    f", {reg_shown}" if reg_shown else "") + ")"
+        counts["within"] += ok
+        print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
+              f"{'yes' if ok else 'no'} | {why} |")
     named = sum(counts["named"].values())
     print(f"# {mode}: within ±5 % {counts['within']} of {counts['total']}; outside, named {named} "
           f"({named_by(counts)}); undecided (A/A) {counts['undecided']}; no measured reason {counts['none']}")
@@ -796,6 +846,10 @@ def main() -> None:
     ap.add_argument("--mode", default="barrier,roundtime,window",
                     help="comma list of barrier, roundtime, window (one table each)")
     ap.add_argument("--window-us", type=float, default=3000, help="--mode window: the window of both tools")
+    ap.add_argument("--cells", default=None,
+                    help="only these cells, 'mode:call:size' comma list (e.g. 'roundtime:bcast:1K,window:allreduce:8'): "
+                         "replaces --mode/--calls/--sizes; each mode named runs the calls x sizes of its cells in one "
+                         "mpirun per arm and round (the same jobs in both tools) and reports only the cells named")
     ap.add_argument("--arm", action="append", default=[],
                     help="'label=extra pgmpi-bench arguments' (repeatable); default: one arm 'pgmpi='")
     ap.add_argument("--no-reasons", dest="reasons", action="store_false",
@@ -814,12 +868,25 @@ def main() -> None:
     bench = a.pgmpi_bench or str(ROOT / "build/install" / a.mpi / "bin/pgmpi-bench")
     calls = [c.strip() for c in a.calls.split(",")]
     sizes = [parse_size(s) for s in a.sizes.split(",")]
+    cells = None
+    if a.cells:
+        try:
+            cells = parse_cells(a.cells)
+        except ValueError as e:
+            ap.error(str(e))
+        modes = [m for m in MODES if m in cells]
     loop = None
     if a.min_loop:
         loop = Path(tempfile.mkdtemp()) / "min_loop"
         subprocess.run([f"mpicc.{a.mpi}", "-O2", "-o", str(loop), str(ROOT / "tests/bench/min_loop.c")], check=True)
     a.truth = build_truth(a.mpi) if a.clock and {"window", "roundtime"} & set(modes) else None
-    per_mode = {mode: run_mode(a, mode, bench, calls, sizes, loop) for mode in modes}
+    per_mode = {}
+    for mode in modes:
+        if cells:      # the calls x sizes of the mode's cells, in the order of CALLS and of size
+            per_mode[mode] = run_mode(a, mode, bench, [c for c in CALLS if any(x == c for x, _ in cells[mode])],
+                                      sorted({n for _, n in cells[mode]}), loop, cells[mode])
+        else:
+            per_mode[mode] = run_mode(a, mode, bench, calls, sizes, loop)
     if any(per_mode.values()):
         summary_table({m: k for m, k in per_mode.items() if k})
 

@@ -292,3 +292,54 @@ def test_the_lib_path_control_gives_reprompi_pgmpi_benchs_call_path():
     assert lib["ReproMPI/lib"].with_lib and lib["pgmpi/lib"].ref == "ReproMPI/lib"
     assert {r.name: r.reruns for r in reasons}["lib-path"] == m.BOTH
     assert "--method=reprompi" in lib["pgmpi/method"].args
+
+
+def test_cells_names_mode_call_and_size_and_refuses_anything_else():
+    m = load_compare()
+    got = m.parse_cells("roundtime:Bcast:1K, roundtime:MPI_Allgather:1024,window:allreduce:8,roundtime:bcast:1M")
+    assert got == {"roundtime": {("bcast", 1024), ("allgather", 1024), ("bcast", 1048576)},
+                   "window": {("allreduce", 8)}}
+    for bad, says in (("roundtime:bcast", "is not mode:call:size"),
+                      ("hca:bcast:8", "unknown mode 'hca' (choices: barrier, window, roundtime)"),
+                      ("window:alltoall:8", "unknown call 'alltoall' (choices: allreduce, bcast, allgather)"),
+                      ("window:bcast:1X", "bad size '1X'"), ("window:bcast:0", "bad size '0'"), (" , ", "no cell")):
+        try:
+            m.parse_cells(bad)
+        except ValueError as e:
+            assert says in str(e), (bad, str(e))
+        else:
+            raise AssertionError(f"--cells {bad!r} was accepted")
+
+
+def test_the_tables_of_a_cells_run_show_and_count_only_those_cells(capsys):
+    m = load_compare()
+    # a mode measures the calls x sizes of its cells (Bcast and Allgather at 1 KiB and 1 MiB); Allgather 1 MiB
+    # ran along but was not asked for, so neither the agreement table nor its counts show it
+    keys = {(c, n): (m.CALLS[c], n) for c in ("bcast", "allgather") for n in (1024, 1048576)}
+    med = {arm: {k: list(RP) for k in keys.values()} for arm in ("pgmpi", "ReproMPI")}
+    paired = {("pgmpi", k): 1.0 for k in keys.values()}
+    only = {("bcast", 1024), ("bcast", 1048576), ("allgather", 1024)}
+    counts = m.agreement_table("roundtime", ["bcast", "allgather"], [1024, 1048576], med, "pgmpi", paired, [], {},
+                               only=only)
+    out = capsys.readouterr().out
+    assert counts["total"] == 3 and counts["within"] == 3
+    assert "Bcast 1024 B" in out and "Bcast 1048576 B" in out and "Allgather 1024 B" in out
+    assert "Allgather 1048576 B" not in out
+
+
+def test_the_start_messages_control_runs_in_the_clock_modes_and_names_what_it_removes(capsys):
+    m = load_compare()
+    for mode in ALL_MODES:
+        arms, reasons = m.reason_arms(mode, "openmpi", ["--seed=1"])
+        rp_start = [a for a in arms if a.label == "pgmpi/rp-start"]
+        assert bool(rp_start) == (mode != "barrier")
+        if mode == "barrier":
+            continue
+        assert rp_start[0].args == ["--seed=1", "--start-agreement=reprompi"]
+        # pgmpi-bench 1.20 in both its mpiruns, ReproMPI reproduces itself; only the start-messages arm at 1.00
+        reasons_, med, paired, margins = control_case(
+            m, mode, [x * 1.20 for x in RP], [x * 1.21 for x in RP], RP, [x * 1.01 for x in RP], ctl=1.20)
+        med["pgmpi/rp-start"] = {KEY: list(RP)}
+        paired[("pgmpi/rp-start", KEY)] = 1.00
+        counts, out = table(m, capsys, mode, reasons_, med, paired, margins)
+        assert dict(counts["named"]) == {"start-messages": 1}, out
