@@ -346,6 +346,46 @@ def regime(med: dict, main: str, key) -> tuple[str | None, str]:
             "in the same rounds): " + "; ".join(found)), shown
 
 
+LEVEL_GAP = 1.25     # levels: the largest step between sorted per-mpirun medians that splits a cell in two
+
+
+def levels(med: dict, main: str, key) -> tuple[str | None, str]:
+    """The levels verdict on a cell outside +-5 % that no control names: (reason or None, what was seen).
+    Some cells sit at one of two levels per mpirun, in both tools (round-time Bcast 1 KiB: 0.40-0.58 or
+    0.9-1.5 us), and a median over six rounds then follows how many of a tool's mpiruns fell on each level.
+    Each tool's mpiruns are pooled with its repeat's (the same command in the same rounds); the cell is split
+    at the largest step between the sorted medians of all four arms when that step is >= LEVEL_GAP x and
+    each tool has mpiruns on both levels.  Named only where, level by level, the tools agree within +-5 %
+    (median against median) and the tools' shares of mpiruns on the slow level do not differ (Fisher's exact
+    test, p >= 0.05): then the cell's figure is which level the mpiruns met, not a difference of method.
+    Where the shares differ, the tool may decide its level: not named."""
+    if REPRO_AGAIN not in med or PGMPI_AGAIN not in med:
+        return None, ""
+    pg = [v for arm in (main, PGMPI_AGAIN) for v in med[arm].get(key, []) if v == v and v > 0]
+    rp = [v for arm in ("ReproMPI", REPRO_AGAIN) for v in med[arm].get(key, []) if v == v and v > 0]
+    xs = sorted(pg + rp)
+    if len(pg) < 2 or len(rp) < 2:
+        return None, ""
+    step, cut = max((b / a, (a * b) ** 0.5) for a, b in zip(xs, xs[1:]))
+    if step < LEVEL_GAP:
+        return None, f"levels: one level (largest step {step:.2f}x)"
+    lo_pg, hi_pg = [v for v in pg if v < cut], [v for v in pg if v > cut]
+    lo_rp, hi_rp = [v for v in rp if v < cut], [v for v in rp if v > cut]
+    shown = (f"levels at {cut * 1e6:.3f} us: pgmpi-bench {len(lo_pg)} low/{len(hi_pg)} high, ReproMPI "
+             f"{len(lo_rp)} low/{len(hi_rp)} high")
+    if not (lo_pg and hi_pg and lo_rp and hi_rp):
+        return None, shown + " (a tool on one level only)"
+    r_lo = statistics.median(lo_pg) / statistics.median(lo_rp)
+    r_hi = statistics.median(hi_pg) / statistics.median(hi_rp)
+    from scipy.stats import fisher_exact
+    p = fisher_exact([[len(lo_pg), len(hi_pg)], [len(lo_rp), len(hi_rp)]])[1]
+    shown += f", per level {r_lo:.2f} (low) {r_hi:.2f} (high), shares p={p:.2f}"
+    if not (within(r_lo) and within(r_hi)) or p < 0.05:
+        return None, shown
+    return ("the mpiruns' level, not the method: the cell sits at one of two levels per mpirun in both tools ("
+            + shown + "); level by level the tools agree, and their shares of mpiruns per level do not differ"), shown
+
+
 def aa_spread(med: dict, main: str, key) -> str | None:
     """The A/A verdict on a cell that no control and no regime names: "undecided" when a tool, against its own
     repeat in the same rounds (the same command: an A/A comparison), is itself outside +-5 % (paired) and at
@@ -633,6 +673,11 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
     if clocked:
         print("# clock control: ranks ran on " + ", ".join(f"{h} ({n} mpiruns)" for h, n in hosts_seen.items())
               + f"; ranks without rank 0's clock (another boot_id or time namespace: no true offset) {refused}")
+    if only is not None or a.verbose:      # a --cells run: every mpirun's median, for the reader to judge
+        for c, n in report_cells(calls, sizes, only):
+            key = (CALLS[c], n)
+            print(f"# per-mpirun medians (us, by round) {CALLS[c][4:]} {n} B: " + "; ".join(
+                f"{x.label} " + " ".join(f"{v * 1e6:.3f}" for v in med[x.label].get(key, [])) for x in arms))
     if clocked and "ReproMPI" in med:
         clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label, only)
     counts = None
@@ -774,6 +819,9 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
             reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
             if reg:
                 found.append(("regime", reg.removeprefix("regime: ")))
+            lev, lev_shown = levels(med, main_label, key) if not found else (None, "")
+            if lev:
+                found.append(("levels", lev))
             undecided = aa_spread(med, main_label, key) if not found else None
             if found:
                 by = "+".join(name for name, _ in found)
@@ -791,7 +839,7 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                 why = "no measured reason (" + ", ".join(shown) + (
                     f", clockcheck {e * 1e6:.2f} us" if e == e else "") + (
                     f", clock errors off {cr:.2f}" if cr == cr else "") + (
-                    f", {reg_shown}" if reg_shown else "") + ")"
+                    f", {reg_shown}" if reg_shown else "") + (f", {lev_shown}" if lev_shown else "") + ")"
         counts["within"] += ok
         print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
               f"{'yes' if ok else 'no'} | {why} |")

@@ -343,3 +343,40 @@ def test_the_start_messages_control_runs_in_the_clock_modes_and_names_what_it_re
         paired[("pgmpi/rp-start", KEY)] = 1.00
         counts, out = table(m, capsys, mode, reasons_, med, paired, margins)
         assert dict(counts["named"]) == {"start-messages": 1}, out
+
+
+LOW, HIGH = 0.45e-6, 1.20e-6       # round-time Bcast 1 KiB's two levels per mpirun (both tools)
+
+
+def levels_case(m, pg, pg2, rp, rp2):
+    key = ("MPI_Bcast", 1024)
+    med = {"pgmpi": {key: pg}, "pgmpi/again": {key: pg2}, "ReproMPI": {key: rp}, "ReproMPI/again": {key: rp2}}
+    return key, med
+
+
+def test_a_cell_on_two_levels_in_both_tools_is_named_by_levels_where_each_level_agrees(capsys):
+    m = load_compare()
+    L, H = LOW, HIGH
+    # pgmpi-bench 0.69 against ReproMPI (paired), each tool agreeing with its own repeat (1.00), so neither the
+    # regime nor the A/A verdict applies; every mpirun of both tools sits at 0.45 or 1.20 us
+    key, med = levels_case(m, [L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H], [H, L, L, H, H, L])
+    assert abs(m.paired_ratio(med["pgmpi"][key], med["ReproMPI"][key]) - 0.69) < 0.01
+    assert m.regime(med, "pgmpi", key)[0] is None and m.aa_spread(med, "pgmpi", key) is None
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert reason and "pgmpi-bench 7 low/5 high, ReproMPI 5 low/7 high" in seen and "1.00 (low) 1.00 (high)" in seen
+    paired = {("pgmpi", key): m.paired_ratio(med["pgmpi"][key], med["ReproMPI"][key])}
+    counts = m.agreement_table("roundtime", ["bcast"], [1024], med, "pgmpi", paired, [], {})
+    assert dict(counts["named"]) == {"levels": 1}, capsys.readouterr().out
+
+    # the same shares, but pgmpi-bench's low level 15 % below ReproMPI's: a difference inside a level
+    key, med = levels_case(m, *[[v * 0.85 if v == L else v for v in xs] for xs in
+                                ([L, L, H, L, H, L], [H, L, L, L, H, H])], [H, L, H, H, L, H], [H, L, L, H, H, L])
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert reason is None and "0.85 (low)" in seen
+    # the tools land on different levels (pgmpi-bench 10 of 12 low, ReproMPI 4 of 12, p = 0.04): the tool may decide
+    key, med = levels_case(m, [L, L, H, L, L, L], [L, H, L, L, L, L], [H, L, H, H, L, H], [H, L, H, L, H, H])
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert reason is None and "shares p=0.04" in seen
+    # one level (every mpirun within 1.25x of the next): nothing to split
+    key, med = levels_case(m, [L * 0.9] * 6, [L * 0.92] * 6, [L * 1.1] * 6, [L * 1.08] * 6)
+    assert m.levels(med, "pgmpi", key)[0] is None
