@@ -65,6 +65,14 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               difference of method: the cell's figure depends on which mpiruns fell into the machine's slow
               regime (Allreduce 1 MiB: 135-200 us or 740-960 us per mpirun, in both tools; lib/bench/README.md)
 
+levels      computed from the main arms and the repeats, no extra mpiruns: a cell whose mpiruns sit at one of
+              two levels in both tools (round-time Bcast 1 KiB: about 0.45 or 1.2 us per mpirun, whichever tool)
+              has a six-round median that follows how many of each tool's mpiruns met each level; split at the
+              largest step (>= 1.25x) between the sorted per-mpirun medians, it names the cell only where each
+              tool has mpiruns on both levels, level by level the tools agree within +-5 %, and the tools'
+              shares per level do not differ (Fisher's exact test, p >= 0.05; where they differ the tool may
+              decide its level, and nothing is named)
+
 A cell that nothing names is "undecided (A/A)" when a tool against its own repeat (the same command in the
 same rounds) is itself outside +-5 % and at least as far from 1 as the two tools are from each other: the
 machine's mpiruns cannot decide it to +-5 %; counted apart from the reasons (aa_spread).
@@ -384,6 +392,24 @@ def levels(med: dict, main: str, key) -> tuple[str | None, str]:
         return None, shown
     return ("the mpiruns' level, not the method: the cell sits at one of two levels per mpirun in both tools ("
             + shown + "); level by level the tools agree, and their shares of mpiruns per level do not differ"), shown
+
+
+def round_interval(med: dict, main: str, key):
+    """The rounds' paired ratios main / ReproMPI as the project states every effect: geometric mean with its
+    95 % t interval on the log ratios (service.analysis.stats.ratios_ci)."""
+    from service.analysis.stats import ratios_ci
+    xs, rs = med[main].get(key, []), med["ReproMPI"].get(key, [])
+    return ratios_ci([x / y for x, y in zip(xs, rs) if x == x and y == y and x > 0 and y > 0])
+
+
+def interval_spread(ci) -> str | None:
+    """The interval verdict on a cell that nothing names and A/A leaves open: "undecided (interval)" when the
+    rounds' 95 % interval of the paired ratio holds 1 -- the rounds do not show that the tools differ, nor that
+    they agree within +-5 %; counted with the undecided cells, never as a reason."""
+    if ci.low is None or not ci.low <= 1 <= ci.high:
+        return None
+    return (f"undecided (interval): the rounds' paired ratios do not exclude 1 ({ci.text()}, t on log ratios): "
+            "this machine's mpiruns show neither a difference nor agreement within +-5 %")
 
 
 def aa_spread(med: dict, main: str, key) -> str | None:
@@ -781,8 +807,9 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
     Every control passes control_guard; each line says which named the cell.  Returns the counts for the
     final table (summary_table)."""
     print(f"\n### Agreement with ReproMPI, mode {mode} ({main_label} / ReproMPI, paired)")
-    print("| method | call, size | ReproMPI us | pgmpi-bench us | paired | within ±5 % | reason (control: paired) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| method | call, size | ReproMPI us | pgmpi-bench us | paired | within ±5 % | reason (control: paired) "
+          "| rounds: geometric mean, 95 % CI |")
+    print("|---|---|---|---|---|---|---|---|")
     counts = {"within": 0, "named": defaultdict(int), "undecided": 0, "none": 0, "total": 0}
     for c, n in report_cells(calls, sizes, only):
         key = (CALLS[c], n)
@@ -823,6 +850,8 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
             if lev:
                 found.append(("levels", lev))
             undecided = aa_spread(med, main_label, key) if not found else None
+            if not found and not undecided and "ReproMPI" in med and main_label in med:
+                undecided = interval_spread(round_interval(med, main_label, key))
             if found:
                 by = "+".join(name for name, _ in found)
                 counts["named"][by] += 1
@@ -841,8 +870,9 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                     f", clock errors off {cr:.2f}" if cr == cr else "") + (
                     f", {reg_shown}" if reg_shown else "") + (f", {lev_shown}" if lev_shown else "") + ")"
         counts["within"] += ok
+        ci = round_interval(med, main_label, key) if "ReproMPI" in med and main_label in med else None
         print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
-              f"{'yes' if ok else 'no'} | {why} |")
+              f"{'yes' if ok else 'no'} | {why} | {ci.text() if ci else '-'} |")
     named = sum(counts["named"].values())
     print(f"# {mode}: within ±5 % {counts['within']} of {counts['total']}; outside, named {named} "
           f"({named_by(counts)}); undecided (A/A) {counts['undecided']}; no measured reason {counts['none']}")

@@ -380,3 +380,26 @@ def test_a_cell_on_two_levels_in_both_tools_is_named_by_levels_where_each_level_
     # one level (every mpirun within 1.25x of the next): nothing to split
     key, med = levels_case(m, [L * 0.9] * 6, [L * 0.92] * 6, [L * 1.1] * 6, [L * 1.08] * 6)
     assert m.levels(med, "pgmpi", key)[0] is None
+
+
+def test_a_cell_whose_rounds_do_not_exclude_1_is_undecided_by_its_interval_and_a_tight_one_is_not(capsys):
+    m = load_compare()
+    key = ("MPI_Allreduce", 8)
+    rp = [14e-6, 9e-6, 21e-6, 12e-6, 15e-6, 10e-6]
+    # per-round ratios 0.55-1.40 (window 8 B after 3 ms of waiting): paired 0.79, its rounds' interval holds 1;
+    # each tool within +-11 % of its repeat, so the A/A verdict does not apply
+    pg = [x * r for x, r in zip(rp, (0.55, 1.40, 0.70, 0.85, 1.25, 0.74))]
+    med = {"pgmpi": {key: pg}, "pgmpi/again": {key: [x * 1.1 for x in pg]},
+           "ReproMPI": {key: rp}, "ReproMPI/again": {key: [x * 1.1 for x in rp]}}
+    paired = {("pgmpi", key): m.paired_ratio(pg, rp)}
+    assert m.aa_spread(med, "pgmpi", key) is None and not m.within(paired[("pgmpi", key)])
+    counts = m.agreement_table("window", ["allreduce"], [8], med, "pgmpi", paired, [], {})
+    out = capsys.readouterr().out
+    assert counts["undecided"] == 1 and counts["none"] == 0 and "undecided (interval)" in out
+    assert "(95 % CI 0." in out and "6 mpiruns)" in out
+    # the same paired ratio in every round: the interval excludes 1, the cell stays without a reason
+    pg = [x * 0.79 for x in rp]
+    med["pgmpi"][key], med["pgmpi/again"][key] = pg, [x * 1.02 for x in pg]
+    paired = {("pgmpi", key): m.paired_ratio(pg, rp)}
+    counts = m.agreement_table("window", ["allreduce"], [8], med, "pgmpi", paired, [], {})
+    assert counts["none"] == 1 and counts["undecided"] == 0, capsys.readouterr().out
