@@ -357,41 +357,58 @@ def regime(med: dict, main: str, key) -> tuple[str | None, str]:
 LEVEL_GAP = 1.25     # levels: the largest step between sorted per-mpirun medians that splits a cell in two
 
 
-def levels(med: dict, main: str, key) -> tuple[str | None, str]:
+def split_at_step(xs: list) -> float | None:
+    """The cut between two levels: the geometric middle of the largest step (>= LEVEL_GAP x) between the
+    sorted values; None for one level."""
+    xs = sorted(v for v in xs if v == v and v > 0)
+    if len(xs) < 2:
+        return None
+    step, cut = max((b / a, (a * b) ** 0.5) for a, b in zip(xs, xs[1:]))
+    return cut if step >= LEVEL_GAP else None
+
+
+def levels(med: dict, main: str, key, probes: dict | None = None) -> tuple[str | None, str]:
     """The levels verdict on a cell outside +-5 % that no control names: (reason or None, what was seen).
-    Some cells sit at one of two levels per mpirun, in both tools (round-time Bcast 1 KiB: 0.40-0.58 or
-    0.9-1.5 us), and a median over six rounds then follows how many of a tool's mpiruns fell on each level.
-    Each tool's mpiruns are pooled with its repeat's (the same command in the same rounds); the cell is split
-    at the largest step between the sorted medians of all four arms when that step is >= LEVEL_GAP x and
-    each tool has mpiruns on both levels.  Named only where, level by level, the tools agree within +-5 %
-    (median against median) and the tools' shares of mpiruns on the slow level do not differ (Fisher's exact
-    test, p >= 0.05): then the cell's figure is which level the mpiruns met, not a difference of method.
-    Where the shares differ, the tool may decide its level: not named."""
+    Some mpiruns of this VM run every small call about 2x slower than others, from start to end, in both
+    tools (round-time Bcast 1 KiB 0.45-0.70 or 1.3-1.5 us per mpirun, Allgather and the barrier rows with it),
+    and a median over six rounds then follows how many of each tool's mpiruns met each level.  Each mpirun is
+    classed by its level probe (wtime_truth.c: the median of 1000 barriers at MPI_Finalize, the same in both
+    tools, not the cell's own figure) split at the largest step (>= LEVEL_GAP x) among all four arms' probes;
+    without probes (barrier mode) by the cell's own medians split the same way.  Each tool's mpiruns are
+    pooled with its repeat's (the same command in the same rounds).  Named only where each tool has mpiruns
+    on both levels, level by level the tools agree within +-5 % (median against median), and the tools'
+    shares of mpiruns on each level do not differ (Fisher's exact test, p >= 0.05): then the cell's figure is
+    which level the mpiruns met, not a difference of method.  Where the shares differ the tool may decide its
+    level: not named."""
     if REPRO_AGAIN not in med or PGMPI_AGAIN not in med:
         return None, ""
-    pg = [v for arm in (main, PGMPI_AGAIN) for v in med[arm].get(key, []) if v == v and v > 0]
-    rp = [v for arm in ("ReproMPI", REPRO_AGAIN) for v in med[arm].get(key, []) if v == v and v > 0]
-    xs = sorted(pg + rp)
-    if len(pg) < 2 or len(rp) < 2:
+    tools = {"pgmpi-bench": (main, PGMPI_AGAIN), "ReproMPI": ("ReproMPI", REPRO_AGAIN)}
+    by = "probe" if probes and all(probes.get(arm) for arms in tools.values() for arm in arms) else "cell"
+    pairs = {t: [(v, (probes[arm][r] if by == "probe" else v))
+                 for arm in arms for r, v in enumerate(med[arm].get(key, []))
+                 if v == v and v > 0 and (by == "cell" or (r < len(probes[arm]) and probes[arm][r] == probes[arm][r]))]
+             for t, arms in tools.items()}
+    if any(len(x) < 2 for x in pairs.values()):
         return None, ""
-    step, cut = max((b / a, (a * b) ** 0.5) for a, b in zip(xs, xs[1:]))
-    if step < LEVEL_GAP:
-        return None, f"levels: one level (largest step {step:.2f}x)"
-    lo_pg, hi_pg = [v for v in pg if v < cut], [v for v in pg if v > cut]
-    lo_rp, hi_rp = [v for v in rp if v < cut], [v for v in rp if v > cut]
-    shown = (f"levels at {cut * 1e6:.3f} us: pgmpi-bench {len(lo_pg)} low/{len(hi_pg)} high, ReproMPI "
-             f"{len(lo_rp)} low/{len(hi_rp)} high")
-    if not (lo_pg and hi_pg and lo_rp and hi_rp):
+    cut = split_at_step([c for x in pairs.values() for _, c in x])
+    if cut is None:
+        return None, f"levels: one level by {by}"
+    lo = {t: [v for v, c in x if c < cut] for t, x in pairs.items()}
+    hi = {t: [v for v, c in x if c > cut] for t, x in pairs.items()}
+    unit = "us probe" if by == "probe" else "us"
+    shown = (f"levels by {by} at {cut * 1e6:.3f} {unit}: pgmpi-bench {len(lo['pgmpi-bench'])} low/"
+             f"{len(hi['pgmpi-bench'])} high, ReproMPI {len(lo['ReproMPI'])} low/{len(hi['ReproMPI'])} high")
+    if not all(lo[t] and hi[t] for t in tools):
         return None, shown + " (a tool on one level only)"
-    r_lo = statistics.median(lo_pg) / statistics.median(lo_rp)
-    r_hi = statistics.median(hi_pg) / statistics.median(hi_rp)
+    r_lo = statistics.median(lo["pgmpi-bench"]) / statistics.median(lo["ReproMPI"])
+    r_hi = statistics.median(hi["pgmpi-bench"]) / statistics.median(hi["ReproMPI"])
     from scipy.stats import fisher_exact
-    p = fisher_exact([[len(lo_pg), len(hi_pg)], [len(lo_rp), len(hi_rp)]])[1]
+    p = fisher_exact([[len(lo["pgmpi-bench"]), len(hi["pgmpi-bench"])], [len(lo["ReproMPI"]), len(hi["ReproMPI"])]])[1]
     shown += f", per level {r_lo:.2f} (low) {r_hi:.2f} (high), shares p={p:.2f}"
     if not (within(r_lo) and within(r_hi)) or p < 0.05:
         return None, shown
-    return ("the mpiruns' level, not the method: the cell sits at one of two levels per mpirun in both tools ("
-            + shown + "); level by level the tools agree, and their shares of mpiruns per level do not differ"), shown
+    return ("the mpiruns' level, not the method: each mpirun of both tools sits on one of two levels (" + shown
+            + "); level by level the tools agree, and their shares of mpiruns per level do not differ"), shown
 
 
 def round_interval(med: dict, main: str, key):
@@ -450,6 +467,16 @@ def build_truth(mpi: str) -> Path:
     subprocess.run([f"mpicc.{mpi}", "-O2", "-shared", "-fPIC", "-o", str(so), str(ROOT / "tests/bench/wtime_truth.c"),
                     "-ldl"], check=True)
     return so
+
+
+def probe_of(path: Path) -> float:
+    """The mpirun's level probe from wtime_truth.c's "probe <seconds>" line (nan without one)."""
+    if path.exists():
+        for line in path.read_text().splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0] == "probe":
+                return float(f[1])
+    return float("nan")
 
 
 def truth_ranks(path: Path) -> dict[int, tuple[float, str, str, str]]:
@@ -588,6 +615,7 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
     clocked = mode in ("window", "roundtime") and a.truth is not None
     clkerr: dict[str, dict] = {x.label: defaultdict(list) for x in arms}
     margins: dict[str, list] = defaultdict(list)
+    probes: dict[str, list] = defaultdict(list)     # each mpirun's level probe (wtime_truth.c), seconds
     quarters: dict[str, list] = defaultdict(list)
     hosts_seen: dict[str, int] = defaultdict(int)    # the clock control: where the ranks ran, per mpirun
     refused = 0                                       # ranks whose clock was not rank 0's (true_offsets)
@@ -633,6 +661,7 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
                     hosts_seen["+".join(h for _, (_, _, _, h) in sorted(ranks.items()))] += 1
                     refused += len(ranks) - 1 - len(true_offsets(truth_file)) if ranks else 0
                     margins[arm.label].append(margin_of(text, arm.kind == "reprompi"))
+                    probes[arm.label].append(probe_of(truth_file))
                     for c in calls:
                         for n in sizes:
                             clkerr[arm.label][(CALLS[c], n)].append(errs.get((CALLS[c], n), float("nan")))
@@ -709,7 +738,7 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
     counts = None
     if "ReproMPI" in med:
         counts = agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk,
-                                 clkerr if clocked else {}, margins, only)
+                                 clkerr if clocked else {}, margins, only, probes if clocked else None)
     print(f"# uptime: {uptime()}")
     return counts
 
@@ -802,7 +831,7 @@ def control_guard(med: dict, main: str, key, reruns: tuple) -> str | None:
 
 
 def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr=None, margins=None,
-                    only=None) -> dict:
+                    only=None, probes=None) -> dict:
     """Issue 34's table: per cell the paired ratio, within +-5 %, and the measured reason (module docstring).
     Every control passes control_guard; each line says which named the cell.  Returns the counts for the
     final table (summary_table)."""
@@ -846,7 +875,7 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
             reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
             if reg:
                 found.append(("regime", reg.removeprefix("regime: ")))
-            lev, lev_shown = levels(med, main_label, key) if not found else (None, "")
+            lev, lev_shown = levels(med, main_label, key, probes) if not found else (None, "")
             if lev:
                 found.append(("levels", lev))
             undecided = aa_spread(med, main_label, key) if not found else None
