@@ -733,6 +733,9 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
             key = (CALLS[c], n)
             print(f"# per-mpirun medians (us, by round) {CALLS[c][4:]} {n} B: " + "; ".join(
                 f"{x.label} " + " ".join(f"{v * 1e6:.3f}" for v in med[x.label].get(key, [])) for x in arms))
+        if any(probes.values()):
+            print("# per-mpirun level probe (us, median of 1000 barriers at MPI_Finalize, by round): " + "; ".join(
+                f"{x.label} " + " ".join(f"{v * 1e6:.3f}" for v in probes[x.label]) for x in arms if probes.get(x.label)))
     if clocked and "ReproMPI" in med:
         clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label, only)
     counts = None
@@ -891,7 +894,7 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                     why += " (refused: " + ", ".join(refused) + ")"
             elif undecided:
                 counts["undecided"] += 1
-                why = undecided + " (" + ", ".join(shown) + ")"
+                why = undecided + " (" + ", ".join(shown) + (f", {lev_shown}" if lev_shown else "") + ")"
             else:
                 counts["none"] += 1
                 why = "no measured reason (" + ", ".join(shown) + (
