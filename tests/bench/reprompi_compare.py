@@ -369,37 +369,41 @@ def split_at_step(xs: list) -> float | None:
 
 def levels(med: dict, main: str, key, probes: dict | None = None) -> tuple[str | None, str]:
     """The levels verdict on a cell outside +-5 % that no control names: (reason or None, what was seen).
-    Some mpiruns of this VM run every small call about 2x slower than others, from start to end, in both
-    tools (round-time Bcast 1 KiB 0.45-0.70 or 1.3-1.5 us per mpirun, Allgather and the barrier rows with it),
-    and a median over six rounds then follows how many of each tool's mpiruns met each level.  Each mpirun is
-    classed by its level probe (wtime_truth.c: the median of 1000 barriers at MPI_Finalize, the same in both
-    tools, not the cell's own figure) split at the largest step (>= LEVEL_GAP x) among all four arms' probes;
-    without probes (barrier mode) by the cell's own medians split the same way.  Each tool's mpiruns are
-    pooled with its repeat's (the same command in the same rounds).  Named only where each tool has mpiruns
-    on both levels, level by level the tools agree within +-5 % (median against median), and the tools'
-    shares of mpiruns on each level do not differ (Fisher's exact test, p >= 0.05): then the cell's figure is
-    which level the mpiruns met, not a difference of method.  Where the shares differ the tool may decide its
-    level: not named."""
+    Some mpiruns of this VM run a cell at one of two levels, from start to end, whichever tool runs (round-time
+    Bcast 1 KiB 0.45-0.70 or 1.1-1.5 us per mpirun, Allgather and the barrier rows with it; Bcast 1 MiB 84-90
+    or 103-109 us, on another state), and a median over six rounds then follows how many of each tool's
+    mpiruns met each level.  Each tool's mpiruns are pooled with its repeat's (the same command in the same
+    rounds) and split at the largest step (>= LEVEL_GAP x) between the sorted per-mpirun medians of all four
+    arms.  Named only where each tool has mpiruns on both levels, level by level the tools agree within +-5 %
+    (median against median), and the tools' shares of mpiruns on each level do not differ (Fisher's exact
+    test, p >= 0.05): then the cell's figure is which level the mpiruns met, not a difference of method.
+    Where the shares differ the tool may decide its level: not named.  A systematic difference between the
+    tools cannot pass: split between the tools, each tool sits on one level only.  With `probes` (each
+    mpirun's level probe, wtime_truth.c: the median of 1000 barriers at MPI_Finalize, not the cell's own
+    figure) the line says in how many mpiruns the probe's own split puts the mpirun on the same level: the
+    small cells' levels follow it (tests/bench/level_probe.py), the 1 MiB cells' do not."""
     if REPRO_AGAIN not in med or PGMPI_AGAIN not in med:
         return None, ""
     tools = {"pgmpi-bench": (main, PGMPI_AGAIN), "ReproMPI": ("ReproMPI", REPRO_AGAIN)}
-    by = "probe" if probes and all(probes.get(arm) for arms in tools.values() for arm in arms) else "cell"
-    pairs = {t: [(v, (probes[arm][r] if by == "probe" else v))
-                 for arm in arms for r, v in enumerate(med[arm].get(key, []))
-                 if v == v and v > 0 and (by == "cell" or (r < len(probes[arm]) and probes[arm][r] == probes[arm][r]))]
-             for t, arms in tools.items()}
-    if any(len(x) < 2 for x in pairs.values()):
+    runs = {t: [(arm, r, v) for arm in arms for r, v in enumerate(med[arm].get(key, [])) if v == v and v > 0]
+            for t, arms in tools.items()}
+    if any(len(x) < 2 for x in runs.values()):
         return None, ""
-    cut = split_at_step([c for x in pairs.values() for _, c in x])
+    cut = split_at_step([v for x in runs.values() for _a, _r, v in x])
     if cut is None:
-        return None, f"levels: one level by {by}"
-    lo = {t: [v for v, c in x if c < cut] for t, x in pairs.items()}
-    hi = {t: [v for v, c in x if c > cut] for t, x in pairs.items()}
-    unit = "us probe" if by == "probe" else "us"
-    shown = (f"levels by {by} at {cut * 1e6:.3f} {unit}: pgmpi-bench {len(lo['pgmpi-bench'])} low/"
-             f"{len(hi['pgmpi-bench'])} high, ReproMPI {len(lo['ReproMPI'])} low/{len(hi['ReproMPI'])} high")
+        return None, "levels: one level"
+    lo = {t: [v for _a, _r, v in x if v < cut] for t, x in runs.items()}
+    hi = {t: [v for _a, _r, v in x if v > cut] for t, x in runs.items()}
+    shown = (f"levels at {cut * 1e6:.3f} us: pgmpi-bench {len(lo['pgmpi-bench'])} low/{len(hi['pgmpi-bench'])} "
+             f"high, ReproMPI {len(lo['ReproMPI'])} low/{len(hi['ReproMPI'])} high")
+    pr = [(probes[a][r], v) for x in runs.values() for a, r, v in x
+          if probes and r < len(probes.get(a, [])) and probes[a][r] == probes[a][r]]
+    pcut = split_at_step([p for p, _ in pr]) if pr else None
+    if pr:
+        same = sum((p > pcut) == (v > cut) for p, v in pr) if pcut else 0
+        shown += f" (the level probe puts {same} of {len(pr)} mpiruns on the same level)"
     if not all(lo[t] and hi[t] for t in tools):
-        return None, shown + " (a tool on one level only)"
+        return None, shown + ", a tool on one level only"
     r_lo = statistics.median(lo["pgmpi-bench"]) / statistics.median(lo["ReproMPI"])
     r_hi = statistics.median(hi["pgmpi-bench"]) / statistics.median(hi["ReproMPI"])
     from scipy.stats import fisher_exact

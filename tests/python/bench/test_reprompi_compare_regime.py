@@ -405,7 +405,7 @@ def test_a_cell_whose_rounds_do_not_exclude_1_is_undecided_by_its_interval_and_a
     assert counts["none"] == 1 and counts["undecided"] == 0, capsys.readouterr().out
 
 
-def test_the_levels_come_from_each_mpiruns_probe_where_there_is_one(tmp_path, capsys):
+def test_the_level_probe_is_shown_next_to_the_cells_own_levels(tmp_path, capsys):
     m = load_compare()
     L, H = LOW, HIGH
     cell = ([L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H], [H, L, L, H, H, L])
@@ -414,13 +414,14 @@ def test_the_levels_come_from_each_mpiruns_probe_where_there_is_one(tmp_path, ca
     # the probe (median barrier at MPI_Finalize) at 0.24 or 0.50 us with the cell's level, as measured here
     probes = {arm: [0.50e-6 if v == H else 0.24e-6 for v in xs] for arm, xs in zip(arms, cell)}
     reason, seen = m.levels(med, "pgmpi", key, probes)
-    assert reason and seen.startswith("levels by probe at 0.346 us probe: pgmpi-bench 7 low/5 high"), seen
+    assert reason and "(the level probe puts 24 of 24 mpiruns on the same level)" in seen, seen
     paired = {("pgmpi", key): m.paired_ratio(med["pgmpi"][key], med["ReproMPI"][key])}
     counts = m.agreement_table("roundtime", ["bcast"], [1024], med, "pgmpi", paired, [], {}, probes=probes)
     assert dict(counts["named"]) == {"levels": 1}, capsys.readouterr().out
-    # every mpirun's probe on one level: the cell's two levels are not the mpiruns', nothing is named
-    flat = {arm: [0.24e-6] * 6 for arm in arms}
-    assert m.levels(med, "pgmpi", key, flat) == (None, "levels: one level by probe")
+    # a systematic 30 % difference, each tool on one level: never named
+    key, med = levels_case(m, [L] * 6, [L * 1.01] * 6, [L * 1.32] * 6, [L * 1.33] * 6)
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert reason is None and seen.endswith("a tool on one level only"), seen
     # the probe line of wtime_truth.c, next to the ranks' lines
     truth = tmp_path / "truth.txt"
     truth.write_text("probe 5.010000000e-07\n0 -100.000000000 0b68cd93-4847 4026531834 vm\n")
