@@ -911,7 +911,7 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
               f"{'yes' if ok else 'no'} | {why} | {ci.text() if ci else '-'} |")
     named = sum(counts["named"].values())
     print(f"# {mode}: within ±5 % {counts['within']} of {counts['total']}; outside, named {named} "
-          f"({named_by(counts)}); undecided (A/A) {counts['undecided']}; no measured reason {counts['none']}")
+          f"({named_by(counts)}); undecided (A/A or interval) {counts['undecided']}; no measured reason {counts['none']}")
     return counts
 
 
@@ -922,7 +922,7 @@ def named_by(counts: dict) -> str:
 def summary_table(per_mode: dict) -> None:
     """The run's last table: per method how its cells came out (each agreement_table's counts)."""
     print("\n### Agreement with ReproMPI per method (issue 34: within ±5 %, or the measured reason)")
-    print("| method | cells | within ±5 % | outside, named (by control) | undecided (A/A) | no measured reason |")
+    print("| method | cells | within ±5 % | outside, named (by control) | undecided (A/A or interval) | no measured reason |")
     print("|---|---|---|---|---|---|")
     for mode, k in per_mode.items():
         print(f"| {mode} | {k['total']} | {k['within']} | {sum(k['named'].values())} ({named_by(k)}) | "

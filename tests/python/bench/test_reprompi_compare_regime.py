@@ -73,7 +73,7 @@ def test_the_agreement_table_counts_regime_cells_apart(capsys):
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
     out = capsys.readouterr().out
     assert "| roundtime | Allreduce 1048576 B |" in out and "| no | named by regime: the machine's per-mpirun regime" in out
-    assert "outside, named 1 (regime 1); undecided (A/A) 0; no measured reason 0" in out
+    assert "outside, named 1 (regime 1); undecided (A/A or interval) 0; no measured reason 0" in out
 
 
 def test_a_tool_as_far_from_its_own_repeat_as_from_the_other_tool_is_undecided(capsys):
@@ -88,7 +88,7 @@ def test_a_tool_as_far_from_its_own_repeat_as_from_the_other_tool_is_undecided(c
     m.agreement_table("window", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
     out = capsys.readouterr().out
     assert "| no | undecided (A/A)" in out
-    assert "outside, named 0 (-); undecided (A/A) 1; no measured reason 0" in out
+    assert "outside, named 0 (-); undecided (A/A or interval) 1; no measured reason 0" in out
 
 
 def test_a_systematic_difference_is_never_undecided():
@@ -219,7 +219,7 @@ def test_a_reproducible_difference_a_control_removes_is_named_with_the_control(c
         names = "+".join(rs.name for rs in reasons)
         assert dict(counts["named"]) == {names: 1}, out
         assert f"| no | named by {names}: " in out
-        assert f"outside, named 1 ({names} 1); undecided (A/A) 0; no measured reason 0" in out
+        assert f"outside, named 1 ({names} 1); undecided (A/A or interval) 0; no measured reason 0" in out
 
 
 def test_without_the_repeats_no_control_names_a_cell(capsys):
