@@ -898,7 +898,8 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                     why += " (refused: " + ", ".join(refused) + ")"
             elif undecided:
                 counts["undecided"] += 1
-                why = undecided + " (" + ", ".join(shown) + (f", {lev_shown}" if lev_shown else "") + ")"
+                seen = shown + ([lev_shown] if lev_shown else [])
+                why = undecided + (" (" + ", ".join(seen) + ")" if seen else "")
             else:
                 counts["none"] += 1
                 why = "no measured reason (" + ", ".join(shown) + (
