@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Each mpirun's level against its cells' figures, for pgmpi-bench and a genuine ReproMPI alike (issue 34).
 
-Some mpiruns of this VM run every small call about 2x slower than others, from start to end, whichever tool
-runs (round-time Bcast 1 KiB 0.45-0.70 or 1.3-1.5 us per mpirun).  This script shows it: it runs the two
+Some mpiruns of this VM run every small call about 2x slower than others, whichever tool runs (round-time
+Bcast 1 KiB 0.45-0.70 or 1.3-1.5 us per mpirun; the level flips every 0.3-6 s, tests/bench/level_watch.c:
+it is the machine's, over time).  This script shows it: it runs the two
 tools alternately, each mpirun with tests/bench/wtime_truth.c preloaded, whose MPI_Finalize times 1000
 back-to-back barriers ("probe": their median on rank 0, after the tool's own work), and prints per mpirun
 the probe next to the median of every cell.  If the cells' medians split with the probe in both tools, the

@@ -369,7 +369,8 @@ def split_at_step(xs: list) -> float | None:
 
 def levels(med: dict, main: str, key, probes: dict | None = None) -> tuple[str | None, str]:
     """The levels verdict on a cell outside +-5 % that no control names: (reason or None, what was seen).
-    Some mpiruns of this VM run a cell at one of two levels, from start to end, whichever tool runs (round-time
+    This VM runs small calls on one of two levels that flip every 0.3-6 s (tests/bench/level_watch.c), whichever
+    tool runs, so a cell measured in milliseconds sits on one of them per mpirun (round-time
     Bcast 1 KiB 0.45-0.70 or 1.1-1.5 us per mpirun, Allgather and the barrier rows with it; Bcast 1 MiB 84-90
     or 103-109 us, on another state), and a median over six rounds then follows how many of each tool's
     mpiruns met each level.  Each tool's mpiruns are pooled with its repeat's (the same command in the same

@@ -12,7 +12,8 @@
  * At MPI_Finalize each rank takes d_r from the tightest of 50 bracketed reads and rank 0 writes
  * "rank d_r boot_id timens host" lines to $WTIME_TRUTH_FILE.
  * The mpirun's level (the `levels` verdict of reprompi_compare.py): some mpiruns of this VM run every small
- * call 2x slower than others, barriers included, from start to end, whichever tool runs; so before those lines
+ * call 2x slower than others, barriers included, whichever tool runs (the level flips every 0.3-6 s,
+ * tests/bench/level_watch.c, so the probe says where the mpirun was at its end); so before those lines
  * the ranks time PROBE_N back-to-back PMPI_Barrier calls after PROBE_WARM unrecorded ones, and rank 0 writes
  * "probe <median seconds of its barrier calls>": the same probe in every mpirun of both tools, after the
  * tool's own work, whose figure does not come from the cell it classifies.  Only MPI_Finalize is wrapped (chained with
