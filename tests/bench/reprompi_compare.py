@@ -355,15 +355,19 @@ def regime(med: dict, main: str, key) -> tuple[str | None, str]:
 
 
 LEVEL_GAP = 1.25     # levels: the largest step between sorted per-mpirun medians that splits a cell in two
+LEVEL_SIDE = 0.15    # ... leaving at least this share of the mpiruns on each side
 
 
 def split_at_step(xs: list) -> float | None:
     """The cut between two levels: the geometric middle of the largest step (>= LEVEL_GAP x) between the
-    sorted values; None for one level."""
+    sorted values that leaves at least LEVEL_SIDE of them (and 2) on each side, so that one descheduled
+    mpirun (a 17x outlier) is not a level; None for one level."""
     xs = sorted(v for v in xs if v == v and v > 0)
-    if len(xs) < 2:
+    side = max(2, math.ceil(LEVEL_SIDE * len(xs)))
+    steps = [(xs[i] / xs[i - 1], (xs[i] * xs[i - 1]) ** 0.5) for i in range(side, len(xs) - side + 1)]
+    if not steps:
         return None
-    step, cut = max((b / a, (a * b) ** 0.5) for a, b in zip(xs, xs[1:]))
+    step, cut = max(steps)
     return cut if step >= LEVEL_GAP else None
 
 

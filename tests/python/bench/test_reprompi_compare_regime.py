@@ -377,6 +377,10 @@ def test_a_cell_on_two_levels_in_both_tools_is_named_by_levels_where_each_level_
     key, med = levels_case(m, [L, L, H, L, L, L], [L, H, L, L, L, L], [H, L, H, H, L, H], [H, L, H, L, H, H])
     reason, seen = m.levels(med, "pgmpi", key)
     assert reason is None and "shares p=0.04" in seen
+    # a descheduled mpirun 17x above the rest is not a level: the split stays between the two levels
+    key, med = levels_case(m, [L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H * 17], [H, L, L, H, H, L])
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert "levels at 0.735 us" in seen, seen
     # one level (every mpirun within 1.25x of the next): nothing to split
     key, med = levels_case(m, [L * 0.9] * 6, [L * 0.92] * 6, [L * 1.1] * 6, [L * 1.08] * 6)
     assert m.levels(med, "pgmpi", key)[0] is None
