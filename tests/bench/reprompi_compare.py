@@ -377,8 +377,8 @@ def levels(med: dict, main: str, key, probes: dict | None = None) -> tuple[str |
     tool runs, so a cell measured in milliseconds sits on one of them per mpirun (round-time
     Bcast 1 KiB 0.45-0.70 or 1.1-1.5 us per mpirun, Allgather and the barrier rows with it; Bcast 1 MiB 84-90
     or 103-109 us, on another state), and a median over six rounds then follows how many of each tool's
-    mpiruns met each level.  Each tool's mpiruns are pooled with its repeat's (the same command in the same
-    rounds) and split at the largest step (>= LEVEL_GAP x) between the sorted per-mpirun medians of all four
+    mpiruns met each level.  Each tool's mpiruns are pooled with its repeat's where there is one (the same
+    command in the same rounds; `--no-reasons` runs have none, and many rounds instead) and split at the largest step (>= LEVEL_GAP x) between the sorted per-mpirun medians of all four
     arms.  Named only where each tool has mpiruns on both levels, level by level the tools agree within +-5 %
     (median against median), and the tools' shares of mpiruns on each level do not differ (Fisher's exact
     test, p >= 0.05): then the cell's figure is which level the mpiruns met, not a difference of method.
@@ -387,9 +387,8 @@ def levels(med: dict, main: str, key, probes: dict | None = None) -> tuple[str |
     mpirun's level probe, wtime_truth.c: the median of 1000 barriers at MPI_Finalize, not the cell's own
     figure) the line says in how many mpiruns the probe's own split puts the mpirun on the same level: the
     small cells' levels follow it (tests/bench/level_probe.py), the 1 MiB cells' do not."""
-    if REPRO_AGAIN not in med or PGMPI_AGAIN not in med:
-        return None, ""
-    tools = {"pgmpi-bench": (main, PGMPI_AGAIN), "ReproMPI": ("ReproMPI", REPRO_AGAIN)}
+    tools = {"pgmpi-bench": tuple(a for a in (main, PGMPI_AGAIN) if a in med),
+             "ReproMPI": tuple(a for a in ("ReproMPI", REPRO_AGAIN) if a in med)}
     runs = {t: [(arm, r, v) for arm in arms for r, v in enumerate(med[arm].get(key, [])) if v == v and v > 0]
             for t, arms in tools.items()}
     if any(len(x) < 2 for x in runs.values()):

@@ -377,6 +377,10 @@ def test_a_cell_on_two_levels_in_both_tools_is_named_by_levels_where_each_level_
     key, med = levels_case(m, [L, L, H, L, L, L], [L, H, L, L, L, L], [H, L, H, H, L, H], [H, L, H, L, H, H])
     reason, seen = m.levels(med, "pgmpi", key)
     assert reason is None and "shares p=0.04" in seen
+    # without the repeats (a --no-reasons run of many rounds) each tool's own mpirun per round
+    key, med = levels_case(m, [L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H], [H, L, L, H, H, L])
+    del med["pgmpi/again"], med["ReproMPI/again"]
+    assert "pgmpi-bench 4 low/2 high, ReproMPI 2 low/4 high" in m.levels(med, "pgmpi", key)[1]
     # a descheduled mpirun 17x above the rest is not a level: the split stays between the two levels
     key, med = levels_case(m, [L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H * 17], [H, L, L, H, H, L])
     reason, seen = m.levels(med, "pgmpi", key)
