@@ -65,10 +65,12 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               difference of method: the cell's figure depends on which mpiruns fell into the machine's slow
               regime (Allreduce 1 MiB: 135-200 us or 740-960 us per mpirun, in both tools; lib/bench/README.md)
 
-levels      computed from the main arms and the repeats, no extra mpiruns: a cell whose mpiruns sit at one of
-              two levels in both tools (round-time Bcast 1 KiB: about 0.45 or 1.2 us per mpirun, whichever tool)
-              has a six-round median that follows how many of each tool's mpiruns met each level; split at the
-              largest step (>= 1.25x) between the sorted per-mpirun medians, it names the cell only where each
+levels      computed from the main arms and the repeats (or the main arms alone, --no-reasons), no extra
+              mpiruns: small calls run on one of two levels that flip every 0.3-6 s on this VM
+              (tests/bench/level_watch.c), so a cell's mpiruns sit at one of two levels in both tools (round-time
+              Bcast 1 KiB: about 0.45 or 1.2 us per mpirun, whichever tool) and a six-round median follows how
+              many of each tool's mpiruns met each level; split at the largest step (>= 1.25x) between the
+              sorted per-mpirun medians (at least 15 % of them on each side), it names the cell only where each
               tool has mpiruns on both levels, level by level the tools agree within +-5 %, and the tools'
               shares per level do not differ (Fisher's exact test, p >= 0.05; where they differ the tool may
               decide its level, and nothing is named)
@@ -373,13 +375,14 @@ def split_at_step(xs: list) -> float | None:
 
 def levels(med: dict, main: str, key, probes: dict | None = None) -> tuple[str | None, str]:
     """The levels verdict on a cell outside +-5 % that no control names: (reason or None, what was seen).
-    This VM runs small calls on one of two levels that flip every 0.3-6 s (tests/bench/level_watch.c), whichever
-    tool runs, so a cell measured in milliseconds sits on one of them per mpirun (round-time
-    Bcast 1 KiB 0.45-0.70 or 1.1-1.5 us per mpirun, Allgather and the barrier rows with it; Bcast 1 MiB 84-90
-    or 103-109 us, on another state), and a median over six rounds then follows how many of each tool's
-    mpiruns met each level.  Each tool's mpiruns are pooled with its repeat's where there is one (the same
-    command in the same rounds; `--no-reasons` runs have none, and many rounds instead) and split at the largest step (>= LEVEL_GAP x) between the sorted per-mpirun medians of all four
-    arms.  Named only where each tool has mpiruns on both levels, level by level the tools agree within +-5 %
+    This VM runs small calls on one of two levels that flip every 0.3-6 s (tests/bench/level_watch.c),
+    whichever tool runs, so a cell measured in milliseconds sits on one of them per mpirun (round-time Bcast
+    1 KiB 0.45-0.70 or 1.1-1.5 us, Allgather and the barrier rows with it; Bcast 1 MiB 83-96 or 103-126 us, on
+    another state), and a median over six rounds then follows how many of each tool's mpiruns met each level.
+    Each tool's mpiruns are pooled with its repeat's where there is one (the same command in the same rounds;
+    `--no-reasons` runs have none, and many rounds instead) and split at the largest step (>= LEVEL_GAP x)
+    between the sorted per-mpirun medians that leaves LEVEL_SIDE of them on each side (split_at_step).
+    Named only where each tool has mpiruns on both levels, level by level the tools agree within +-5 %
     (median against median), and the tools' shares of mpiruns on each level do not differ (Fisher's exact
     test, p >= 0.05): then the cell's figure is which level the mpiruns met, not a difference of method.
     Where the shares differ the tool may decide its level: not named.  A systematic difference between the
