@@ -98,6 +98,7 @@ typedef struct {
     double window_sec, wait_sec;   /* --window-size, --wait-time (window) */
     long fitpoints, exchanges;     /* --fitpoints, --exchanges (the clock model of window and round-time) */
     double rt_multiplier;          /* --rt-multiplier: round-time's margin in agreement run-times */
+    int start_reprompi;            /* --start-agreement=reprompi: ReproMPI's start messages (bench_clock.c) */
     int interleave_size;           /* 1: all calls of a size interleaved; 0: one (call, size) at a time */
     int buf_cell;                  /* 1 (default): buffers per (call, size); 0: once for the largest */
     long buf_align;                /* 0: malloc's own; else posix_memalign to this power of two */
@@ -226,6 +227,7 @@ void window_begin(void);
 int window_wait(long k);
 int window_expired(long k, double t);
 int roundtime_wait(void);
+void roundtime_after(int late);
 double roundtime_margin(void);
 long clock_fits(void);
 

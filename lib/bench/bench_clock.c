@@ -33,7 +33,13 @@
  * once); each waits for it on its global clock; a rank already past it is late and the measurement invalid.
  * The agreement is an MPI_Allreduce(MAX), not ReproMPI's barrier + Bcast from rank 0: one-way messages change
  * the state of Open MPI's shared-memory queues (share_from_rank0 in bench_measure.c).
- * Run-time of a measurement under both: max over ranks of global end - min over ranks of global start. */
+ * Run-time of a measurement under both: max over ranks of global end - min over ranks of global start.
+ * --start-agreement=reprompi (a control for the comparison with ReproMPI, tests/bench/reprompi_compare.py,
+ * not a method of its own): the same start times, agreed with ReproMPI's messages instead -- window: rank 0's
+ * T0 by MPI_Bcast; round-time: MPI_Barrier, rank 0's start down a binomial tree of sends, after every
+ * measurement an exchange of the two flags (late, out of time) by Sendrecv rounds, and the margin =
+ * multiplier x the largest over ranks of the mean of 10 (barrier, tree) times.  One-way messages change
+ * the state of Open MPI's shared-memory queues (share_from_rank0), which is what the control measures. */
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -51,7 +57,7 @@ static int g_yield = -1;             /* 1: more ranks on this node than its core
 
 double global_time(double local) { return local + g_a; }
 
-enum { TAG_PING = 0x5048, TAG_PONG = 0x5049 };
+enum { TAG_PING = 0x5048, TAG_PONG = 0x5049, TAG_START = 0x504a, TAG_FLAGS = 0x504b };
 /* The longest a rank waits for a start beyond the window or margin: past it the model is wrong, the
  * measurement is invalid and the rank goes on (the others may be inside the call already). */
 #define WAIT_SLACK_SEC 1.0
@@ -148,6 +154,16 @@ void clock_footer(const char *mpi_name, size_t n)
     footer_add("%s\n", line);
 }
 
+/* --start-agreement=reprompi: rank 0's value down a binomial tree of sends (rank r receives from r minus
+ * its highest power of two, then sends to r + 2^k for every 2^k above it) */
+static void tree_from_rank0(double *v)
+{
+    int d = 1, up = 0;
+    while (g_rank >= d) { up = d; d <<= 1; }
+    if (g_rank != 0) PMPI_Recv(v, 1, MPI_DOUBLE, g_rank - up, TAG_START, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (; g_rank + d < g_size; d <<= 1) PMPI_Send(v, 1, MPI_DOUBLE, g_rank + d, TAG_START, MPI_COMM_WORLD);
+}
+
 static double agree_later(double margin)
 {
     double mine = global_time(MPI_Wtime()) + margin, all;
@@ -169,15 +185,37 @@ static int wait_until(double t)
     return 0;
 }
 
-void window_begin(void) { g_T0 = agree_later(O.wait_sec); }
+void window_begin(void)
+{
+    if (!O.start_reprompi) { g_T0 = agree_later(O.wait_sec); return; }
+    if (g_rank == 0) g_T0 = global_time(MPI_Wtime()) + O.wait_sec;
+    PMPI_Bcast(&g_T0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+}
 int window_wait(long k) { return wait_until(g_T0 + (double)k * O.window_sec); }
 /* 1 when measurement k ended (local time t) after its window: invalid too, as ReproMPI's
  * FLAG_SYNC_WIN_EXPIRED (kept, such a measurement carries the descheduling that made it overrun). */
 int window_expired(long k, double t) { return global_time(t) > g_T0 + (double)(k + 1) * O.window_sec; }
 
+/* --start-agreement=reprompi: the margin from the mean of 10 (barrier, tree) times, the largest mean at
+ * rank 0 (a reduction to it, as ReproMPI's); the other ranks bound their waits with their own */
+static void roundtime_setup_reprompi(void)
+{
+    double sum = 0, v = 0, mean, worst = 0;
+    for (int i = 0; i < 10; i++) {
+        PMPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        tree_from_rank0(&v);
+        sum += MPI_Wtime() - t0;
+    }
+    mean = sum / 10;
+    PMPI_Reduce(&mean, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    g_margin = O.rt_multiplier * (g_rank == 0 ? worst : mean);
+}
+
 /* Round-time's margin: multiplier x the largest over ranks of the slowest of 10 agreements. */
 static void roundtime_setup(void)
 {
+    if (O.start_reprompi) { roundtime_setup_reprompi(); return; }
     double worst = 0, t;
     for (int i = 0; i < 10; i++) {
         double t0 = MPI_Wtime();
@@ -189,7 +227,28 @@ static void roundtime_setup(void)
     g_margin *= O.rt_multiplier;
 }
 
-int roundtime_wait(void) { return wait_until(agree_later(g_margin)); }
+int roundtime_wait(void)
+{
+    if (!O.start_reprompi) return wait_until(agree_later(g_margin));
+    double start = 0;
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) start = global_time(MPI_Wtime()) + g_margin;
+    tree_from_rank0(&start);
+    return wait_until(start);
+}
+
+/* After a round-time measurement (outside the timed region): with --start-agreement=reprompi the flags'
+ * exchange, MAX in Sendrecv rounds with the ranks 1, 2, 4 ... away; nothing with the default agreement. */
+void roundtime_after(int late)
+{
+    if (!O.start_reprompi) return;
+    int mine[2] = {late, 0}, got[2];
+    for (int d = 1; d < g_size; d <<= 1) {
+        PMPI_Sendrecv(mine, 2, MPI_INT, (g_rank + d) % g_size, TAG_FLAGS, got, 2, MPI_INT,
+                      (g_rank - d + g_size) % g_size, TAG_FLAGS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = 0; i < 2; i++) if (got[i] > mine[i]) mine[i] = got[i];
+    }
+}
 
 /* Before a cell (or a calibration) measured on the global clock: a fresh model, round-time's margin once. */
 void clock_prepare(void)

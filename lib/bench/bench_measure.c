@@ -225,6 +225,7 @@ void run_phase(cstate_t *cs, int nc, const phase_t *ph, char (*why)[256])
                     MPI_Abort(MPI_COMM_WORLD, 1);
                 }
                 if (O.proc_sync == SYNC_WINDOW) was_late |= window_expired((long)k, t1);
+                else if (O.proc_sync == SYNC_ROUNDTIME) roundtime_after(was_late);
                 if (clocked) {
                     g_loc[k] = global_time(t1); nstart[k] = -global_time(t0); late[k] = was_late;
                 } else g_loc[k] = t1 - t0;

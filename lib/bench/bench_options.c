@@ -174,6 +174,11 @@ static void usage(FILE *f)
 "     --fitpoints=N --exchanges=N  clock model: N fit points of the fastest of N ping-pongs\n"
 "                        (default 20 and 10)\n"
 "     --rt-multiplier=X  round-time margin in run-times of the start-time agreement (default 3)\n"
+"     --start-agreement=allreduce|reprompi  how the ranks agree on start times.  allreduce\n"
+"                        (default): one MPI_Allreduce(MAX), no one-way message; reprompi: ReproMPI's\n"
+"                        messages (window: rank 0's T0 by MPI_Bcast; round-time: MPI_Barrier, rank 0's\n"
+"                        start by a binomial tree of sends, a flag exchange after every measurement,\n"
+"                        the margin from the mean of 10 barrier+tree runs): a control, not a method\n"
 "  --order=shuffle|roundrobin  order of the (call, algorithm) pairs of one size in each round\n"
 "                        (default shuffle: a new random permutation every round)\n"
 "  --seed=N              seed of the shuffle (default: drawn on rank 0); written to #@seed\n"
@@ -610,7 +615,7 @@ void parse_args(int argc, char **argv)
     O.buf_touch = 1; O.check = 1; O.buf_cell = 1;
     const char *calls = "all", *algs = "all", *sizes = "8,1K,64K,1M", *predict = NULL, *time_rule = NULL;
     const char *pred_params = NULL, *rse = NULL, *cm = NULL, *cmw = NULL, *cd = NULL, *cdw = NULL;
-    int nrep_given = 0, window_given = 0, clock_given = 0, rt_given = 0;
+    int nrep_given = 0, window_given = 0, clock_given = 0, rt_given = 0, start_given = 0;
     /* ReproMPI's defaults: 1 ms windows after 1 ms, 20 fit points of 10 exchanges, margin 3 run-times */
     O.window_sec = 1e-3; O.wait_sec = 1e-3; O.fitpoints = 20; O.exchanges = 10; O.rt_multiplier = 3;
     for (int i = 1; i < argc; i++) {
@@ -676,6 +681,13 @@ void parse_args(int argc, char **argv)
             NEEDVAL(); if (parse_double(val, &O.rt_multiplier, 0) || O.rt_multiplier < 1)
                 die_usage("--rt-multiplier: bad value '%s' (number >= 1)", val);
             rt_given = 1;
+        }
+        else if (FLAG("--start-agreement")) {
+            NEEDVAL();
+            if (streq_ci(val, "allreduce")) O.start_reprompi = 0;
+            else if (streq_ci(val, "reprompi")) O.start_reprompi = 1;
+            else die_usage("--start-agreement: unknown value '%s'; valid: allreduce, reprompi", val);
+            start_given = 1;
         }
         else if (FLAG("--interleave")) {
             NEEDVAL();
@@ -837,6 +849,8 @@ void parse_args(int argc, char **argv)
         die_usage("--window-size/--wait-time belong to --proc-sync=window (now %s)", sync_names[O.proc_sync]);
     if (rt_given && O.proc_sync != SYNC_ROUNDTIME)
         die_usage("--rt-multiplier belongs to --proc-sync=roundtime (now %s)", sync_names[O.proc_sync]);
+    if (start_given && !SYNC_ON_CLOCK(O.proc_sync))
+        die_usage("--start-agreement belongs to --proc-sync=window or roundtime (now %s)", sync_names[O.proc_sync]);
     if (clock_given && !SYNC_ON_CLOCK(O.proc_sync))
         die_usage("--fitpoints/--exchanges fit the global clock of --proc-sync=window or roundtime (now %s)",
                   sync_names[O.proc_sync]);

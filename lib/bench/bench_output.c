@@ -350,6 +350,7 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
         } else {
             snprintf(b, sizeof b, "%g", O.rt_multiplier); put("rt_multiplier", b);
         }
+        put("start_agreement", O.start_reprompi ? "reprompi" : "allreduce");
     } else {
         put("clocktype", "local");
         put("clocksync", "None");

@@ -10,7 +10,10 @@ inside an mpirun shows as a quarter outside ±10 %).
 
   tests/bench/reprompi_compare.py --reprompi /path/to/mpibenchmark [--mpi openmpi] [--runs 5]
       [--mode barrier,roundtime,window] [--window-us 3000] [--arm 'label=extra pgmpi-bench args' ...]
-      [--no-reasons] [--no-clock] [--where one-node|cluster]
+      [--no-reasons] [--no-clock] [--where one-node|cluster] [--cells mode:call:size,...]
+  --cells reruns only the cells named (e.g. issue 34's last five: 'roundtime:bcast:1K,roundtime:bcast:1M,
+  roundtime:allgather:1K,window:allreduce:8,window:allreduce:1K'): each mode named measures the calls x sizes
+  of its cells, one mpirun per arm and round with the same jobs in both tools, and its tables show only them.
   --where cluster runs every arm with srun -N<np>, one rank per virtual node of deploy/cluster.sh (the
   shared cluster; TCP between the nodes), so the clock control shows each tool's global clock across nodes.
 
@@ -42,6 +45,12 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               malloc'd, its initialisation) and no check round -- what pgmpi-bench does around the call
   short-wait  (window) both tools with a 200 us window: a measurement after milliseconds of waiting
               is slow on this VM whatever the clock (the 3 ms window's 8 B figures, 10-20 us)
+  start-messages (window, round-time) pgmpi-bench --start-agreement=reprompi against the plain ReproMPI: the
+              messages that agree on the start times -- ReproMPI's (window: rank 0's T0 by MPI_Bcast; round-time:
+              MPI_Barrier, rank 0's start down a binomial tree of sends, a flag exchange after every measurement,
+              its margin = 3 x the mean of 10 barrier+tree times) where pgmpi-bench sends one MPI_Allreduce(MAX)
+              and no one-way message (the parity of one-way messages sets Open MPI's fast boxes, cause 3 of
+              lib/bench/README.md); the same clock model, run-time and late rule
   clock       (window, round-time) each tool's global clock against the true offset between the ranks'
               MPI_Wtime (tests/bench/wtime_truth.c preloaded: ranks of one kernel and time namespace read one
               CLOCK_MONOTONIC, on one node and on the virtual cluster's nodes, --where cluster), ReproMPI's
@@ -55,6 +64,16 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               by more than +-5 % (paired) and the repeat agrees with the other tool within +-5 %. Not a
               difference of method: the cell's figure depends on which mpiruns fell into the machine's slow
               regime (Allreduce 1 MiB: 135-200 us or 740-960 us per mpirun, in both tools; lib/bench/README.md)
+
+levels      computed from the main arms and the repeats (or the main arms alone, --no-reasons), no extra
+              mpiruns: small calls run on one of two levels that flip every 0.3-6 s on this VM
+              (tests/bench/level_watch.c), so a cell's mpiruns sit at one of two levels in both tools (round-time
+              Bcast 1 KiB: about 0.45 or 1.2 us per mpirun, whichever tool) and a six-round median follows how
+              many of each tool's mpiruns met each level; split at the largest step (>= 1.25x) between the
+              sorted per-mpirun medians (at least 15 % of them on each side), it names the cell only where each
+              tool has mpiruns on both levels, level by level the tools agree within +-5 %, and the tools'
+              shares per level do not differ (Fisher's exact test, p >= 0.05; where they differ the tool may
+              decide its level, and nothing is named)
 
 A cell that nothing names is "undecided (A/A)" when a tool against its own repeat (the same command in the
 same rounds) is itself outside +-5 % and at least as far from 1 as the two tools are from each other: the
@@ -104,6 +123,41 @@ def parse_size(s: str) -> int:
     s = s.strip().upper().removesuffix("IB").removesuffix("B")
     mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(s[-1:], 1)
     return int(s[:-1] if s[-1:] in "KMG" else s) * mult
+
+
+def parse_cells(spec: str, modes=None) -> dict[str, set[tuple[str, int]]]:
+    """--cells: 'mode:call:size,...' -> mode -> {(call, bytes)}, e.g. 'roundtime:bcast:1K,window:allreduce:8'.
+    Each mode then measures the calls x sizes its cells name (one mpirun per arm and round, the same jobs in
+    both tools) and reports only the cells named.  Bad input: ValueError naming the item and the choices."""
+    modes = modes or MODES
+    out: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    for item in (x.strip() for x in spec.split(",")):
+        if not item:
+            continue
+        parts = item.split(":")
+        if len(parts) != 3:
+            raise ValueError(f"--cells: '{item}' is not mode:call:size (e.g. roundtime:bcast:1K)")
+        mode, call, size = (x.strip() for x in parts)
+        if mode not in modes:
+            raise ValueError(f"--cells: '{item}': unknown mode '{mode}' (choices: {', '.join(modes)})")
+        c = call.lower().removeprefix("mpi_")
+        if c not in CALLS:
+            raise ValueError(f"--cells: '{item}': unknown call '{call}' (choices: {', '.join(CALLS)})")
+        try:
+            n = parse_size(size)
+        except ValueError:
+            n = -1
+        if n <= 0:
+            raise ValueError(f"--cells: '{item}': bad size '{size}' (bytes, or with K/M/G: 8, 1K, 1M)")
+        out[mode].add((c, n))
+    if not out:
+        raise ValueError("--cells: no cell given (mode:call:size, comma list)")
+    return dict(out)
+
+
+def report_cells(calls: list, sizes: list, only=None) -> list[tuple[str, int]]:
+    """The (call, bytes) cells a table shows: every measured one, or those of --cells (only)."""
+    return [(c, n) for c in calls for n in sizes if only is None or (c, n) in only]
 
 
 def mpirun(mpi: str, np: int, where: str = "one-node") -> list[str]:
@@ -241,6 +295,13 @@ def reason_arms(mode: str, mpi: str, main_args: list) -> tuple[list[Arm], list[R
         reasons.append(Reason("method", "what pgmpi-bench does around the call: buffers once for the largest cell "
                               "(ReproMPI: per cell, malloc'd, its initialisation) and the check round before a "
                               "cell; pgmpi-bench --method=reprompi (the window options kept)", "pgmpi/method"))
+    if mode in ("roundtime", "window"):
+        arms.append(Arm("pgmpi/rp-start", "pgmpi", list(main_args) + ["--start-agreement=reprompi"]))
+        reasons.append(Reason("start-messages", "the messages that agree on start times: ReproMPI's (window: rank 0's "
+                              "T0 by MPI_Bcast; round-time: MPI_Barrier, rank 0's start down a tree of sends, the "
+                              "flags exchanged after every measurement, its margin rule) against pgmpi-bench's one "
+                              "MPI_Allreduce with no one-way message; pgmpi-bench --start-agreement=reprompi",
+                              "pgmpi/rp-start"))
     if mode == "roundtime":
         arms.append(Arm("pgmpi/rp-margin", "pgmpi", list(main_args) + [f"--rt-multiplier={RP_MARGIN_MULT:g}"]))
         reasons.append(Reason("margin", "round-time's margin: ReproMPI waits 3 x the mean of 10 barrier+Bcast times, "
@@ -295,6 +356,90 @@ def regime(med: dict, main: str, key) -> tuple[str | None, str]:
             "in the same rounds): " + "; ".join(found)), shown
 
 
+LEVEL_GAP = 1.25     # levels: the largest step between sorted per-mpirun medians that splits a cell in two
+LEVEL_SIDE = 0.15    # ... leaving at least this share of the mpiruns on each side
+
+
+def split_at_step(xs: list) -> float | None:
+    """The cut between two levels: the geometric middle of the largest step (>= LEVEL_GAP x) between the
+    sorted values that leaves at least LEVEL_SIDE of them (and 2) on each side, so that one descheduled
+    mpirun (a 17x outlier) is not a level; None for one level."""
+    xs = sorted(v for v in xs if v == v and v > 0)
+    side = max(2, math.ceil(LEVEL_SIDE * len(xs)))
+    steps = [(xs[i] / xs[i - 1], (xs[i] * xs[i - 1]) ** 0.5) for i in range(side, len(xs) - side + 1)]
+    if not steps:
+        return None
+    step, cut = max(steps)
+    return cut if step >= LEVEL_GAP else None
+
+
+def levels(med: dict, main: str, key, probes: dict | None = None) -> tuple[str | None, str]:
+    """The levels verdict on a cell outside +-5 % that no control names: (reason or None, what was seen).
+    This VM runs small calls on one of two levels that flip every 0.3-6 s (tests/bench/level_watch.c),
+    whichever tool runs, so a cell measured in milliseconds sits on one of them per mpirun (round-time Bcast
+    1 KiB 0.45-0.70 or 1.1-1.5 us, Allgather and the barrier rows with it; Bcast 1 MiB 83-96 or 103-126 us, on
+    another state), and a median over six rounds then follows how many of each tool's mpiruns met each level.
+    Each tool's mpiruns are pooled with its repeat's where there is one (the same command in the same rounds;
+    `--no-reasons` runs have none, and many rounds instead) and split at the largest step (>= LEVEL_GAP x)
+    between the sorted per-mpirun medians that leaves LEVEL_SIDE of them on each side (split_at_step).
+    Named only where each tool has mpiruns on both levels, level by level the tools agree within +-5 %
+    (median against median), and the tools' shares of mpiruns on each level do not differ (Fisher's exact
+    test, p >= 0.05): then the cell's figure is which level the mpiruns met, not a difference of method.
+    Where the shares differ the tool may decide its level: not named.  A systematic difference between the
+    tools cannot pass: split between the tools, each tool sits on one level only.  With `probes` (each
+    mpirun's level probe, wtime_truth.c: the median of 1000 barriers at MPI_Finalize, not the cell's own
+    figure) the line says in how many mpiruns the probe's own split puts the mpirun on the same level: the
+    small cells' levels follow it (tests/bench/level_probe.py), the 1 MiB cells' do not."""
+    tools = {"pgmpi-bench": tuple(a for a in (main, PGMPI_AGAIN) if a in med),
+             "ReproMPI": tuple(a for a in ("ReproMPI", REPRO_AGAIN) if a in med)}
+    runs = {t: [(arm, r, v) for arm in arms for r, v in enumerate(med[arm].get(key, [])) if v == v and v > 0]
+            for t, arms in tools.items()}
+    if any(len(x) < 2 for x in runs.values()):
+        return None, ""
+    cut = split_at_step([v for x in runs.values() for _a, _r, v in x])
+    if cut is None:
+        return None, "levels: one level"
+    lo = {t: [v for _a, _r, v in x if v < cut] for t, x in runs.items()}
+    hi = {t: [v for _a, _r, v in x if v > cut] for t, x in runs.items()}
+    shown = (f"levels at {cut * 1e6:.3f} us: pgmpi-bench {len(lo['pgmpi-bench'])} low/{len(hi['pgmpi-bench'])} "
+             f"high, ReproMPI {len(lo['ReproMPI'])} low/{len(hi['ReproMPI'])} high")
+    pr = [(probes[a][r], v) for x in runs.values() for a, r, v in x
+          if probes and r < len(probes.get(a, [])) and probes[a][r] == probes[a][r]]
+    pcut = split_at_step([p for p, _ in pr]) if pr else None
+    if pr:
+        same = sum((p > pcut) == (v > cut) for p, v in pr) if pcut else 0
+        shown += f" (the level probe puts {same} of {len(pr)} mpiruns on the same level)"
+    if not all(lo[t] and hi[t] for t in tools):
+        return None, shown + ", a tool on one level only"
+    r_lo = statistics.median(lo["pgmpi-bench"]) / statistics.median(lo["ReproMPI"])
+    r_hi = statistics.median(hi["pgmpi-bench"]) / statistics.median(hi["ReproMPI"])
+    from scipy.stats import fisher_exact
+    p = fisher_exact([[len(lo["pgmpi-bench"]), len(hi["pgmpi-bench"])], [len(lo["ReproMPI"]), len(hi["ReproMPI"])]])[1]
+    shown += f", per level {r_lo:.2f} (low) {r_hi:.2f} (high), shares p={p:.2f}"
+    if not (within(r_lo) and within(r_hi)) or p < 0.05:
+        return None, shown
+    return ("the mpiruns' level, not the method: each mpirun of both tools sits on one of two levels (" + shown
+            + "); level by level the tools agree, and their shares of mpiruns per level do not differ"), shown
+
+
+def round_interval(med: dict, main: str, key):
+    """The rounds' paired ratios main / ReproMPI as the project states every effect: geometric mean with its
+    95 % t interval on the log ratios (service.analysis.stats.ratios_ci)."""
+    from service.analysis.stats import ratios_ci
+    xs, rs = med[main].get(key, []), med["ReproMPI"].get(key, [])
+    return ratios_ci([x / y for x, y in zip(xs, rs) if x == x and y == y and x > 0 and y > 0])
+
+
+def interval_spread(ci) -> str | None:
+    """The interval verdict on a cell that nothing names and A/A leaves open: "undecided (interval)" when the
+    rounds' 95 % interval of the paired ratio holds 1 -- the rounds do not show that the tools differ, nor that
+    they agree within +-5 %; counted with the undecided cells, never as a reason."""
+    if ci.low is None or not ci.low <= 1 <= ci.high:
+        return None
+    return (f"undecided (interval): the rounds' paired ratios do not exclude 1 ({ci.text()}, t on log ratios): "
+            "this machine's mpiruns show neither a difference nor agreement within +-5 %")
+
+
 def aa_spread(med: dict, main: str, key) -> str | None:
     """The A/A verdict on a cell that no control and no regime names: "undecided" when a tool, against its own
     repeat in the same rounds (the same command: an A/A comparison), is itself outside +-5 % (paired) and at
@@ -333,6 +478,16 @@ def build_truth(mpi: str) -> Path:
     subprocess.run([f"mpicc.{mpi}", "-O2", "-shared", "-fPIC", "-o", str(so), str(ROOT / "tests/bench/wtime_truth.c"),
                     "-ldl"], check=True)
     return so
+
+
+def probe_of(path: Path) -> float:
+    """The mpirun's level probe from wtime_truth.c's "probe <seconds>" line (nan without one)."""
+    if path.exists():
+        for line in path.read_text().splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0] == "probe":
+                return float(f[1])
+    return float("nan")
 
 
 def truth_ranks(path: Path) -> dict[int, tuple[float, str, str, str]]:
@@ -440,7 +595,8 @@ def lib_launch(mpi: str, where: str, tenv: dict, libtune: str) -> tuple[list[str
     return rank_env(mpi, lib), rest
 
 
-def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict | None:
+def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None) -> dict | None:
+    """One mode's rounds and tables; only: the (call, bytes) cells of --cells to report (None: all)."""
     rp_sync, pg_sync = syncs(mode, a.window_us)
     user = [tuple(x.split("=", 1)) for x in (a.arm or ["pgmpi="])]
     arms = [Arm("ReproMPI", "reprompi", ref=None)] + [Arm(lb, "pgmpi", shlex.split(x)) for lb, x in user]
@@ -470,6 +626,7 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
     clocked = mode in ("window", "roundtime") and a.truth is not None
     clkerr: dict[str, dict] = {x.label: defaultdict(list) for x in arms}
     margins: dict[str, list] = defaultdict(list)
+    probes: dict[str, list] = defaultdict(list)     # each mpirun's level probe (wtime_truth.c), seconds
     quarters: dict[str, list] = defaultdict(list)
     hosts_seen: dict[str, int] = defaultdict(int)    # the clock control: where the ranks ran, per mpirun
     refused = 0                                       # ranks whose clock was not rank 0's (true_offsets)
@@ -515,6 +672,7 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
                     hosts_seen["+".join(h for _, (_, _, _, h) in sorted(ranks.items()))] += 1
                     refused += len(ranks) - 1 - len(true_offsets(truth_file)) if ranks else 0
                     margins[arm.label].append(margin_of(text, arm.kind == "reprompi"))
+                    probes[arm.label].append(probe_of(truth_file))
                     for c in calls:
                         for n in sizes:
                             clkerr[arm.label][(CALLS[c], n)].append(errs.get((CALLS[c], n), float("nan")))
@@ -545,25 +703,24 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     paired: dict[tuple[str, tuple], float] = {}
-    for c in calls:
-        for n in sizes:
-            key = (CALLS[c], n)
-            ref = med.get("ReproMPI", {}).get(key)
-            if not ref:
-                for x in arms:
-                    xs = [v for v in med[x.label].get(key, []) if v == v]
-                    if xs:
-                        print(f"# {x.label} {CALLS[c][4:]} {n} B: {statistics.median(xs) * 1e6:.3f} us "
-                              f"[{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]")
-                continue
-            cells = [f"{CALLS[c][4:]} {n} B", fmt(ref)]
-            for x in shown:
-                xs, rs = med[x.label].get(key, []), med[x.ref].get(key, [])
-                pr = paired_ratio(xs, rs)
-                paired[(x.label, key)] = pr
-                ratio = median_or_nan(v for v in xs if v == v) / median_or_nan(v for v in rs if v == v)
-                cells += [fmt(xs), f"{ratio:.2f}", f"{pr:.2f}"]
-            print("| " + " | ".join(cells) + " |")
+    for c, n in report_cells(calls, sizes, only):
+        key = (CALLS[c], n)
+        ref = med.get("ReproMPI", {}).get(key)
+        if not ref:
+            for x in arms:
+                xs = [v for v in med[x.label].get(key, []) if v == v]
+                if xs:
+                    print(f"# {x.label} {CALLS[c][4:]} {n} B: {statistics.median(xs) * 1e6:.3f} us "
+                          f"[{min(xs) * 1e6:.2f}-{max(xs) * 1e6:.2f}]")
+            continue
+        cells = [f"{CALLS[c][4:]} {n} B", fmt(ref)]
+        for x in shown:
+            xs, rs = med[x.label].get(key, []), med[x.ref].get(key, [])
+            pr = paired_ratio(xs, rs)
+            paired[(x.label, key)] = pr
+            ratio = median_or_nan(v for v in xs if v == v) / median_or_nan(v for v in rs if v == v)
+            cells += [fmt(xs), f"{ratio:.2f}", f"{pr:.2f}"]
+        print("| " + " | ".join(cells) + " |")
     # a switch inside an mpirun, per arm; "shared" = an arm that does not run pgmpi-bench (ReproMPI or the
     # plain loop) switched in the same round at the same (call, size): the machine, not the tool
     switched = {lb: {(r, k) for r, k, q in qs if max(abs(x - 1) for x in q) > 0.10} for lb, qs in quarters.items()}
@@ -582,12 +739,20 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop) -> dict |
     if clocked:
         print("# clock control: ranks ran on " + ", ".join(f"{h} ({n} mpiruns)" for h, n in hosts_seen.items())
               + f"; ranks without rank 0's clock (another boot_id or time namespace: no true offset) {refused}")
+    if only is not None or a.verbose:      # a --cells run: every mpirun's median, for the reader to judge
+        for c, n in report_cells(calls, sizes, only):
+            key = (CALLS[c], n)
+            print(f"# per-mpirun medians (us, by round) {CALLS[c][4:]} {n} B: " + "; ".join(
+                f"{x.label} " + " ".join(f"{v * 1e6:.3f}" for v in med[x.label].get(key, [])) for x in arms))
+        if any(probes.values()):
+            print("# per-mpirun level probe (us, median of 1000 barriers at MPI_Finalize, by round): " + "; ".join(
+                f"{x.label} " + " ".join(f"{v * 1e6:.3f}" for v in probes[x.label]) for x in arms if probes.get(x.label)))
     if clocked and "ReproMPI" in med:
-        clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label)
+        clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label, only)
     counts = None
     if "ReproMPI" in med:
         counts = agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk,
-                                 clkerr if clocked else {}, margins)
+                                 clkerr if clocked else {}, margins, only, probes if clocked else None)
     print(f"# uptime: {uptime()}")
     return counts
 
@@ -607,7 +772,7 @@ def clock_material(pe: list, re: list, rm: float) -> bool:
     return d == d and rm > 0 and d >= 0.05 * rm
 
 
-def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label) -> None:
+def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label, only=None) -> None:
     """The clock control: per cell each tool's global-clock error against the true offset (wtime_truth.c),
     its share of valid measurements and the paired ratio with the errors taken off (corrected_ratio)."""
     def us(xs):
@@ -622,14 +787,13 @@ def clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label) -> N
     print("| call, size | ReproMPI us | clock error ReproMPI | clock error pgmpi | valid % ReproMPI | valid % pgmpi "
           "| paired | paired, clock errors off |")
     print("|---|---|---|---|---|---|---|---|")
-    for c in calls:
-        for n in sizes:
-            key = (CALLS[c], n)
-            rp, pg = med["ReproMPI"].get(key, []), med[main_label].get(key, [])
-            re, pe = clkerr["ReproMPI"].get(key, []), clkerr[main_label].get(key, [])
-            print(f"| {CALLS[c][4:]} {n} B | {median_or_nan(v for v in rp if v == v) * 1e6:.3f} | {us(re)} | "
-                  f"{us(pe)} | {pct(kept['ReproMPI'].get(key, []))} | {pct(kept[main_label].get(key, []))} | "
-                  f"{paired_ratio(pg, rp):.2f} | {corrected_ratio(pg, pe, rp, re):.2f} |")
+    for c, n in report_cells(calls, sizes, only):
+        key = (CALLS[c], n)
+        rp, pg = med["ReproMPI"].get(key, []), med[main_label].get(key, [])
+        re, pe = clkerr["ReproMPI"].get(key, []), clkerr[main_label].get(key, [])
+        print(f"| {CALLS[c][4:]} {n} B | {median_or_nan(v for v in rp if v == v) * 1e6:.3f} | {us(re)} | "
+              f"{us(pe)} | {pct(kept['ReproMPI'].get(key, []))} | {pct(kept[main_label].get(key, []))} | "
+              f"{paired_ratio(pg, rp):.2f} | {corrected_ratio(pg, pe, rp, re):.2f} |")
     if mode == "roundtime":
         print("# round-time margin per mpirun (us): " + "; ".join(
             f"{lb} {statistics.median(v) * 1e6:.2f} [{min(v) * 1e6:.2f}-{max(v) * 1e6:.2f}]"
@@ -680,74 +844,82 @@ def control_guard(med: dict, main: str, key, reruns: tuple) -> str | None:
     return "not named: " + ", ".join(refused) if refused else None
 
 
-def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr=None, margins=None) -> dict:
+def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr=None, margins=None,
+                    only=None, probes=None) -> dict:
     """Issue 34's table: per cell the paired ratio, within +-5 %, and the measured reason (module docstring).
     Every control passes control_guard; each line says which named the cell.  Returns the counts for the
     final table (summary_table)."""
     print(f"\n### Agreement with ReproMPI, mode {mode} ({main_label} / ReproMPI, paired)")
-    print("| method | call, size | ReproMPI us | pgmpi-bench us | paired | within ±5 % | reason (control: paired) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| method | call, size | ReproMPI us | pgmpi-bench us | paired | within ±5 % | reason (control: paired) "
+          "| rounds: geometric mean, 95 % CI |")
+    print("|---|---|---|---|---|---|---|---|")
     counts = {"within": 0, "named": defaultdict(int), "undecided": 0, "none": 0, "total": 0}
-    for c in calls:
-        for n in sizes:
-            key = (CALLS[c], n)
-            counts["total"] += 1
-            pr = paired.get((main_label, key), float("nan"))
-            ok = within(pr)
-            rm = median_or_nan(v for v in med["ReproMPI"].get(key, []) if v == v)
-            pm = median_or_nan(v for v in med[main_label].get(key, []) if v == v)
-            why = "-"
-            if not ok:
-                found, shown = [], []           # (control, text) that named; every control's ratio
-                for rs in reasons:
-                    cr_ = paired.get((rs.arm, key), float("nan"))
-                    reaches = rs.applies(*key) and (rs.name != "margin" or margins_differ(margins or {}, main_label))
-                    guard = control_guard(med, main_label, key, rs.reruns) if reaches and within(cr_) else None
-                    if reaches and within(cr_) and guard is None:
-                        found.append((rs.name, f"{rs.text}: {cr_:.2f}"))
-                    shown.append(f"{rs.name} {cr_:.2f}" + ("" if reaches else " n/a")
-                                 + (f" ({guard})" if guard else ""))
-                e = max(clk.get(key, []), default=float("nan"))
-                if mode in ("window", "roundtime") and e == e and min(rm, pm) > 0 and e >= 0.5 * min(rm, pm):
-                    found.append(("clock-error", f"the global clock's error after the cell ({e * 1e6:.2f} us, "
-                                  f"#@pgmpi clockcheck) is at least half the run-time"))
-                cr = float("nan")
-                if clkerr:
-                    pe, re = clkerr[main_label].get(key, []), clkerr["ReproMPI"].get(key, [])
-                    cr = corrected_ratio(med[main_label].get(key, []), pe, med["ReproMPI"].get(key, []), re)
-                    if within(cr) and clock_material(pe, re, rm):
-                        found.append(("clock", f"the two tools' global clocks are off by different amounts "
-                                      f"(true error per mpirun ReproMPI {fmt(re)}, pgmpi-bench {fmt(pe)} us; "
-                                      f"tests/bench/wtime_truth.c); with each mpirun's error taken off its "
-                                      f"median: {cr:.2f}"))
-                # the repeats only where no control of a mechanism names the cell
-                reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
-                if reg:
-                    found.append(("regime", reg.removeprefix("regime: ")))
-                undecided = aa_spread(med, main_label, key) if not found else None
-                if found:
-                    by = "+".join(name for name, _ in found)
-                    counts["named"][by] += 1
-                    why = f"named by {by}: " + (found[0][1] if len(found) == 1 else
-                                                 "; ".join(f"{name}: {text}" for name, text in found))
-                    refused = [x for x in shown if "(not named" in x]
-                    if refused:
-                        why += " (refused: " + ", ".join(refused) + ")"
-                elif undecided:
-                    counts["undecided"] += 1
-                    why = undecided + " (" + ", ".join(shown) + ")"
-                else:
-                    counts["none"] += 1
-                    why = "no measured reason (" + ", ".join(shown) + (
-                        f", clockcheck {e * 1e6:.2f} us" if e == e else "") + (
-                        f", clock errors off {cr:.2f}" if cr == cr else "") + (
-                        f", {reg_shown}" if reg_shown else "") + ")"
-            counts["within"] += ok
-            print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
-                  f"{'yes' if ok else 'no'} | {why} |")
+    for c, n in report_cells(calls, sizes, only):
+        key = (CALLS[c], n)
+        counts["total"] += 1
+        pr = paired.get((main_label, key), float("nan"))
+        ok = within(pr)
+        rm = median_or_nan(v for v in med["ReproMPI"].get(key, []) if v == v)
+        pm = median_or_nan(v for v in med[main_label].get(key, []) if v == v)
+        why = "-"
+        if not ok:
+            found, shown = [], []           # (control, text) that named; every control's ratio
+            for rs in reasons:
+                cr_ = paired.get((rs.arm, key), float("nan"))
+                reaches = rs.applies(*key) and (rs.name != "margin" or margins_differ(margins or {}, main_label))
+                guard = control_guard(med, main_label, key, rs.reruns) if reaches and within(cr_) else None
+                if reaches and within(cr_) and guard is None:
+                    found.append((rs.name, f"{rs.text}: {cr_:.2f}"))
+                shown.append(f"{rs.name} {cr_:.2f}" + ("" if reaches else " n/a")
+                             + (f" ({guard})" if guard else ""))
+            e = max(clk.get(key, []), default=float("nan"))
+            if mode in ("window", "roundtime") and e == e and min(rm, pm) > 0 and e >= 0.5 * min(rm, pm):
+                found.append(("clock-error", f"the global clock's error after the cell ({e * 1e6:.2f} us, "
+                              f"#@pgmpi clockcheck) is at least half the run-time"))
+            cr = float("nan")
+            if clkerr:
+                pe, re = clkerr[main_label].get(key, []), clkerr["ReproMPI"].get(key, [])
+                cr = corrected_ratio(med[main_label].get(key, []), pe, med["ReproMPI"].get(key, []), re)
+                if within(cr) and clock_material(pe, re, rm):
+                    found.append(("clock", f"the two tools' global clocks are off by different amounts "
+                                  f"(true error per mpirun ReproMPI {fmt(re)}, pgmpi-bench {fmt(pe)} us; "
+                                  f"tests/bench/wtime_truth.c); with each mpirun's error taken off its "
+                                  f"median: {cr:.2f}"))
+            # the repeats only where no control of a mechanism names the cell
+            reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
+            if reg:
+                found.append(("regime", reg.removeprefix("regime: ")))
+            lev, lev_shown = levels(med, main_label, key, probes) if not found else (None, "")
+            if lev:
+                found.append(("levels", lev))
+            undecided = aa_spread(med, main_label, key) if not found else None
+            if not found and not undecided and "ReproMPI" in med and main_label in med:
+                undecided = interval_spread(round_interval(med, main_label, key))
+            if found:
+                by = "+".join(name for name, _ in found)
+                counts["named"][by] += 1
+                why = f"named by {by}: " + (found[0][1] if len(found) == 1 else
+                                             "; ".join(f"{name}: {text}" for name, text in found))
+                refused = [x for x in shown if "(not named" in x]
+                if refused:
+                    why += " (refused: " + ", ".join(refused) + ")"
+            elif undecided:
+                counts["undecided"] += 1
+                seen = shown + ([lev_shown] if lev_shown else [])
+                why = undecided + (" (" + ", ".join(seen) + ")" if seen else "")
+            else:
+                counts["none"] += 1
+                why = "no measured reason (" + ", ".join(shown) + (
+                    f", clockcheck {e * 1e6:.2f} us" if e == e else "") + (
+                    f", clock errors off {cr:.2f}" if cr == cr else "") + (
+                    f", {reg_shown}" if reg_shown else "") + (f", {lev_shown}" if lev_shown else "") + ")"
+        counts["within"] += ok
+        ci = round_interval(med, main_label, key) if "ReproMPI" in med and main_label in med else None
+        print(f"| {mode} | {CALLS[c][4:]} {n} B | {rm * 1e6:.3f} | {pm * 1e6:.3f} | {pr:.2f} | "
+              f"{'yes' if ok else 'no'} | {why} | {ci.text() if ci else '-'} |")
     named = sum(counts["named"].values())
     print(f"# {mode}: within ±5 % {counts['within']} of {counts['total']}; outside, named {named} "
-          f"({named_by(counts)}); undecided (A/A) {counts['undecided']}; no measured reason {counts['none']}")
+          f"({named_by(counts)}); undecided (A/A or interval) {counts['undecided']}; no measured reason {counts['none']}")
     return counts
 
 
@@ -758,7 +930,7 @@ def named_by(counts: dict) -> str:
 def summary_table(per_mode: dict) -> None:
     """The run's last table: per method how its cells came out (each agreement_table's counts)."""
     print("\n### Agreement with ReproMPI per method (issue 34: within ±5 %, or the measured reason)")
-    print("| method | cells | within ±5 % | outside, named (by control) | undecided (A/A) | no measured reason |")
+    print("| method | cells | within ±5 % | outside, named (by control) | undecided (A/A or interval) | no measured reason |")
     print("|---|---|---|---|---|---|")
     for mode, k in per_mode.items():
         print(f"| {mode} | {k['total']} | {k['within']} | {sum(k['named'].values())} ({named_by(k)}) | "
@@ -796,6 +968,10 @@ def main() -> None:
     ap.add_argument("--mode", default="barrier,roundtime,window",
                     help="comma list of barrier, roundtime, window (one table each)")
     ap.add_argument("--window-us", type=float, default=3000, help="--mode window: the window of both tools")
+    ap.add_argument("--cells", default=None,
+                    help="only these cells, 'mode:call:size' comma list (e.g. 'roundtime:bcast:1K,window:allreduce:8'): "
+                         "replaces --mode/--calls/--sizes; each mode named runs the calls x sizes of its cells in one "
+                         "mpirun per arm and round (the same jobs in both tools) and reports only the cells named")
     ap.add_argument("--arm", action="append", default=[],
                     help="'label=extra pgmpi-bench arguments' (repeatable); default: one arm 'pgmpi='")
     ap.add_argument("--no-reasons", dest="reasons", action="store_false",
@@ -814,12 +990,25 @@ def main() -> None:
     bench = a.pgmpi_bench or str(ROOT / "build/install" / a.mpi / "bin/pgmpi-bench")
     calls = [c.strip() for c in a.calls.split(",")]
     sizes = [parse_size(s) for s in a.sizes.split(",")]
+    cells = None
+    if a.cells:
+        try:
+            cells = parse_cells(a.cells)
+        except ValueError as e:
+            ap.error(str(e))
+        modes = [m for m in MODES if m in cells]
     loop = None
     if a.min_loop:
         loop = Path(tempfile.mkdtemp()) / "min_loop"
         subprocess.run([f"mpicc.{a.mpi}", "-O2", "-o", str(loop), str(ROOT / "tests/bench/min_loop.c")], check=True)
     a.truth = build_truth(a.mpi) if a.clock and {"window", "roundtime"} & set(modes) else None
-    per_mode = {mode: run_mode(a, mode, bench, calls, sizes, loop) for mode in modes}
+    per_mode = {}
+    for mode in modes:
+        if cells:      # the calls x sizes of the mode's cells, in the order of CALLS and of size
+            per_mode[mode] = run_mode(a, mode, bench, [c for c in CALLS if any(x == c for x, _ in cells[mode])],
+                                      sorted({n for _, n in cells[mode]}), loop, cells[mode])
+        else:
+            per_mode[mode] = run_mode(a, mode, bench, calls, sizes, loop)
     if any(per_mode.values()):
         summary_table({m: k for m, k in per_mode.items() if k})
 

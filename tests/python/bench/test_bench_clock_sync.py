@@ -51,3 +51,10 @@ def test_clock_options_are_refused_with_the_barriers(bench):
     assert r.rc == 2 and "--window-size/--wait-time belong to --proc-sync=window (now MPI_Barrier)" in r.stderr
     r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2", "--proc-sync=hca"], np=0)
     assert r.rc == 2 and "valid: dissem, mpi_barrier, window, roundtime" in r.stderr
+
+
+def test_start_agreement_is_refused_with_the_barriers_and_named_choices(bench):
+    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2", "--proc-sync=mpi_barrier", "--start-agreement=reprompi"], np=0)
+    assert r.rc == 2 and "--start-agreement belongs to --proc-sync=window or roundtime (now MPI_Barrier)" in r.stderr
+    r = bench.run(["--calls=bcast", "--sizes=8", "--nrep=2", "--proc-sync=roundtime", "--start-agreement=bcast"], np=0)
+    assert r.rc == 2 and "valid: allreduce, reprompi" in r.stderr

@@ -21,6 +21,7 @@ check to find it. The shim must see every MPI function pgmpi-bench and libpgmpit
 from __future__ import annotations
 
 import re
+from collections import Counter
 import subprocess
 from pathlib import Path
 
@@ -145,3 +146,41 @@ def test_pgmpi_bench_times_only_what_a_minimal_loop_times(bench, tmp_path):
     for rank, trace in enumerate(_traced(bench, tmp_path, "interleaved", [bench.exe, "--interleave=size"]
                                          + BENCH_ARGS, shim)):
         assert timed_cells(trace)[0] != EXPECTED_CELLS, f"rank {rank}: --interleave=size went unseen"
+
+
+def _between_measurements(trace: list[tuple[int, str]], call: str) -> Counter:
+    """What a rank calls between two consecutive calls of `call` (depth 0; clock reads and local questions
+    left out), counted by sequence: the most common one is what runs between two measurements of a cell."""
+    names = [n for d, n in trace if d == 0 and n not in ("MPI_Wtime", "PMPI_Wtime")
+             and not LOCAL.search(n[1:] if n.startswith("PMPI_") else n)]
+    at = [i for i, n in enumerate(names) if n == call]
+    return Counter(tuple(names[a + 1:b]) for a, b in zip(at, at[1:]))
+
+
+def test_start_agreement_reprompi_sends_reprompis_messages_and_the_default_none_one_way(bench, tmp_path):
+    """--start-agreement=reprompi (issue 34's control for the round-time and window cells that disagree with
+    ReproMPI): round-time agrees on every start with ReproMPI's messages -- MPI_Barrier, rank 0's start sent
+    down a tree, the flags exchanged after the measurement -- where the default sends one MPI_Allreduce and no
+    one-way message; window shares T0 by MPI_Bcast where the default reduces.  Checked on the calls."""
+    shim, _ = _build(bench, tmp_path)
+    args = ["--calls=allgather", "--algorithms=default", "--sizes=8,1024", "--nrep=12", "--no-barrier-rows"]
+    expect = {
+        "allreduce": [("PMPI_Allreduce",)] * 2,
+        "reprompi": [("PMPI_Sendrecv", "PMPI_Barrier", "PMPI_Send"), ("PMPI_Sendrecv", "PMPI_Barrier", "PMPI_Recv")],
+    }
+    for how, per_rank in expect.items():
+        out: list[str] = []
+        traces = _traced(bench, tmp_path, f"rt-{how}", [bench.exe, "--proc-sync=roundtime",
+                                                        f"--start-agreement={how}"] + args, shim, stdout=out)
+        assert f"#@start_agreement={how}" in out[0]
+        for rank, trace in enumerate(traces):
+            (seq, n), = _between_measurements(trace, "MPI_Allgather").most_common(1)
+            assert (seq, n >= 2 * (12 - 1)) == (per_rank[rank], True), f"round-time {how}, rank {rank}: {seq} x{n}"
+        win = _traced(bench, tmp_path, f"win-{how}", [bench.exe, "--proc-sync=window", "--window-size=200",
+                                                       f"--start-agreement={how}"] + args, shim)
+        for rank, trace in enumerate(win):
+            (seq, _n), = _between_measurements(trace, "MPI_Allgather").most_common(1)
+            assert seq == (), f"window {how}, rank {rank}: between two measurements {seq}"
+            bcasts = sum(1 for d, n in trace if d == 0 and n == "PMPI_Bcast")
+            assert (bcasts > 0) == (how == "reprompi"), f"window {how}, rank {rank}: {bcasts} PMPI_Bcast"
+

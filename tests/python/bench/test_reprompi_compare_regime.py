@@ -73,7 +73,7 @@ def test_the_agreement_table_counts_regime_cells_apart(capsys):
     m.agreement_table("roundtime", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
     out = capsys.readouterr().out
     assert "| roundtime | Allreduce 1048576 B |" in out and "| no | named by regime: the machine's per-mpirun regime" in out
-    assert "outside, named 1 (regime 1); undecided (A/A) 0; no measured reason 0" in out
+    assert "outside, named 1 (regime 1); undecided (A/A or interval) 0; no measured reason 0" in out
 
 
 def test_a_tool_as_far_from_its_own_repeat_as_from_the_other_tool_is_undecided(capsys):
@@ -88,7 +88,7 @@ def test_a_tool_as_far_from_its_own_repeat_as_from_the_other_tool_is_undecided(c
     m.agreement_table("window", ["allreduce"], [1048576], med, "pgmpi", paired, [], {})
     out = capsys.readouterr().out
     assert "| no | undecided (A/A)" in out
-    assert "outside, named 0 (-); undecided (A/A) 1; no measured reason 0" in out
+    assert "outside, named 0 (-); undecided (A/A or interval) 1; no measured reason 0" in out
 
 
 def test_a_systematic_difference_is_never_undecided():
@@ -219,7 +219,7 @@ def test_a_reproducible_difference_a_control_removes_is_named_with_the_control(c
         names = "+".join(rs.name for rs in reasons)
         assert dict(counts["named"]) == {names: 1}, out
         assert f"| no | named by {names}: " in out
-        assert f"outside, named 1 ({names} 1); undecided (A/A) 0; no measured reason 0" in out
+        assert f"outside, named 1 ({names} 1); undecided (A/A or interval) 0; no measured reason 0" in out
 
 
 def test_without_the_repeats_no_control_names_a_cell(capsys):
@@ -292,3 +292,146 @@ def test_the_lib_path_control_gives_reprompi_pgmpi_benchs_call_path():
     assert lib["ReproMPI/lib"].with_lib and lib["pgmpi/lib"].ref == "ReproMPI/lib"
     assert {r.name: r.reruns for r in reasons}["lib-path"] == m.BOTH
     assert "--method=reprompi" in lib["pgmpi/method"].args
+
+
+def test_cells_names_mode_call_and_size_and_refuses_anything_else():
+    m = load_compare()
+    got = m.parse_cells("roundtime:Bcast:1K, roundtime:MPI_Allgather:1024,window:allreduce:8,roundtime:bcast:1M")
+    assert got == {"roundtime": {("bcast", 1024), ("allgather", 1024), ("bcast", 1048576)},
+                   "window": {("allreduce", 8)}}
+    for bad, says in (("roundtime:bcast", "is not mode:call:size"),
+                      ("hca:bcast:8", "unknown mode 'hca' (choices: barrier, window, roundtime)"),
+                      ("window:alltoall:8", "unknown call 'alltoall' (choices: allreduce, bcast, allgather)"),
+                      ("window:bcast:1X", "bad size '1X'"), ("window:bcast:0", "bad size '0'"), (" , ", "no cell")):
+        try:
+            m.parse_cells(bad)
+        except ValueError as e:
+            assert says in str(e), (bad, str(e))
+        else:
+            raise AssertionError(f"--cells {bad!r} was accepted")
+
+
+def test_the_tables_of_a_cells_run_show_and_count_only_those_cells(capsys):
+    m = load_compare()
+    # a mode measures the calls x sizes of its cells (Bcast and Allgather at 1 KiB and 1 MiB); Allgather 1 MiB
+    # ran along but was not asked for, so neither the agreement table nor its counts show it
+    keys = {(c, n): (m.CALLS[c], n) for c in ("bcast", "allgather") for n in (1024, 1048576)}
+    med = {arm: {k: list(RP) for k in keys.values()} for arm in ("pgmpi", "ReproMPI")}
+    paired = {("pgmpi", k): 1.0 for k in keys.values()}
+    only = {("bcast", 1024), ("bcast", 1048576), ("allgather", 1024)}
+    counts = m.agreement_table("roundtime", ["bcast", "allgather"], [1024, 1048576], med, "pgmpi", paired, [], {},
+                               only=only)
+    out = capsys.readouterr().out
+    assert counts["total"] == 3 and counts["within"] == 3
+    assert "Bcast 1024 B" in out and "Bcast 1048576 B" in out and "Allgather 1024 B" in out
+    assert "Allgather 1048576 B" not in out
+
+
+def test_the_start_messages_control_runs_in_the_clock_modes_and_names_what_it_removes(capsys):
+    m = load_compare()
+    for mode in ALL_MODES:
+        arms, reasons = m.reason_arms(mode, "openmpi", ["--seed=1"])
+        rp_start = [a for a in arms if a.label == "pgmpi/rp-start"]
+        assert bool(rp_start) == (mode != "barrier")
+        if mode == "barrier":
+            continue
+        assert rp_start[0].args == ["--seed=1", "--start-agreement=reprompi"]
+        # pgmpi-bench 1.20 in both its mpiruns, ReproMPI reproduces itself; only the start-messages arm at 1.00
+        reasons_, med, paired, margins = control_case(
+            m, mode, [x * 1.20 for x in RP], [x * 1.21 for x in RP], RP, [x * 1.01 for x in RP], ctl=1.20)
+        med["pgmpi/rp-start"] = {KEY: list(RP)}
+        paired[("pgmpi/rp-start", KEY)] = 1.00
+        counts, out = table(m, capsys, mode, reasons_, med, paired, margins)
+        assert dict(counts["named"]) == {"start-messages": 1}, out
+
+
+LOW, HIGH = 0.45e-6, 1.20e-6       # round-time Bcast 1 KiB's two levels per mpirun (both tools)
+
+
+def levels_case(m, pg, pg2, rp, rp2):
+    key = ("MPI_Bcast", 1024)
+    med = {"pgmpi": {key: pg}, "pgmpi/again": {key: pg2}, "ReproMPI": {key: rp}, "ReproMPI/again": {key: rp2}}
+    return key, med
+
+
+def test_a_cell_on_two_levels_in_both_tools_is_named_by_levels_where_each_level_agrees(capsys):
+    m = load_compare()
+    L, H = LOW, HIGH
+    # pgmpi-bench 0.69 against ReproMPI (paired), each tool agreeing with its own repeat (1.00), so neither the
+    # regime nor the A/A verdict applies; every mpirun of both tools sits at 0.45 or 1.20 us
+    key, med = levels_case(m, [L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H], [H, L, L, H, H, L])
+    assert abs(m.paired_ratio(med["pgmpi"][key], med["ReproMPI"][key]) - 0.69) < 0.01
+    assert m.regime(med, "pgmpi", key)[0] is None and m.aa_spread(med, "pgmpi", key) is None
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert reason and "pgmpi-bench 7 low/5 high, ReproMPI 5 low/7 high" in seen and "1.00 (low) 1.00 (high)" in seen
+    paired = {("pgmpi", key): m.paired_ratio(med["pgmpi"][key], med["ReproMPI"][key])}
+    counts = m.agreement_table("roundtime", ["bcast"], [1024], med, "pgmpi", paired, [], {})
+    assert dict(counts["named"]) == {"levels": 1}, capsys.readouterr().out
+
+    # the same shares, but pgmpi-bench's low level 15 % below ReproMPI's: a difference inside a level
+    key, med = levels_case(m, *[[v * 0.85 if v == L else v for v in xs] for xs in
+                                ([L, L, H, L, H, L], [H, L, L, L, H, H])], [H, L, H, H, L, H], [H, L, L, H, H, L])
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert reason is None and "0.85 (low)" in seen
+    # the tools land on different levels (pgmpi-bench 10 of 12 low, ReproMPI 4 of 12, p = 0.04): the tool may decide
+    key, med = levels_case(m, [L, L, H, L, L, L], [L, H, L, L, L, L], [H, L, H, H, L, H], [H, L, H, L, H, H])
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert reason is None and "shares p=0.04" in seen
+    # without the repeats (a --no-reasons run of many rounds) each tool's own mpirun per round
+    key, med = levels_case(m, [L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H], [H, L, L, H, H, L])
+    del med["pgmpi/again"], med["ReproMPI/again"]
+    assert "pgmpi-bench 4 low/2 high, ReproMPI 2 low/4 high" in m.levels(med, "pgmpi", key)[1]
+    # a descheduled mpirun 17x above the rest is not a level: the split stays between the two levels
+    key, med = levels_case(m, [L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H * 17], [H, L, L, H, H, L])
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert "levels at 0.735 us" in seen, seen
+    # one level (every mpirun within 1.25x of the next): nothing to split
+    key, med = levels_case(m, [L * 0.9] * 6, [L * 0.92] * 6, [L * 1.1] * 6, [L * 1.08] * 6)
+    assert m.levels(med, "pgmpi", key)[0] is None
+
+
+def test_a_cell_whose_rounds_do_not_exclude_1_is_undecided_by_its_interval_and_a_tight_one_is_not(capsys):
+    m = load_compare()
+    key = ("MPI_Allreduce", 8)
+    rp = [14e-6, 9e-6, 21e-6, 12e-6, 15e-6, 10e-6]
+    # per-round ratios 0.55-1.40 (window 8 B after 3 ms of waiting): paired 0.79, its rounds' interval holds 1;
+    # each tool within +-11 % of its repeat, so the A/A verdict does not apply
+    pg = [x * r for x, r in zip(rp, (0.55, 1.40, 0.70, 0.85, 1.25, 0.74))]
+    med = {"pgmpi": {key: pg}, "pgmpi/again": {key: [x * 1.1 for x in pg]},
+           "ReproMPI": {key: rp}, "ReproMPI/again": {key: [x * 1.1 for x in rp]}}
+    paired = {("pgmpi", key): m.paired_ratio(pg, rp)}
+    assert m.aa_spread(med, "pgmpi", key) is None and not m.within(paired[("pgmpi", key)])
+    counts = m.agreement_table("window", ["allreduce"], [8], med, "pgmpi", paired, [], {})
+    out = capsys.readouterr().out
+    assert counts["undecided"] == 1 and counts["none"] == 0 and "undecided (interval)" in out
+    assert "(95 % CI 0." in out and "6 mpiruns)" in out
+    # the same paired ratio in every round: the interval excludes 1, the cell stays without a reason
+    pg = [x * 0.79 for x in rp]
+    med["pgmpi"][key], med["pgmpi/again"][key] = pg, [x * 1.02 for x in pg]
+    paired = {("pgmpi", key): m.paired_ratio(pg, rp)}
+    counts = m.agreement_table("window", ["allreduce"], [8], med, "pgmpi", paired, [], {})
+    assert counts["none"] == 1 and counts["undecided"] == 0, capsys.readouterr().out
+
+
+def test_the_level_probe_is_shown_next_to_the_cells_own_levels(tmp_path, capsys):
+    m = load_compare()
+    L, H = LOW, HIGH
+    cell = ([L, L, H, L, H, L], [H, L, L, L, H, H], [H, L, H, H, L, H], [H, L, L, H, H, L])
+    key, med = levels_case(m, *cell)
+    arms = ("pgmpi", "pgmpi/again", "ReproMPI", "ReproMPI/again")
+    # the probe (median barrier at MPI_Finalize) at 0.24 or 0.50 us with the cell's level, as measured here
+    probes = {arm: [0.50e-6 if v == H else 0.24e-6 for v in xs] for arm, xs in zip(arms, cell)}
+    reason, seen = m.levels(med, "pgmpi", key, probes)
+    assert reason and "(the level probe puts 24 of 24 mpiruns on the same level)" in seen, seen
+    paired = {("pgmpi", key): m.paired_ratio(med["pgmpi"][key], med["ReproMPI"][key])}
+    counts = m.agreement_table("roundtime", ["bcast"], [1024], med, "pgmpi", paired, [], {}, probes=probes)
+    assert dict(counts["named"]) == {"levels": 1}, capsys.readouterr().out
+    # a systematic 30 % difference, each tool on one level: never named
+    key, med = levels_case(m, [L] * 6, [L * 1.01] * 6, [L * 1.32] * 6, [L * 1.33] * 6)
+    reason, seen = m.levels(med, "pgmpi", key)
+    assert reason is None and seen.endswith("a tool on one level only"), seen
+    # the probe line of wtime_truth.c, next to the ranks' lines
+    truth = tmp_path / "truth.txt"
+    truth.write_text("probe 5.010000000e-07\n0 -100.000000000 0b68cd93-4847 4026531834 vm\n")
+    assert m.probe_of(truth) == 5.01e-07 and 0 in m.truth_ranks(truth)
+    assert m.probe_of(tmp_path / "none.txt") != m.probe_of(tmp_path / "none.txt")    # nan without a file
