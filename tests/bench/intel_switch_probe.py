@@ -101,11 +101,12 @@ def main() -> None:
     p = subprocess.run([str(exe), "cvars"], env=pr.base, capture_output=True, text=True, timeout=60)
     cv = [line.split()[1:] for line in p.stdout.splitlines() if line.startswith("cvar ")]
     adjust = [n for n, al in cv if al.startswith("I_MPI_ADJUST_")]
-    use = [n for n, al in cv if n.startswith("MPIR_CVAR_USE_") and al.startswith("I_MPI_ADJUST_")]
+    use = [n for n, al in cv if n.startswith("MPIR_CVAR_USE_") and al == "I_MPI_ADJUST_" + n[len("MPIR_CVAR_USE_"):]
+           and not n.endswith(("_LIST", "_COMPOSITION", "_NETWORK", "_NODE"))]
     intra = [n for n, _ in cv if n.endswith("_INTRA_ALGORITHM")]
     tuning = [f"{n} ({al})" for n, al in cv if al.startswith("I_MPI_TUNING")]
     print(f"\n== MPI_T control variables: {len(cv)}; {len(adjust)} are aliases of I_MPI_ADJUST_* "
-          f"({len(use)} select a collective's preset, MPIR_CVAR_USE_<COLL>, e.g. "
+          f"({len(use)} select a collective's preset: MPIR_CVAR_USE_<COLL>, e.g. "
           f"{', '.join(n for n in use if n.endswith(('_ALLREDUCE', '_REDUCE')))}); "
           f"*_INTRA_ALGORITHM: {len(intra)} {intra[:4]}; I_MPI_TUNING*: {len(tuning)}")
 
