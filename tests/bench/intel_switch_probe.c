@@ -6,7 +6,7 @@
  * is (rank + 1, element), so which rank's payload survives where follows the algorithm; hashed over every
  * rank's result (reduce: the root's) and printed by rank 0 as "<mode> <preset> <bytes> <fingerprint> <note>".
  *
- *   intel_switch_probe inproc <allreduce|reduce> <bytes,...> <preset,...> [--preinit <p>]
+ *   intel_switch_probe inproc <allreduce|reduce> <bytes,...> <preset,...> [--preinit <p> | --env-first <p>]
  *     after MPI_Init, per preset p, one call after each way of asking for p (each undone before the next):
  *       mpit, mpit-dup, mpit-split  MPI_T write of MPIR_CVAR_USE_<COLL> (Intel's MPI_T alias of
  *                                   I_MPI_ADJUST_<COLL>), then a call on MPI_COMM_WORLD / a new MPI_Comm_dup /
@@ -15,7 +15,9 @@
  *       info-dup                    MPI_Comm_dup_with_info, the info carrying I_MPI_ADJUST_<COLL>=p and
  *                                   MPIR_CVAR_USE_<COLL>=p as keys; call on the new communicator
  *     "world -" is the call before any of them.  --preinit writes p through MPI_T between MPI_T_init_thread
- *     and MPI_Init (does a write through MPI_T reach the selection at all?).
+ *     and MPI_Init (does a write through MPI_T reach the selection at all?); --env-first sets
+ *     I_MPI_ADJUST_<COLL>=p right after MPI_Init, before the process's first collective call, and prints only
+ *     the "world" calls (is the variable read lazily, at a first call?).
  *   intel_switch_probe comms <allreduce|reduce> <bytes,...> <n>
  *     one call on MPI_COMM_WORLD and one on each of n MPI_Comm_dup's (modes "world", "dup<i>"): for a tuning
  *     file (I_MPI_TUNING) that gives communicators of different comm_id different presets.
@@ -132,7 +134,7 @@ static void show(MPI_Comm comm, const char *mode, const char *preset, size_t n, 
     snprintf(copy, sizeof copy, "%s", list); \
     for (char *sv_##item, *item = strtok_r(copy, ",", &sv_##item); item; item = strtok_r(NULL, ",", &sv_##item))
 
-static void inproc(const char *sizes, const char *presets, const char *preinit)
+static void inproc(const char *sizes, const char *presets, const char *preinit, const char *envfirst)
 {
     char cvname[80], envname[80], orig[256], note[300], s1[1024], s2[1024];
     snprintf(cvname, sizeof cvname, "MPIR_CVAR_USE_%s", COLL);
@@ -142,6 +144,7 @@ static void inproc(const char *sizes, const char *presets, const char *preinit)
     int idx = cvar_index(cvname);
     if (preinit) cvar_set(idx, preinit, note, sizeof note);
     MPI_Init(NULL, NULL);
+    if (envfirst) setenv(envname, envfirst, 1);     /* before the first collective call of the process */
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     cvar_get(idx, orig, sizeof orig);
@@ -150,6 +153,7 @@ static void inproc(const char *sizes, const char *presets, const char *preinit)
     FOR_EACH(st, sizes, s1) {
         size_t n = strtoull(st, NULL, 10);
         show(MPI_COMM_WORLD, "world", "-", n, orig);
+        if (envfirst) continue;
         FOR_EACH(p, presets, s2) {
             MPI_Comm c;
             cvar_set(idx, p, note, sizeof note);
@@ -238,7 +242,7 @@ static void sessions(const char *sizes, const char *presets, int concurrent)
 
 int main(int argc, char **argv)
 {
-    const char *use = "usage: intel_switch_probe inproc <coll> <bytes,...> <preset,...> [--preinit <p>]\n"
+    const char *use = "usage: intel_switch_probe inproc <coll> <bytes,...> <preset,...> [--preinit <p> | --env-first <p>]\n"
                       "       intel_switch_probe comms <coll> <bytes,...> <n>\n"
                       "       intel_switch_probe sessions <coll> <bytes,...> <preset|-,...> <serial|concurrent>\n"
                       "       intel_switch_probe cvars\n";
@@ -247,7 +251,8 @@ int main(int argc, char **argv)
     g_reduce = strcmp(argv[2], "reduce") == 0;
     snprintf(COLL, sizeof COLL, "%s", g_reduce ? "REDUCE" : "ALLREDUCE");
     if (strcmp(argv[1], "inproc") == 0 && argc >= 5)
-        inproc(argv[3], argv[4], argc > 6 && strcmp(argv[5], "--preinit") == 0 ? argv[6] : NULL);
+        inproc(argv[3], argv[4], argc > 6 && strcmp(argv[5], "--preinit") == 0 ? argv[6] : NULL,
+               argc > 6 && strcmp(argv[5], "--env-first") == 0 ? argv[6] : NULL);
     else if (strcmp(argv[1], "comms") == 0)
         comms(argv[3], atoi(argv[4]));
     else if (strcmp(argv[1], "sessions") == 0 && argc >= 6)

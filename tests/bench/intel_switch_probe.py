@@ -10,6 +10,7 @@ of tests/bench/intel_switch_probe.c (which rank's payload survives where follows
               and setenv(I_MPI_ADJUST_<COLL>), each followed by a call on MPI_COMM_WORLD, on a new
               MPI_Comm_dup and on a new MPI_Comm_split; MPI_Comm_dup_with_info with those names as info keys;
   preinit     the MPI_T write between MPI_T_init_thread and MPI_Init (does MPI_T reach the selection at all?);
+  env-first   setenv(I_MPI_ADJUST_<COLL>) right after MPI_Init, before the first collective call;
   launch env  MPICH's names at launch: MPIR_CVAR_USE_<COLL>=p, and MPIR_CVAR_<COLL>_INTRA_ALGORITHM=<name>
               with MPICH 4.0.2's algorithm names (the default's fingerprint at every size = no effect seen);
   comm_id     an Intel tuning file (I_MPI_TUNING, JSON) that gives communicators of different comm_id
@@ -143,6 +144,13 @@ def main() -> None:
                 _, rows, out, _ = pr.run(["inproc", coll, a.sizes, q, "--preinit", q])
                 got.update({(q, n): rows.get(("world", "-", n)) for n in sizes})
         print(f"  {'mpit before MPI_Init':24} {verdict(got, telling, dflt)}")
+
+        got = {}
+        for q in presets:
+            if any(k[0] == q for k in telling):
+                _, rows, out, _ = pr.run(["inproc", coll, a.sizes, q, "--env-first", q])
+                got.update({(q, n): rows.get(("world", "-", n)) for n in sizes})
+        print(f"  {'env before 1st call':24} {verdict(got, telling, dflt)}")
 
         got = {}
         for q in presets:
