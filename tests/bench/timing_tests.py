@@ -58,9 +58,15 @@ TESTS = [  # (node id, what its outcome rests on); the kinds are explained in te
      "virtual clock: usage -> profile -> faster apps on the virtual cluster"),
     ("tests/python/packaging/test_pip_install.py::test_installed_copy_runs_a_campaign_end_to_end",
      "virtual clock: the pip-installed copy's campaign -> verdict -> validation"),
-    ("tests/python/scheduler/test_cluster.py",
-     "virtual clock + load: the 2x2 layout profile (virtual clock); MPI start-up across virtual nodes under load "
-     "(Open MPI 4.1.4's TCP crash in PMPI_Init, launched again by tests/cluster/launch-again-on-init-crash.sh)"),
+    ("tests/python/scheduler/test_cluster.py::test_campaign_on_2x2_gives_a_layout_profile_the_library_applies_on_2x2_not_1x4",
+     "virtual clock: 2x2 campaign -> layout profile applied on 2x2, not 1x4 (start-ups launched again on Open "
+     "MPI 4.1.4's TCP crash in PMPI_Init, tests/cluster/launch-again-on-init-crash.sh)"),
+    ("tests/python/scheduler/test_cluster.py::test_two_and_three_node_campaigns_reach_the_service_with_their_layout",
+     "load: 2- and 3-node campaigns through the agent and Slurm on virtual nodes (start-ups under load)"),
+    ("tests/python/scheduler/test_cluster.py::test_registry_library_campaign_across_nodes",
+     "load: Open MPI 5 (srun) and Intel MPI (hydra) campaigns on 2 virtual nodes x 2"),
+    ("tests/python/scheduler/test_cluster.py::test_mpi_across_nodes_records_the_layout",
+     "load: pgmpi-bench across virtual nodes records the layout the launcher made"),
     # -- rule: a repetition, time-budget or bound rule whose outcome holds for any timing the machine gives
     ("tests/python/scheduler/test_local_backend.py::test_next_night_measures_with_the_previous_nights_repetitions",
      "rule: predicted counts carried from night 1 to night 2 (equal whatever was predicted)"),
