@@ -17,9 +17,9 @@
  *             it needs (auto for the default and the mock-ups) outside the timed region.
  *   Intel MPI builds its selection once, at MPI_Init, from I_MPI_ADJUST_<COLL> of the environment, so
  *             nothing switches inside an mpirun (its MPI_T alias MPIR_CVAR_USE_<COLL> takes writes that
- *             change no call; tests/bench/intel_switch_probe.py tries every way found): "native:<preset>" is accepted only when the launch's
- *             environment forces exactly that preset on the call (I_MPI_ADJUST_<COLL>=<preset>, no
- *             ranges), and then it is the call's only algorithm.  pgmpi-bench owns the label because it
+ *             change no call; tests/bench/intel_switch_probe.py tries every way found): "native:<preset>"
+ *             is accepted only when the launch's environment forces exactly that preset on the call
+ *             (I_MPI_ADJUST_<COLL>=<preset>, no ranges), and then it is the call's only algorithm.  pgmpi-bench owns the label because it
  *             is the one process that sees both the variable the library read at MPI_Init and the rows
  *             it writes: the raw file says native:<p> only when preset p was forced, whoever launched it
  *             (the planner's preset mpiruns, scheduler/planner.py; a user by hand).  The default is

@@ -95,7 +95,8 @@ static unsigned long long fingerprint(MPI_Comm comm, size_t nbytes)
         for (size_t e = 0; e < nd; e++) {
             uint64_t b;
             memcpy(&b, &r[e], sizeof b);
-            unsigned who = (b & 0x7ff8000000000000ULL) == 0x7ff8000000000000ULL ? (unsigned)((b >> 32) & 0xffffu) : 0xffffu;
+            int nan = (b & 0x7ff8000000000000ULL) == 0x7ff8000000000000ULL;
+            unsigned who = nan ? (unsigned)((b >> 32) & 0xffffu) : 0xffffu;
             h = (h ^ who) * 1099511628211ULL;
         }
     unsigned long long *all = malloc(sizeof *all * (size_t)size), x;
@@ -233,7 +234,8 @@ static void sessions(const char *sizes, const char *presets, int concurrent)
         MPI_Session s;
         snprintf(tag, sizeof tag, "probe%d", i++);
         MPI_Comm c = open_session(&s, tag);
-        FOR_EACH(st, sizes, s1) show(c, concurrent ? "session-concurrent" : "session-serial", p, strtoull(st, NULL, 10), "");
+        FOR_EACH(st, sizes, s1)
+            show(c, concurrent ? "session-concurrent" : "session-serial", p, strtoull(st, NULL, 10), "");
         MPI_Comm_free(&c);
         MPI_Session_finalize(&s);
     }
