@@ -25,6 +25,15 @@
  *     MPI-4 sessions, no MPI_Init: per preset, setenv I_MPI_ADJUST_<COLL>=p ("-": unset), MPI_Session_init,
  *     a communicator from "mpi://WORLD", one call, MPI_Session_finalize ("serial": the library is finalized
  *     and initialised again between presets; "concurrent": one session stays open throughout).
+ *   intel_switch_probe hint <allreduce|reduce> <bytes,...> <preset,...>
+ *     one communicator per preset p, made by MPI_Comm_dup_with_info with the info key "comm_id" = p (Intel's
+ *     communicator hint); one call on each (mode "hint"), on MPI_COMM_WORLD ("world") and on a plain
+ *     MPI_Comm_dup ("plain-dup").  For a tuning file (I_MPI_TUNING) whose "comm_id=p" entries force preset p,
+ *     read only under I_MPI_TUNING_AUTO_COMM_USER=1 (else the library numbers communicators itself).
+ *   intel_switch_probe hint-time <allreduce|reduce> <bytes> <preset,...> <rounds>
+ *     the same communicators; per round every one of them once, in an order rotated by one each round, each
+ *     call after a barrier, its time the maximum over ranks; prints per preset "time <p> <bytes> <median us>".
+ *     With no presets ("-") it times MPI_COMM_WORLD alone (the forced-at-launch reference).
  *   intel_switch_probe cvars
  *     every MPI_T control variable, one a line: "cvar <name> <alias>" (the "@Alias:# NAME" of its description,
  *     "-" without one), before MPI_Init. */
@@ -191,6 +200,91 @@ static void inproc(const char *sizes, const char *presets, const char *preinit, 
     MPI_T_finalize();
 }
 
+/* one communicator per preset, tagged with Intel's "comm_id" hint = the preset number */
+static int hint_comms(const char *presets, MPI_Comm *c, char names[][16], int max)
+{
+    char s2[1024];
+    int k = 0;
+    FOR_EACH(p, presets, s2) {
+        if (k == max || strcmp(p, "-") == 0) break;
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "comm_id", p);
+        MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &c[k]);
+        MPI_Info_free(&info);
+        snprintf(names[k++], 16, "%s", p);
+    }
+    return k;
+}
+
+static void hint(const char *sizes, const char *presets)
+{
+    char s1[1024], names[64][16];
+    MPI_Comm c[64], plain;
+    MPI_Init(NULL, NULL);
+    int k = hint_comms(presets, c, names, 64);
+    MPI_Comm_dup(MPI_COMM_WORLD, &plain);
+    FOR_EACH(st, sizes, s1) {
+        size_t n = strtoull(st, NULL, 10);
+        show(MPI_COMM_WORLD, "world", "-", n, "");
+        show(plain, "plain-dup", "-", n, "");
+        for (int i = 0; i < k; i++) {
+            char v[64] = "", note[80];
+            int flag = 0;
+            MPI_Info got;
+            MPI_Comm_get_info(c[i], &got);
+            MPI_Info_get(got, "comm_id", sizeof v - 1, v, &flag);
+            MPI_Info_free(&got);
+            snprintf(note, sizeof note, "comm_id=%s", flag ? v : "unset");
+            show(c[i], "hint", names[i], n, note);
+        }
+    }
+    for (int i = 0; i < k; i++) MPI_Comm_free(&c[i]);
+    MPI_Comm_free(&plain);
+    MPI_Finalize();
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void hint_time(size_t n, const char *presets, int rounds)
+{
+    char names[64][16];
+    MPI_Comm c[64];
+    MPI_Init(NULL, NULL);
+    int rank, k = hint_comms(presets, c, names, 64);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (k == 0) { c[0] = MPI_COMM_WORLD; snprintf(names[0], 16, "world"); k = 1; }
+    size_t nd = n / sizeof(double) ? n / sizeof(double) : 1;
+    double *s = calloc(nd, sizeof *s), *r = calloc(nd, sizeof *r), *t = malloc(sizeof *t * (size_t)(k * rounds));
+    for (int w = 0; w < 3; w++)                              /* warm-up: every communicator a few times */
+        for (int i = 0; i < k; i++) {
+            if (g_reduce) MPI_Reduce(s, r, (int)nd, MPI_DOUBLE, MPI_SUM, 0, c[i]);
+            else MPI_Allreduce(s, r, (int)nd, MPI_DOUBLE, MPI_SUM, c[i]);
+        }
+    for (int q = 0; q < rounds; q++)
+        for (int j = 0; j < k; j++) {
+            int i = (j + q) % k;
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (g_reduce) MPI_Reduce(s, r, (int)nd, MPI_DOUBLE, MPI_SUM, 0, c[i]);
+            else MPI_Allreduce(s, r, (int)nd, MPI_DOUBLE, MPI_SUM, c[i]);
+            double dt = MPI_Wtime() - t0, mx;
+            MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            t[i * rounds + q] = mx;
+        }
+    for (int i = 0; i < k; i++) {
+        qsort(t + i * rounds, (size_t)rounds, sizeof *t, cmp_double);
+        if (rank == 0) printf("time %s %zu %.2f\n", names[i], n, 1e6 * t[i * rounds + rounds / 2]);
+    }
+    for (int i = 0; i < k; i++) if (c[i] != MPI_COMM_WORLD) MPI_Comm_free(&c[i]);
+    free(s); free(r); free(t);
+    MPI_Finalize();
+}
+
 static void comms(const char *sizes, int ncomms)
 {
     char s1[1024], mode[32];
@@ -247,6 +341,8 @@ int main(int argc, char **argv)
     const char *use = "usage: intel_switch_probe inproc <coll> <bytes,...> <preset,...> [--preinit <p> | --env-first <p>]\n"
                       "       intel_switch_probe comms <coll> <bytes,...> <n>\n"
                       "       intel_switch_probe sessions <coll> <bytes,...> <preset|-,...> <serial|concurrent>\n"
+                      "       intel_switch_probe hint <coll> <bytes,...> <preset,...>\n"
+                      "       intel_switch_probe hint-time <coll> <bytes> <preset,...|-> <rounds>\n"
                       "       intel_switch_probe cvars\n";
     if (argc == 2 && strcmp(argv[1], "cvars") == 0) { cvars(); return 0; }
     if (argc < 5 || (strcmp(argv[2], "allreduce") != 0 && strcmp(argv[2], "reduce") != 0)) { fputs(use, stderr); return 2; }
@@ -257,6 +353,10 @@ int main(int argc, char **argv)
                argc > 6 && strcmp(argv[5], "--env-first") == 0 ? argv[6] : NULL);
     else if (strcmp(argv[1], "comms") == 0)
         comms(argv[3], atoi(argv[4]));
+    else if (strcmp(argv[1], "hint") == 0)
+        hint(argv[3], argv[4]);
+    else if (strcmp(argv[1], "hint-time") == 0 && argc >= 6)
+        hint_time(strtoull(argv[3], NULL, 10), argv[4], atoi(argv[5]));
     else if (strcmp(argv[1], "sessions") == 0 && argc >= 6)
         sessions(argv[3], argv[4], strcmp(argv[5], "concurrent") == 0);
     else { fputs(use, stderr); return 2; }

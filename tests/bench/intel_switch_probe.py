@@ -16,9 +16,15 @@ of tests/bench/intel_switch_probe.c (which rank's payload survives where follows
   comm_id     an Intel tuning file (I_MPI_TUNING, JSON) that gives communicators of different comm_id
               different presets, with and without I_MPI_TUNING_AUTO_COMM_LIST; control: comm_id=-1;
   sessions    MPI-4 sessions: setenv, then a new session (serial: the library finalized and initialised
-              again; concurrent: one session kept open).
+              again; concurrent: one session kept open);
+  comm_id hint  one communicator per preset p made by MPI_Comm_dup_with_info with Intel's info key
+              "comm_id" = p, a tuning file whose comm_id=p entries force preset p, and
+              I_MPI_TUNING_AUTO_COMM_USER=1 (which keeps the user's comm_id); without that variable as a control;
+              what MPI_COMM_WORLD and a plain dup run under the file; whether the other collective keeps its
+              default; and the median time of each preset interleaved in one mpirun against forced alone.
 
 A mechanism "switches" when, at every telling (preset, size), it leaves the forced preset's fingerprint.
+The timing figures are medians from a loaded machine: they are printed, not judged.
 
     .venv/bin/python tests/bench/intel_switch_probe.py [--sizes 8,4096,65536] [--presets 1-8]
 
@@ -84,6 +90,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="8,4096,65536")
     ap.add_argument("--presets", default="1-8", help="a-b: the presets tried (and forced for reference)")
+    ap.add_argument("--rounds", type=int, default=100, help="timed rounds of the timing comparison")
     a = ap.parse_args()
     lib = mpi_libraries.mpi_library("intelmpi")
     if not lib.installed:
@@ -192,6 +199,47 @@ def main() -> None:
                 seen = [rows.get((m, "-", big)) for m in ["world"] + [f"dup{i}" for i in range(ncomms)]]
                 print(f"  tuning file {label:31} rc={rc}: world + {ncomms} dups ran "
                       f"{[name_of.get(s, s) for s in seen]}")
+
+        # per communicator: Intel's "comm_id" communicator hint, kept under I_MPI_TUNING_AUTO_COMM_USER=1, and a
+        # tuning file whose comm_id=p entries force preset p (ppn and comm_size wildcards)
+        f = work / f"hint-{coll}.json"
+        f.write_text(json.dumps({f"coll={coll.capitalize()}": {"ppn=-1": {"comm_size=-1": {
+            f"comm_id={q}": {"msg_size=-1": {f"{C}={q}": {}}} for q in presets}}}}))
+        last = presets[-1]
+        for user in (True, False):
+            env = {"I_MPI_TUNING": str(f)} | ({"I_MPI_TUNING_AUTO_COMM_USER": "1"} if user else {})
+            rc, rows, out, err = pr.run(["hint", coll, a.sizes, ",".join(presets)], env)
+            got = {(q, n): rows.get(("hint", q, n)) for (q, n) in telling}
+            label = "comm_id hint + file" + (" + AUTO_COMM_USER=1" if user else "")
+            print(f"  {label:40} rc={rc} {verdict(got, telling, dflt)}")
+            for m in ("world", "plain-dup"):
+                seen = [rows.get((m, "-", n)) for n in sizes]
+                as_last = sum(x == ref[(last, n)] for x, n in zip(seen, sizes))
+                as_dflt = sum(x == default[n] for x, n in zip(seen, sizes))
+                print(f"    {m:10} (no hint entry): the file's last entry's (preset {last}) fp at {as_last} of "
+                      f"{len(sizes)} sizes, the default's at {as_dflt}")
+        other = COLLS[1 - COLLS.index(coll)]
+        hinted = {"I_MPI_TUNING": str(f), "I_MPI_TUNING_AUTO_COMM_USER": "1"}
+        _, rows, _, _ = pr.run(["comms", other, a.sizes, "0"], hinted)
+        _, rows0, _, _ = pr.run(["comms", other, a.sizes, "0"])
+        same = sum(rows.get(("world", "-", n)) == rows0.get(("world", "-", n)) for n in sizes)
+        print(f"    {other} under this {coll}-only file: its default's fp at {same} of {len(sizes)} sizes")
+
+        # timing at the largest size: the hinted communicators interleaved in one mpirun (rotating order) against
+        # one mpirun per preset forced at launch timing MPI_COMM_WORLD alone, and the default
+        rounds = str(a.rounds)
+        _, _, out, _ = pr.run(["hint-time", coll, str(big), ",".join(presets), rounds], hinted)
+        inter = {line.split()[1]: float(line.split()[3]) for line in out.splitlines() if line.startswith("time ")}
+        forced = {}
+        for q in presets:
+            _, _, out, _ = pr.run(["hint-time", coll, str(big), "-", rounds], {f"I_MPI_ADJUST_{C}": q})
+            forced[q] = float(out.split()[3])
+        _, _, out, _ = pr.run(["hint-time", coll, str(big), "-", rounds])
+        print(f"  median us at {big} B over {rounds} rounds (load {load()}); "
+              f"default alone {float(out.split()[3]):.1f}:")
+        print("    preset       " + " ".join(f"{q:>7}" for q in presets))
+        print("    interleaved  " + " ".join(f"{inter.get(q, float('nan')):7.1f}" for q in presets))
+        print("    forced alone " + " ".join(f"{forced[q]:7.1f}" for q in presets))
 
         for mode, order in (("serial", f"-,{pick[0] if pick else presets[0]}"), ("concurrent", ",".join(presets))):
             rc, rows, out, err = pr.run(["sessions", coll, a.sizes, order, mode])
