@@ -15,9 +15,10 @@
  *             default and the mock-ups keep MPI_COMM_WORLD.
  *   MPICH     reads MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call: each measurement writes the value
  *             it needs (auto for the default and the mock-ups) outside the timed region.
- *   Intel MPI builds its selection once, at MPI_Init, from I_MPI_ADJUST_<COLL> of the environment, so
- *             nothing switches inside an mpirun (its MPI_T alias MPIR_CVAR_USE_<COLL> takes writes that
- *             change no call; tests/bench/intel_switch_probe.py tries every way found): "native:<preset>"
+ *   Intel MPI builds its I_MPI_ADJUST_<COLL> selection once, at MPI_Init (its MPI_T alias
+ *             MPIR_CVAR_USE_<COLL> takes writes that change no call; only its "comm_id" communicator hint
+ *             with a tuning file switches, per communicator and not on MPI_COMM_WORLD, unused here:
+ *             tests/bench/intel_switch_probe.py): "native:<preset>"
  *             is accepted only when the launch's environment forces exactly that preset on the call
  *             (I_MPI_ADJUST_<COLL>=<preset>, no ranges), and then it is the call's only algorithm.  pgmpi-bench owns the label because it
  *             is the one process that sees both the variable the library read at MPI_Init and the rows
