@@ -218,7 +218,17 @@ def main() -> None:
                 as_dflt = sum(x == default[n] for x, n in zip(seen, sizes))
                 print(f"    {m:10} (no hint entry): the file's last entry's (preset {last}) fp at {as_last} of "
                       f"{len(sizes)} sizes, the default's at {as_dflt}")
+        # both collectives in one file, each with the same comm_id=p entries (pgmpi-bench refuses this)
         other = COLLS[1 - COLLS.index(coll)]
+        both = work / f"both-{coll}.json"
+        both.write_text(json.dumps({f"coll={c.capitalize()}": {"ppn=-1": {"comm_size=-1": {
+            f"comm_id={q}": {"msg_size=-1": {f"{c.upper()}={q}": {}}} for q in presets}}} for c in (coll, other)}))
+        rc, rows, _, _ = pr.run(["hint", coll, a.sizes, ",".join(presets)],
+                                {"I_MPI_TUNING": str(both), "I_MPI_TUNING_AUTO_COMM_USER": "1"})
+        got = {(q, n): rows.get(("hint", q, n)) for (q, n) in telling}
+        wrong = sorted({q for (q, n) in telling if got[(q, n)] not in (telling[(q, n)], dflt[(q, n)])}, key=int)
+        print(f"  {'the same, file naming both collectives':40} rc={rc} {verdict(got, telling, dflt)}; "
+              f"presets with a third fingerprint: {wrong}")
         hinted = {"I_MPI_TUNING": str(f), "I_MPI_TUNING_AUTO_COMM_USER": "1"}
         _, rows, _, _ = pr.run(["comms", other, a.sizes, "0"], hinted)
         _, rows0, _, _ = pr.run(["comms", other, a.sizes, "0"])
