@@ -60,7 +60,7 @@ def main() -> None:
     n = 0
     wall: dict[str, list[float]] = {"hinted": [], "forced": [], "default": []}
 
-    def run(call: str, algs: str, env: dict) -> dict[tuple[int, str], float]:
+    def run(arm: str, call: str, algs: str, env: dict) -> dict[tuple[int, str], float]:
         """{(bytes, label): median seconds} of one pgmpi-bench mpirun"""
         nonlocal n
         n += 1
@@ -72,7 +72,7 @@ def main() -> None:
         dt = time.monotonic() - t0
         if p.returncode != 0:
             raise SystemExit(f"{call} {algs} {env}: {p.stderr[-800:]}")
-        wall["hinted" if "," in algs else "default" if algs == "default" else "forced"].append(dt)
+        wall[arm].append(dt)
         r = read_file(out)
         rows: dict[tuple[int, str], list[float]] = {}
         for t, m, al, x in zip(r.test, r.msize, r.algorithm, r.runtime):
@@ -91,12 +91,12 @@ def main() -> None:
             got: dict[str, dict] = {}
             for arm in arms:
                 if arm == "hinted":
-                    got[arm] = run(call, ",".join(f"native:{p}" for p in presets), {})
+                    got[arm] = run("hinted", call, ",".join(f"native:{p}" for p in presets), {})
                 elif arm == "default":
-                    got[arm] = run(call, "default", {})
+                    got[arm] = run("default", call, "default", {})
                 else:
                     p = arm.split(":")[1]
-                    got[arm] = run(call, f"native:{p}", {f"I_MPI_ADJUST_{C}": p})
+                    got[arm] = run("forced", call, f"native:{p}", {f"I_MPI_ADJUST_{C}": p})
             hinted.append(got["hinted"])
             default.append(got["default"])
             forced.append({k: v for arm, d in got.items() if arm.startswith("forced:") for k, v in d.items()})
