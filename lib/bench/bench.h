@@ -199,11 +199,14 @@ typedef struct {
     char name[48];               /* the library's name */
     int value;                   /* the control variable's value that selects it */
     long seg;                    /* Open MPI segment size in bytes; -1: not given (the library's 0) */
-    MPI_Comm comm;               /* Open MPI: the communicator created while it was forced */
+    MPI_Comm comm;               /* Open MPI: the communicator created while it was forced; Intel MPI: the
+                                    one tagged with its comm_id hint */
+    int hint;                    /* Intel MPI: on a hinted communicator (0: forced at MPI_Init) */
     char label[96];              /* native:<name>[:seg=<bytes>] */
 } native_t;
 extern native_t g_native[MAXNATIVE];
 extern int g_nnative, g_native_flavor;
+extern int g_native_impi_hint;           /* Intel MPI: presets on hinted communicators (bench_native.c) */
 extern char g_native_rules_file[4096];   /* Open MPI: the rules file of the environment, "" none */
 void native_discover(void);
 int native_add(int kind, const char *name, long seg);
@@ -212,6 +215,7 @@ int native_count(int kind);
 const char *native_name(int kind, int j);
 int native_has_seg(int kind);
 void native_list(int kind, char *buf, size_t len);
+void native_prepare(void);
 void native_setup(void);
 MPI_Comm native_select(const call_t *c, int alg);
 void native_finish(void);

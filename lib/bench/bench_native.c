@@ -15,26 +15,36 @@
  *             default and the mock-ups keep MPI_COMM_WORLD.
  *   MPICH     reads MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call: each measurement writes the value
  *             it needs (auto for the default and the mock-ups) outside the timed region.
- *   Intel MPI exposes no algorithm through MPI_T and reads I_MPI_ADJUST_<COLL> once at MPI_Init, so
- *             nothing switches inside an mpirun: "native:<preset>" is accepted only when the launch's
- *             environment forces exactly that preset on the call (I_MPI_ADJUST_<COLL>=<preset>, no
- *             ranges), and then it is the call's only algorithm.  pgmpi-bench owns the label because it
- *             is the one process that sees both the variable the library read at MPI_Init and the rows
- *             it writes: the raw file says native:<p> only when preset p was forced, whoever launched it
- *             (the planner's preset mpiruns, scheduler/planner.py; a user by hand).  The default is
- *             measured in another mpirun with the same --mpirun-index, and the analysis pairs them. */
+ *   Intel MPI builds its I_MPI_ADJUST_<COLL> selection once, at MPI_Init (its MPI_T alias
+ *             MPIR_CVAR_USE_<COLL> takes writes that change no call: tests/bench/intel_switch_probe.py), so
+ *             "native:<preset>" takes one of two ways, one per mpirun:
+ *             - forced at launch (I_MPI_ADJUST_<COLL>=<preset>, no ranges): the call's only algorithm, on
+ *               every communicator.  pgmpi-bench owns the label because it is the one process that sees
+ *               both the variable the library read at MPI_Init and the rows it writes: the raw file says
+ *               native:<p> only when preset p was forced, whoever launched it (the planner's preset mpiruns,
+ *               scheduler/planner.py; a user by hand);
+ *             - with I_MPI_ADJUST_<COLL> unset, several presets of one collective interleaved, each on a
+ *               communicator of its own: native_prepare writes a tuning file (comm_id=<i> -> preset) for
+ *               Intel MPI's MPI_Init, native_setup tags communicator i with the "comm_id" hint and aborts
+ *               unless Intel MPI kept it.  MPI_COMM_WORLD then runs the file's last preset, so nothing else
+ *               is measured on that collective (bench_options.c).
+ *             Either way the default is measured in another mpirun with the same --mpirun-index, and the
+ *             analysis pairs them. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "pgmpitune.h"
 #include "bench.h"
 
 native_t g_native[MAXNATIVE];
 int g_nnative;
+int g_native_impi_hint;          /* Intel MPI: presets on communicators tagged with the "comm_id" hint */
+static char g_impi_file[4096];   /* the tuning file written for them (removed after MPI_Init) */
 int g_native_flavor;             /* NATIVE_NONE until discovery */
 
 typedef struct {
@@ -131,8 +141,14 @@ static void read_rules_file_name(void)
 
 void native_discover(void)
 {
-    if (g_mpit_up) return;
+    if (g_mpit_up || g_native_flavor == NATIVE_IMPI) return;
     native_names();
+    for (int k = 0; k < K_UNKNOWN; k++) g_offer[k].cvar = g_offer[k].segcvar = -1;
+    /* Intel MPI offers nothing through MPI_T, and MPI_T would read its environment before native_prepare sets
+     * I_MPI_TUNING (MPI_Get_library_version may be called before MPI_Init) */
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING + 1] = ""; int vl = 0;
+    MPI_Get_library_version(ver, &vl);
+    if (strstr(ver, "Intel(R) MPI Library")) { g_native_flavor = NATIVE_IMPI; return; }
     int prov;
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &prov) != MPI_SUCCESS) return;
     g_mpit_up = 1;
@@ -180,11 +196,6 @@ void native_discover(void)
             }
         }
     }
-    if (g_native_flavor == NATIVE_NONE) {      /* MPI_Get_library_version may be called before MPI_Init */
-        char ver[MPI_MAX_LIBRARY_VERSION_STRING + 1] = ""; int vl = 0;
-        MPI_Get_library_version(ver, &vl);
-        if (strstr(ver, "Intel(R) MPI Library")) g_native_flavor = NATIVE_IMPI;
-    }
 }
 
 /* Intel MPI: the variant "native:<preset>" of a call, when I_MPI_ADJUST_<COLL> of the environment is exactly
@@ -201,17 +212,42 @@ int native_add_preset(int kind, const char *preset, char *why, size_t len)
         snprintf(why, len, "Intel MPI's algorithms are presets: native:<number> (impi_info -v %s lists them)", var);
         return -1;
     }
-    if (!set || strcmp(set, preset) != 0) {
-        snprintf(why, len, "Intel MPI reads %s once at MPI_Init, so native:%s needs the launch's environment to "
-                 "force it (%s=%s, no ranges; it is %s%s%s), the default measured in another mpirun", var, preset,
-                 var, preset, set ? "'" : "", set ? set : "unset", set ? "'" : "");
+    if (!set && getenv("I_MPI_TUNING")) {
+        snprintf(why, len, "native:%s with %s unset runs on a communicator of its own through a tuning file "
+                 "pgmpi-bench writes as I_MPI_TUNING, but the environment already sets I_MPI_TUNING='%s'",
+                 preset, var, getenv("I_MPI_TUNING"));
         return -1;
     }
+    if (set && strcmp(set, preset) != 0) {
+        snprintf(why, len, "Intel MPI reads %s once at MPI_Init, so native:%s needs the launch's environment to "
+                 "force it (%s=%s, no ranges; it is '%s'), or %s unset (a communicator per preset), the default "
+                 "measured in another mpirun", var, preset, var, preset, set, var);
+        return -1;
+    }
+    for (int v = 0; v < g_nnative; v++)
+        if (g_native[v].hint != !set) {
+            snprintf(why, len, "native:%s: %s, while %s forced at MPI_Init: one mpirun takes one way (a "
+                     "communicator per preset needs every collective's I_MPI_ADJUST_<COLL> unset)", preset,
+                     set ? "forced at MPI_Init" : "on a communicator of its own",
+                     g_native[v].label);
+            return -1;
+        }
+    for (int v = 0; v < g_nnative && !set; v++)
+        if (g_native[v].kind != kind) {
+            /* tests/bench/intel_switch_probe.py: with two collectives in the file, Intel MPI 2021.13 ran allreduce's
+             * comm_id=3 entry as neither preset 3 nor the default (a third fingerprint) */
+            die_usage("--algorithms: native:%s on %s's own communicator: one collective per mpirun (%s already "
+                      "has %s; Intel MPI 2021.13 confuses a tuning file's comm_id entries of two collectives): "
+                      "measure each collective's presets in an mpirun of its own", preset,
+                      pgmpitune_collective_mpi_name(kind), pgmpitune_collective_mpi_name(g_native[v].kind),
+                      g_native[v].label);
+        }
+    if (!set) g_native_impi_hint = 1;
     for (int v = 0; v < g_nnative; v++)
         if (g_native[v].kind == kind && g_native[v].value == atoi(preset)) return v;
     if (g_nnative >= MAXNATIVE) die_usage("too many native algorithm variants (at most %d)", MAXNATIVE);
     native_t *n = &g_native[g_nnative];
-    n->kind = kind; n->value = atoi(preset); n->seg = -1; n->comm = MPI_COMM_NULL;
+    n->kind = kind; n->value = atoi(preset); n->seg = -1; n->comm = MPI_COMM_NULL; n->hint = !set;
     snprintf(n->name, sizeof n->name, "%s", preset);
     snprintf(n->label, sizeof n->label, "native:%s", preset);
     return g_nnative++;
@@ -263,10 +299,70 @@ static int cvar_write(int idx, int value)
 
 char g_native_rules_file[4096];
 
+/* Intel MPI, hinted presets (g_native_impi_hint), before MPI_Init: a tuning file whose entry comm_id=<v+1>
+ * forces variant v's preset on its collective, read by Intel MPI at MPI_Init as I_MPI_TUNING; with
+ * I_MPI_TUNING_AUTO_COMM_USER=1 it keeps the comm_id that native_setup gives each variant's communicator
+ * (MPI_Comm_dup_with_info, info key "comm_id").  MPI_COMM_WORLD and every other communicator run the file's
+ * last entry of such a collective, not the default, so nothing else is measured on it (bench_options.c).
+ * tests/bench/intel_switch_probe.py and scheduler/README.md, "Switching inside one process". */
+static void remove_impi_file(void) { if (g_impi_file[0]) unlink(g_impi_file); }
+
+void native_prepare(void)
+{
+    if (!g_native_impi_hint) return;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_impi_file, sizeof g_impi_file, "%s/pgmpi-bench-impi-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(g_impi_file);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) die_usage("native:<preset>: cannot write Intel MPI's tuning file %s", g_impi_file);
+    fprintf(f, "{");
+    int first = 1;
+    for (int k = 0; k < K_UNKNOWN; k++) {
+        int any = 0;
+        for (int v = 0; v < g_nnative; v++) {
+            if (g_native[v].kind != k) continue;
+            if (!any) fprintf(f, "%s\"coll=%s\": {\"ppn=-1\": {\"comm_size=-1\": {", first ? "" : ", ",
+                              (k == K_BARRIER ? "MPI_Barrier" : pgmpitune_collective_mpi_name(k)) + 4);
+            fprintf(f, "%s\"comm_id=%d\": {\"msg_size=-1\": {\"%s=%d\": {}}}", any ? ", " : "", v + 1,
+                    KINDS[k].mpich, g_native[v].value);
+            any = 1;
+        }
+        if (any) { fprintf(f, "}}}"); first = 0; }
+    }
+    fprintf(f, "}\n");
+    if (fclose(f) != 0) die_usage("native:<preset>: cannot write Intel MPI's tuning file %s", g_impi_file);
+    atexit(remove_impi_file);                      /* also when a later check refuses the run */
+    setenv("I_MPI_TUNING", g_impi_file, 1);
+    setenv("I_MPI_TUNING_AUTO_COMM_USER", "1", 1);
+}
+
 /* After MPI_Init, collectively: Open MPI's communicators, one per variant (each created while its
  * values were written through MPI_T). */
 void native_setup(void)
 {
+    if (g_native_impi_hint) {
+        remove_impi_file();                        /* read at MPI_Init */
+        for (int v = 0; v < g_nnative; v++) {
+            native_t *n = &g_native[v];
+            char id[16], got[64] = "";
+            int flag = 0;
+            MPI_Info info, back;
+            snprintf(id, sizeof id, "%d", v + 1);
+            MPI_Info_create(&info);
+            MPI_Info_set(info, "comm_id", id);
+            PMPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &n->comm);
+            MPI_Info_free(&info);
+            PMPI_Comm_get_info(n->comm, &back);
+            MPI_Info_get(back, "comm_id", sizeof got - 1, got, &flag);
+            MPI_Info_free(&back);
+            if (!flag || strcmp(got, id) != 0) {   /* the preset would not run: never label its rows */
+                fprintf(stderr, "pgmpi-bench: error: rank %d: Intel MPI did not keep %s's communicator hint "
+                        "comm_id=%s (it reads '%s'; I_MPI_TUNING_AUTO_COMM_USER)\n", g_rank, n->label, id, got);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+        }
+        return;
+    }
     if (!g_nnative || g_native_flavor != NATIVE_OMPI) return;
     for (int v = 0; v < g_nnative; v++) {
         native_t *n = &g_native[v];
@@ -293,7 +389,8 @@ MPI_Comm native_select(const call_t *c, int alg)
         return MPI_COMM_WORLD;
     }
     native_t *n = &g_native[ALG_NATIVE0 - alg];
-    if (g_native_flavor == NATIVE_IMPI) return MPI_COMM_WORLD;    /* forced at MPI_Init by the environment */
+    if (g_native_flavor == NATIVE_IMPI)    /* its hinted communicator, or forced at MPI_Init on every one */
+        return g_native_impi_hint ? n->comm : MPI_COMM_WORLD;
     if (g_native_flavor == NATIVE_MPICH) {
         cvar_write(g_offer[n->kind].cvar, n->value);
         return MPI_COMM_WORLD;

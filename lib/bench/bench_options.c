@@ -113,8 +113,11 @@ static void usage(FILE *f)
 "                        algorithm NAME, as the library names it (--list-native), measured next to\n"
 "                        the default and the mock-ups in the same rounds; seg= sets Open MPI's\n"
 "                        segment size (MPICH has none).  A name applies to every call that has it.\n"
-"                        Intel MPI: native:PRESET, only when the environment forces it\n"
-"                        (I_MPI_ADJUST_<COLL>=PRESET, read at MPI_Init), alone on its call.\n"
+"                        Intel MPI: native:PRESET, alone on its call when the environment forces it\n"
+"                        (I_MPI_ADJUST_<COLL>=PRESET, read at MPI_Init); with I_MPI_ADJUST_<COLL>\n"
+"                        unset, several presets of a call interleaved, each on a communicator of\n"
+"                        its own (comm_id hint, a tuning file written as I_MPI_TUNING), nothing else\n"
+"                        on that call (MPI_COMM_WORLD runs the file's last preset).\n"
 "  --serve               measure cells on request, one mpirun for a whole search: rank 0 reads lines\n"
 "                        'cell <call> <bytes> <label,label,...> [nrep=N]' from standard input (the call, size\n"
 "                        and labels among those of --calls, --sizes, --algorithms; default and\n"
@@ -792,7 +795,19 @@ void parse_args(int argc, char **argv)
         native_discover();
     }
     parse_algs(algs);
-    if (g_native_flavor == NATIVE_IMPI)       /* the preset runs every call of its collective: nothing next to it */
+    if (g_native_impi_hint)   /* presets on hinted communicators: MPI_COMM_WORLD runs the file's last one */
+        for (int i = 0; i < O.ncalls; i++) {
+            const call_t *c = &O.calls[i];
+            int nat = 0;
+            for (int a = 0; a < c->nalg; a++) nat += c->alg[a] <= ALG_NATIVE0;
+            for (int a = 0; nat && a < c->nalg; a++)
+                if (c->alg[a] > ALG_NATIVE0)
+                    die_usage("--algorithms: '%s' next to Intel MPI presets on %s: the tuning file that gives each "
+                              "preset its communicator also changes MPI_COMM_WORLD's %s (it runs the file's last "
+                              "preset there), so measure '%s' in another mpirun with the same --mpirun-index",
+                              alg_label(c, c->alg[a]), c->mpi_name, c->mpi_name, alg_label(c, c->alg[a]));
+        }
+    else if (g_native_flavor == NATIVE_IMPI)  /* the preset runs every call of its collective: nothing next to it */
         for (int i = 0; i < O.ncalls; i++)
             for (int a = 0; a < O.calls[i].nalg; a++)
                 if (O.calls[i].alg[a] <= ALG_NATIVE0 && O.calls[i].nalg > 1)
@@ -801,6 +816,7 @@ void parse_args(int argc, char **argv)
                               "in another mpirun with the same --mpirun-index", alg_label(&O.calls[i], O.calls[i].alg[a]),
                               O.calls[i].mpi_name, alg_label(&O.calls[i], O.calls[i].alg[a == 0 ? 1 : 0]),
                               alg_label(&O.calls[i], O.calls[i].alg[a]));
+    native_prepare();       /* Intel MPI's hinted presets: their tuning file, before MPI_Init reads it */
     if (O.barrier_rows) {   /* MPI_Barrier rows next to every size, whatever --algorithms says */
         add_call(-1);
         for (int i = 0; i < O.ncalls; i++) if (O.calls[i].coll < 0) { O.calls[i].nalg = 1; O.calls[i].alg[0] = 0; }

@@ -378,6 +378,7 @@ void write_header(int argc, char **argv, time_t start_wall, unsigned long long s
     put("msizes_arg", O.sizes_arg);
     if (g_nnative) {   /* how the library's own algorithms were selected (bench_native.c) */
         put("native_switch", g_native_flavor == NATIVE_OMPI ? "communicator_per_variant"
+                            : g_native_impi_hint ? "communicator_hint"
                             : g_native_flavor == NATIVE_IMPI ? "preset_at_mpi_init" : "mpi_t_per_call");
         char nv[8192]; size_t no = 0; nv[0] = 0;
         for (int i = 0; i < O.ncalls; i++)

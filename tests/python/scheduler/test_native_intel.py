@@ -168,10 +168,10 @@ def test_intel_validation_refuses_a_module_that_does_not_set_the_file(tmp_path, 
 
 
 def test_pgmpi_bench_labels_a_preset_only_where_the_launch_forced_it(tmp_path):
-    """Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init: pgmpi-bench writes native:<p> rows only when the
-    launch's environment forces exactly preset p (no ranges), alone on its collective; otherwise it refuses with
-    the reason before measuring (on the old code native:<p> was refused on Intel MPI whatever the environment,
-    so a campaign could not measure a preset)."""
+    """Intel MPI reads I_MPI_ADJUST_<COLL> once at MPI_Init: when the launch sets it, pgmpi-bench writes
+    native:<p> rows only when it forces exactly preset p (no ranges), alone on its collective; otherwise it
+    refuses with the reason before measuring (on the old code native:<p> was refused on Intel MPI whatever the
+    environment, so a campaign could not measure a preset).  With the variable unset: the next test."""
     from pgmpi_formats import mpi_libraries
     bench = ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench"
     if not bench.exists():
@@ -188,7 +188,7 @@ def test_pgmpi_bench_labels_a_preset_only_where_the_launch_forced_it(tmp_path):
                                f"--algorithms={algs}", "--nrep=3", "--no-barrier-rows", f"--mpirun-index={index}",
                                f"--output={out}"], capture_output=True, text=True, env=env, timeout=120), out
 
-    for algs, value, why in (("native:3", None, "it is unset"), ("native:3", "3:0-100@2-2", "it is '3:0-100@2-2'"),
+    for algs, value, why in (("native:3", "3:0-100@2-2", "it is '3:0-100@2-2'"),
                              ("native:3", "2", "it is '2'"), ("default,native:3", "3", "'default' would measure it"),
                              ("native:3:seg=1K", "3", "no ':seg='"), ("native:ring", "3", "native:<number>")):
         p, out = run(algs, value)
@@ -200,3 +200,51 @@ def test_pgmpi_bench_labels_a_preset_only_where_the_launch_forced_it(tmp_path):
     assert {r[-1] for r in rows} == {"native:3"} and {int(r[2]) for r in rows} == {8, 65536}, rows[:4]
     assert "#@mpirun_index=7" in text and "#@native_switch=preset_at_mpi_init" in text
     assert "#@pgmpi check MPI_Allreduce 65536 native:3 ok" in text          # results checked as for any arm
+
+
+def test_pgmpi_bench_interleaves_presets_on_hinted_communicators(tmp_path):
+    """With I_MPI_ADJUST_<COLL> unset, pgmpi-bench measures several presets of one collective in one mpirun, each
+    on a communicator tagged with Intel MPI's "comm_id" hint (a tuning file it writes for MPI_Init): every
+    preset leaves, at every size, the fingerprint it leaves forced at launch (tests/bench/intel_switch_probe.py).
+    Nothing else on that collective (MPI_COMM_WORLD runs the file's last preset), one collective per mpirun
+    (Intel MPI 2021.13 confuses the entries of two), and never over a tuning file of the environment.  On the
+    old code native:<p> with the variable unset was refused."""
+    from pgmpi_formats import mpi_libraries
+    bench = ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench"
+    if not bench.exists():
+        pytest.fail(f"{bench} missing: deploy/build-lib.sh intelmpi (make test does)")
+    lib = mpi_libraries.mpi_library("intelmpi")
+
+    def run(algs, name, calls="allreduce", **extra):
+        env = {k: v for k, v in lib.environment().items() if not k.startswith(("I_MPI_ADJUST_", "I_MPI_TUNING"))}
+        env.update(extra)
+        out = tmp_path / f"{name}.txt"
+        p = subprocess.run([str(lib.mpirun), "-n", "2", str(bench), f"--calls={calls}", "--sizes=8,4096,65536",
+                            f"--algorithms={algs}", "--nrep=3", "--no-barrier-rows", f"--output={out}"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0, (algs, extra, p.stderr[-800:])
+        text = out.read_text()
+        return text, {tuple(ln.split()[3:5]): ln.split()[5] for ln in text.splitlines()
+                      if ln.startswith("#@pgmpi fingerprint MPI_Allreduce ")}
+
+    presets = (1, 3, 8)   # three fingerprints apart at 64 KiB and 4 KiB, two at 8 B (2 ranks)
+    text, hinted = run(",".join(f"native:{p}" for p in presets), "hinted")
+    assert "#@native_switch=communicator_hint" in text
+    rows = [ln.split() for ln in text.splitlines() if ln.startswith("MPI_Allreduce ")]
+    assert {r[-1] for r in rows} == {f"native:{p}" for p in presets}, rows[:4]
+    forced = {}
+    for p in presets:
+        _, fp = run(f"native:{p}", f"forced{p}", I_MPI_ADJUST_ALLREDUCE=str(p))
+        forced.update(fp)
+    assert hinted == forced and len(hinted) == 9, (hinted, forced)
+    assert len({hinted[("65536", f"native:{p}")] for p in presets}) == 3     # the check can tell them apart
+
+    env = {k: v for k, v in lib.environment().items() if not k.startswith(("I_MPI_ADJUST_", "I_MPI_TUNING"))}
+    for algs, calls, extra, why in (("default,native:1", "allreduce", {}, "'default' next to Intel MPI presets"),
+                                    ("native:1", "allreduce,reduce", {}, "one collective per mpirun"),
+                                    ("native:1", "allreduce", {"I_MPI_TUNING": "/x.json"},
+                                     "already sets I_MPI_TUNING")):
+        p = subprocess.run([str(lib.mpirun), "-n", "2", str(bench), f"--calls={calls}", "--sizes=8",
+                            f"--algorithms={algs}", "--nrep=3", f"--output={tmp_path / 'refused.txt'}"],
+                           capture_output=True, text=True, env={**env, **extra}, timeout=120)
+        assert p.returncode != 0 and why in p.stderr and not (tmp_path / "refused.txt").exists(), (algs, p.stderr)
