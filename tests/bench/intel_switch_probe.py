@@ -145,19 +145,13 @@ def main() -> None:
             got = {(q, n): rows.get((m, q, n)) for (q, n) in telling}
             print(f"  {m:24} {verdict(got, telling, dflt)}")
 
-        got = {}
-        for q in presets:
-            if any(k[0] == q for k in telling):
-                _, rows, out, _ = pr.run(["inproc", coll, a.sizes, q, "--preinit", q])
-                got.update({(q, n): rows.get(("world", "-", n)) for n in sizes})
-        print(f"  {'mpit before MPI_Init':24} {verdict(got, telling, dflt)}")
-
-        got = {}
-        for q in presets:
-            if any(k[0] == q for k in telling):
-                _, rows, out, _ = pr.run(["inproc", coll, a.sizes, q, "--env-first", q])
-                got.update({(q, n): rows.get(("world", "-", n)) for n in sizes})
-        print(f"  {'env before 1st call':24} {verdict(got, telling, dflt)}")
+        for flag, what in (("--preinit", "mpit before MPI_Init"), ("--env-first", "env before 1st call")):
+            got = {}
+            for q in presets:
+                if any(k[0] == q for k in telling):
+                    _, rows, out, _ = pr.run(["inproc", coll, a.sizes, q, flag, q])
+                    got.update({(q, n): rows.get(("world", "-", n)) for n in sizes})
+            print(f"  {what:24} {verdict(got, telling, dflt)}")
 
         got = {}
         for q in presets:

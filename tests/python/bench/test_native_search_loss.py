@@ -4,23 +4,15 @@ never an arm that failed -- with the evaluation's own noise floor and the paired
 differ.  Python only, on planted evaluations."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[3]
+from bench_scripts import bench_script
 
 
 @pytest.fixture(scope="module")
 def ns():
-    spec = importlib.util.spec_from_file_location("native_search_bench", ROOT / "tests/bench/native_search.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_script("native_search", "native_search_bench")
 
 
 def test_a_decision_is_judged_against_the_fastest_arm_of_the_fresh_mpiruns(ns):

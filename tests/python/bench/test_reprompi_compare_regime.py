@@ -6,20 +6,13 @@ runs anew reproduces itself and its plain repeat leaves the cell outside +-5 %. 
 planted; no MPI runs."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from bench_scripts import bench_script
 
-ROOT = Path(__file__).resolve().parents[3]
 KEY = ("MPI_Allreduce", 1048576)
 
 
 def load_compare():
-    spec = importlib.util.spec_from_file_location("reprompi_compare", ROOT / "tests/bench/reprompi_compare.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod          # its dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_script("reprompi_compare", "reprompi_compare")
 
 
 def medians(pgmpi, again, reprompi, reprompi_again):
