@@ -81,8 +81,8 @@ TESTS = [  # (node id, what its outcome rests on); the kinds are explained in te
     ("tests/python/bench/test_pgmpi_bench.py::test_time_rule_nrep_bounds",
      "rule: tnrep1 given, K and max bound nrep"),
     ("tests/python/bench/test_pgmpi_bench.py::test_time_rule_measures_tnrep1_at_one_byte",
-     "statistical (the one left): nrep >= t_nrep1 / slowest row - 1 holds while the pilot's minimum latency "
-     "(not written) is no slower than the rows' maximum; margin 1.17-1.6 in 5 Open MPI runs at load 5"),
+     "rule: nrep = max(ceil(t_nrep1 / l), K) within one for rounding, l the pilot's minimum latency that "
+     "pgmpi-bench writes (# pilot ... latency_min_sec=)"),
     ("tests/python/bench/test_pgmpi_bench.py::test_time_budget_stops_early",
      "rule: >= 10 Allreduce of 1 KiB in a 0.2 s budget (needs < 20 ms per call)"),
     ("tests/python/bench/test_native.py::test_serve_takes_nrep_per_cell_under_a_time_budget",
