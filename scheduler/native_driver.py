@@ -53,14 +53,15 @@ MIN_GAIN = 0.05       # service/analysis/native_decision.decide's default min_ga
 CONFIRM_BLOCK = 4
 MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default and default_control
 # a confirmation round measures each arm with 1/CONFIRM_SHARE of the cell's count (confirm_nrep), in at most the
-# spec's `confirm` rounds as before.  The decision's interval is over mpiruns (each round one alone pair per
-# cell), so a round's count only sets how exactly its mpirun's medians are taken.  Replayed on the two quiet MPICH
-# runs of 2026-11-26 (every confirmation file cut to the first 50 of its 100 repetitions per arm): the race's
-# decisions stayed what they were but for one more cell kept (reduce 512 KiB binomial); cut to 24 one run lost
-# allreduce 512 B.  Tried and left: twice the rounds at half the count (the same repetitions at most, over more
-# mpiruns): under load 7-9 the expensive reduce 512 KiB could still win after every round and went through all
-# six, 18 s of confirmations against 5.9 s the same hour.
-CONFIRM_SHARE = 2
+# spec's `confirm` rounds.  1: the campaign-wide count, as every other mpirun of the campaign (issue 34).  Half
+# the count (a spec's confirm_share 2, tests/bench/native_search.py's race-half) halved the confirmations' time
+# under load 6 with the same decisions, but on the quiet machine saved nothing (MPICH 4.0.2: race 22.0 % and
+# 26.5 % of exhaustive's time against 24.4 % and 24.2 % with the whole count; a confirmation mpirun there is
+# start-up, 0.08 s, not repetitions) and decided no better (loss on the evaluation 4.5 % / 4.2 % against
+# 4.0 % / 2.8 %; docs/transcripts/native-search-evaluate-quiet-2026-11-26.txt), so the whole count stays.
+# Tried and left: twice the rounds at half the count (under load 7-9 the expensive reduce 512 KiB could
+# still win after every round and went through all six, 18 s of confirmations against 5.9 s the same hour).
+CONFIRM_SHARE = 1
 
 
 class Session:
@@ -223,7 +224,7 @@ class Launcher:
         confirm: at each cell the default, the variant the search chose there and (when the campaign has one)
         the control arm, each alone in blocks of CONFIRM_BLOCK (4) consecutive repetitions, the blocks
         alternating -- control, default, variant, then variant, default, control, and so on until each has
-        its share of the cell's count (confirm_nrep) -- in one command ("cell ... blocks=4"; the order starts
+        the cell's count (confirm_nrep) -- in one command ("cell ... blocks=4"; the order starts
         the other way in odd rounds).  Short alternating blocks let a load that drifts during the cell move all arms alike (2
         passes of nrep / 2, the way until 2026-11-26, left MPICH's control arm 4-36 % off the default at
         sub-microsecond cells: tests/bench/confirm_blocks.py), and one command per cell costs one round trip
@@ -259,7 +260,7 @@ class Launcher:
         try:
             for k in keys:
                 for size, label in sorted(cells[k].items()):
-                    nrep = confirm_nrep(s, k, size)          # a share of the cell's count (CONFIRM_SHARE)
+                    nrep = confirm_nrep(s, k, size)          # the cell's campaign-wide count, else --nrep
                     got: dict[str, list[float]] = {}
                     order = [*control, "default", label] if index % 2 == 0 else [label, "default", *control]
                     # one command: pgmpi-bench alternates the arms in blocks itself; a count below two blocks
@@ -322,9 +323,9 @@ def cell_nrep(spec: dict, key: str, size: int | None) -> int | None:
 
 def confirm_nrep(spec: dict, key: str, size: int) -> int:
     """A confirmation round's repetitions per arm at a cell: its campaign-wide count, else the search's --nrep,
-    divided by the spec's confirm_share (CONFIRM_SHARE; rounded up), but at least two blocks of CONFIRM_BLOCK
-    and never more than the count.  The planner never sets confirm_share; tests/bench/native_search.py's
-    race-full sets 1 (the whole count, as until 2026-11-26) as the control of a measurement."""
+    divided by the spec's confirm_share (CONFIRM_SHARE, 1; rounded up), but at least two blocks of
+    CONFIRM_BLOCK and never more than the count.  The planner never sets confirm_share;
+    tests/bench/native_search.py's race-half sets 2 (a measurement's arm)."""
     n = cell_nrep(spec, key, size) or bench_nrep(spec)
     return min(n, max(2 * CONFIRM_BLOCK, math.ceil(n / int(spec.get("confirm_share", CONFIRM_SHARE)))))
 

@@ -28,8 +28,8 @@ rounds are its confirmations, so its "confirmed" column is 0.  Every library's t
 share: the pipeline's mpiruns x one mpirun's start-up (startup_seconds) over its seconds.
 
 Per library: exhaustive in `mpiruns` sweeps (3), then each reduced search once followed by its confirmations
-(up to `mpiruns` rounds of 1/native_driver.CONFIRM_SHARE of the count -- `race-full`: of the whole count, as
-until 2026-11-26 -- each round one mpirun measuring at every cell to confirm the
+(up to `mpiruns` rounds of the cell's count -- `race-half`: of half the count, native_driver's confirm_share
+2 -- each round one mpirun measuring at every cell to confirm the
 default, the chosen variant and the control arm, each alone, in alternating blocks of 4 repetitions; a later
 round only where the cell's alone
 pairs so far can still pass the decision's interval rule, native_driver.can_still_win), and `rerun`, a second exhaustive campaign (the noise floor: what a search that knew every variant of
@@ -110,11 +110,11 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         for rep_file in sorted(d.glob("search-*.json")):
             _account(out, json.loads(rep_file.read_text()), d)
         return out
-    # rerun: a second, independent exhaustive campaign; race-full: the race confirming as until 2026-11-26 (every
-    # round the whole count: native_driver.CONFIRM_SHARE 1), the control arm of the half-count rounds
-    # a name may end in #<n>: the same pipeline once more (race,race-full,race-full#2,race#2: an ABBA pairing)
+    # rerun: a second, independent exhaustive campaign; race-half: the race confirming with half the count in
+    # every round (confirm_share 2), against the race's whole count
+    # a name may end in #<n>: the same pipeline once more (race,race-half,race-half#2,race#2: an ABBA pairing)
     base = search.split("#")[0]
-    kind = {"rerun": "exhaustive", "race-full": "race"}.get(base, base)
+    kind = {"rerun": "exhaustive", "race-half": "race"}.get(base, base)
 
     def drive(spec: dict, rep_file: Path) -> None:
         """One run of the search driver, as the agent's job script runs it; its report accounted into out."""
@@ -152,7 +152,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
         if first_nrep:
             entry["first_nrep"] = first_nrep
         spec = {"prefix": f"search-{i}", "control": True, "confirm": 0 if kind == "exhaustive" else mpiruns,
-                **({"confirm_share": 1} if base == "race-full" else {}),
+                **({"confirm_share": 2} if base == "race-half" else {}),
                 "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", f"--campaign=ns-{search}",
                                f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry) for k in CALLS}}
@@ -365,7 +365,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
     from scheduler import launchers
     sizes, segments = GRIDS[grid]
     print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} confirmation "
-          f"rounds of half the count per reduced one (race-full: of the whole count), nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
+          f"rounds of the whole count per reduced one (race-half: of half the count), nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
           f"segments {segments[0]}-{segments[-1]} B (grid {grid}); load at start {load()} (a loaded machine when "
           "> 1.2: 2 cores shared)")
     rows = []
@@ -507,9 +507,8 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="--local with --keep: report on the kept runs, measure "
                     "only what is missing")
     ap.add_argument("--searches", default="race,rerun", help="--local: the reduced searches to run after exhaustive, "
-                    "comma list of mgd, smgd, race, race-full (the race confirming every round with the whole count, as "
-                    "until 2026-11-26: a control arm), rerun (a second exhaustive campaign: the noise floor of the loss); "
-                    "a name ending in #<n> runs that pipeline once more (race,race-full,race-full#2,race#2: ABBA); "
+                    "comma list of mgd, smgd, race, race-half (the race confirming every round with half the count), rerun (a second exhaustive campaign: the noise floor of the loss); "
+                    "a name ending in #<n> runs that pipeline once more (race,race-half,race-half#2,race#2: ABBA); "
                     "default race,rerun")
     ap.add_argument("--first-nrep", type=int, default=0, help="--local: race's first-stage repetitions "
                     "(default: a sixth of --nrep, at least 2)")

@@ -293,19 +293,21 @@ def test_a_later_confirmation_round_measures_only_the_cells_that_can_still_win()
     assert decide({("bcast", 512, 2): cell_runs}).decisions[("bcast", 512, 2)].choice == "native:binomial"
 
 
-def test_a_confirmation_round_measures_a_share_of_the_cells_count():
-    """native_driver.confirm_nrep: a confirmation round measures each arm with half the cell's count
-    (CONFIRM_SHARE 2, rounded up), the campaign-wide count where the cell has one, else --nrep; never fewer than
-    two blocks of CONFIRM_BLOCK, never more than the count; a spec's confirm_share 1 keeps the whole count (how
-    every round measured until 2026-11-26)."""
+def test_a_confirmation_round_measures_the_cells_count_unless_a_share_is_asked():
+    """native_driver.confirm_nrep: a confirmation round measures each arm with the cell's campaign-wide count
+    where it has one, else --nrep (CONFIRM_SHARE 1: every mpirun of a campaign measures its counts, issue 34); a
+    spec's confirm_share k (tests/bench/native_search.py's race-half: 2) takes 1/k of it, rounded up, never
+    fewer than two blocks of CONFIRM_BLOCK, never more than the count."""
     from scheduler.native_driver import CONFIRM_BLOCK, CONFIRM_SHARE, confirm_nrep
-    assert CONFIRM_SHARE == 2 and CONFIRM_BLOCK == 4
+    assert CONFIRM_SHARE == 1 and CONFIRM_BLOCK == 4
     spec = {"bench_args": ["--nrep=100"], "collectives": {"bcast": {"nrep": {"512": 31}}}}
-    assert confirm_nrep(spec, "bcast", 8) == 50
-    assert confirm_nrep(spec, "bcast", 512) == 16             # the campaign-wide count, halved up
-    assert confirm_nrep(dict(spec, confirm_share=1), "bcast", 8) == 100
-    assert confirm_nrep(dict(spec, bench_args=["--nrep=10"]), "bcast", 8) == 8     # two blocks of 4
-    assert confirm_nrep(dict(spec, bench_args=["--nrep=5"]), "bcast", 8) == 5      # never above the count
+    assert confirm_nrep(spec, "bcast", 8) == 100
+    assert confirm_nrep(spec, "bcast", 512) == 31             # the campaign-wide count
+    half = dict(spec, confirm_share=2)
+    assert confirm_nrep(half, "bcast", 8) == 50
+    assert confirm_nrep(half, "bcast", 512) == 16             # halved up
+    assert confirm_nrep(dict(half, bench_args=["--nrep=10"]), "bcast", 8) == 8     # two blocks of 4
+    assert confirm_nrep(dict(half, bench_args=["--nrep=5"]), "bcast", 8) == 5      # never above the count
 
 
 def test_can_still_win_is_the_best_bound_any_later_rounds_give():

@@ -311,10 +311,10 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(be
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(native_driver, "MIN_GAIN", -1e9)       # every choice counts as faster
     monkeypatch.setattr(native_driver, "null_spread", lambda controls: -1e9)
-    monkeypatch.setattr(native_driver, "CONFIRM_BLOCK", 2)     # a confirmation's 6 repetitions per arm: blocks of 2
+    monkeypatch.setattr(native_driver, "CONFIRM_BLOCK", 2)     # 5 repetitions per arm: blocks of 2, 2 and 1
     entry = {"search": "race", "sizes": [8, 2048], "segments": [1024], "lookahead": 2, "prune": 0.5,
              "neighbour": "none", "first_nrep": 2}
-    spec = {"prefix": "search-0", "control": True, "bench_args": ["--nrep=11", "--mpirun-index=0", "--campaign=rc"],
+    spec = {"prefix": "search-0", "control": True, "bench_args": ["--nrep=5", "--mpirun-index=0", "--campaign=rc"],
             "confirm": 2, "collectives": {"bcast": dict(entry), "reduce": dict(entry)}}
     out = tmp_path / "search-0.json"
     assert native_driver.main(["--spec", json.dumps(spec), "--launcher", shlex.join(bench.mpirun(2)),
@@ -350,8 +350,7 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(be
         rows = defaultdict(int)
         for t, m, a in zip(run.test, run.msize, run.algorithm):
             rows[(run.tests[t], int(m), run.algorithms[a])] += 1
-        # half of --nrep 11 (CONFIRM_SHARE 2, rounded up) over the blocks; the warm-up: the whole --nrep
-        assert {n for (c, m, a), n in rows.items() if m != 1} == {6}
+        assert set(rows.values()) == {5}                          # --nrep over the blocks (the warm-up too)
         cmds = [(c.call, c.msize, c.labels, c.blocks) for c in footer.records(run.pgmpi_lines, footer.Served)]
         # one command per cell, its arms alone in alternating blocks of CONFIRM_BLOCK: the control arm, the
         # default in the middle, the variant (odd rounds the other way round)
@@ -359,12 +358,12 @@ def test_race_searches_in_one_mpirun_and_confirms_every_cell_in_one_per_round(be
         warm = (MPI_NAME[min(k for k, _ in cells_i)], 1, ("default",), 0)     # the warm-up first, on no cell
         assert cmds == [warm] + [(MPI_NAME[k], s, tuple(lab if a == "v" else a for a in orders[i % 2]), 2)
                                  for (k, s), lab in sorted(cells_i.items())]
-        # the rows in the order measured: three blocks of 2 repetitions, the order reversed after each pass
+        # the rows in the order measured: blocks of 2, 2 and 1 repetitions, the order reversed after each pass
         for (k, s), lab in cells_i.items():
             seq = [run.algorithms[a] for t, m, a in zip(run.test, run.msize, run.algorithm)
                    if run.tests[t] == MPI_NAME[k] and int(m) == s]
             o = [lab if a == "v" else a for a in orders[i % 2]]
-            assert seq == [x for x in o + o[::-1] + o for _ in (0, 1)]
+            assert seq == [x for x in o for _ in (0, 1)] + [x for x in o[::-1] for _ in (0, 1)] + o
     cells = runs_from_files([tmp_path / f for f in rep["files"]])
     for (k, s), lab in chosen.items():
         alone = [x for x in cells[(k, s, 2)] if x.alone]
