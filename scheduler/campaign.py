@@ -215,6 +215,15 @@ class Repetitions(_Strict):
                 argv.append(f"--{f.replace('_', '-')}={v:g}")
         return argv
 
+    def policy_argv(self) -> list[str]:
+        """pgmpi-bench options of the policy itself, the time budget left out: the count (fixed), the
+        prediction, or the time rule (the pilot mpirun of a campaign-wide NREP, or every mpirun without one)."""
+        if self.policy == "fixed":
+            return [f"--nrep={self.nrep}"]
+        if self.policy == "predict":
+            return self.predict_argv()
+        return [f"--time-rule=max={self.max_nrep},K={min(10, self.max_nrep)}"]
+
 
 # pgmpi-dtbench's names (lib/bench/README.md, "pgmpi-dtbench"; `pgmpi-dtbench --help`)
 DT_PATTERNS = ("pingpong", "bcast", "allgather")

@@ -132,12 +132,8 @@ def bench_argv(c: Campaign, module: Module, index: int, output: str, keys: list[
         argv.append(f"--nrep={nrep}")
     elif nrep_from:
         argv.append(f"--nrep-from={nrep_from}")
-    elif rep.policy == "fixed":
-        argv.append(f"--nrep={rep.nrep}")
-    elif rep.policy == "predict":
-        argv += rep.predict_argv()
     else:
-        argv.append(f"--time-rule=max={rep.max_nrep},K={min(10, rep.max_nrep)}")
+        argv += rep.policy_argv()
     if rep.time_budget and nrep is None and not nrep_from:
         argv.append(f"--time-budget={rep.time_budget:g}")
     argv += [f"--mpirun-index={index}", f"--campaign={c.name}", f"--machine={c.machine}"]

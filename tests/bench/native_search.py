@@ -94,9 +94,11 @@ def load() -> str:
 
 
 def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reuse: bool = False,
-              first_nrep: int = 0, grid: str = "night") -> dict:
+              first_nrep: int = 0, grid: str = "night", counts: dict | None = None) -> dict:
     """One pipeline (exhaustive: `mpiruns` sweeps; mgd/smgd/race: one search + `mpiruns` confirmation rounds)
-    with the library's own mpirun; returns {"files": [...], "seconds": launch s, "experiments": n, "paths": ...}."""
+    with the library's own mpirun; returns {"files": [...], "seconds": launch s, "experiments": n, "paths": ...}.
+    counts: {(key, size): n}, the campaign-wide count of each cell (pilot_counts), set as the planner sets it
+    (each collective's `nrep` per size); None: every cell at `nrep`."""
     from scheduler import launchers
     lib = launchers.library(lib_id)
     env = lib.row.environment()
@@ -155,10 +157,47 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
                 **({"confirm_share": 2} if base == "race-half" else {}),
                 "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", f"--campaign=ns-{search}",
                                f"--module-name={lib_id}"],
-                "collectives": {k: dict(entry) for k in CALLS}}
+                "collectives": {k: dict(entry, **({"nrep": {str(s): counts[(k, s)] for s in entry["sizes"]}}
+                                                  if counts else {})) for k in CALLS}}
         rep_file = d / f"search-{i}.json"
         drive(spec, rep_file)
     return out
+
+
+# --counts: the repetition policy whose pilot fixes each cell's count (issue 34's campaign-wide NREP), as a
+# campaign under it would: predict is deploy/scheduler/nightly.example.yaml's rule, time-rule the seed paper's
+# (PGMPITuneLib sect. 4.2: every cell's count scaled to the same run-time, so the 512 KiB cells get few)
+COUNT_POLICIES = {"predict": dict(policy="predict", rules=["rse", "covmedian"], min_nrep=50, max_nrep=1000,
+                                  covmedian_thres=0.002, covmedian_window=50, time_budget=3),
+                  "time-rule": dict(policy="time-rule", max_nrep=1000)}
+
+
+def pilot_counts(lib_id: str, work: Path, sizes: list[int], policy: str) -> tuple[dict, float]:
+    """A campaign's pilot mpirun (its mpirun 0 under `policy`, the default only, every cell of the grid) and
+    the counts a campaign reads from it (scheduler/planner.search_counts over its `#@pgmpi nrep` lines):
+    ({(key, size): n}, its wall seconds).  Its time is in no pipeline's: a campaign pays one pilot for all."""
+    import types
+
+    from pgmpi_formats.collectives import by_key
+    from scheduler import launchers
+    from scheduler.campaign import Repetitions
+    from scheduler.planner import search_counts
+    lib = launchers.library(lib_id)
+    env = lib.row.environment()
+    env.update(lib.family.job_env(1, 2, False, os.geteuid() == 0, os.cpu_count() or 2))
+    bench = ROOT / "build" / "install" / lib_id / "bin" / "pgmpi-bench"
+    work.mkdir(parents=True, exist_ok=True)
+    rep = Repetitions(**COUNT_POLICIES[policy])
+    out = work / "pilot.txt"
+    out.unlink(missing_ok=True)
+    argv = [lib.mpirun, "-np", "2", *lib.family.mpirun_args(1, 2, False), str(bench), f"--calls={','.join(CALLS)}",
+            f"--sizes={','.join(map(str, sizes))}", "--algorithms=default", "--no-barrier-rows", *rep.policy_argv(),
+            *([f"--time-budget={rep.time_budget:g}"] if rep.time_budget else []), f"--output={out}"]
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, capture_output=True, check=True)
+    secs = time.perf_counter() - t0
+    got = search_counts(types.SimpleNamespace(repetitions=Repetitions(**{**COUNT_POLICIES[policy], "nrep_from": [str(out)]})))
+    return {(k, s): got[(by_key(k).mpi_name, s)] for k in CALLS for s in sizes}, secs
 
 
 def mpirun_costs(lib_id: str, work: Path, sizes: list[int], nrep: int, first: int, rounds: int = 3) -> dict:
@@ -190,14 +229,15 @@ def mpirun_costs(lib_id: str, work: Path, sizes: list[int], nrep: int, first: in
     return {a: statistics.median(v) for a, v in secs.items()}
 
 
-def evaluate(lib_id: str, work: Path, arms: dict[str, dict], runs: int, nrep: int) -> dict:
+def evaluate(lib_id: str, work: Path, arms: dict[str, dict], runs: int, nrep: int, counts: dict | None = None) -> dict:
     """The honest loss (issue 35): a fresh measurement of the decisions, independent of the tables that chose
     them.  `runs` new mpirun (one pgmpi-bench --serve each), every cell measured with exactly its candidate
     arms -- the default, the control arm (the default again) and each arm's label there (`arms`: {name:
     {(key, size): label}}, e.g. exhaustive's decision, exhaustive's table's fastest, the race's decision) --
     each alone in alternating blocks of native_driver.CONFIRM_BLOCK repetitions, as the confirmations and a job
     under a decision file run them; cells in ascending order in even mpiruns, descending in odd ones, the arms'
-    order reversed in odd ones.  Returns {"t": {cell: {label: [per-mpirun median]}}, "seconds": s, "load": ...}."""
+    order reversed in odd ones; each cell with its count (`counts`, else nrep).  Returns {"t": {cell: {label:
+    [per-mpirun median]}}, "seconds": s, "load": ...}."""
     from pgmpi_formats.collectives import by_key
     from pgmpi_formats.native_search import WARMUP_BYTES
     from scheduler import launchers
@@ -227,8 +267,9 @@ def evaluate(lib_id: str, work: Path, arms: dict[str, dict], runs: int, nrep: in
         sess.cell(by_key(keys[0]).mpi_name, WARMUP_BYTES, ["default"], alone=True)
         for k, size in (cells if i % 2 == 0 else cells[::-1]):
             order = ["default_control", "default", *labels[(k, size)]]
-            got = sess.cell(by_key(k).mpi_name, size, order if i % 2 == 0 else order[::-1], nrep=nrep,
-                            blocks=max(1, min(CONFIRM_BLOCK, nrep // 2)))
+            n = (counts or {}).get((k, size), nrep)
+            got = sess.cell(by_key(k).mpi_name, size, order if i % 2 == 0 else order[::-1], nrep=n,
+                            blocks=max(1, min(CONFIRM_BLOCK, n // 2)))
             for lab, x in got.items():
                 t[(k, size)].setdefault(lab, []).append(x)
         if sess.close() != 0:
@@ -294,6 +335,7 @@ def _account(out: dict, rep: dict, d: Path) -> None:
     out["search_seconds"] = out.get("search_seconds", 0.0) + rep["launch_seconds"]
     out.setdefault("confirm_parts", []).extend(rep["confirm"].get("parts", []))
     out["paths"] = rep["paths"]
+    out["confirm_rounds"] = rep["confirm"].get("rounds", [])
     out["defaults"] = rep.get("defaults", {})
     out["version"] = rep.get("version", "")
 
@@ -352,6 +394,37 @@ def spread_by_class(files) -> dict[str, tuple[float, int]]:
     return out
 
 
+def refusals(mine, theirs, g: dict, cells) -> list[str]:
+    """Why a pipeline's decision (`mine`, native_decision.Result) differs from exhaustive's (`theirs`) at each of
+    `cells`: for the label the other chose, the rule that refused it in each decision (Candidate.refused, the
+    module doc's numbered rules) with its paired ratios per mpirun and interval, and where the search driver
+    left it (the search's choice at the cell, the confirmation rounds that measured it)."""
+    out = []
+    for k, s in cells:
+        a = next(d for (k2, s2, _p), d in mine.decisions.items() if (k2, s2) == (k, s))
+        b = next(d for (k2, s2, _p), d in theirs.decisions.items() if (k2, s2) == (k, s))
+        parts = []
+        for who, dec, other in (("here", a, b), ("exhaustive", b, a)):
+            lab = other.choice
+            if lab == "default":
+                continue
+            c = next((c for c in dec.candidates if c.label == lab), None)
+            if c is None:
+                parts.append(f"{lab} {who}: not measured")
+                continue
+            ratios = "/".join(f"{r:.3f}" for r in c.run_ratios)
+            ci = f", CI {c.ci[0]:.3f}-{c.ci[1]:.3f}" if c.ci else ""
+            parts.append(f"{lab} {who}: {c.refused or 'won'} (default / it per mpirun {ratios}{ci})")
+        p = g.get("paths", {}).get(k, {}).get(str(s))
+        if p is not None:
+            rounds = [i for i, r in enumerate(g.get("confirm_rounds", [])) if str(s) in r.get(k, {})]
+            parts.append(f"search chose {p.get('choice')} ({p.get('times', {}).get(p.get('choice'), math.nan):.3g} s "
+                         f"against the default's {p.get('reference') or math.nan:.3g} s), confirmation rounds "
+                         f"{rounds or 'none'}")
+        out.append(f"{k} {s}: " + "; ".join(parts))
+    return out
+
+
 def summary(xs: list[float]) -> tuple[float, float, float]:
     xs = sorted(xs)
     if not xs:
@@ -361,11 +434,13 @@ def summary(xs: list[float]) -> tuple[float, float, float]:
 
 def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: bool = False,
           searches: tuple[str, ...] = ("race", "rerun"), first_nrep: int = 0, grid: str = "night",
-          evaluate_runs: int = 4) -> None:
+          evaluate_runs: int = 4, count_policy: str = "fixed") -> None:
     from scheduler import launchers
     sizes, segments = GRIDS[grid]
+    how = (f"nrep {nrep}" if count_policy == "fixed" else
+           f"each cell's count from a {count_policy} pilot ({COUNT_POLICIES[count_policy]}), as a campaign's")
     print(f"# local pipelines, 2 ranks, {mpiruns} sweeps per exhaustive campaign and up to {mpiruns} confirmation "
-          f"rounds of the whole count per reduced one (race-half: of half the count), nrep {nrep}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
+          f"rounds of the whole count per reduced one (race-half: of half the count), {how}, {', '.join(CALLS)} at {len(sizes)} sizes {sizes[0]}-{sizes[-1]} B, "
           f"segments {segments[0]}-{segments[-1]} B (grid {grid}); load at start {load()} (a loaded machine when "
           "> 1.2: 2 cores shared)")
     rows = []
@@ -373,9 +448,16 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
     for lib_id in ids:
         work = keep / lib_id if keep else Path(tempfile.mkdtemp(prefix=f"ns-{lib_id}-"))
         got, loads = {}, {}
+        counts = None
+        if count_policy != "fixed" and not launchers.library(lib_id).family.native_at_init:
+            l0 = load()
+            counts, secs = pilot_counts(lib_id, work / "pilot", sizes, count_policy)
+            print(f"# {lib_id} pilot ({count_policy}, default only, in no pipeline's time): {secs:.2f} s, load "
+                  f"{l0}-{load()}; counts per cell: " + ", ".join(f"{k} {s}: {n}" for (k, s), n in sorted(counts.items())),
+                  flush=True)
         for search in ("exhaustive", *searches):
             t0, l0 = time.time(), load()
-            got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse, first_nrep, grid)
+            got[search] = run_local(lib_id, work, search, mpiruns, nrep, reuse, first_nrep, grid, counts)
             loads[search] = f"{l0}-{load()}"
             print(f"# {lib_id} {search}: {time.time() - t0:.0f} s wall, load {loads[search]}", flush=True)
         l0 = load()
@@ -391,18 +473,17 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
         table2 = exhaustive_table(got["rerun"]["files"]) if "rerun" in got else {}
         # the family's file decides what can be written (an Intel collective the gapless file leaves to the library)
         family = launchers.library(lib_id).family.name
-        ex = {(k, s): d.choice for (k, s, _p), d in
-              decide(runs_from_files(got["exhaustive"]["files"]), library=family).decisions.items()}
-        decs = {search: ex if search == "exhaustive" else {
-                (k, s): d.choice for (k, s, _p), d in decide(runs_from_files(got[search]["files"]),
-                                                            library=family).decisions.items()}
+        results = {search: decide(runs_from_files(got[search]["files"]), library=family)
+                   for search in ("exhaustive", *searches)}
+        decs = {search: {(k, s): d.choice for (k, s, _p), d in results[search].decisions.items()}
                 for search in ("exhaustive", *searches)}
+        ex = decs["exhaustive"]
         ev = None
         if evaluate_runs and not launchers.library(lib_id).family.native_at_init:     # Intel: presets fixed at MPI_Init
             # the honest loss: exhaustive's table's fastest variant, every pipeline's decision and the default,
             # measured afresh and alone (evaluate)
             fastest = {c: min(t, key=t.get) for c, t in table.items() if t}
-            ev = evaluate(lib_id, work, {"fastest": fastest, **decs}, evaluate_runs, nrep)
+            ev = evaluate(lib_id, work, {"fastest": fastest, **decs}, evaluate_runs, nrep, counts)
             floor = evaluation_floor(ev)
             fm, fp, fx = summary(list(floor.values()))
             fast_l = evaluation_losses(ev, fastest)
@@ -474,6 +555,8 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
             if differ:
                 print("  differs from exhaustive's decision: " + ", ".join(
                     f"{k} {s} {dec[(k, s)]} (exhaustive: {ex[(k, s)]})" for k, s in differ))
+                for line in refusals(results[search], results["exhaustive"], g, differ):
+                    print("    " + line)
         print(f"# raw files in {work}", flush=True)
     print(f"\n# table (issue 35 goal: <= 15 % of exhaustive's time, mean loss <= 2 %, p95 <= 10 %); wall "
           f"{time.time() - t_all:.0f} s, load now {load()}")
@@ -510,6 +593,9 @@ def main() -> None:
                     "comma list of mgd, smgd, race, race-half (the race confirming every round with half the count), rerun (a second exhaustive campaign: the noise floor of the loss); "
                     "a name ending in #<n> runs that pipeline once more (race,race-half,race-half#2,race#2: ABBA); "
                     "default race,rerun")
+    ap.add_argument("--counts", choices=["fixed", *COUNT_POLICIES], default="fixed", help="--local: fixed (every "
+                    "cell at --nrep) or each cell's count from a pilot mpirun under that policy, as a campaign with "
+                    "campaign-wide NREP measures (predict: nightly.example.yaml's rule; time-rule: the seed paper's)")
     ap.add_argument("--first-nrep", type=int, default=0, help="--local: race's first-stage repetitions "
                     "(default: a sixth of --nrep, at least 2)")
     ap.add_argument("--grid", choices=sorted(GRIDS), default="night", help="--local: night (sizes 8 B - 512 KiB "
@@ -521,7 +607,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.local:
         local(a.local, a.mpiruns, a.nrep, a.keep, a.reuse, tuple(a.searches.split(",")), a.first_nrep, a.grid,
-              a.evaluate)
+              a.evaluate, a.counts)
         return
     if not a.campaigns or a.state_dir is None:
         ap.error("campaign files and --state-dir, or --local")
