@@ -422,13 +422,29 @@ def still_ahead(cells: dict[str, dict[int, str]], pairs: dict, left: int) -> dic
     return out
 
 
-def confirm_rounds(cells: dict[str, dict[int, str]], total: int, confirm) -> list[dict]:
+def shown(cells: dict[str, dict[int, str]], pairs: dict) -> dict[str, dict[int, str]]:
+    """The cells whose alone pairs so far already pass the decision's interval rule at the minimum gain
+    (can_still_win with no round left): measuring them again can only lose what they showed."""
+    out: dict[str, dict[int, str]] = {}
+    for k, per in cells.items():
+        for size, label in per.items():
+            if can_still_win(pairs.get((k, size), [0.0]), 0):
+                out.setdefault(k, {})[size] = label
+    return out
+
+
+def confirm_rounds(cells: dict[str, dict[int, str]], total: int, confirm, most: int | None = None) -> list[dict]:
     """Up to `total` confirmation rounds, `confirm(cells, i) -> ({(key, size): default's median}, {(key, size):
-    variant's median})` measuring round i; after each round only the cells that can still win (still_ahead)
-    go on.  Returns each round's cells ({key: {str(size): label}})."""
+    variant's median})` measuring round i; after each round only the cells that can still win within `most`
+    rounds (still_ahead; futility) go on.  most (spec confirm_max, default `total`): past the campaign's
+    `total` rounds, a cell that can still win but has not yet shown it (shown) gets further rounds, one at a
+    time, up to `most`; one that has shown it leaves (every cell keeps the campaign's rounds, as all its
+    mpiruns measure alike).  The decision still judges every round's pair by its rules: stopping decides only
+    which mpiruns exist.  Returns each round's cells ({key: {str(size): label}})."""
+    most = max(total, most or total)
     rounds = []
     pairs: dict = {}            # (key, size) -> default / variant of each round's alone pair
-    for i in range(total):
+    for i in range(most):
         if not cells:
             break
         rounds.append({k: {str(size): lab for size, lab in per.items()} for k, per in cells.items()})
@@ -437,7 +453,11 @@ def confirm_rounds(cells: dict[str, dict[int, str]], total: int, confirm) -> lis
             for size in per:
                 d, v = default.get((k, size), 0.0), chosen.get((k, size), NEVER)
                 pairs.setdefault((k, size), []).append(d / v if 0 < v < NEVER else 0.0)
-        cells = still_ahead(cells, pairs, total - i - 1)
+        cells = still_ahead(cells, pairs, most - i - 1)
+        if i + 1 >= total:
+            won = shown(cells, pairs)
+            cells = {k: {s: lab for s, lab in per.items() if s not in won.get(k, {})} for k, per in cells.items()}
+            cells = {k: per for k, per in cells.items() if per}
     return rounds
 
 
@@ -504,7 +524,8 @@ def main(argv=None) -> int:
     report["spread"] = null_spread(launcher.controls)
     cells = to_confirm(report["paths"], report["defaults"], report["spread"]) if int(spec.get("confirm", 0)) else {}
     rounds = confirm_rounds(cells, int(spec.get("confirm", 0)),
-                            lambda c, i: launcher.confirm(c, i, f"{spec['prefix']}-confirm-{i}.txt"))
+                            lambda c, i: launcher.confirm(c, i, f"{spec['prefix']}-confirm-{i}.txt"),
+                            int(spec.get("confirm_max", 0)) or None)
     report["confirm"] = {"mpiruns": launcher.n - searched_runs, "launch_seconds": round(launcher.seconds - searched_secs, 3),
                          "cells": rounds[0] if rounds else {}, "rounds": rounds, "parts": launcher.confirm_parts}
     report["stage_seconds"] = {k: round(v, 4) for k, v in launcher.stage_seconds.items()}

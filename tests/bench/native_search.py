@@ -116,7 +116,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
     # every round (confirm_share 2), against the race's whole count
     # a name may end in #<n>: the same pipeline once more (race,race-half,race-half#2,race#2: an ABBA pairing)
     base = search.split("#")[0]
-    kind = {"rerun": "exhaustive", "race-half": "race"}.get(base, base)
+    kind = {"rerun": "exhaustive", "race-half": "race", "race-seq": "race"}.get(base, base)
 
     def drive(spec: dict, rep_file: Path) -> None:
         """One run of the search driver, as the agent's job script runs it; its report accounted into out."""
@@ -155,6 +155,7 @@ def run_local(lib_id: str, work: Path, search: str, mpiruns: int, nrep: int, reu
             entry["first_nrep"] = first_nrep
         spec = {"prefix": f"search-{i}", "control": True, "confirm": 0 if kind == "exhaustive" else mpiruns,
                 **({"confirm_share": 2} if base == "race-half" else {}),
+                **({"confirm_max": 2 * mpiruns} if base == "race-seq" else {}),
                 "bench_args": [f"--nrep={nrep}", f"--mpirun-index={i}", f"--campaign=ns-{search}",
                                f"--module-name={lib_id}"],
                 "collectives": {k: dict(entry, **({"nrep": {str(s): counts[(k, s)] for s in entry["sizes"]}}
@@ -590,7 +591,7 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="--local with --keep: report on the kept runs, measure "
                     "only what is missing")
     ap.add_argument("--searches", default="race,rerun", help="--local: the reduced searches to run after exhaustive, "
-                    "comma list of mgd, smgd, race, race-half (the race confirming every round with half the count), rerun (a second exhaustive campaign: the noise floor of the loss); "
+                    "comma list of mgd, smgd, race, race-half (the race confirming every round with half the count), race-seq (the race with up to twice the confirmation rounds for a cell that can still win and has not shown it: confirm_max), rerun (a second exhaustive campaign: the noise floor of the loss); "
                     "a name ending in #<n> runs that pipeline once more (race,race-half,race-half#2,race#2: ABBA); "
                     "default race,rerun")
     ap.add_argument("--counts", choices=["fixed", *COUNT_POLICIES], default="fixed", help="--local: fixed (every "

@@ -293,6 +293,35 @@ def test_a_later_confirmation_round_measures_only_the_cells_that_can_still_win()
     assert decide({("bcast", 512, 2): cell_runs}).decisions[("bcast", 512, 2)].choice == "native:binomial"
 
 
+def test_rounds_past_the_campaigns_go_only_to_cells_that_can_still_win_and_have_not_shown_it():
+    """confirm_rounds with most > total (spec confirm_max): after the campaign's 3 rounds, MPICH's allreduce
+    128 B recursive_doubling of the loaded run of 2026-11-26 21:44 (1.245, 1.450, 1.182: refused, its 95 %
+    interval over 3 mpiruns reaching 0.989x) gets more rounds until its pairs show the gain (decide() then
+    takes it, here after a fourth), a steady 1.3x that passed after 3 rounds leaves, and a cell that cannot
+    win even with every round left stops.  Without confirm_max nothing changes (3 rounds at most)."""
+    from scheduler.native_driver import confirm_rounds
+    cells = {"allreduce": {128: "native:recursive_doubling"}, "bcast": {512: "native:binomial"},
+             "reduce": {524288: "native:binomial"}}
+    ratio = {("allreduce", 128): [1.245, 1.450, 1.182, 1.30, 1.25, 1.2], ("bcast", 512): [1.3, 1.25, 1.28, 1.3],
+             ("reduce", 524288): [1.066, 0.773, 0.8, 0.8, 0.8, 0.8]}
+
+    def confirm(cells_i, i):
+        mine = [(k, s) for k, per in cells_i.items() for s in per]
+        return {c: 1.0 for c in mine}, {c: 1.0 / ratio[c][i] for c in mine}
+
+    rounds = confirm_rounds(cells, 3, confirm, 6)
+    # more rounds left make the futility rule more lenient: reduce 512 KiB (1.066, 0.773) still has its third
+    # (a cost of confirm_max), and after it, at 0.8x, no three more rounds could carry it
+    assert [sorted(k for k in r) for r in rounds] == [["allreduce", "bcast", "reduce"]] * 3 + [["allreduce"]]
+    assert [sorted(k for k in r) for r in confirm_rounds(cells, 3, confirm)] == \
+        [["allreduce", "bcast", "reduce"], ["allreduce", "bcast", "reduce"], ["allreduce", "bcast"]]
+    runs = [{"default": 1.0, "native:recursive_doubling": 1 / r, "default_control": 1.0}
+            for r in ratio[("allreduce", 128)][:len(rounds)]]
+    assert decide({("allreduce", 128, 2): runs[:3]}).decisions[("allreduce", 128, 2)].choice == "default"
+    assert decide({("allreduce", 128, 2): runs}).decisions[("allreduce", 128, 2)].choice == \
+        "native:recursive_doubling"
+
+
 def test_a_confirmation_round_measures_the_cells_count_unless_a_share_is_asked():
     """native_driver.confirm_nrep: a confirmation round measures each arm with the cell's campaign-wide count
     where it has one, else --nrep (CONFIRM_SHARE 1: every mpirun of a campaign measures its counts, issue 34); a
