@@ -62,6 +62,10 @@ MAX_LABELS = 94        # pgmpi-bench's MAXALGS (lib/bench/bench.h) less default 
 # Tried and left: twice the rounds at half the count (under load 7-9 the expensive reduce 512 KiB could
 # still win after every round and went through all six, 18 s of confirmations against 5.9 s the same hour).
 CONFIRM_SHARE = 1
+# A spec's confirm_max (more rounds than the campaign's `confirm`, only for a cell that can still win and has
+# not yet shown it: confirm_rounds) is never set by the planner: loaded, twice the rounds (tests/bench/
+# native_search.py's race-seq) cost MPICH 4.0.2 1.4-1.6x the race's time under the time rule's counts (0.8-2.6x
+# at nrep 100) and did not decide better, and it doubles a 5 %-faster variant's chance to pass (docs/native-search-loss.md, tests/bench/confirm_stopping.py).
 
 
 class Session:

@@ -18,7 +18,8 @@ Then the decision per cell (service/analysis/native_decision.py) over the exhaus
 Locally, the whole pipeline per library (the search driver itself, scheduler/native_driver.py, with the
 library's own mpirun at 2 ranks, no scheduler):
 
-    .venv/bin/python tests/bench/native_search.py --local mpich openmpi [--grid night|site] [--searches race,rerun]
+    .venv/bin/python tests/bench/native_search.py --local mpich openmpi [--grid night|site] [--searches race,rerun] \
+        [--counts fixed|predict|time-rule]
     .venv/bin/python tests/bench/native_search.py --local intelmpi --grid intel
 
 Intel MPI (presets fixed at MPI_Init) runs through the driver's Intel rounds (scheduler/intel_race.py): exhaustive
@@ -50,6 +51,13 @@ alternating blocks of 4 as a job under a decision file runs it, the default, the
 table's fastest variant and every pipeline's decision; a decision's loss there is its time / the fastest arm's
 - 1 (medians over the N mpiruns), next to the evaluation's own noise floor (the control arm judged against the
 default) -- no table that chose a variant judges it, so the winner's curse of the table's minimum is gone.
+Where a pipeline's decision differs from exhaustive's, the script prints why (refusals): the rule that refused
+the other's choice in each decision (native_decision's numbered rules), the pairs per mpirun, what the search
+chose there and which confirmation rounds measured it.  --counts predict|time-rule: a pilot mpirun fixes each
+cell's count under that policy (the nightly example's prediction, or the seed paper's time rule) and every
+pipeline and the evaluation measure with it, as a campaign with campaign-wide NREP does (the pilot's time in
+none).  race-seq: the race with up to twice the confirmation rounds for a cell that can still win and has not
+shown it (native_driver confirm_max; tests/bench/confirm_stopping.py simulates what that costs in false passes).
 Goal (issue 35): <= 15 % of the time, mean loss <= 2 %, p95 <= 10 %, the loss judged on the evaluation.  Figures with the machine load; asserts nothing.  Both Debian MPIs on the night grid
 took 30 s at load 2 (--grid site: 45 s); at load 12-19 up to 5 minutes.
 """

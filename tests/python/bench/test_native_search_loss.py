@@ -41,3 +41,26 @@ def test_two_decisions_that_differ_are_paired_within_each_evaluation_mpirun(ns):
     got = ns.paired_against(ev, mine, theirs)
     assert list(got) == [("allgather", 8)]
     assert got[("allgather", 8)] == pytest.approx(math.sqrt(1.0 / 0.8 * 2.0 / 1.8) - 1)   # geometric mean
+
+
+def test_where_two_decisions_differ_the_refusing_rule_and_the_drivers_path_are_named(ns):
+    """refusals: at a cell where the race kept the default and exhaustive took recursive_doubling, the line
+    names the rule that refused it in the race's decision (rule 4 here: every pair 15-28 % faster, but the
+    95 % interval over 3 mpiruns reaches below 1.05), its pairs and interval, the search's choice and the
+    confirmation rounds that measured the cell; a label the race never measured says so."""
+    from service.analysis.native_decision import decide
+    rd = "native:recursive_doubling"
+
+    def runs(ratios, extra=None):
+        return [{"default": 1.0, rd: 1 / r, "default_control": 1.0, **(extra or {})} for r in ratios]
+    mine = decide({("allreduce", 128, 2): runs([1.282, 1.150, 1.171]), ("bcast", 8, 2): runs([1.0, 1.0])})
+    theirs = decide({("allreduce", 128, 2): runs([1.30, 1.28, 1.29]),
+                     ("bcast", 8, 2): [{"default": 1.0, "native:binomial": 0.5, "default_control": 1.0}] * 3})
+    assert mine.decisions[("allreduce", 128, 2)].choice == "default"
+    g = {"paths": {"allreduce": {"128": {"choice": rd, "times": {rd: 0.8e-6}, "reference": 1.0e-6}}},
+         "confirm_rounds": [{"allreduce": {"128": rd}}, {"allreduce": {"128": rd}}, {"allreduce": {"128": rd}}]}
+    got = ns.refusals(mine, theirs, g, [("allreduce", 128), ("bcast", 8)])
+    assert got[0].startswith(f"allreduce 128: {rd} here: gain at the 95 % interval's lower bound")
+    assert "1.282/1.150/1.171" in got[0] and "CI 1.038-" in got[0]
+    assert f"search chose {rd} (8e-07 s against the default's 1e-06 s), confirmation rounds [0, 1, 2]" in got[0]
+    assert got[1] == "bcast 8: native:binomial here: not measured"
