@@ -8,7 +8,8 @@
 The job stages the candidate as a published set of its own (<dir>/profiles/<machine>/<mpi>-<version>/current
 -> versions/1/<file>), points a site file at it and loads the MPI module and the pgmpitunelib module, so the
 module's native variables (spack-repo/packages/pgmpitunelib/pgmpitune-site.lua) set the file for the launched
-ranks exactly as for a user.  It refuses to measure when the module did not set them to the candidate, or when
+ranks exactly as for a user.  It refuses to measure when the module did not set them to the candidate (every
+variable of native.file_env with its value: a later `use_dynamic_rules=0` would switch Open MPI's file off), or when
 a module (or the site's lines) also chooses an algorithm without the file (the family's forces_algorithm, e.g.
 OMPI_MCA_coll_tuned_<coll>_algorithm, MPIR_CVAR_<COLL>_INTRA_ALGORITHM): the file would not decide what users
 run, and the default arms, which run without such variables, would not be the default users get; the reason
@@ -104,6 +105,17 @@ def refuse_forcing(family: launchers.Family) -> list[str]:
             f'  fail "$v=${{!v}} is set by ${{f:+module file }}${{f:-the site lines or the job environment (no loaded '
             f'module file names it)}}{why}"',
             "done"]
+
+
+def require_file_env(wanted: dict[str, str]) -> list[str]:
+    """The job's lines after every `module load`: fail unless each variable that makes the library read its file
+    has exactly the value the published module gives it.  A module or site line loaded later that changes one
+    (e.g. OMPI_MCA_coll_tuned_use_dynamic_rules=0, which Open MPI reads as false: the rules file is never
+    opened) would leave users on the library's own choice while validation measured the file."""
+    q = shlex.quote
+    return [f'[ "${{{k}-}}" = {q(v)} ] || fail "{k}=${{{k}-(unset)}}: the published module sets {k}={v}; a module or '
+            f'line loaded after it changed it, so the file would not decide what users run"'
+            for k, v in sorted(wanted.items())]
 
 
 def _precheck_impi(name: str, text: str, nprocs: int, version: str | None) -> list[nv.Cell]:
@@ -215,10 +227,12 @@ class NativeValidationJob:
                           env={**self.env, "PGMPI_SITE_CONFIG": str(self.directory / "site.conf")}, prologue=prologue)
         if self.intel:
             return self._intel_spec(mod_of)
+        family = launchers.library(self.mpi).family
         mod = mod_of([f"env | grep -E '^({'|'.join(FILE_VARS)}|OMPI_MCA_coll_tuned_use_dynamic_rules)=' > native-env.txt",
                       f"grep -qx '[A-Z_a-z]*={self.staged}' native-env.txt || "
                       "fail 'the module did not set the candidate file for the launched ranks (native-env.txt)'",
-                      *refuse_forcing(launchers.library(self.mpi).family)])
+                      *require_file_env(native.file_env(family.native, str(self.staged))),
+                      *refuse_forcing(family)])
         calls = ",".join(sorted({c.key for c in self.cells}))
         sizes = ",".join(str(s) for s in sorted({c.msize for c in self.cells}))
         labels = sorted({c.label for c in self.cells if c.label != "default"})

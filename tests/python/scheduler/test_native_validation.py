@@ -75,14 +75,21 @@ def test_validation_job_on_slurm_recorded_and_gating_publication(tmp_path, slurm
     def run(name: str, extra: list[str]) -> dict:
         job = NativeValidationJob(tmp_path / name, "nvbox", "openmpi", "4.1.4", "native.rules", text, "openmpi/4.1.4",
                                   "pgmpitunelib/0.1.0", [str(mpi_modulepath), str(mods)], rounds=4, nrep=20,
-                                  extra_lines=clock + extra)
+                                  extra_lines=clock + [ln.format(staged=job_staged(name)) for ln in extra])
+        assert job.staged == job_staged(name)
         job.write()
         job_id = job.submit(env=slurm_env)
         return post(client, job, job.figures(), job_id)
 
-    # a site environment that switches dynamic rules off: Open MPI ignores the file silently; the fingerprint
-    # shows the default ran, not the file's rabenseifner
-    off = run("off", ["export OMPI_MCA_coll_tuned_use_dynamic_rules=0"])
+    def job_staged(name: str) -> Path:
+        return NativeValidationJob(tmp_path / name, "nvbox", "openmpi", "4.1.4", "native.rules", text,
+                                   "openmpi/4.1.4", "pgmpitunelib/0.1.0", []).staged
+
+    # the module names the file, but what the ranks open is not what was validated (here: emptied after
+    # staging): Open MPI 4.1 falls back to its built-in rules without a message when the file does not parse;
+    # the fingerprint shows the file's rabenseifner did not run.  (A line that switches dynamic rules off is
+    # refused before measuring: test_validation_refuses_a_site_line_that_switches_the_file_off)
+    off = run("off", [": > {staged}"])
     assert off["state"] == "failed", off
     cell = next(c for c in off["cells"] if c["label"] == "native:rabenseifner")
     assert cell["evidence"] == "fingerprint" and any("did not run" in p for p in cell["problems"]), cell
@@ -171,6 +178,41 @@ def test_validation_refuses_a_module_that_forces_an_algorithm_without_the_file(t
                                env={"PATH": "/usr/bin:/bin", var: val, f"{var}_segmentsize": "1024"})
             assert p.returncode == rc, (mpi, val, p.stdout, p.stderr)
         assert p.stdout.startswith(f"{var}={value} is set by the site lines or the job environment"), p.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.lmod
+def test_validation_refuses_a_site_line_that_switches_the_file_off(tmp_path, mpi_modulepath):
+    """Open MPI reads a rules file only under coll_tuned_use_dynamic_rules true, and parses "0", "off", "ENABLED"
+    or any word it does not know as false (ompi_info, 4.1.4 and 5.0.11).  A site line loaded after the
+    pgmpitunelib module that sets it otherwise leaves users on the library's choice while the file arm would be
+    judged as if it ran: the job refuses to measure, naming the variable, its value and what the module sets.
+    On the old job (which checked only the file's name) it measured."""
+    import subprocess
+    from scheduler.backends import make_backend
+    from scheduler.native_validation import require_file_env
+    from pgmpi_formats import native_file
+    from sched_helpers import VERSIONS as MPI_VERSIONS
+    mods = tunelib_modules(tmp_path / "tune", "openmpi")
+    text = orr.write_rules(DECISIONS, native.discover("openmpi"))
+    job = NativeValidationJob(tmp_path / "job", "nvbox", "openmpi", MPI_VERSIONS["openmpi"],
+                              native_file.NAMES["openmpi"], text, f"openmpi/{MPI_VERSIONS['openmpi']}",
+                              "pgmpitunelib/0.1.0", [str(mpi_modulepath), str(mods)], rounds=1, nrep=5,
+                              extra_lines=["export OMPI_MCA_coll_tuned_use_dynamic_rules=off"])
+    backend = make_backend(None, "local")
+    job.write(backend)
+    with pytest.raises(RuntimeError, match="OMPI_MCA_coll_tuned_use_dynamic_rules=off: the published module sets "
+                                           "OMPI_MCA_coll_tuned_use_dynamic_rules=1; a module or line loaded after"):
+        job.submit(backend=backend, timeout=120)
+    assert not list((tmp_path / "job").glob("file-*.txt"))
+    # the check itself: the module's values pass; a changed or missing one fails, naming it
+    wanted = native.file_env("openmpi", "/p/native.rules")
+    lines = "\n".join(['fail() { echo "$1"; exit 3; }', *require_file_env(wanted)])
+    for env, rc, says in ((wanted, 0, ""),
+                          ({**wanted, "OMPI_MCA_coll_tuned_use_dynamic_rules": "0"}, 3, "use_dynamic_rules=0:"),
+                          ({"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}, 3, "dynamic_rules_filename=(unset):")):
+        p = subprocess.run(["bash", "-c", lines], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env})
+        assert p.returncode == rc and says in p.stdout, (env, p.stdout, p.stderr)
 
 
 @pytest.mark.mpi
