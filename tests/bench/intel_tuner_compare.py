@@ -164,7 +164,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=8, help="rounds of the user program (three mpiruns each)")
     ap.add_argument("--iters", type=int, default=40, help="kernel iterations per user-program mpirun")
     ap.add_argument("--keep", type=Path)
+    ap.add_argument("--guest", action="store_true",
+                    help="run all of it inside deploy/intel-guest.sh's GenuineIntel guest (both tuners, the program)")
     a = ap.parse_args()
+    if a.guest:
+        return in_guest(a)
     colls, sizes = a.colls.split(","), [int(s) for s in a.sizes.split(",")]
     work = a.keep or Path(tempfile.mkdtemp(prefix="intel-tuner-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -298,6 +302,24 @@ def main() -> int:
     if not apart:
         print("    none")
     return 0
+
+
+def in_guest(a) -> int:
+    """Re-run this script, whole, in the guest: the same machine and library for both tuners and the user program.
+    The guest's /tmp is its own memory, so the work directory (--keep, default under the worktree) is shared."""
+    import os
+    import shlex
+    import subprocess
+    root = HERE.parent.parent
+    work = (a.keep or root / "build" / f"intel-tuner-guest-{int(time.time())}").resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    argv = [a for a in sys.argv[1:] if a != "--guest"]
+    if "--keep" not in argv:
+        argv += ["--keep", str(work)]
+    cmd = shlex.join([sys.executable, str(Path(__file__).resolve()), *argv])
+    print(f"# in the guest (deploy/intel-guest.sh, emulated GenuineIntel): {cmd}", flush=True)
+    return subprocess.run([str(root / "deploy" / "intel-guest.sh"), "run", "--share", str(work), "--", cmd],
+                          cwd=root, env=os.environ).returncode
 
 
 if __name__ == "__main__":
