@@ -316,9 +316,9 @@ def in_guest(a) -> int:
     argv = [a for a in sys.argv[1:] if a != "--guest"]
     if "--keep" not in argv:
         argv += ["--keep", str(work)]
-    cmd = shlex.join([sys.executable, str(Path(__file__).resolve()), *argv])
-    print(f"# in the guest (deploy/intel-guest.sh, emulated GenuineIntel): {cmd}", flush=True)
-    return subprocess.run([str(root / "deploy" / "intel-guest.sh"), "run", "--share", str(work), "--", cmd],
+    cmd = [sys.executable, str(Path(__file__).resolve()), *argv]
+    print(f"# in the guest (deploy/intel-guest.sh, emulated GenuineIntel): {shlex.join(cmd)}", flush=True)
+    return subprocess.run([str(root / "deploy" / "intel-guest.sh"), "run", "--share", str(work), "--", *cmd],
                           cwd=root, env=os.environ).returncode
 
 
