@@ -11,7 +11,10 @@ the forced preset's median of round r against round r-1 (how much one preset mov
 per mpirun its wall time, the cost the race pays per mpirun.
 
     .venv/bin/python tests/bench/intel_hint_regime.py [--calls allreduce,reduce] [--sizes 8,4096,65536]
-                                                       [--presets 1-8] [--rounds 3] [--nrep 50]
+                                                       [--presets 1-8] [--rounds 3] [--nrep 50] [--keep 3]
+
+Also a rank table (issue 35, pruning): per cell, the rank of the forced-alone best in each single hinted
+mpirun's ranking and, as the control, in each single forced round's ranking, and the loss of keeping the top k.
 
 Needs build/install/intelmpi (deploy/build-lib.sh intelmpi); 2 ranks.  Prints figures and the load; asserts
 nothing.  Loaded figures say little: a quiet run is what can decide.
@@ -47,6 +50,7 @@ def main() -> None:
     ap.add_argument("--presets", default="1-8")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nrep", type=int, default=50)
+    ap.add_argument("--keep", type=int, default=3, help="survivors per cell of a pruning stage (rank table)")
     a = ap.parse_args()
     bench = ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench"
     if not bench.exists():
@@ -113,10 +117,43 @@ def main() -> None:
                 print(f"    {lab:9} hinted {statistics.median(h[(s, lab)] for h in hinted) * 1e6:8.1f} us  "
                       f"forced {statistics.median(f[(s, lab)] for f in forced) * 1e6:8.1f} us  "
                       f"ratio {g:5.2f} [{min(q):.2f}, {max(q):.2f}]  control {ctl}")
+        ranks(call, sizes, presets, hinted, forced, a.keep)
     print(f"\nwall time per mpirun (s, median): hinted {statistics.median(wall['hinted']):.2f} (all presets), "
           f"forced {statistics.median(wall['forced']):.2f} (one preset), "
           f"default {statistics.median(wall['default']):.2f}")
     print(f"load after: {load()}")
+
+
+def ranks(call: str, sizes: list[int], presets: list[int], hinted: list[dict], forced: list[dict],
+          keep: int) -> None:
+    """Pruning needs only the ranking: per cell, is the forced-alone best (median over all rounds) among the top
+    `keep` of ONE hinted mpirun (what a race's first stage would be)?  Control: ONE forced round (today's first
+    stage, one mpirun per preset) judged the same way.  "loss" is what keeping only the top `keep` would cost:
+    the best forced median among them / the forced best - 1."""
+    labs = [f"native:{p}" for p in presets]
+
+    def order(d: dict, s: int) -> list[str]:
+        return sorted(labs, key=lambda lab: d[(s, lab)])
+
+    print(f"  rank of the forced-alone best in one round's ranking (1 = first; kept if <= {keep}); "
+          f"loss = what pruning to the top {keep} costs against the forced best")
+    tally = {"hinted": [0, 0], "forced": [0, 0]}
+    for s in sizes:
+        fmed = {lab: statistics.median(f[(s, lab)] for f in forced) for lab in labs}
+        best = min(labs, key=fmed.get)
+        line = []
+        for arm, rounds in (("hinted", hinted), ("forced", forced)):
+            rk, loss = [], []
+            for d in rounds:
+                top = order(d, s)[:keep]
+                rk.append(order(d, s).index(best) + 1)
+                loss.append(min(fmed[lab] for lab in top) / fmed[best] - 1)
+                tally[arm][0] += rk[-1] <= keep
+                tally[arm][1] += 1
+            line.append(f"{arm} ranks {','.join(map(str, rk)):<12} loss max {max(loss) * 100:5.1f} %")
+        print(f"    {call} {s:>7} B best {best:9} ({fmed[best] * 1e6:.1f} us)  " + "   ".join(line))
+    print(f"  kept in top {keep}: one hinted mpirun {tally['hinted'][0]}/{tally['hinted'][1]}, "
+          f"one forced round (control) {tally['forced'][0]}/{tally['forced'][1]}")
 
 
 if __name__ == "__main__":
