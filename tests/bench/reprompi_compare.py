@@ -982,16 +982,17 @@ def call_clock_table(mode, calls, sizes, med, witness, main_label, only=None) ->
     print(f"\n### Call-clock control, mode {mode}: every measured call on CLOCK_MONOTONIC (tests/bench/call_clock.c), "
           "median over mpiruns of each mpirun's median, us: arrival skew (max entry - min entry), own time "
           "(max exit - max entry), true global (max exit - min entry); extra = MPI_BYTE calls before the measured")
-    print("| call, size | tool | reported | skew | own | true global | extra | mpiruns |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| call, size | tool | reported | skew | own | true global | reported / true global | extra | mpiruns |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for c, n in report_cells(calls, sizes, only):
         key = (CALLS[c], n)
         for lb in ("ReproMPI", main_label):
             ws = [w for w in witness.get(lb, {}).get(key, []) if w]
             def m(attr):
                 return median_or_nan(statistics.median(getattr(w, attr)) for w in ws) * 1e6
-            print(f"| {CALLS[c][4:]} {n} B | {lb} | {median_or_nan(v for v in med[lb].get(key, []) if v == v) * 1e6:.3f} "
-                  f"| {m('skew'):.3f} | {m('own'):.3f} | {m('glob'):.3f} | "
+            rep = median_or_nan(v for v in med[lb].get(key, []) if v == v) * 1e6
+            print(f"| {CALLS[c][4:]} {n} B | {lb} | {rep:.3f} "
+                  f"| {m('skew'):.3f} | {m('own'):.3f} | {m('glob'):.3f} | {rep / m('glob'):.2f} | "
                   f"{','.join(sorted({str(w.extra) for w in ws})) or '-'} | {len(ws)} |")
 
 
@@ -1061,6 +1062,8 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                 refused = [x for x in shown if "(not named" in x]
                 if refused:
                     why += " (refused: " + ", ".join(refused) + ")"
+                if cc_shown and all(name != "call-clock" for name, _ in found):
+                    why += f" ({cc_shown})"
             elif undecided:
                 counts["undecided"] += 1
                 seen = shown + ([lev_shown] if lev_shown else [])
