@@ -7,7 +7,8 @@
 #                                                     prints CMD's output, exits with its status
 # The guest sees this machine's root read-only (9p), with its own /tmp, /dev/shm, /run and HOME (/tmp/home) in memory; each
 # DIR is a writable exception, shared with this machine at the same path (not /tmp itself: Intel MPI's launcher
-# keeps sockets there, which 9p cannot hold).  CMD starts in the current directory (/ if the guest has none).
+# keeps sockets there, which 9p cannot hold).  CMD starts in the current directory, which is shared too when it
+# lies under /tmp, /run or /dev/shm (the guest's own).
 # It runs the same programs, libraries and venv as the host; only the processor differs.
 #
 # Why emulated (QEMU TCG, model Skylake-Client) and not KVM: /dev/kvm opens here and a VM is created, but a
@@ -96,6 +97,8 @@ run() {
   local s
   box=$(mktemp -d "${TMPDIR:-/tmp}/intel-guest.XXXXXX")
   trap 'rm -rf "$box"' EXIT
+  # the guest's /tmp, /run and /dev/shm are its own: a current directory under them (a clone in /tmp) is shared
+  case $PWD in /tmp/*|/run/*|/dev/shm/*) shares+=("$PWD") ;; esac
   for s in "${shares[@]}"; do
     case $s in /|/tmp|/dev|/dev/*|/proc|/proc/*|/sys|/sys/*|/run) die "--share $s: the guest needs its own $s" ;; esac
     mkdir -p "$s"

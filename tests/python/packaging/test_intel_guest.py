@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 # Intel's tuning job for one collective, as mpitune_fast starts it (fewer iterations), around IMB-MPI1
 TUNING_JOB = r'''set -e
-eval "$(deploy/mpi-env.sh intelmpi)"
+env=$(deploy/mpi-env.sh intelmpi) || { echo "no Intel MPI environment in $PWD" >&2; exit 9; }
+eval "$env"
+[ "$PGMPI_MPI_FAMILY" = intelmpi ] || { echo "not Intel MPI's environment" >&2; exit 9; }
 grep -m1 vendor_id /proc/cpuinfo > "$1/vendor"
 I_MPI_DEBUG=5 I_MPI_TUNING_MODE=auto:cluster I_MPI_TUNING_METADATA_DUMP=1 I_MPI_TUNING_AUTO_ITER_NUM=4 \
   I_MPI_TUNING_AUTO_WARMUP_ITER_NUM=1 I_MPI_TUNING_COLL_LIST=allreduce I_MPI_TUNING_BIN_DUMP="$1/dump.dat" \
