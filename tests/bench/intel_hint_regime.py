@@ -12,6 +12,14 @@ per mpirun its wall time, the cost the race pays per mpirun.
 
     .venv/bin/python tests/bench/intel_hint_regime.py [--calls allreduce,reduce] [--sizes 8,4096,65536]
                                                        [--presets 1-8] [--rounds 3] [--nrep 50]
+    .venv/bin/python tests/bench/intel_hint_regime.py --agreement --calls allreduce,bcast,reduce,allgather \
+                                                       --sizes 8,512,32768,262144 --presets all --rounds 3
+
+--agreement (issue 35, pruning): only the ranking matters.  Per cell the forced-alone best (lowest median of the
+forced medians over rounds: what exhaustive would pick) and, per round (one hinted mpirun, what a pruning first
+stage would see), its rank among the hinted presets and its hinted time over the hinted best; summed up as how
+many (cell, round) pairs keep it in the hinted top k (k = 1, 3, 5) or within 10 % / 25 % of the hinted best.
+--presets all takes every preset impi_info -v lists per collective.
 
 Needs build/install/intelmpi (deploy/build-lib.sh intelmpi); 2 ranks.  Prints figures and the load; asserts
 nothing.  Loaded figures say little: a quiet run is what can decide.
@@ -47,15 +55,23 @@ def main() -> None:
     ap.add_argument("--presets", default="1-8")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nrep", type=int, default=50)
+    ap.add_argument("--bench", type=Path, default=ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench")
+    ap.add_argument("--agreement", action="store_true", help="print the rank agreement table (pruning)")
     a = ap.parse_args()
-    bench = ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench"
+    bench = a.bench
     if not bench.exists():
         raise SystemExit(f"{bench} missing: deploy/build-lib.sh intelmpi")
     lib = mpi_libraries.mpi_library("intelmpi")
     base = {k: v for k, v in lib.environment().items() if not k.startswith(("I_MPI_ADJUST_", "I_MPI_TUNING"))}
     base.update(YIELD)
-    lo, hi = (int(x) for x in a.presets.split("-"))
-    presets = list(range(lo, hi + 1))
+    if a.presets == "all":
+        from pgmpi_formats import impi_adjust
+        top = impi_adjust.discover(base).presets
+        presets_of = {c: list(range(1, top[c] + 1)) for c in a.calls.split(",")}
+    else:
+        lo, hi = (int(x) for x in a.presets.split("-"))
+        presets_of = {c: list(range(lo, hi + 1)) for c in a.calls.split(",")}
+    agree: list[tuple[str, int, int, str, list[tuple[int, float]]]] = []
     work = Path(tempfile.mkdtemp(prefix="hintregime"))
     n = 0
     wall: dict[str, list[float]] = {"hinted": [], "forced": [], "default": []}
@@ -79,11 +95,12 @@ def main() -> None:
             rows.setdefault((int(m), r.algorithms[al]), []).append(float(x))
         return {k: statistics.median(v) for k, v in rows.items()}
 
-    print(f"# pgmpi-bench {bench}; Intel MPI {lib.version}, 2 ranks, sizes {a.sizes}, presets {lo}-{hi}, "
+    print(f"# pgmpi-bench {bench}; Intel MPI {lib.version}, 2 ranks, sizes {a.sizes}, presets {a.presets}, "
           f"nrep {a.nrep}, {a.rounds} rounds; load before: {load()}")
     sizes = [int(s) for s in a.sizes.split(",")]
     for call in a.calls.split(","):
         C = call.upper()
+        presets = presets_of[call]
         hinted, forced, default = [], [], []
         for r in range(a.rounds):
             arms = ["hinted", "default"] + [f"forced:{p}" for p in presets]
@@ -113,6 +130,25 @@ def main() -> None:
                 print(f"    {lab:9} hinted {statistics.median(h[(s, lab)] for h in hinted) * 1e6:8.1f} us  "
                       f"forced {statistics.median(f[(s, lab)] for f in forced) * 1e6:8.1f} us  "
                       f"ratio {g:5.2f} [{min(q):.2f}, {max(q):.2f}]  control {ctl}")
+            labs = [f"native:{p}" for p in presets]
+            fbest = min(labs, key=lambda lab: statistics.median(f[(s, lab)] for f in forced))
+            per_round = []
+            for h in hinted:
+                order = sorted(labs, key=lambda lab: h[(s, lab)])
+                per_round.append((order.index(fbest) + 1, h[(s, fbest)] / h[(s, order[0])]))
+            agree.append((call, s, len(labs), fbest, per_round))
+    if a.agreement:
+        print(f"\n== rank agreement: forced-alone best (median over {a.rounds} rounds) in each round's hinted ranking; "
+              f"load {load()}")
+        print(f"  {'cell':>18} {'presets':>7} {'forced best':>11}   hinted rank per round   hinted time / hinted best")
+        pairs = [x for *_, pr in agree for x in pr]
+        for call, s, n_p, fbest, pr in agree:
+            print(f"  {call:>10} {s:>7} {n_p:>7} {fbest:>11}   {' '.join(f'{r:>3}' for r, _ in pr):<22}  "
+                  f"{' '.join(f'{m:5.2f}' for _, m in pr)}")
+        for k in (1, 3, 5):
+            print(f"  kept in hinted top {k}: {sum(r <= k for r, _ in pairs)}/{len(pairs)} (cell, round) pairs")
+        for m in (1.10, 1.25):
+            print(f"  kept within {round((m - 1) * 100)} % of the hinted best: {sum(x <= m for _, x in pairs)}/{len(pairs)}")
     print(f"\nwall time per mpirun (s, median): hinted {statistics.median(wall['hinted']):.2f} (all presets), "
           f"forced {statistics.median(wall['forced']):.2f} (one preset), "
           f"default {statistics.median(wall['default']):.2f}")
