@@ -17,6 +17,7 @@ die() { echo "make test: $*" >&2; exit 1; }
 step "machine: Debian packages, the MPI libraries of deploy/mpi-libraries.tsv, the Python environment"
 deploy/install-packages.sh all || die "could not install the Debian packages or the MPI libraries (deploy/install-mpis.sh)"
 deploy/venv.sh || die "could not prepare .venv"
+deploy/intel-guest.sh build || die "could not build the emulated GenuineIntel guest (deploy/intel-guest.sh: QEMU, Debian's kernel)"
 
 step "build: libpgmpitune + pgmpi-bench for every MPI of deploy/mpi-libraries.tsv"
 deploy/build-lib.sh $(deploy/mpi-env.sh --list) || die "library build failed"

@@ -11,15 +11,14 @@ the forced preset's median of round r against round r-1 (how much one preset mov
 per mpirun its wall time, the cost the race pays per mpirun.
 
     .venv/bin/python tests/bench/intel_hint_regime.py [--calls allreduce,reduce] [--sizes 8,4096,65536]
-                                                       [--presets 1-8] [--rounds 3] [--nrep 50]
-    .venv/bin/python tests/bench/intel_hint_regime.py --agreement --calls allreduce,bcast,reduce,allgather \
+                                                       [--presets 1-8] [--rounds 3] [--nrep 50] [--keep 3]
+    .venv/bin/python tests/bench/intel_hint_regime.py --calls allreduce,bcast,reduce,allgather \
                                                        --sizes 8,512,32768,262144 --presets all --rounds 3
 
---agreement (issue 35, pruning): only the ranking matters.  Per cell the forced-alone best (lowest median of the
-forced medians over rounds: what exhaustive would pick) and, per round (one hinted mpirun, what a pruning first
-stage would see), its rank among the hinted presets and its hinted time over the hinted best; summed up as how
-many (cell, round) pairs keep it in the hinted top k (k = 1, 3, 5) or within 10 % / 25 % of the hinted best.
---presets all takes every preset impi_info -v lists per collective.
+--presets all takes every preset impi_info -v lists per collective (the Intel grid of native_search.py).
+
+Also a rank table (issue 35, pruning): per cell, the rank of the forced-alone best in each single hinted
+mpirun's ranking and, as the control, in each single forced round's ranking, and the loss of keeping the top k.
 
 Needs build/install/intelmpi (deploy/build-lib.sh intelmpi); 2 ranks.  Prints figures and the load; asserts
 nothing.  Loaded figures say little: a quiet run is what can decide.
@@ -56,7 +55,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nrep", type=int, default=50)
     ap.add_argument("--bench", type=Path, default=ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench")
-    ap.add_argument("--agreement", action="store_true", help="print the rank agreement table (pruning)")
+    ap.add_argument("--keep", type=int, default=3, help="survivors per cell of a pruning stage (rank table)")
     a = ap.parse_args()
     bench = a.bench
     if not bench.exists():
@@ -71,7 +70,7 @@ def main() -> None:
     else:
         lo, hi = (int(x) for x in a.presets.split("-"))
         presets_of = {c: list(range(lo, hi + 1)) for c in a.calls.split(",")}
-    agree: list[tuple[str, int, int, str, list[tuple[int, float]]]] = []
+    tally: dict[str, list] = {"hinted": [], "forced": []}
     work = Path(tempfile.mkdtemp(prefix="hintregime"))
     n = 0
     wall: dict[str, list[float]] = {"hinted": [], "forced": [], "default": []}
@@ -130,29 +129,50 @@ def main() -> None:
                 print(f"    {lab:9} hinted {statistics.median(h[(s, lab)] for h in hinted) * 1e6:8.1f} us  "
                       f"forced {statistics.median(f[(s, lab)] for f in forced) * 1e6:8.1f} us  "
                       f"ratio {g:5.2f} [{min(q):.2f}, {max(q):.2f}]  control {ctl}")
-            labs = [f"native:{p}" for p in presets]
-            fbest = min(labs, key=lambda lab: statistics.median(f[(s, lab)] for f in forced))
-            per_round = []
-            for h in hinted:
-                order = sorted(labs, key=lambda lab: h[(s, lab)])
-                per_round.append((order.index(fbest) + 1, h[(s, fbest)] / h[(s, order[0])]))
-            agree.append((call, s, len(labs), fbest, per_round))
-    if a.agreement:
-        print(f"\n== rank agreement: forced-alone best (median over {a.rounds} rounds) in each round's hinted ranking; "
-              f"load {load()}")
-        print(f"  {'cell':>18} {'presets':>7} {'forced best':>11}   hinted rank per round   hinted time / hinted best")
-        pairs = [x for *_, pr in agree for x in pr]
-        for call, s, n_p, fbest, pr in agree:
-            print(f"  {call:>10} {s:>7} {n_p:>7} {fbest:>11}   {' '.join(f'{r:>3}' for r, _ in pr):<22}  "
-                  f"{' '.join(f'{m:5.2f}' for _, m in pr)}")
-        for k in (1, 3, 5):
-            print(f"  kept in hinted top {k}: {sum(r <= k for r, _ in pairs)}/{len(pairs)} (cell, round) pairs")
-        for m in (1.10, 1.25):
-            print(f"  kept within {round((m - 1) * 100)} % of the hinted best: {sum(x <= m for _, x in pairs)}/{len(pairs)}")
+        ranks(call, sizes, presets, hinted, forced, a.keep, tally)
+    print(f"\n== over all cells and rounds: the forced-alone best kept by a pruning stage of ONE mpirun "
+          f"(hinted) or ONE forced round (control); load {load()}")
+    for arm, xs in tally.items():
+        print(f"  {arm:6} top 1 {sum(r <= 1 for r, _ in xs)}/{len(xs)}  top 3 {sum(r <= 3 for r, _ in xs)}/{len(xs)}"
+              f"  top 5 {sum(r <= 5 for r, _ in xs)}/{len(xs)}  within 10 % of that round's best "
+              f"{sum(m <= 1.10 for _, m in xs)}/{len(xs)}  within 25 % {sum(m <= 1.25 for _, m in xs)}/{len(xs)}")
     print(f"\nwall time per mpirun (s, median): hinted {statistics.median(wall['hinted']):.2f} (all presets), "
           f"forced {statistics.median(wall['forced']):.2f} (one preset), "
           f"default {statistics.median(wall['default']):.2f}")
     print(f"load after: {load()}")
+
+
+def ranks(call: str, sizes: list[int], presets: list[int], hinted: list[dict], forced: list[dict],
+          keep: int, total: dict[str, list]) -> None:
+    """Pruning needs only the ranking: per cell, is the forced-alone best (median over all rounds) among the top
+    `keep` of ONE hinted mpirun (what a race's first stage would be)?  Control: ONE forced round (today's first
+    stage, one mpirun per preset) judged the same way.  "loss" is what keeping only the top `keep` would cost:
+    the best forced median among them / the forced best - 1."""
+    labs = [f"native:{p}" for p in presets]
+
+    def order(d: dict, s: int) -> list[str]:
+        return sorted(labs, key=lambda lab: d[(s, lab)])
+
+    print(f"  rank of the forced-alone best in one round's ranking (1 = first; kept if <= {keep}); "
+          f"loss = what pruning to the top {keep} costs against the forced best")
+    tally = {"hinted": [0, 0], "forced": [0, 0]}
+    for s in sizes:
+        fmed = {lab: statistics.median(f[(s, lab)] for f in forced) for lab in labs}
+        best = min(labs, key=fmed.get)
+        line = []
+        for arm, rounds in (("hinted", hinted), ("forced", forced)):
+            rk, loss = [], []
+            for d in rounds:
+                top = order(d, s)[:keep]
+                rk.append(order(d, s).index(best) + 1)
+                total[arm].append((rk[-1], d[(s, best)] / d[(s, order(d, s)[0])]))
+                loss.append(min(fmed[lab] for lab in top) / fmed[best] - 1)
+                tally[arm][0] += rk[-1] <= keep
+                tally[arm][1] += 1
+            line.append(f"{arm} ranks {','.join(map(str, rk)):<12} loss max {max(loss) * 100:5.1f} %")
+        print(f"    {call} {s:>7} B best {best:9} ({fmed[best] * 1e6:.1f} us)  " + "   ".join(line))
+    print(f"  kept in top {keep}: one hinted mpirun {tally['hinted'][0]}/{tally['hinted'][1]}, "
+          f"one forced round (control) {tally['forced'][0]}/{tally['forced'][1]}")
 
 
 if __name__ == "__main__":

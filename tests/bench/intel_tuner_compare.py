@@ -3,7 +3,7 @@
 the same machine, the same collectives and sizes at p = 2, then a user program under both results.
 
     .venv/bin/python tests/bench/intel_tuner_compare.py [--colls allreduce,bcast,reduce,allgather]
-        [--sizes 8,1024,65536,1048576] [--mpiruns 5] [--nrep 30] [--max-preset 8] [--rounds 8] [--iters 40] [--keep DIR]
+        [--sizes 8,1024,65536,1048576] [--mpiruns 5] [--nrep 30] [--max-preset N] [--rounds 8] [--iters 40] [--keep DIR]
 
 Needs build/install/intelmpi (deploy/build-lib.sh intelmpi) and the intelmpi row of deploy/mpi-libraries.tsv.
   1. Intel's tuner: `mpitune_fast -hosts <this host> -n 1 -ppn 2 -c <colls> -d DIR`, its wall time, what it
@@ -107,7 +107,7 @@ def tuning_job_evidence(lib: nl.Lib, app: Path, work: Path, generic: str) -> str
 
 def ours(lib: nl.Lib, colls: list[str], sizes: list[int], a, work: Path) -> dict:
     lib.disc = impi_adjust.discover(lib.env)
-    cells, line, secs = lib.search(a.mpiruns, a.nrep, sizes={c: sizes for c in colls}, max_preset=a.max_preset)
+    cells, line, secs = lib.search(a.mpiruns, a.nrep, sizes={c: sizes for c in colls}, max_preset=a.max_preset or 10**6)
     res = decide(cells, library="intelmpi")
     decs = res.native_decisions()
     chosen = [d for d in decs if d.label != "default"]
@@ -160,11 +160,17 @@ def main() -> int:
     ap.add_argument("--sizes", default="8,1024,65536,1048576")
     ap.add_argument("--mpiruns", type=int, default=5, help="rounds of our search (3 decided nothing at load 9)")
     ap.add_argument("--nrep", type=int, default=30)
-    ap.add_argument("--max-preset", type=int, default=8)
+    ap.add_argument("--max-preset", type=int, default=0,
+                    help="search presets 1-N; 0 (default): every preset impi_info lists, as a campaign searches "
+                         "(in the emulated guest 1-8 missed allreduce's winners 25 and 27)")
     ap.add_argument("--rounds", type=int, default=8, help="rounds of the user program (three mpiruns each)")
     ap.add_argument("--iters", type=int, default=40, help="kernel iterations per user-program mpirun")
     ap.add_argument("--keep", type=Path)
+    ap.add_argument("--guest", action="store_true",
+                    help="run all of it inside deploy/intel-guest.sh's GenuineIntel guest (both tuners, the program)")
     a = ap.parse_args()
+    if a.guest:
+        return in_guest(a)
     colls, sizes = a.colls.split(","), [int(s) for s in a.sizes.split(",")]
     work = a.keep or Path(tempfile.mkdtemp(prefix="intel-tuner-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -298,6 +304,24 @@ def main() -> int:
     if not apart:
         print("    none")
     return 0
+
+
+def in_guest(a) -> int:
+    """Re-run this script, whole, in the guest: the same machine and library for both tuners and the user program.
+    The guest's /tmp is its own memory, so the work directory (--keep, default under the worktree) is shared."""
+    import os
+    import shlex
+    import subprocess
+    root = HERE.parent.parent
+    work = (a.keep or root / "build" / f"intel-tuner-guest-{int(time.time())}").resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    argv = [a for a in sys.argv[1:] if a != "--guest"]
+    if "--keep" not in argv:
+        argv += ["--keep", str(work)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), *argv]
+    print(f"# in the guest (deploy/intel-guest.sh, emulated GenuineIntel): {shlex.join(cmd)}", flush=True)
+    return subprocess.run([str(root / "deploy" / "intel-guest.sh"), "run", "--share", str(work), "--", *cmd],
+                          cwd=root, env=os.environ).returncode
 
 
 if __name__ == "__main__":

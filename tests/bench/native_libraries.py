@@ -144,7 +144,7 @@ class Lib:
                         per.setdefault((key, m, 2), {})[label] = statistics.median(xs)
             for cell, medians in per.items():
                 cells.setdefault(cell, []).append(Run(medians, alone=True))
-        return cells, (f"exhaustive over presets 1-{max_preset}, {len(cells)} cells, {n} mpiruns (each alone)"
+        return cells, (f"exhaustive over presets 1-{max(map(len, presets.values()), default=0)}, {len(cells)} cells, {n} mpiruns (each alone)"
                        + (f", {len(failed)} failed ({'; '.join(failed[:4])})" if failed else "")), time.time() - t0
 
 

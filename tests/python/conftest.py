@@ -29,6 +29,7 @@ COMPONENTS = {
     "easybuild": "EasyBuild + Lmod",
     "spack": "Spack",
     "cluster": "virtual multi-node Slurm cluster (deploy/cluster.sh)",
+    "guest": "emulated GenuineIntel guest (deploy/intel-guest.sh, QEMU)",
 }
 ALLOWED_SKIP_MARKERS: set[str] = set()
 
