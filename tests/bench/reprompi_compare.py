@@ -57,6 +57,14 @@ A cell that no control brings within +-5 % says "no measured reason" with every 
               from its --verbose per-process rows, pgmpi-bench's from its "# clockmodel" lines; a table per
               mode with the valid shares and margins; names a cell when the two tools' errors differ by >= 5 %
               of the run-time and the paired ratio with each mpirun's error taken off is within +-5 %
+  call-clock  (window, round-time) computed from the main arms' own mpiruns, no extra ones: tests/bench/call_clock.c
+              preloaded with wtime_truth.c records every measured call's entry and exit per rank on CLOCK_MONOTONIC
+              (one clock for the ranks of one kernel), so per measurement the arrival skew (max entry - min entry),
+              the call's own time from the last arrival (max exit - max entry) and the true global time (max exit
+              - min entry), whichever tool ran; names a cell "machine" when the own times differ by the same ratio
+              as the reports (within +-5 % of it), or "start" when the own times agree within +-5 % and the skews
+              differ by >= 5 % of the run-time in the reports' direction (the tool with the larger skew has the
+              worse start); prints each tool's share of slow-level measurements (own > 1.5x the cell's fast floor)
   clock-error (window, round-time) computed, no extra mpiruns: the largest #@pgmpi clockcheck error of
               pgmpi-bench's mpiruns in that cell against the cell's run-time
   regime      each tool once more with the same command in the same rounds (pgmpi/again next to ReproMPI,
@@ -515,6 +523,115 @@ def true_offsets(path: Path) -> dict[int, float]:
     return {r: d[0][0] - v for r, (v, b, t, _) in d.items() if r != 0 and b == boot and t == timens}
 
 
+def build_call_clock(mpi: str) -> Path:
+    """tests/bench/call_clock.c as an LD_PRELOAD library (the `call-clock` control)."""
+    so = Path(tempfile.mkdtemp()) / "libcall_clock.so"
+    subprocess.run([f"mpicc.{mpi}", "-O2", "-shared", "-fPIC", "-o", str(so), str(ROOT / "tests/bench/call_clock.c"),
+                    "-ldl"], check=True)
+    return so
+
+
+@dataclass
+class Witness:
+    """One cell of one mpirun as call_clock.c saw it: per measurement (seconds, CLOCK_MONOTONIC) the arrival
+    skew (max entry - min entry), the call's own time from the last arrival (max exit - max entry) and the
+    true global time (max exit - min entry); extra = MPI_BYTE calls of the cell before the measured ones."""
+    skew: list
+    own: list
+    glob: list
+    extra: int
+
+
+def call_clock_read(path: Path, nrep: int) -> tuple[dict, str | None]:
+    """call_clock.c's file -> ({(MPI_<call>, bytes): Witness}, None) or ({}, why not).  The measured calls of a
+    cell are each rank's last nrep MPI_BYTE calls of that call and size (both tools measure on MPI_BYTE; their
+    own agreement messages use other types; pgmpi-bench's calls of a cell before those are not measurements);
+    the i-th of every rank is one measurement (collectives are called in the same order on every rank).
+    Refused: a rank whose clock is not rank 0's (another boot_id or time namespace: no common clock), lost
+    records, a cell with fewer than nrep calls or with different counts on the ranks."""
+    if not path.exists():
+        return {}, "no call-clock file"
+    ident, lost, seq = {}, {}, defaultdict(lambda: defaultdict(list))
+    for line in path.read_text().splitlines():
+        f = line.split()
+        if len(f) == 5 and f[0] == "clock":
+            ident[int(f[1])] = (f[2], f[3])
+        elif len(f) == 3 and f[0] == "lost":
+            lost[int(f[1])] = int(f[2])
+        elif len(f) == 6 and f[0].isdigit() and f[3] == "1" and f[1] in CALLS:
+            seq[(CALLS[f[1]], int(f[2]))][int(f[0])].append((int(f[4]) * 1e-9, int(f[5]) * 1e-9))
+    if 0 not in ident or ident[0][0] == "unknown":
+        return {}, "no clock identity of rank 0"
+    other = [r for r, v in ident.items() if v != ident[0]]
+    if other:
+        return {}, f"ranks {other} read another clock than rank 0 (boot_id or time namespace)"
+    if any(lost.values()):
+        return {}, f"records lost (buffer full): {lost}"
+    out = {}
+    for key, per in seq.items():
+        ranks = sorted(ident)
+        counts = {len(per.get(r, [])) for r in ranks}
+        if len(counts) != 1 or min(counts) < nrep:
+            continue
+        calls = [per[r][-nrep:] for r in ranks]
+        skew, own, glob = [], [], []
+        for i in range(nrep):
+            ent = [c[i][0] for c in calls]
+            ext = [c[i][1] for c in calls]
+            skew.append(max(ent) - min(ent))
+            own.append(max(ext) - max(ent))
+            glob.append(max(ext) - min(ent))
+        out[key] = Witness(skew, own, glob, min(counts) - nrep)
+    return out, None
+
+
+def slow_share(own: list, floor: float) -> float:
+    """The share of measurements at the slow level: own time above 1.5x the cell's fast floor (the 10th
+    percentile of both tools' own times pooled; the two levels are about 2x apart, tests/bench/level_watch.c)."""
+    return sum(x > 1.5 * floor for x in own) / len(own) if own else float("nan")
+
+
+def call_clock_verdict(rp: list, pg: list, rp_rep: list, pg_rep: list) -> tuple[str | None, str]:
+    """The call-clock control on one cell: rp/pg = each round's Witness of ReproMPI and pgmpi-bench (None where
+    missing), rp_rep/pg_rep = each round's reported median (seconds).  (reason or None, what was seen).
+      machine: the calls' own time (from the last arrival) differs by the same ratio as the reports (their ratio
+               within +-5 % of each other, both outside +-5 %): the call itself ran slower in one tool's mpiruns,
+               whatever either tool's synchronisation did;
+      start:   the own times agree within +-5 % and the arrival skews differ by >= 5 % of ReproMPI's run-time in
+               the direction of the reports: the ranks entered the call further apart in one tool (its start is
+               worse), so its global run-time is longer by the skew.
+    Paired per round like every ratio here; every line shows the medians (us) and each tool's slow-level share."""
+    rounds = [(a, b, x, y) for a, b, x, y in zip(rp, pg, rp_rep, pg_rep) if a and b and x == x and y == y]
+    if not rounds:
+        return None, "call-clock: no witness"
+    med = statistics.median
+    rep = median_or_nan(y / x for _, _, x, y in rounds)
+    own = median_or_nan(med(b.own) / med(a.own) for a, b, _, _ in rounds)
+    glob = median_or_nan(med(b.glob) / med(a.glob) for a, b, _, _ in rounds)
+    dskew = median_or_nan(med(b.skew) - med(a.skew) for a, b, _, _ in rounds)
+    rm = median_or_nan(x for _, _, x, _ in rounds)
+    pooled = sorted(v for a, b, _, _ in rounds for v in a.own + b.own)
+    floor = pooled[len(pooled) // 10]
+    rs, ps = (median_or_nan(slow_share(w.own, floor) for w in ws) for ws in
+              ([a for a, _, _, _ in rounds], [b for _, b, _, _ in rounds]))
+    seen = (f"call-clock: own {own:.2f}, true global {glob:.2f}, skew pgmpi - ReproMPI {dskew * 1e6:+.3f} us, "
+            f"ReproMPI own/skew {median_or_nan(med(a.own) for a, _, _, _ in rounds) * 1e6:.3f}/"
+            f"{median_or_nan(med(a.skew) for a, _, _, _ in rounds) * 1e6:.3f} us, pgmpi "
+            f"{median_or_nan(med(b.own) for _, b, _, _ in rounds) * 1e6:.3f}/"
+            f"{median_or_nan(med(b.skew) for _, b, _, _ in rounds) * 1e6:.3f} us, slow-level share "
+            f"ReproMPI {rs * 100:.0f} %, pgmpi {ps * 100:.0f} %")
+    if within(rep):
+        return None, seen
+    if not within(own) and within(own / rep):
+        return (f"machine: the calls' own time from the last arrival differs by {own:.2f} as the reports by "
+                f"{rep:.2f} ({seen})"), seen
+    if within(own) and rm == rm and abs(dskew) >= 0.05 * rm and (dskew > 0) == (rep > 1):
+        worse = "pgmpi-bench's" if dskew > 0 else "ReproMPI's"
+        return (f"start: the calls' own time agrees ({own:.2f}); {worse} ranks arrive {abs(dskew) * 1e6:.3f} us "
+                f"further apart, so {worse} start is worse ({seen})"), seen
+    return None, seen
+
+
 def model_offsets(text: str) -> dict[tuple[str, int], dict[int, float]]:
     """(call, bytes) -> rank -> the tool's global-clock offset (global - local) for that cell: pgmpi-bench's
     "# clockmodel" comment (after the cell), or, from ReproMPI's --verbose per-process rows, the median of
@@ -627,6 +744,7 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
     clkerr: dict[str, dict] = {x.label: defaultdict(list) for x in arms}
     margins: dict[str, list] = defaultdict(list)
     probes: dict[str, list] = defaultdict(list)     # each mpirun's level probe (wtime_truth.c), seconds
+    witness: dict[str, dict] = defaultdict(lambda: defaultdict(list))   # arm -> cell -> Witness per round
     quarters: dict[str, list] = defaultdict(list)
     hosts_seen: dict[str, int] = defaultdict(int)    # the clock control: where the ranks ran, per mpirun
     refused = 0                                       # ranks whose clock was not rank 0's (true_offsets)
@@ -640,6 +758,10 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
                 truth_file = Path(tmp) / f"truth-{arm.label.replace('/', '_')}-{r}.txt"
                 tenv = {"LD_PRELOAD": str(a.truth), "WTIME_TRUTH_FILE": str(truth_file)} \
                     if clocked and not arm.kind.startswith("loop") else {}
+                # the call-clock control: call_clock.c after wtime_truth.c (each chains MPI_Finalize on)
+                cc_file = Path(tmp) / f"callclock-{arm.label.replace('/', '_')}-{r}.txt"
+                if tenv and a.call_clock is not None:
+                    tenv = {**tenv, "LD_PRELOAD": f"{a.truth}:{a.call_clock}", "CALL_CLOCK_FILE": str(cc_file)}
                 if arm.kind == "reprompi":
                     pre, lenv = lib_launch(a.mpi, a.where, tenv, libtune) if arm.with_lib else ([], tenv)
                     cmd = mpirun(a.mpi, a.np, a.where) + pre + [a.reprompi] + (["--verbose"] if tenv else []) + [
@@ -673,6 +795,13 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
                     refused += len(ranks) - 1 - len(true_offsets(truth_file)) if ranks else 0
                     margins[arm.label].append(margin_of(text, arm.kind == "reprompi"))
                     probes[arm.label].append(probe_of(truth_file))
+                    if "CALL_CLOCK_FILE" in tenv:
+                        wit, why = call_clock_read(cc_file, a.nrep)
+                        if why:
+                            print(f"# call-clock {arm.label} round {r + 1}: {why}", file=sys.stderr)
+                        for c in calls:
+                            for n in sizes:
+                                witness[arm.label][(CALLS[c], n)].append(wit.get((CALLS[c], n)))
                     for c in calls:
                         for n in sizes:
                             clkerr[arm.label][(CALLS[c], n)].append(errs.get((CALLS[c], n), float("nan")))
@@ -751,8 +880,11 @@ def run_mode(a, mode: str, bench: str, calls: list, sizes: list, loop, only=None
         clock_table(mode, calls, sizes, med, kept, clkerr, margins, main_label, only)
     counts = None
     if "ReproMPI" in med:
+        if witness:
+            call_clock_table(mode, calls, sizes, med, witness, main_label, only)
         counts = agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk,
-                                 clkerr if clocked else {}, margins, only, probes if clocked else None)
+                                 clkerr if clocked else {}, margins, only, probes if clocked else None,
+                                 witness)
     print(f"# uptime: {uptime()}")
     return counts
 
@@ -844,8 +976,28 @@ def control_guard(med: dict, main: str, key, reruns: tuple) -> str | None:
     return "not named: " + ", ".join(refused) if refused else None
 
 
+def call_clock_table(mode, calls, sizes, med, witness, main_label, only=None) -> None:
+    """The call-clock control's figures per cell (tests/bench/call_clock.c): what each tool's measured calls
+    were on one CLOCK_MONOTONIC, median over mpirun medians, us, and the calls seen before the measured ones."""
+    print(f"\n### Call-clock control, mode {mode}: every measured call on CLOCK_MONOTONIC (tests/bench/call_clock.c), "
+          "median over mpiruns of each mpirun's median, us: arrival skew (max entry - min entry), own time "
+          "(max exit - max entry), true global (max exit - min entry); extra = MPI_BYTE calls before the measured")
+    print("| call, size | tool | reported | skew | own | true global | reported / true global | extra | mpiruns |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for c, n in report_cells(calls, sizes, only):
+        key = (CALLS[c], n)
+        for lb in ("ReproMPI", main_label):
+            ws = [w for w in witness.get(lb, {}).get(key, []) if w]
+            def m(attr):
+                return median_or_nan(statistics.median(getattr(w, attr)) for w in ws) * 1e6
+            rep = median_or_nan(v for v in med[lb].get(key, []) if v == v) * 1e6
+            print(f"| {CALLS[c][4:]} {n} B | {lb} | {rep:.3f} "
+                  f"| {m('skew'):.3f} | {m('own'):.3f} | {m('glob'):.3f} | {rep / m('glob'):.2f} | "
+                  f"{','.join(sorted({str(w.extra) for w in ws})) or '-'} | {len(ws)} |")
+
+
 def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, clkerr=None, margins=None,
-                    only=None, probes=None) -> dict:
+                    only=None, probes=None, witness=None) -> dict:
     """Issue 34's table: per cell the paired ratio, within +-5 %, and the measured reason (module docstring).
     Every control passes control_guard; each line says which named the cell.  Returns the counts for the
     final table (summary_table)."""
@@ -885,6 +1037,13 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                                   f"(true error per mpirun ReproMPI {fmt(re)}, pgmpi-bench {fmt(pe)} us; "
                                   f"tests/bench/wtime_truth.c); with each mpirun's error taken off its "
                                   f"median: {cr:.2f}"))
+            cc_shown = ""
+            if witness:
+                cc, cc_shown = call_clock_verdict(witness["ReproMPI"].get(key, []), witness[main_label].get(key, []),
+                                                  med["ReproMPI"].get(key, []), med[main_label].get(key, []))
+                if cc:
+                    found.append(("call-clock", cc))
+                shown.append(cc_shown)
             # the repeats only where no control of a mechanism names the cell
             reg, reg_shown = regime(med, main_label, key) if not found else (None, "")
             if reg:
@@ -903,6 +1062,8 @@ def agreement_table(mode, calls, sizes, med, main_label, paired, reasons, clk, c
                 refused = [x for x in shown if "(not named" in x]
                 if refused:
                     why += " (refused: " + ", ".join(refused) + ")"
+                if cc_shown and all(name != "call-clock" for name, _ in found):
+                    why += f" ({cc_shown})"
             elif undecided:
                 counts["undecided"] += 1
                 seen = shown + ([lev_shown] if lev_shown else [])
@@ -980,6 +1141,9 @@ def main() -> None:
     ap.add_argument("--no-clock", dest="clock", action="store_false",
                     help="window/roundtime: no clock control (tests/bench/wtime_truth.c preloaded, ReproMPI "
                          "--verbose; ranks of one kernel: one node or the virtual cluster)")
+    ap.add_argument("--no-call-clock", dest="call_clock_on", action="store_false",
+                    help="window/roundtime: no call-clock control (tests/bench/call_clock.c preloaded with the clock "
+                         "control: every measured call's entry and exit on CLOCK_MONOTONIC)")
     a = ap.parse_args()
     if a.where == "cluster":
         CLUSTER_ENV.update(cluster_env())
@@ -1002,6 +1166,7 @@ def main() -> None:
         loop = Path(tempfile.mkdtemp()) / "min_loop"
         subprocess.run([f"mpicc.{a.mpi}", "-O2", "-o", str(loop), str(ROOT / "tests/bench/min_loop.c")], check=True)
     a.truth = build_truth(a.mpi) if a.clock and {"window", "roundtime"} & set(modes) else None
+    a.call_clock = build_call_clock(a.mpi) if a.truth is not None and a.call_clock_on else None
     per_mode = {}
     for mode in modes:
         if cells:      # the calls x sizes of the mode's cells, in the order of CALLS and of size
