@@ -133,9 +133,13 @@ def main() -> None:
     print(f"\n== over all cells and rounds: the forced-alone best kept by a pruning stage of ONE mpirun "
           f"(hinted) or ONE forced round (control); load {load()}")
     for arm, xs in tally.items():
-        print(f"  {arm:6} top 1 {sum(r <= 1 for r, _ in xs)}/{len(xs)}  top 3 {sum(r <= 3 for r, _ in xs)}/{len(xs)}"
-              f"  top 5 {sum(r <= 5 for r, _ in xs)}/{len(xs)}  within 10 % of that round's best "
-              f"{sum(m <= 1.10 for _, m in xs)}/{len(xs)}  within 25 % {sum(m <= 1.25 for _, m in xs)}/{len(xs)}")
+        print(f"  {arm:6} top 1 {sum(x[0] <= 1 for x in xs)}/{len(xs)}  top 3 {sum(x[0] <= 3 for x in xs)}/{len(xs)}"
+              f"  top 5 {sum(x[0] <= 5 for x in xs)}/{len(xs)}  within 10 % of that round's best "
+              f"{sum(x[1] <= 1.10 for x in xs)}/{len(xs)}  within 25 % {sum(x[1] <= 1.25 for x in xs)}/{len(xs)}")
+        if xs:      # what a margin rule would keep: the share of a cell's presets within the margin of the round's best
+            print(f"         a margin keeps (median share of the cell's presets): 10 % "
+                  f"{statistics.median(x[2] / x[4] for x in xs) * 100:.0f} %, 25 % "
+                  f"{statistics.median(x[3] / x[4] for x in xs) * 100:.0f} %")
     print(f"\nwall time per mpirun (s, median): hinted {statistics.median(wall['hinted']):.2f} (all presets), "
           f"forced {statistics.median(wall['forced']):.2f} (one preset), "
           f"default {statistics.median(wall['default']):.2f}")
@@ -165,7 +169,10 @@ def ranks(call: str, sizes: list[int], presets: list[int], hinted: list[dict], f
             for d in rounds:
                 top = order(d, s)[:keep]
                 rk.append(order(d, s).index(best) + 1)
-                total[arm].append((rk[-1], d[(s, best)] / d[(s, order(d, s)[0])]))
+                lead = d[(s, order(d, s)[0])]
+                total[arm].append((rk[-1], d[(s, best)] / lead,
+                                   sum(d[(s, lab)] <= 1.10 * lead for lab in labs),
+                                   sum(d[(s, lab)] <= 1.25 * lead for lab in labs), len(labs)))
                 loss.append(min(fmed[lab] for lab in top) / fmed[best] - 1)
                 tally[arm][0] += rk[-1] <= keep
                 tally[arm][1] += 1
