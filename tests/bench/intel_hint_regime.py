@@ -12,6 +12,10 @@ per mpirun its wall time, the cost the race pays per mpirun.
 
     .venv/bin/python tests/bench/intel_hint_regime.py [--calls allreduce,reduce] [--sizes 8,4096,65536]
                                                        [--presets 1-8] [--rounds 3] [--nrep 50] [--keep 3]
+    .venv/bin/python tests/bench/intel_hint_regime.py --calls allreduce,bcast,reduce,allgather \
+                                                       --sizes 8,512,32768,262144 --presets all --rounds 3
+
+--presets all takes every preset impi_info -v lists per collective (the Intel grid of native_search.py).
 
 Also a rank table (issue 35, pruning): per cell, the rank of the forced-alone best in each single hinted
 mpirun's ranking and, as the control, in each single forced round's ranking, and the loss of keeping the top k.
@@ -50,16 +54,23 @@ def main() -> None:
     ap.add_argument("--presets", default="1-8")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--nrep", type=int, default=50)
+    ap.add_argument("--bench", type=Path, default=ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench")
     ap.add_argument("--keep", type=int, default=3, help="survivors per cell of a pruning stage (rank table)")
     a = ap.parse_args()
-    bench = ROOT / "build" / "install" / "intelmpi" / "bin" / "pgmpi-bench"
+    bench = a.bench
     if not bench.exists():
         raise SystemExit(f"{bench} missing: deploy/build-lib.sh intelmpi")
     lib = mpi_libraries.mpi_library("intelmpi")
     base = {k: v for k, v in lib.environment().items() if not k.startswith(("I_MPI_ADJUST_", "I_MPI_TUNING"))}
     base.update(YIELD)
-    lo, hi = (int(x) for x in a.presets.split("-"))
-    presets = list(range(lo, hi + 1))
+    if a.presets == "all":
+        from pgmpi_formats import impi_adjust
+        top = impi_adjust.discover(base).presets
+        presets_of = {c: list(range(1, top[c] + 1)) for c in a.calls.split(",")}
+    else:
+        lo, hi = (int(x) for x in a.presets.split("-"))
+        presets_of = {c: list(range(lo, hi + 1)) for c in a.calls.split(",")}
+    tally: dict[str, list] = {"hinted": [], "forced": []}
     work = Path(tempfile.mkdtemp(prefix="hintregime"))
     n = 0
     wall: dict[str, list[float]] = {"hinted": [], "forced": [], "default": []}
@@ -83,11 +94,12 @@ def main() -> None:
             rows.setdefault((int(m), r.algorithms[al]), []).append(float(x))
         return {k: statistics.median(v) for k, v in rows.items()}
 
-    print(f"# pgmpi-bench {bench}; Intel MPI {lib.version}, 2 ranks, sizes {a.sizes}, presets {lo}-{hi}, "
+    print(f"# pgmpi-bench {bench}; Intel MPI {lib.version}, 2 ranks, sizes {a.sizes}, presets {a.presets}, "
           f"nrep {a.nrep}, {a.rounds} rounds; load before: {load()}")
     sizes = [int(s) for s in a.sizes.split(",")]
     for call in a.calls.split(","):
         C = call.upper()
+        presets = presets_of[call]
         hinted, forced, default = [], [], []
         for r in range(a.rounds):
             arms = ["hinted", "default"] + [f"forced:{p}" for p in presets]
@@ -117,7 +129,17 @@ def main() -> None:
                 print(f"    {lab:9} hinted {statistics.median(h[(s, lab)] for h in hinted) * 1e6:8.1f} us  "
                       f"forced {statistics.median(f[(s, lab)] for f in forced) * 1e6:8.1f} us  "
                       f"ratio {g:5.2f} [{min(q):.2f}, {max(q):.2f}]  control {ctl}")
-        ranks(call, sizes, presets, hinted, forced, a.keep)
+        ranks(call, sizes, presets, hinted, forced, a.keep, tally)
+    print(f"\n== over all cells and rounds: the forced-alone best kept by a pruning stage of ONE mpirun "
+          f"(hinted) or ONE forced round (control); load {load()}")
+    for arm, xs in tally.items():
+        print(f"  {arm:6} top 1 {sum(x[0] <= 1 for x in xs)}/{len(xs)}  top 3 {sum(x[0] <= 3 for x in xs)}/{len(xs)}"
+              f"  top 5 {sum(x[0] <= 5 for x in xs)}/{len(xs)}  within 10 % of that round's best "
+              f"{sum(x[1] <= 1.10 for x in xs)}/{len(xs)}  within 25 % {sum(x[1] <= 1.25 for x in xs)}/{len(xs)}")
+        if xs:      # what a margin rule would keep: the share of a cell's presets within the margin of the round's best
+            print(f"         a margin keeps (median share of the cell's presets): 10 % "
+                  f"{statistics.median(x[2] / x[4] for x in xs) * 100:.0f} %, 25 % "
+                  f"{statistics.median(x[3] / x[4] for x in xs) * 100:.0f} %")
     print(f"\nwall time per mpirun (s, median): hinted {statistics.median(wall['hinted']):.2f} (all presets), "
           f"forced {statistics.median(wall['forced']):.2f} (one preset), "
           f"default {statistics.median(wall['default']):.2f}")
@@ -125,7 +147,7 @@ def main() -> None:
 
 
 def ranks(call: str, sizes: list[int], presets: list[int], hinted: list[dict], forced: list[dict],
-          keep: int) -> None:
+          keep: int, total: dict[str, list]) -> None:
     """Pruning needs only the ranking: per cell, is the forced-alone best (median over all rounds) among the top
     `keep` of ONE hinted mpirun (what a race's first stage would be)?  Control: ONE forced round (today's first
     stage, one mpirun per preset) judged the same way.  "loss" is what keeping only the top `keep` would cost:
@@ -147,6 +169,10 @@ def ranks(call: str, sizes: list[int], presets: list[int], hinted: list[dict], f
             for d in rounds:
                 top = order(d, s)[:keep]
                 rk.append(order(d, s).index(best) + 1)
+                lead = d[(s, order(d, s)[0])]
+                total[arm].append((rk[-1], d[(s, best)] / lead,
+                                   sum(d[(s, lab)] <= 1.10 * lead for lab in labs),
+                                   sum(d[(s, lab)] <= 1.25 * lead for lab in labs), len(labs)))
                 loss.append(min(fmed[lab] for lab in top) / fmed[best] - 1)
                 tally[arm][0] += rk[-1] <= keep
                 tally[arm][1] += 1
