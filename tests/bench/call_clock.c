@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_identity.h"
+
 enum { C_ALLREDUCE, C_BCAST, C_ALLGATHER };
 static const char *const NAMES[] = {"allreduce", "bcast", "allgather"};
 
@@ -96,17 +98,6 @@ WRAP(C_ALLGATHER, MPI_Allgather,
      (const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, MPI_Comm comm),
      (sbuf, scount, sdt, rbuf, rcount, rdt, comm), scount, sdt)
 
-static void clock_identity(char *boot, size_t blen, unsigned long long *timens)
-{
-    snprintf(boot, blen, "unknown");
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f) {
-        if (fgets(boot, (int)blen, f)) boot[strcspn(boot, "\n")] = 0;
-        fclose(f);
-    }
-    struct stat st;
-    *timens = stat("/proc/self/ns/time", &st) == 0 ? (unsigned long long)st.st_ino : 0ULL;
-}
 
 enum { ID = 192 };
 

@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_identity.h"
+
 enum { REC = 256 };    /* one rank's record: "d boot_id timens host" */
 enum { PROBE_WARM = 100, PROBE_N = 1000 };
 
@@ -59,19 +61,6 @@ static double mono(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* What makes two ranks' CLOCK_MONOTONIC one clock: the kernel (boot_id) and the time namespace (inode). */
-static void clock_identity(char *boot, size_t blen, unsigned long long *timens)
-{
-    snprintf(boot, blen, "unknown");
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f) {
-        if (fgets(boot, (int)blen, f)) boot[strcspn(boot, "\n")] = 0;
-        fclose(f);
-    }
-    struct stat st;
-    /* a kernel without time namespaces (< 5.6) has no such file: every process shares the one clock */
-    *timens = stat("/proc/self/ns/time", &st) == 0 ? (unsigned long long)st.st_ino : 0ULL;
-}
 
 int MPI_Finalize(void)
 {
