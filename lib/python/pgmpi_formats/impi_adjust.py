@@ -107,7 +107,9 @@ def trim(decisions) -> tuple[list, dict[str, str]]:
     """The decisions a native.impi can hold exactly, and {collective: why} for those it must leave to the
     library.  Once I_MPI_ADJUST_<COLL> is set, Intel MPI 2021.13 runs another algorithm outside every range than
     with the variable unset (fingerprints, 2 ranks: with only 3:4096-... set, MPI_Allreduce changes at 16 B and
-    64 B-2 KiB; with 0:0-4095 added, the same), so a range cannot leave a size to the library's default, and no
+    64 B-2 KiB; with 0:0-4095 added, the same; preset 0 is a fixed algorithm, not the library's table; Intel's
+    JSON tuning file, I_MPI_TUNING, behaves alike: tests/bench/intel_ranges_probe.py), so a range cannot leave
+    a size to the library's default, and no
     preset is the default (the default's fingerprint matches 7-19 of the 32 allreduce presets at every size
     measured, and the default switches between measured sizes: tests/bench/intel_fill_probe.py).  So a
     collective is written only where a preset is chosen at every size measured at its process count (its ranges

@@ -64,3 +64,23 @@ def test_where_two_decisions_differ_the_refusing_rule_and_the_drivers_path_are_n
     assert "1.282/1.150/1.171" in got[0] and "CI 1.038-" in got[0]
     assert f"search chose {rd} (8e-07 s against the default's 1e-06 s), confirmation rounds [0, 1, 2]" in got[0]
     assert got[1] == "bcast 8: native:binomial here: not measured"
+
+
+def test_the_floor_prices_confirming_exhaustives_variant_cells_alone_at_its_medians(ns):
+    table = {("reduce", 524288): {"default": 0.86e-3, "native:binomial": 0.67e-3, "native:smp": 0.9e-3},
+             ("bcast", 8): {"default": 2e-6, "native:binomial": 3e-6},
+             ("allgather", 8): {"default": 1e-6}}
+    decision = {("reduce", 524288): "native:binomial", ("bcast", 8): "default",
+                ("allgather", 8): "native:ring"}          # a choice the table lacks (failed there): not priced
+    # 3 rounds x the cell's count x (default + control arm + variant)
+    assert ns.confirmation_floor(table, decision, None, 100, 3) == pytest.approx(
+        {("reduce", 524288): 3 * 100 * (2 * 0.86e-3 + 0.67e-3)})
+    # a campaign-wide count per cell replaces nrep
+    assert ns.confirmation_floor(table, decision, {("reduce", 524288): 10}, 100, 3) == pytest.approx(
+        {("reduce", 524288): 3 * 10 * (2 * 0.86e-3 + 0.67e-3)})
+    assert ns.confirmation_floor(table, {c: "default" for c in table}, None, 100, 3) == {}
+    # a scan's first stage: every variant of every cell once at a sixth of the count (at least 2), or first_nrep
+    every = sum(sum(t.values()) for t in table.values())
+    assert ns.scan_floor(table, None, 100, 0) == pytest.approx(16 * every)
+    assert ns.scan_floor(table, None, 6, 0) == pytest.approx(2 * every)
+    assert ns.scan_floor(table, None, 100, 5) == pytest.approx(5 * every)
