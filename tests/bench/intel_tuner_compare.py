@@ -3,21 +3,26 @@
 the same machine, the same collectives and sizes at p = 2, then a user program under both results.
 
     .venv/bin/python tests/bench/intel_tuner_compare.py [--colls allreduce,bcast,reduce,allgather]
-        [--sizes 8,1024,65536,1048576] [--mpiruns 5] [--nrep 30] [--max-preset N] [--rounds 8] [--iters 40] [--keep DIR]
+        [--sizes 8,1024,65536,1048576] [--mpiruns 5] [--nrep 30] [--max-preset N] [--search exhaustive|race]
+        [--rounds 8] [--iters 40] [--keep DIR] [--guest]
 
 Needs build/install/intelmpi (deploy/build-lib.sh intelmpi) and the intelmpi row of deploy/mpi-libraries.tsv.
+Intel's autotuner runs only on a processor whose cpuid vendor is GenuineIntel: on this AMD host, --guest runs
+all of it inside deploy/intel-guest.sh's emulated Skylake guest (scheduler/README.md, "Intel's own tuner").
   1. Intel's tuner: `mpitune_fast -hosts <this host> -n 1 -ppn 2 -c <colls> -d DIR`, its wall time, what it
      printed, and what its output file holds: whether it is byte-identical to the generic table the library
-     loads by itself, and (part 3) whether it changes any algorithm (fingerprints).  Then the reason it tunes
-     nothing here, shown by the tuner's own tuning job re-run by hand (the environment mpitune_fast gives
-     IMB-MPI1: I_MPI_TUNING_MODE=auto:cluster, I_MPI_TUNING_BIN_DUMP, I_MPI_TUNING_METADATA_DUMP=1): on a
-     processor whose cpuid vendor is not GenuineIntel the library's autotuner never runs (scheduler/README.md,
-     "Intel's own tuner"), so the dump is the generic table and the metadata file the tool merges is missing.
-  2. Ours: the Intel search of tests/bench/native_libraries.py (one pgmpi-bench mpirun per preset 1-max, each
-     alone, and one for the default, `--mpiruns` rounds in alternating order; Intel MPI reads I_MPI_ADJUST_* once
-     at MPI_Init), service/analysis/native_decision.decide, the version's own writer (native.impi), and the
-     validation job as users load it (scheduler/native_validation.py, judged by service/analysis/
-     native_validation.judge).  Its time: search + validation.
+     loads by itself, and (part 3) whether it changes any algorithm (fingerprints).  Then the tuner's own
+     tuning job re-run by hand (the environment mpitune_fast gives IMB-MPI1: I_MPI_TUNING_MODE=auto:cluster,
+     I_MPI_TUNING_BIN_DUMP, I_MPI_TUNING_METADATA_DUMP=1): whether its dump differs from the generic table
+     (on a processor that is not GenuineIntel it does not, and the metadata file the tool merges is missing).
+  2. Ours, as a campaign runs it: `--search exhaustive` (tests/bench/native_libraries.py's Intel search: one
+     pgmpi-bench mpirun per preset 1-max, each alone, and one for the default, `--mpiruns` rounds in
+     alternating order; Intel MPI reads I_MPI_ADJUST_* once at MPI_Init) or `--search race` (the search
+     driver's Intel race, scheduler/intel_race.py: every preset once at a sixth of the count, then the two
+     fastest per cell that beat the default, `--mpiruns` rounds in all); then
+     service/analysis/native_decision.decide, the version's own writer (native.impi), and the validation job
+     as users load it (scheduler/native_validation.py, judged by service/analysis/native_validation.judge).
+     Its time: search + validation.
   3. A user program (tests/bench/intel_tuner_app.c: an iterative kernel, not a benchmark of either tool) under
      (a) the library's defaults, (b) Intel's file (I_MPI_TUNING_BIN=<it>), (c) our native.impi's variables,
      and a control arm (the default again), `--rounds` rounds of one mpirun each in rotating order; per cell the paired ratio (a)/(x) per round,
@@ -29,8 +34,10 @@ produced nothing: its file is still run as arm (b), as a user would load it.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
+import shlex
 import socket
 import statistics
 import sys
@@ -46,7 +53,7 @@ sys.path.insert(0, str(HERE))
 import native_libraries as nl  # noqa: E402  (its Intel search, modules and validation job)
 
 from pgmpi_formats import impi_adjust, native_file  # noqa: E402
-from service.analysis.native_decision import decide  # noqa: E402
+from service.analysis.native_decision import decide, runs_from_files  # noqa: E402
 
 ARMS = ("a", "b", "c", "z")
 ARM_NAMES = {"a": "(a) default", "b": "(b) Intel's file", "c": "(c) ours", "z": "control: default again"}
@@ -105,9 +112,37 @@ def tuning_job_evidence(lib: nl.Lib, app: Path, work: Path, generic: str) -> str
             + f"; {meta.name} {'written' if meta.exists() else 'not written'}")
 
 
+def race(lib: nl.Lib, colls: list[str], sizes: list[int], a, work: Path) -> tuple[dict, str, float]:
+    """Our race over Intel's presets, as a campaign's `search: race` runs it: the search driver's Intel rounds
+    (scheduler/intel_race.py: every preset at a sixth of the count in round 0, then the two fastest per cell
+    that beat the default, `--mpiruns` rounds in all, each preset and the default in mpiruns of their own).
+    Returns ({(key, size, 2): [Run]}, a line, the wall time of its pgmpi-bench mpiruns)."""
+    top = {k: min(lib.disc.presets[k], a.max_preset or 10**6) for k in colls}
+    d = work / "race"
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"prefix": "search-0", "control": True, "confirm": a.mpiruns,
+            "intel": {"version": lib.disc.version, "presets": top},
+            "bench_args": [f"--nrep={a.nrep}", "--campaign=intel-tuner-compare", "--module-name=intelmpi"],
+            "collectives": {k: {"search": "race", "sizes": sizes, "segments": []} for k in colls}}
+    out = d / "search-0.json"
+    p = lib.run([sys.executable, "-m", "scheduler.native_driver", "--spec", json.dumps(spec), "--launcher",
+                 shlex.join(lib.mpirun), "--bench", str(lib.bench), "--output", str(out)], cwd=nl.ROOT)
+    if p.returncode:
+        raise RuntimeError(f"search driver: {p.stderr[-800:]}")
+    rep = json.loads(out.read_text())
+    cells = runs_from_files([d / f for f in rep["files"]])
+    secs = rep["launch_seconds"] + rep.get("confirm", {}).get("launch_seconds", 0.0)
+    return cells, (f"race over presets 1-{max(top.values())}, {len(cells)} cells, {len(rep['files'])} mpiruns "
+                   f"({a.mpiruns} rounds, each preset alone)"), secs
+
+
 def ours(lib: nl.Lib, colls: list[str], sizes: list[int], a, work: Path) -> dict:
     lib.disc = impi_adjust.discover(lib.env)
-    cells, line, secs = lib.search(a.mpiruns, a.nrep, sizes={c: sizes for c in colls}, max_preset=a.max_preset or 10**6)
+    if a.search == "race":
+        cells, line, secs = race(lib, colls, sizes, a, work)
+    else:
+        cells, line, secs = lib.search(a.mpiruns, a.nrep, sizes={c: sizes for c in colls},
+                                       max_preset=a.max_preset or 10**6)
     res = decide(cells, library="intelmpi")
     decs = res.native_decisions()
     chosen = [d for d in decs if d.label != "default"]
@@ -163,6 +198,8 @@ def main() -> int:
     ap.add_argument("--max-preset", type=int, default=0,
                     help="search presets 1-N; 0 (default): every preset impi_info lists, as a campaign searches "
                          "(in the emulated guest 1-8 missed allreduce's winners 25 and 27)")
+    ap.add_argument("--search", choices=("exhaustive", "race"), default="exhaustive",
+                    help="our search: every preset in each of --mpiruns rounds, or the race (scheduler/intel_race.py)")
     ap.add_argument("--rounds", type=int, default=8, help="rounds of the user program (three mpiruns each)")
     ap.add_argument("--iters", type=int, default=40, help="kernel iterations per user-program mpirun")
     ap.add_argument("--keep", type=Path)
