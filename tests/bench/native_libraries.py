@@ -24,8 +24,9 @@ Per library (deploy/mpi-libraries.tsv id, built into build/install/<id>, 2 ranks
               operand survives) under each.  On Intel MPI the program is linked with -lpgmpitune after `module load`:
               the module names the native.impi and the library's MPI_Init sets its variables at the job sizes it
               was decided for (lib/src/core/native_env.c); a program without the library gets no native tuning.
-Where no algorithm beats the default, the decision says so and the user job runs the library's fastest
-variant of the search instead, published with --force semantics, to show the mechanism (marked "forced").
+The decision's own file is validated and published only when it passed.  Where it has no validated allreduce
+choice, the user job runs the library's fastest allreduce variant of the search instead, from a demonstration
+file published with --force semantics, to show the mechanism (marked "forced").
 Prints the figures and the machine load; asserts nothing.
 """
 from __future__ import annotations
@@ -251,9 +252,37 @@ def main() -> int:
             res = decide(cells, library=lib.family)
             decs = res.native_decisions()
             chosen = [d for d in decs if d.label != "default"]
-            forced = False
-            cell = next(((d.nbytes, d.label) for d in chosen if d.key == "allreduce"), None)
-            if cell is None:      # nothing wins at allreduce: show the mechanism with the search's fastest variant
+            row["decided"] = (", ".join(f"{d.key} {d.nbytes} B {d.label}" for d in chosen) or "default everywhere "
+                              "(no algorithm beats the default significantly)")
+            root = work / "profiles"
+            # 1. the decision itself: written by the version's writer, read back, validated as users load it,
+            # published only when validation passed
+            passed = False
+            if not chosen:
+                row["file"], row["validation"] = "none: nothing decided", "nothing to validate"
+            else:
+                try:
+                    name, text = native_file.render(lib.family, decs, version=lib.version)
+                except ValueError as exc:       # e.g. a native.impi that would have to leave a gap
+                    name, text = None, None
+                    row["file"], row["validation"] = f"none: {exc}", "nothing to validate"
+                if text:
+                    (lib.work / name).write_text(text)
+                    row["file"] = f"{name} ({len(text)} bytes, read back by {lib.family} {lib.version}'s reader)"
+                    pub.check_native_file(name, text, lib.family, lib.version)
+                    # validated where the decision measured (its cells, as a native candidate carries them)
+                    row["validation"] = validate(lib, name, text, mods, sorted(res.decisions))
+                    passed = row["validation"].startswith("passed")
+                    if passed:
+                        r = pub.publish(root, "five", lib.family, lib.version, {name: text}, actor="native_libraries.py",
+                                        validated=False, checker=["/bin/true"], mpi=lib.family, native_validated=True)
+                        row["published"] = f"version {r.version} -> {r.target}/current"
+                    else:
+                        row["published"] = "nothing: its validation did not pass"
+            # 2. the user job at the decision's allreduce cell, when it passed validation; else a demonstration
+            # file with the search's fastest allreduce variant, published with --force semantics (marked forced)
+            cell = next(((d.nbytes, d.label) for d in chosen if d.key == "allreduce"), None) if passed else None
+            if cell is None:
                 best = {}         # (one the version's writer takes: MPICH 5's parameterised algorithms it refuses)
                 for (k, s, _p), runs in cells.items():
                     if k == "allreduce":
@@ -267,34 +296,22 @@ def main() -> int:
                             best[s] = x
                             break
                 s = max(best) if best else SIZES["allreduce"][-1]
-                cell, forced = (s, best.get(s)), True
+                cell = (s, best.get(s))
                 if cell[1] is None:
                     raise RuntimeError("the search measured no allreduce variant")
-                decs = decs + [Decision("allreduce", 2, s, cell[1])] if not any(d.key == "allreduce" for d in decs) \
-                    else [Decision(d.key, d.nprocs, d.nbytes, cell[1] if (d.key, d.nbytes) == ("allreduce", s) else d.label)
-                          for d in decs]
-            row["decided"] = (", ".join(f"{d.key} {d.nbytes} B {d.label}" for d in chosen) or "default everywhere "
-                              "(no algorithm beats the default significantly)")
-            if lib.family == "intelmpi" and "allreduce" in impi_adjust.trim(decs)[1]:
-                # the default won somewhere at allreduce: a native.impi leaves it to the library (no gaps), so
-                # the demonstration file holds the chosen preset at every size measured (marked forced)
-                decs = [Decision(d.key, d.nprocs, d.nbytes, cell[1] if d.key == "allreduce" else d.label) for d in decs]
-                forced = True
-            name, text = native_file.render(lib.family, decs, version=lib.version)
-            (lib.work / name).write_text(text)
-            row["file"] = f"{name} ({len(text)} bytes, read back by {lib.family} {lib.version}'s reader)"
-            pub.check_native_file(name, text, lib.family, lib.version)
-            # validated where the decision measured (its cells, as a native candidate carries them)
-            verdict = (validate(lib, name, text, mods, sorted(res.decisions)) if not forced
-                       else "not validated: a demonstration file (forced)")
-            row["validation"] = verdict
-            root = work / "profiles"
-            r = pub.publish(root, "five", lib.family, lib.version, {name: text}, actor="native_libraries.py",
-                            validated=False, force=forced or not verdict.startswith("passed"),
-                            reason="bench: demonstration" if forced or not verdict.startswith("passed") else "",
-                            checker=["/bin/true"], mpi=lib.family, native_validated=verdict.startswith("passed"))
-            row["published"] = (f"version {r.version} -> {r.target}/current" + (" [FORCED]" if r.forced else "")
-                                + (" (demonstration: the file selects the search's fastest variant)" if forced else ""))
+                # the demonstration file holds that variant at every allreduce size measured (a native.impi
+                # cannot leave a gap), the decision's other collectives as decided
+                demo = [Decision(d.key, d.nprocs, d.nbytes, cell[1] if d.key == "allreduce" else d.label) for d in decs]
+                if not any(d.key == "allreduce" for d in demo):
+                    demo.append(Decision("allreduce", 2, s, cell[1]))
+                name, text = native_file.render(lib.family, demo, version=lib.version)
+                pub.check_native_file(name, text, lib.family, lib.version)
+                r = pub.publish(root, "five", lib.family, lib.version, {name: text}, actor="native_libraries.py",
+                                validated=False, force=True, reason="bench: demonstration", checker=["/bin/true"],
+                                mpi=lib.family, native_validated=False)
+                row["user job file"] = (f"a demonstration {name}, version {r.version} -> {r.target}/current [FORCED]: "
+                                        f"the search's fastest allreduce variant {cell[1]} at {s} B, to show the "
+                                        "mechanism (the decision's own file has no validated allreduce choice)")
             row["user job"] = user_job(lib, mods, root, cell, a.pairs, a.reps)
         except Exception as exc:        # a row that could not be completed says why; the others go on
             row["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
