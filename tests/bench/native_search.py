@@ -598,7 +598,7 @@ def local(ids: list[str], mpiruns: int, nrep: int, keep: Path | None, reuse: boo
                       "evaluation mpirun - 1 (geometric mean): " + ", ".join(
                           f"{k} {s} {dec[(k, s)]} vs {ex[(k, s)]}: {100 * x:+.1f}" for (k, s), x in sorted(vs.items())))
             left = [f"{k} {s} {dec[(k, s)]}" for (k, s) in sorted(dec) if dec[(k, s)] != "default"]
-            print(f"  decision leaves the default in {len(left)} of {len(dec)} cells: {', '.join(left) or '-'}")
+            print(f"  decision takes a variant in {len(left)} of {len(dec)} cells (the default in the others): {', '.join(left) or '-'}")
             if differ:
                 print("  differs from exhaustive's decision: " + ", ".join(
                     f"{k} {s} {dec[(k, s)]} (exhaustive: {ex[(k, s)]})" for k, s in differ))
