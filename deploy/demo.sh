@@ -10,7 +10,7 @@ demo=$top/demo
 mkdir -p "$demo"
 t0=$(date +%s)
 deploy/install-packages.sh demo      # base + Lmod: the printed next steps load modules
-deploy/venv.sh
+deploy/venv.sh base                  # the demo needs no test extras (make test adds them)
 # The demo measures Debian's Open MPI 4.1.4 and MPICH 4.0.2 (no download). The other libraries of
 # deploy/mpi-libraries.tsv (Open MPI 5, MPICH 5, Intel MPI; ~250 MB from the Python package registry):
 #   deploy/install-mpis.sh registry && deploy/build-lib.sh all
