@@ -24,7 +24,8 @@ if [ -f "$stamp" ] && [ "$stamp" -nt "$top/pyproject.toml" ]; then
     exit 0
   fi
 fi
-echo "venv: installing pgmpi-site and its dependencies into $venv${want/base/ (without the test extras)}"
+what=""; [ "$want" = base ] && what=" (without the test extras)"
+echo "venv: installing pgmpi-site and its dependencies into $venv$what"
 "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip >/dev/null
 if [ "$want" = base ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check -e "$top"
