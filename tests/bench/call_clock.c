@@ -109,12 +109,10 @@ int MPI_Finalize(void)
         int rank = 0, size = 1;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
         PMPI_Comm_size(MPI_COMM_WORLD, &size);
-        char boot[64], host[64] = "unknown", id[ID];
-        unsigned long long timens;
-        clock_identity(boot, sizeof boot, &timens);
-        gethostname(host, sizeof host - 1);
+        char who[160], id[ID];
+        clock_identity_text(who, sizeof who);
         memset(id, 0, sizeof id);
-        snprintf(id, sizeof id, "%s %llu %s %ld", boot, timens, host, lost);
+        snprintf(id, sizeof id, "%s %ld", who, lost);
         int nbytes = (int)(used * (long)sizeof *recs);
         int *counts = rank == 0 ? calloc((size_t)size, sizeof *counts) : NULL;
         int *displs = rank == 0 ? calloc((size_t)size, sizeof *displs) : NULL;

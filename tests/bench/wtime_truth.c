@@ -73,12 +73,10 @@ int MPI_Finalize(void)
             double m0 = mono(), w = PMPI_Wtime(), m1 = mono();
             if (m1 - m0 < best) { best = m1 - m0; d = w - 0.5 * (m0 + m1); }
         }
-        char boot[64], host[64] = "unknown", rec[REC];
-        unsigned long long timens;
-        clock_identity(boot, sizeof boot, &timens);
-        gethostname(host, sizeof host - 1);
+        char who[160], rec[REC];
+        clock_identity_text(who, sizeof who);
         memset(rec, 0, sizeof rec);
-        snprintf(rec, sizeof rec, "%.9f %s %llu %s", d, boot, timens, host);
+        snprintf(rec, sizeof rec, "%.9f %s", d, who);
         int rank = 0, size = 1;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
         PMPI_Comm_size(MPI_COMM_WORLD, &size);
