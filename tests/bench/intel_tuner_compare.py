@@ -347,7 +347,6 @@ def in_guest(a) -> int:
     """Re-run this script, whole, in the guest: the same machine and library for both tuners and the user program.
     The guest's /tmp is its own memory, so the work directory (--keep, default under the worktree) is shared."""
     import os
-    import shlex
     import subprocess
     root = HERE.parent.parent
     work = (a.keep or root / "build" / f"intel-tuner-guest-{int(time.time())}").resolve()
